@@ -1,0 +1,301 @@
+/*
+ * gguf.h - the GGUF format library of ggufs: read, validate, render as text,
+ * edit and write the header of a GGUF file.  It knows nothing of FUSE.
+ *
+ * Byte layout of a GGUF file (all integers little-endian; v2 and v3):
+ *
+ *   offset  size  field
+ *   0       4     magic "GGUF"
+ *   4       4     uint32 version (2 or 3; v1 used uint32 counts and is refused)
+ *   8       8     uint64 n_tensors
+ *   16      8     uint64 n_kv
+ *   24      ...   n_kv key/value pairs:
+ *                   string key      (uint64 len + len bytes, no NUL)
+ *                   uint32 type     (enum gguf_type)
+ *                   value:  scalar   1/2/4/8 bytes; bool is one byte (0 or 1)
+ *                           string   uint64 len + bytes
+ *                           array    uint32 elem type, uint64 count, elements
+ *                                    (string elements carry their own length)
+ *   ...     ...   n_tensors tensor infos:
+ *                   string name, uint32 n_dims, n_dims x uint64 ne,
+ *                   uint32 ggml type, uint64 offset (relative to data start)
+ *   ...     ...   zero padding up to a multiple of ALIGNMENT
+ *                 (general.alignment, a uint32 power of two, default 32)
+ *   data    ...   tensor data in info order, each padded to ALIGNMENT
+ *
+ * The data start is computed (end of tensor infos rounded up to ALIGNMENT),
+ * never stored: a header edited in place must end on the same padded
+ * boundary, which ggufs achieves with a filler key (GGUF_FILLER_KEY).
+ *
+ * Conventions: one opaque context (gguf_ctx); getters are const and never
+ * abort; find-by-name returns -1 when absent; fallible calls return an
+ * enum gguf_status and fill a struct gguf_error whose message names what was
+ * expected and where (offset, key or tensor).
+ */
+#ifndef GGUF_GGUF_H
+#define GGUF_GGUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GGUF_MAGIC "GGUF"
+#define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_TENSOR_NAME 63            /* bytes; ggml rejects 64+ */
+#define GGUF_MAX_STRING (UINT64_C(1) << 30) /* ggml rejects longer strings */
+#define GGUF_MAX_ARRAY (UINT64_C(1) << 30)  /* and arrays with more elements */
+#define GGUF_MAX_NESTING 8                  /* arrays of arrays, deepest level */
+/* Key of the filler KV that absorbs slack when a header is rewritten in
+ * place.  Hidden from listings; see man/ggufs.1. */
+#define GGUF_FILLER_KEY "ggufs.padding"
+
+/* Metadata value types, numbered as on disk. */
+enum gguf_type {
+    GGUF_TYPE_UINT8 = 0,
+    GGUF_TYPE_INT8 = 1,
+    GGUF_TYPE_UINT16 = 2,
+    GGUF_TYPE_INT16 = 3,
+    GGUF_TYPE_UINT32 = 4,
+    GGUF_TYPE_INT32 = 5,
+    GGUF_TYPE_FLOAT32 = 6,
+    GGUF_TYPE_BOOL = 7,
+    GGUF_TYPE_STRING = 8,
+    GGUF_TYPE_ARRAY = 9,
+    GGUF_TYPE_UINT64 = 10,
+    GGUF_TYPE_INT64 = 11,
+    GGUF_TYPE_FLOAT64 = 12,
+    GGUF_TYPE_COUNT
+};
+
+enum gguf_status {
+    GGUF_OK = 0,
+    GGUF_E_IO,          /* a system call failed; gguf_error.sys_errno says why */
+    GGUF_E_NOMEM,       /* allocation failed */
+    GGUF_E_FORMAT,      /* the file is not a valid GGUF (corrupt, truncated) */
+    GGUF_E_UNSUPPORTED, /* valid but not handled: big-endian, v1 */
+    GGUF_E_INVAL,       /* bad argument: unparsable text, bad key name */
+    GGUF_E_RANGE,       /* value does not fit the type */
+    GGUF_E_NOTFOUND,    /* no such key or tensor */
+    GGUF_E_EXISTS,      /* key already exists */
+    GGUF_E_PERM,        /* change not allowed (general.alignment) */
+    GGUF_E_CHANGED,     /* file changed under us since it was opened */
+    GGUF_E_NOSPACE,     /* no room on the device */
+    GGUF_E_BUSY,        /* locked by another writer */
+};
+
+struct gguf_error {
+    enum gguf_status code;
+    int sys_errno;  /* errno for GGUF_E_IO / NOSPACE, else 0 */
+    char msg[512];  /* one line, no trailing newline, no file name prefix */
+};
+
+/* A growable byte buffer; zero-initialise, free with gguf_buf_free. */
+struct gguf_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+typedef struct gguf_ctx gguf_ctx;
+
+/* ---- errors -------------------------------------------------------- */
+
+/* Sets err (may be NULL) and returns code. printf-style message. */
+enum gguf_status gguf_fail(struct gguf_error *err, enum gguf_status code,
+                           const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *gguf_status_name(enum gguf_status s);
+
+/* ---- buffers ------------------------------------------------------- */
+
+enum gguf_status gguf_buf_reserve(struct gguf_buf *b, size_t extra);
+enum gguf_status gguf_buf_add(struct gguf_buf *b, const void *p, size_t n);
+void gguf_buf_free(struct gguf_buf *b);
+
+/* ---- types --------------------------------------------------------- */
+
+/* "uint8", "string", "array", ... ; NULL if out of range. */
+const char *gguf_type_name(enum gguf_type t);
+/* Inverse of gguf_type_name for scalar names and "string"; -1 if unknown. */
+int gguf_type_from_name(const char *name, size_t len);
+/* Bytes of a fixed-size scalar type; 0 for string, array and unknown. */
+size_t gguf_type_size(enum gguf_type t);
+
+/* ggml tensor types.  Returns false for unknown or removed ids. */
+bool gguf_ggml_type_known(uint32_t ggml_type);
+/* Lower-case ggml name ("f32", "q4_K", "bf16"); NULL if unknown. */
+const char *gguf_ggml_type_name(uint32_t ggml_type);
+int gguf_ggml_type_from_name(const char *name); /* -1 if unknown */
+uint32_t gguf_ggml_blck_size(uint32_t ggml_type); /* 0 if unknown */
+uint32_t gguf_ggml_type_size(uint32_t ggml_type); /* bytes per block */
+/* Bytes of a tensor of that type and shape; false on overflow, unknown
+ * type, or ne[0] not a multiple of the block size. */
+bool gguf_ggml_nbytes(uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
+                      uint64_t *out);
+
+/* ---- opening ------------------------------------------------------- */
+
+enum gguf_open_flags {
+    GGUF_OPEN_RDWR = 1 << 0,          /* open fd O_RDWR (for commits) */
+    GGUF_OPEN_ALLOW_NESTED = 1 << 1,  /* accept arrays of arrays (ggml doesn't) */
+};
+
+/* Reads and validates the header of the GGUF file at path (never the
+ * tensor data).  On success *out is a new context.  On failure returns the
+ * status and err->msg names the problem and where, e.g.
+ * "tensor 'x' data ends at 5368709120, past the end of the file (4294967296)".
+ * Files ggml's reference reader accepts are accepted; files it rejects are
+ * refused, except the two looser cases that only record a warning:
+ * non-contiguous but in-bounds, non-overlapping tensor data, and unknown
+ * tensor types (sized from the next tensor's offset). */
+enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
+                           struct gguf_error *err);
+/* Same, on bytes in memory (copied); used by tests and fuzzers. */
+enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
+                               unsigned flags, struct gguf_error *err);
+/* A new, empty context (no keys, no tensors) of the given version. */
+gguf_ctx *gguf_new(uint32_t version);
+void gguf_close(gguf_ctx *ctx);
+
+/* Warnings recorded while opening (looser cases above). */
+int gguf_n_warnings(const gguf_ctx *ctx);
+const char *gguf_warning(const gguf_ctx *ctx, int i);
+
+/* ---- file-level getters ------------------------------------------- */
+
+uint32_t gguf_version(const gguf_ctx *ctx);
+uint32_t gguf_alignment(const gguf_ctx *ctx);
+/* Absolute offset of the data section as read from the file. */
+uint64_t gguf_data_offset(const gguf_ctx *ctx);
+uint64_t gguf_file_size(const gguf_ctx *ctx);
+/* The file descriptor the context reads from (-1 for memory contexts). */
+int gguf_fd(const gguf_ctx *ctx);
+const char *gguf_path(const gguf_ctx *ctx);
+
+/* ---- key/value pairs ---------------------------------------------- */
+
+/* KV index i is in [0, gguf_n_kv).  Indices change when keys are removed;
+ * gguf_kv_id is stable for the life of the context. */
+int64_t gguf_n_kv(const gguf_ctx *ctx);
+int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len);
+/* Key bytes (NUL-terminated for convenience; keys may contain NUL, so use
+ * the length). */
+const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i, size_t *len);
+uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i);
+int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id);
+enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i);
+/* For arrays: element type and count; GGUF_TYPE_COUNT / 0 otherwise. */
+enum gguf_type gguf_kv_arr_type(const gguf_ctx *ctx, int64_t i);
+uint64_t gguf_kv_arr_n(const gguf_ctx *ctx, int64_t i);
+/* The value's on-disk bytes after the uint32 type field (for an array:
+ * elem type, count, elements).  Valid until the key is edited. */
+const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len);
+/* Type as shown to users: "uint32", "string", "array[string]",
+ * "array[array]"; writes into buf (>= 32 bytes) and returns buf. */
+const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf,
+                             size_t n);
+/* Typed accessors: return false (and leave *out alone) on a wrong type. */
+bool gguf_kv_get_u64(const gguf_ctx *ctx, int64_t i, uint64_t *out); /* any unsigned int */
+bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i, int64_t *out);  /* any int that fits */
+bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s, size_t *len);
+
+/* ---- tensors ------------------------------------------------------ */
+
+int64_t gguf_n_tensors(const gguf_ctx *ctx);
+int64_t gguf_find_tensor(const gguf_ctx *ctx, const char *name, size_t len);
+const char *gguf_tensor_name(const gguf_ctx *ctx, int64_t i, size_t *len);
+uint32_t gguf_tensor_type(const gguf_ctx *ctx, int64_t i);
+uint32_t gguf_tensor_n_dims(const gguf_ctx *ctx, int64_t i);
+/* ne[0..3]; missing dimensions are 1. */
+const int64_t *gguf_tensor_ne(const gguf_ctx *ctx, int64_t i);
+/* Offset relative to the data section, as stored. */
+uint64_t gguf_tensor_rel_offset(const gguf_ctx *ctx, int64_t i);
+/* Absolute offset in the file = data offset + relative offset. */
+uint64_t gguf_tensor_offset(const gguf_ctx *ctx, int64_t i);
+uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i);
+
+/* ---- text codec (gguf/text.c) -------------------------------------- */
+
+/* Renders a value's payload (as from gguf_kv_payload) in the text format of
+ * man/ggufs.1, appending to out.  Lossless: gguf_parse_text of the result
+ * gives back the identical payload. */
+enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
+                             size_t len, struct gguf_buf *out,
+                             struct gguf_error *err);
+/* Parses text as a value of type (with arr_type for arrays) and appends
+ * the on-disk payload to out.  Refuses malformed text, out-of-range values
+ * and partial array lines with GGUF_E_INVAL / GGUF_E_RANGE and a message
+ * naming the line. */
+enum gguf_status gguf_parse_text(enum gguf_type type, enum gguf_type arr_type,
+                                 const char *text, size_t len,
+                                 struct gguf_buf *out, struct gguf_error *err);
+/* Escapes one string array element so that it is one line (no newline
+ * appended); and its inverse.  Used by the codec; exported for tests. */
+enum gguf_status gguf_escape_line(const uint8_t *s, size_t len,
+                                  struct gguf_buf *out);
+enum gguf_status gguf_unescape_line(const char *s, size_t len,
+                                    struct gguf_buf *out,
+                                    struct gguf_error *err);
+/* True if s is valid UTF-8 (no overlongs, no surrogates). */
+bool gguf_utf8_valid(const uint8_t *s, size_t len);
+
+/* ---- file names (gguf/names.c) ------------------------------------- */
+
+/* Maps a key or tensor name to a file name (<= 255 bytes, no '/', no NUL,
+ * never "." or ".."): '%' -> %25, '/' -> %2F, bytes < 0x20, 0x7f and bytes
+ * not part of valid UTF-8 -> %HH, "." and ".." -> %2E and %2E%2E; a name
+ * whose escaped form exceeds 255 bytes is cut at 238 bytes (never inside a
+ * %HH) and ends in "%~" and 16 hex digits of a 64-bit FNV-1a hash of the
+ * whole name.  Appends to out. */
+enum gguf_status gguf_name_escape(const char *name, size_t len,
+                                  struct gguf_buf *out);
+/* Inverse for names without a "%~" hash suffix.  GGUF_E_INVAL for a
+ * malformed %-sequence or a hashed name. */
+enum gguf_status gguf_name_unescape(const char *fname, size_t len,
+                                    struct gguf_buf *out,
+                                    struct gguf_error *err);
+
+/* ---- editing (gguf/edit.c) ---------------------------------------- */
+
+/* True if key follows the spec's rules for new keys: ASCII lower_snake_case
+ * segments ([a-z0-9_]+) joined by '.', at most 65535 bytes. */
+bool gguf_key_valid(const char *key, size_t len);
+/* Sets key to a value given as its on-disk payload (validated).  An existing
+ * key keeps its position; a new key goes last.  general.alignment is
+ * refused with GGUF_E_PERM. */
+enum gguf_status gguf_set_payload(gguf_ctx *ctx, const char *key, size_t klen,
+                                  enum gguf_type type, const uint8_t *payload,
+                                  size_t len, struct gguf_error *err);
+enum gguf_status gguf_remove_key(gguf_ctx *ctx, int64_t i,
+                                 struct gguf_error *err);
+enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
+                                 size_t klen, struct gguf_error *err);
+/* Appends a tensor info (used to build fixtures): offset is placed after the
+ * previous tensor, rounded up to the alignment. */
+enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
+                                 uint32_t ggml_type, uint32_t n_dims,
+                                 const int64_t *ne, struct gguf_error *err);
+/* True once any key was set, removed or renamed. */
+bool gguf_dirty(const gguf_ctx *ctx);
+
+/* ---- writing (gguf/write.c) ---------------------------------------- */
+
+/* Bytes of the serialized header up to the end of the tensor infos
+ * (without padding), for the current keys and tensors. */
+uint64_t gguf_header_size(const gguf_ctx *ctx);
+/* Serializes the header and pads it with zeros to exactly target bytes
+ * (target 0: to the next multiple of the alignment).  If target is larger
+ * than the padded header, the slack is absorbed by a GGUF_FILLER_KEY string
+ * KV placed last (replacing an existing one), so that the data section
+ * starts exactly at target.  GGUF_E_RANGE if the header cannot fit. */
+enum gguf_status gguf_write_header(const gguf_ctx *ctx, uint64_t target,
+                                   struct gguf_buf *out,
+                                   struct gguf_error *err);
+/* Writes a whole new GGUF file (header, then tensor data with zero padding)
+ * at path; data(i) returns tensor i's bytes (gguf_tensor_size of them) or
+ * NULL for zeros.  Used for fixtures. */
+enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
+                                 const void *(*data)(void *u, int64_t i),
+                                 void *u, struct gguf_error *err);
+
+#endif

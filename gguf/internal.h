@@ -1,0 +1,126 @@
+/*
+ * internal.h - the context's representation, shared by the library's own
+ * files only (read.c, edit.c, write.c, ...).  Not installed, not used by fs/.
+ *
+ * A value is kept as its on-disk payload bytes (everything after the uint32
+ * type field).  That makes rendering, editing and writing lossless by
+ * construction: the writer copies payloads, edits replace them.
+ */
+#ifndef GGUF_INTERNAL_H
+#define GGUF_INTERNAL_H
+
+#include "gguf.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum gguf_kv_flags {
+    GGUF_KV_OWN_KEY = 1 << 0, /* key points to its own malloc'ed copy */
+    GGUF_KV_OWN_VAL = 1 << 1, /* val points to its own malloc'ed copy */
+};
+
+struct gguf_kv {
+    const char *key;    /* NUL-terminated; in ctx->names or owned */
+    uint64_t key_len;
+    const uint8_t *val; /* payload; in ctx->hdr or owned */
+    uint64_t val_len;
+    uint32_t type;      /* enum gguf_type */
+    uint32_t arr_type;  /* element type for arrays, else GGUF_TYPE_COUNT */
+    uint64_t arr_n;     /* element count for arrays, else 0 */
+    uint32_t id;        /* stable id, unique within the context */
+    uint32_t flags;     /* enum gguf_kv_flags */
+};
+
+struct gguf_tensor {
+    const char *name; /* NUL-terminated; in ctx->names or owned */
+    uint64_t name_len;
+    uint32_t n_dims;
+    uint32_t type;    /* ggml type id */
+    int64_t ne[GGUF_MAX_DIMS];
+    uint64_t offset;  /* relative to the data section */
+    uint64_t size;    /* bytes */
+    bool own_name;
+};
+
+/* Open-addressing hash index over names (keys or tensor names). */
+struct gguf_index {
+    int64_t *slot; /* -1 for empty, else an index into the kv/tensor array */
+    size_t n_slots; /* power of two, 0 when empty */
+};
+
+struct gguf_ctx {
+    char *path;        /* NULL for memory contexts */
+    int fd;            /* -1 for memory contexts */
+    dev_t dev;         /* identity of the file when opened (for commits) */
+    ino_t ino;
+    int64_t mtime_ns;
+
+    uint8_t *hdr;      /* header bytes [0, hdr_len) as read */
+    size_t hdr_len;
+    char *names;       /* NUL-terminated copies of keys and tensor names */
+
+    uint32_t version;
+    uint32_t alignment;
+    uint64_t data_offset;
+    uint64_t file_size;
+
+    struct gguf_kv *kv;
+    int64_t n_kv, cap_kv;
+    uint32_t next_id;
+    struct gguf_index kv_index;
+
+    struct gguf_tensor *t;
+    int64_t n_t, cap_t;
+    struct gguf_index t_index;
+
+    char **warnings;
+    int n_warnings;
+    bool dirty;
+};
+
+/* index.c */
+uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
+void gguf_index_free(struct gguf_index *ix);
+/* (Re)builds ix over n names given by name(i, &len). */
+enum gguf_status gguf_index_build(struct gguf_index *ix, int64_t n,
+                                  const char *(*name)(const void *base,
+                                                      int64_t i, size_t *len),
+                                  const void *base);
+int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
+                        const char *(*name)(const void *base, int64_t i,
+                                            size_t *len),
+                        const void *base);
+
+/* Little-endian loads and stores (the host may be either). */
+static inline uint32_t gguf_rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+static inline uint64_t gguf_rd64(const uint8_t *p) {
+    return (uint64_t)gguf_rd32(p) | (uint64_t)gguf_rd32(p + 4) << 32;
+}
+static inline void gguf_wr32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void gguf_wr64(uint8_t *p, uint64_t v) {
+    gguf_wr32(p, (uint32_t)v);
+    gguf_wr32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Validates a payload of the given type in [p, p+len): exact length,
+ * bools 0/1, string and array lengths within GGUF_MAX_*, nesting depth,
+ * arrays of arrays only if allow_nested.  On success *used is the number of
+ * bytes the value occupies (== len for a standalone payload).  `where` names
+ * the key for messages.  Shared by the reader and the editor. */
+enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
+                                    uint64_t len, bool allow_nested,
+                                    uint64_t *used, const char *where,
+                                    uint64_t file_off,
+                                    struct gguf_error *err);
+
+/* ctx helpers (read.c) */
+void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif
