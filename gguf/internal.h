@@ -123,4 +123,16 @@ enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
 void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* edit.c.  gguf_close must call gguf_kv_release on every KV and
+ * gguf_tensor_release on every tensor info: they free the copies that edits
+ * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
+ * ctx->hdr/ctx->names alone. */
+void gguf_kv_release(struct gguf_kv *kv);
+void gguf_tensor_release(struct gguf_tensor *t);
+/* Sets general.alignment (uint32, a power of two) in a context that has no
+ * tensor infos yet, and ctx->alignment with it.  For building fixtures;
+ * gguf_set_payload refuses the key because existing data depends on it. */
+enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
+                                    struct gguf_error *err);
+
 #endif
