@@ -298,4 +298,43 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
                                  const void *(*data)(void *u, int64_t i),
                                  void *u, struct gguf_error *err);
 
+/* ---- commit (gguf/commit.c) ----------------------------------------- */
+
+enum gguf_commit_how {
+    GGUF_COMMIT_NONE,    /* nothing to do: no edits */
+    GGUF_COMMIT_INPLACE, /* new header fit before the data start */
+    GGUF_COMMIT_INSERT,  /* grew: blocks inserted with FALLOC_FL_INSERT_RANGE */
+    GGUF_COMMIT_REWRITE, /* grew: new file written beside, renamed over */
+};
+
+struct gguf_commit_info {
+    enum gguf_commit_how how;
+    uint64_t old_data_offset, new_data_offset;
+    uint64_t bytes_written; /* header + copied data, excluding the journal */
+};
+
+enum gguf_commit_flags {
+    GGUF_COMMIT_NO_INSERT = 1 << 0, /* skip insert-range (tests of rewrite) */
+};
+
+/* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
+ * moving no tensor byte when the header still fits, crash-safely: a
+ * journal FILE.ggufs-journal beside the file is fsync'ed before the file is
+ * touched, so a kill at any instant leaves a state gguf_recover completes.
+ * Refuses with GGUF_E_CHANGED if the file's identity, size or mtime differ
+ * from what ctx last saw.  On success ctx describes the file as written
+ * (data offset, fd, identity) and gguf_dirty is false; kv ids are kept. */
+enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
+                             struct gguf_commit_info *info,
+                             struct gguf_error *err);
+/* Completes (or, if the journal is incomplete, discards) an interrupted
+ * commit of the file at path.  *did is set to true if anything was done. */
+enum gguf_status gguf_recover(const char *path, bool *did,
+                              struct gguf_error *err);
+/* Saves ctx's metadata (all keys, as a tensor-less GGUF, plus the list of
+ * removed keys) to a new file beside the GGUF, named in out (>= PATH_MAX),
+ * so that failed commits lose no edit. */
+enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
+                                 struct gguf_error *err);
+
 #endif
