@@ -298,6 +298,27 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
                                  const void *(*data)(void *u, int64_t i),
                                  void *u, struct gguf_error *err);
 
+/* ---- incremental text checks and key order (gguf/textcheck.c) ------ */
+
+/* Validates text being written piecemeal as a value of type/arr_type,
+ * before it is complete.  For arrays, complete lines from *checked onwards
+ * are parsed and *checked advances past the last complete line; for
+ * scalars, text with a newline must parse completely and text without one
+ * must be a plausible prefix of a valid value.  Returns GGUF_OK if the text
+ * can still become valid. */
+enum gguf_status gguf_text_check_prefix(enum gguf_type type,
+                                        enum gguf_type arr_type,
+                                        const char *text, size_t len,
+                                        size_t *checked,
+                                        struct gguf_error *err);
+/* The zero value of a type (0, false, "", empty array of arr_type) as a
+ * payload appended to out. */
+enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
+                                   struct gguf_buf *out);
+/* Moves KV i to position pos (clamped), keeping the order of the others. */
+enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
+                               struct gguf_error *err);
+
 /* ---- commit (gguf/commit.c) ----------------------------------------- */
 
 enum gguf_commit_how {

@@ -1,0 +1,132 @@
+/*
+ * textcheck.c - validation of text that is still being written (a FUSE
+ * write arrives in pieces), zero values, and key order.
+ *
+ * Why: `echo abc > meta/llama.block_count` must fail at write(), where the
+ * shell sees the error, not at close(), which shells ignore.  Yet a 2 MB
+ * token list arrives in many writes, so complete lines are checked as they
+ * come and the remainder only once the file is closed.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Could text (no newline) still grow into a valid scalar of this type? */
+static bool plausible_prefix(enum gguf_type type, const char *s, size_t n)
+{
+    switch (type) {
+    case GGUF_TYPE_BOOL:
+        return (n <= 4 && strncmp(s, "true", n) == 0) ||
+               (n <= 5 && strncmp(s, "false", n) == 0) ||
+               (n == 1 && (s[0] == '0' || s[0] == '1'));
+    case GGUF_TYPE_FLOAT32:
+    case GGUF_TYPE_FLOAT64:
+        for (size_t i = 0; i < n; i++)
+            if (!strchr("0123456789+-.eEnaifNAIFtyTYx()", s[i]) || !s[i])
+                return false;
+        return true;
+    default: /* integers */
+        for (size_t i = 0; i < n; i++)
+            if (!((s[i] >= '0' && s[i] <= '9') ||
+                  (i == 0 && s[i] == '-' && type != GGUF_TYPE_UINT8 &&
+                   type != GGUF_TYPE_UINT16 && type != GGUF_TYPE_UINT32 &&
+                   type != GGUF_TYPE_UINT64)))
+                return false;
+        return true;
+    }
+}
+
+enum gguf_status gguf_text_check_prefix(enum gguf_type type,
+                                        enum gguf_type arr_type,
+                                        const char *text, size_t len,
+                                        size_t *checked,
+                                        struct gguf_error *err)
+{
+    struct gguf_buf scratch = {0};
+    enum gguf_status st = GGUF_OK;
+
+    if (type == GGUF_TYPE_STRING)
+        return GGUF_OK; /* any bytes are a string */
+    if (type == GGUF_TYPE_ARRAY) {
+        if (*checked > len)
+            *checked = 0;
+        const char *end = text + len;
+        const char *nl = NULL;
+        for (const char *p = end; p > text + *checked; p--)
+            if (p[-1] == '\n') {
+                nl = p;
+                break;
+            }
+        if (!nl)
+            return GGUF_OK;
+        st = gguf_parse_text(type, arr_type, text + *checked,
+                             (size_t)(nl - (text + *checked)), &scratch, err);
+        if (st == GGUF_OK)
+            *checked = (size_t)(nl - text);
+        goto out;
+    }
+    const char *nl = memchr(text, '\n', len);
+    if (nl) {
+        st = gguf_parse_text(type, arr_type, text, len, &scratch, err);
+        goto out;
+    }
+    if (!plausible_prefix(type, text, len))
+        st = gguf_fail(err, GGUF_E_INVAL, "'%.*s' is not a %s",
+                       len > 40 ? 40 : (int)len, text, gguf_type_name(type));
+out:
+    gguf_buf_free(&scratch);
+    return st;
+}
+
+enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
+                                   struct gguf_buf *out)
+{
+    uint8_t z[12] = {0};
+    if (type == GGUF_TYPE_ARRAY) {
+        gguf_wr32(z, (uint32_t)arr_type); /* count stays 0 */
+        return gguf_buf_add(out, z, 12);
+    }
+    if (type == GGUF_TYPE_STRING)
+        return gguf_buf_add(out, z, 8);
+    size_t n = gguf_type_size(type);
+    return n ? gguf_buf_add(out, z, n) : GGUF_E_INVAL;
+}
+
+static const char *key_name(const void *base, int64_t i, size_t *len)
+{
+    const gguf_ctx *ctx = base;
+    *len = (size_t)ctx->kv[i].key_len;
+    return ctx->kv[i].key;
+}
+
+enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
+                               struct gguf_error *err)
+{
+    if (i < 0 || i >= ctx->n_kv)
+        return gguf_fail(err, GGUF_E_NOTFOUND, "no key at index %lld",
+                         (long long)i);
+    if (pos < 0)
+        pos = 0;
+    if (pos >= ctx->n_kv)
+        pos = ctx->n_kv - 1;
+    if (pos == i)
+        return GGUF_OK;
+    struct gguf_kv kv = ctx->kv[i];
+    if (pos < i)
+        memmove(&ctx->kv[pos + 1], &ctx->kv[pos],
+                (size_t)(i - pos) * sizeof kv);
+    else
+        memmove(&ctx->kv[i], &ctx->kv[i + 1], (size_t)(pos - i) * sizeof kv);
+    ctx->kv[pos] = kv;
+    ctx->dirty = true;
+    /* The index maps names to positions: rebuild it. */
+    struct gguf_index fresh = {0};
+    if (gguf_index_build(&fresh, ctx->n_kv, key_name, ctx) != GGUF_OK) {
+        gguf_index_free(&fresh);
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory reindexing keys");
+    }
+    gguf_index_free(&ctx->kv_index);
+    ctx->kv_index = fresh;
+    return GGUF_OK;
+}
