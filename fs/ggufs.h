@@ -9,6 +9,9 @@
  *   3                  /tensors     one file per tensor, raw bytes
  *   GFS_INO_TENSOR + i /tensors/N   tensor index i (never changes)
  *   GFS_INO_KV + id    /meta/K      key with stable library id `id`
+ *   GFS_INO_SCRATCH+n  /meta/X      a file whose name is not a key (an
+ *                                   editor's temporary file): kept in
+ *                                   memory, never committed
  *
  * Concurrency: handlers run on several threads.  `lock` (a rwlock) guards
  * the library context and the text cache; tensor reads need neither once a
@@ -31,9 +34,47 @@
 #define GFS_INO_TENSORS 3
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
 #define GFS_INO_KV (UINT64_C(2) << 32)
+#define GFS_INO_SCRATCH (UINT64_C(3) << 32)
 
 enum gfs_kind { GFS_NONE, GFS_ROOT, GFS_DIR_META, GFS_DIR_TENSORS,
-                GFS_TENSOR, GFS_KV };
+                GFS_TENSOR, GFS_KV, GFS_SCRATCH };
+
+/* A file in meta/ whose name is not a valid key: vim's 4913 and .swp, sed's
+ * temporary file.  Editors need them; only a rename onto a key name turns
+ * the content into a metadata value. */
+struct gfs_scratch {
+    struct gfs_scratch *next;
+    char *name;
+    fuse_ino_t ino;
+    struct gguf_buf data;
+    struct timespec mtime;
+};
+
+/* A key that left meta/ (unlink, or rename to a non-key name as vim does
+ * with its backup): if a file of that name is created again, the key comes
+ * back with its type and its place in the KV order. */
+struct gfs_ghost {
+    struct gfs_ghost *next;
+    char *key;
+    size_t klen;
+    enum gguf_type type, arr_type;
+    int64_t pos;
+};
+
+/* Per-open state, in fi->fh. */
+struct gfs_fh {
+    enum gfs_kind kind;
+    fuse_ino_t ino;
+    uint64_t rel, size;     /* tensors: offset from the data start, bytes */
+    struct gfs_text *text;  /* read-only opens of keys: snapshot at open */
+    /* Writable opens of keys: the text being written, applied at flush. */
+    int writable;
+    pthread_mutex_t mu;
+    struct gguf_buf draft;
+    int dirty;              /* draft differs from what was applied */
+    int bad;                /* a write was refused: never apply */
+    size_t checked;         /* draft bytes validated so far */
+};
 
 /* A rendered meta file: immutable once made, shared by the cache and by
  * open handles, freed when the last reference goes. */
@@ -56,6 +97,20 @@ struct gfs {
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
     pthread_mutex_t text_lock; /* guards filling texts[] under a read lock */
+
+    /* Editing (guarded by lock held for writing). */
+    struct fuse_session *se;
+    int foreground;
+    unsigned commit_flags;
+    struct gfs_scratch *scratch;
+    uint64_t next_scratch;
+    struct gfs_ghost *ghosts;
+    char **errors;           /* by kv id: why the last edit was refused */
+    size_t n_errors;
+    uint64_t generation;     /* bumped by every applied edit */
+    uint64_t saved_generation; /* edits already saved after a failed commit */
+    char commit_msg[1024];   /* report of the last commit, user.ggufs.commit */
+    int commit_failed;
 };
 
 /* tree.c */
@@ -89,6 +144,29 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out);
 /* Fills out with the NUL-separated attribute names of ino. */
 int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
+
+/* edit.c: changes to meta/ (caller holds lock for writing unless noted) */
+void gfs_log(struct gfs *fs, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name);
+struct gfs_scratch *gfs_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
+/* Records (msg) or clears (NULL) the refusal reason shown in
+ * user.gguf.error of key id. */
+void gfs_set_error(struct gfs *fs, uint32_t id, const char *msg);
+const char *gfs_get_error(struct gfs *fs, uint32_t id);
+/* Parses text as the value of kv i and stores it; 0 or errno. */
+int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len);
+int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
+int gfs_unlink(struct gfs *fs, const char *name);
+int gfs_rename(struct gfs *fs, const char *from, const char *to,
+               unsigned flags);
+int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
+                 size_t len);
+int gfs_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
+/* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg.
+ * Caller holds lock for writing. */
+int gfs_commit(struct gfs *fs);
+void gfs_edit_free(struct gfs *fs);
 
 /* errno.c: the one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);

@@ -4,23 +4,32 @@
  * "ggufs: FILE: what is wrong" and exits non-zero with no mount left behind.
  *
  * Exit statuses: 0 success; 1 the GGUF cannot be used (unreadable, invalid,
- * unsupported); 2 usage error; 3 the mount itself failed.
+ * unsupported, locked by another mount); 2 usage error; 3 the mount itself
+ * failed; 4 a commit failed (the edits were saved beside the GGUF).
  */
 #include "ggufs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3 };
+enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
+enum { KEY_RO };
 
 struct gfs_opts {
     const char *file;   /* first non-option argument */
     int allow_nested;
+    int readonly;
+    int no_insert;
     double timeout;
 };
 
@@ -28,6 +37,8 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("timeout=%lf", timeout, 0),
+    GFS_OPT("no_insert_range", no_insert, 1),
+    FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_END
 };
 
@@ -38,6 +49,10 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
 {
     (void)outargs;
     struct gfs_opts *o = data;
+    if (key == KEY_RO) {
+        o->readonly = 1;
+        return 1; /* libfuse mounts read-only too */
+    }
     if (key == FUSE_OPT_KEY_NONOPT && !o->file) {
         o->file = arg;
         return 0;
@@ -45,15 +60,135 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     return 1;
 }
 
+/* Finds a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
+ * (by_source = 0) or by its GGUF path (by_source = 1); copies the other
+ * field into out.  Returns 1 if found. */
+static int find_mount(const char *what, int by_source, char *out, size_t n)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    char line[8192];
+    int found = 0;
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char mnt[4096], fstype[256], src[4096];
+        char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+            sscanf(dash + 3, "%255s %4095s", fstype, src) != 2)
+            continue;
+        if (strcmp(fstype, "fuse.ggufs") != 0)
+            continue;
+        /* mountinfo escapes space, tab, newline and backslash as \ooo. */
+        for (char *fld = mnt; fld; fld = fld == mnt ? src : NULL) {
+            char *r = fld, *w = fld;
+            while (*r) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
+                    *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                    r += 4;
+                } else {
+                    *w++ = *r++;
+                }
+            }
+            *w = '\0';
+        }
+        if (strcmp(by_source ? src : mnt, what) == 0) {
+            snprintf(out, n, "%s", by_source ? mnt : src);
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
+ * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
+ * commit succeeded. */
+static int unmount_cmd(const char *arg)
+{
+    char *mnt = realpath(arg, NULL);
+    char src[4096], msg[1024] = "";
+    int status = EXIT_MOUNT, gfd = -1, dfd = -1, commit_err = 0;
+
+    if (!mnt) {
+        fprintf(stderr, "ggufs: %s: %s\n", arg, strerror(errno));
+        goto out;
+    }
+    if (!find_mount(mnt, 0, src, sizeof src)) {
+        fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
+        goto out;
+    }
+    gfd = open(src, O_RDONLY | O_CLOEXEC);
+    dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0 && fsync(dfd) != 0) {
+        commit_err = errno;
+        ssize_t r = getxattr(mnt, "user.ggufs.commit", msg, sizeof msg - 1);
+        msg[r > 0 ? r : 0] = '\0';
+    } else if (dfd >= 0) {
+        ssize_t r = getxattr(mnt, "user.ggufs.commit", msg, sizeof msg - 1);
+        msg[r > 0 ? r : 0] = '\0';
+    }
+    if (dfd >= 0)
+        close(dfd);
+    dfd = -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
+        _exit(127);
+    }
+    int ws = 0;
+    if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+        WEXITSTATUS(ws) != 0) {
+        fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
+        goto out;
+    }
+    /* The daemon holds a lock on the GGUF until its last commit is done. */
+    if (gfd >= 0) {
+        alarm(600);
+        flock(gfd, LOCK_EX);
+        alarm(0);
+    }
+    if (commit_err) {
+        fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        status = EXIT_COMMIT;
+        goto out;
+    }
+    if (msg[0])
+        printf("ggufs: %s\n", msg);
+    status = 0;
+out:
+    if (gfd >= 0)
+        close(gfd);
+    free(mnt);
+    return status;
+}
+
+static int recover_cmd(const char *file)
+{
+    struct gguf_error err = {0};
+    bool did = false;
+    if (gguf_recover(file, &did, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        return EXIT_BADFILE;
+    }
+    printf("ggufs: %s: %s\n", file,
+           did ? "interrupted commit completed" : "nothing to recover");
+    return 0;
+}
+
 static void usage(const char *prog)
 {
-    printf("usage: %s [options] FILE.gguf MOUNTPOINT\n\n"
+    printf("usage: %s [options] FILE.gguf MOUNTPOINT\n"
+           "       %s -u MOUNTPOINT        commit, unmount, report\n"
+           "       %s --recover FILE.gguf  finish an interrupted commit\n\n"
            "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
            "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
            "ggufs options:\n"
            "    -o allow_nested        accept arrays of arrays (ggml rejects them)\n"
-           "    -o timeout=SECONDS     attribute and entry cache timeout (default 3600)\n\n",
-           prog);
+           "    -o timeout=SECONDS     attribute and entry cache timeout (default 3600)\n"
+           "    -o ro                  read-only: every change fails with EROFS\n"
+           "    -o no_insert_range     grow headers by rewriting the file, not by\n"
+           "                           inserting blocks\n\n",
+           prog, prog, prog);
 }
 
 int main(int argc, char *argv[])
@@ -67,6 +202,10 @@ int main(int argc, char *argv[])
     char *path = NULL;
     int status = EXIT_USAGE, locks = 0, handlers = 0, mounted = 0;
 
+    if (argc == 3 && strcmp(argv[1], "-u") == 0)
+        return unmount_cmd(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--recover") == 0)
+        return recover_cmd(argv[2]);
     if (fuse_opt_parse(&args, &o, gfs_opt_spec, gfs_opt_proc) == -1)
         goto out;
     if (fuse_parse_cmdline(&args, &co) != 0)
@@ -98,8 +237,39 @@ int main(int argc, char *argv[])
         goto out;
     }
     unsigned flags = o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
+    if (!o.readonly && access(path, W_OK) != 0) {
+        fprintf(stderr, "ggufs: %s: not writable, mounting read-only\n",
+                o.file);
+        o.readonly = 1;
+        fuse_opt_add_arg(&args, "-oro");
+    }
+    if (!o.readonly) {
+        /* A commit interrupted by a crash is finished before anything
+         * reads the file. */
+        bool did = false;
+        if (gguf_recover(path, &did, &gerr) != GGUF_OK) {
+            fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
+            goto out;
+        }
+        if (did)
+            fprintf(stderr, "ggufs: %s: completed an interrupted commit\n",
+                    o.file);
+        flags |= GGUF_OPEN_RDWR;
+    }
     if (gguf_open(&fs.ctx, path, flags, &gerr) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
+        goto out;
+    }
+    /* One writer per file: read-write mounts lock it exclusively, read-only
+     * mounts shared.  The lock is held until the last commit is done. */
+    if (flock(gguf_fd(fs.ctx), (o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
+        char where[4096];
+        if (find_mount(path, 1, where, sizeof where))
+            fprintf(stderr, "ggufs: %s: already mounted at %s\n", o.file,
+                    where);
+        else
+            fprintf(stderr, "ggufs: %s: locked by another program (%s)\n",
+                    o.file, strerror(errno));
         goto out;
     }
     for (int w = 0; w < gguf_n_warnings(fs.ctx); w++)
@@ -112,7 +282,9 @@ int main(int argc, char *argv[])
     fs.path = path;
     fs.uid = getuid();
     fs.gid = getgid();
-    fs.readonly = 1;
+    fs.readonly = o.readonly;
+    fs.foreground = co.foreground;
+    fs.commit_flags = o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
     fs.timeout = o.timeout;
     pthread_rwlock_init(&fs.lock, NULL);
     pthread_mutex_init(&fs.text_lock, NULL);
@@ -131,7 +303,6 @@ int main(int argc, char *argv[])
     }
     /* fuse.ggufs with the GGUF as source, like other FUSE filesystems. */
     if (fuse_opt_add_arg(&args, "-osubtype=ggufs") != 0 ||
-        fuse_opt_add_arg(&args, "-oro") != 0 ||
         fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
         goto out;
     char *fsname = NULL;
@@ -172,7 +343,7 @@ int main(int argc, char *argv[])
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
     }
-    status = r == 0 ? 0 : EXIT_MOUNT;
+    status = r != 0 ? EXIT_MOUNT : 0;
 
 out:
     if (mounted)
@@ -180,8 +351,11 @@ out:
     if (handlers)
         fuse_remove_signal_handlers(se);
     if (se)
-        fuse_session_destroy(se);
+        fuse_session_destroy(se); /* runs gfs_destroy: the last commit */
+    if (status == 0 && fs.commit_failed)
+        status = EXIT_COMMIT;
     if (locks) {
+        gfs_edit_free(&fs);
         gfs_texts_free(&fs);
         pthread_mutex_destroy(&fs.text_lock);
         pthread_rwlock_destroy(&fs.lock);

@@ -13,14 +13,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-/* Per-open state, in fi->fh. */
-struct gfs_fh {
-    enum gfs_kind kind;
-    uint64_t off;           /* tensors: absolute offset in the GGUF */
-    uint64_t size;          /* tensors: bytes */
-    struct gfs_text *text;  /* meta files: snapshot at open */
-};
-
 static struct gfs *gfs_of(fuse_req_t req)
 {
     return fuse_req_userdata(req);
@@ -33,6 +25,29 @@ static void gfs_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_readahead = 1 << 20;
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
         conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+    /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+/* Unmount: edits still pending are committed; a failure saves them beside
+ * the GGUF (gfs_commit says where) and makes ggufs exit non-zero. */
+static void gfs_destroy(void *userdata)
+{
+    struct gfs *fs = userdata;
+    pthread_rwlock_wrlock(&fs->lock);
+    gfs_commit(fs);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+/* Meta files of a writable mount change size when an edit is applied (the
+ * text is rendered anew): never let the kernel trust a stale size. */
+static double attr_timeout(const struct gfs *fs, fuse_ino_t ino)
+{
+    enum gfs_kind k = gfs_kind(ino);
+    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META))
+        return 0.0;
+    return fs->timeout;
 }
 
 static int fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e)
@@ -43,7 +58,7 @@ static int fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e
         return err;
     e->ino = ino;
     e->generation = 1;
-    e->attr_timeout = fs->timeout;
+    e->attr_timeout = attr_timeout(fs, ino);
     e->entry_timeout = fs->timeout;
     return 0;
 }
@@ -83,7 +98,7 @@ static void gfs_getattr(fuse_req_t req, fuse_ino_t ino,
     if (err)
         fuse_reply_err(req, err);
     else
-        fuse_reply_attr(req, &st, fs->timeout);
+        fuse_reply_attr(req, &st, attr_timeout(fs, ino));
 }
 
 static void gfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -139,6 +154,13 @@ static void gfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
         err = ENOTDIR;
         goto out;
     }
+    int64_t n_keys = n;
+    if (kind == GFS_DIR_META)
+        for (struct gfs_scratch *sc = fs->scratch; sc; sc = sc->next)
+            n++;
+    struct gfs_scratch *sc = fs->scratch;
+    for (int64_t k = 2 + n_keys; k < off && sc; k++)
+        sc = sc->next;
     for (int64_t k = off; k < n + 2; k++) {
         const char *nm;
         fuse_ino_t child;
@@ -155,6 +177,12 @@ static void gfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             nm = k == 2 ? "meta" : "tensors";
             child = k == 2 ? GFS_INO_META : GFS_INO_TENSORS;
             mode = S_IFDIR;
+        } else if (kind == GFS_DIR_META && k - 2 >= n_keys) {
+            if (!sc)
+                break;
+            nm = sc->name;
+            child = sc->ino;
+            sc = sc->next;
         } else if (kind == GFS_DIR_META) {
             if (gfs_kv_hidden(fs, k - 2))
                 continue;
@@ -181,57 +209,186 @@ out:
     gguf_buf_free(&name);
 }
 
+static struct gfs_fh *fh_new(fuse_ino_t ino)
+{
+    struct gfs_fh *fh = calloc(1, sizeof *fh);
+    if (fh) {
+        fh->kind = gfs_kind(ino);
+        fh->ino = ino;
+        pthread_mutex_init(&fh->mu, NULL);
+    }
+    return fh;
+}
+
+static void fh_free(struct gfs_fh *fh)
+{
+    if (!fh)
+        return;
+    gfs_text_put(fh->text);
+    gguf_buf_free(&fh->draft);
+    pthread_mutex_destroy(&fh->mu);
+    free(fh);
+}
+
+/* Prepares fh for ino; caller holds the lock (read, or write for O_TRUNC
+ * of scratch files). */
+static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
+{
+    int wants_write = (fi->flags & O_ACCMODE) != O_RDONLY ||
+                      (fi->flags & O_TRUNC);
+    int err = 0;
+    switch (fh->kind) {
+    case GFS_TENSOR: {
+        int64_t i = gfs_tensor_index(fs, fh->ino);
+        if (i < 0)
+            return ENOENT;
+        if (wants_write)
+            return fs->readonly ? EROFS : EACCES;
+        fh->rel = gguf_tensor_rel_offset(fs->ctx, i);
+        fh->size = gguf_tensor_size(fs->ctx, i);
+        /* Tensor bytes never change while mounted: keep the page cache. */
+        fi->keep_cache = 1;
+        return 0;
+    }
+    case GFS_KV: {
+        int64_t i = gfs_kv_index(fs, fh->ino);
+        if (i < 0)
+            return ENOENT;
+        if (wants_write && fs->readonly)
+            return EROFS;
+        struct gfs_text *t = gfs_text_get(fs, i, &err);
+        if (!t)
+            return err;
+        if (!wants_write) {
+            fh->text = t;
+            return 0;
+        }
+        /* A writable open edits a private draft, applied at flush. */
+        fh->writable = 1;
+        if (fi->flags & O_TRUNC)
+            fh->dirty = 1;
+        else if (gguf_buf_add(&fh->draft, t->data, t->len) != GGUF_OK)
+            err = ENOMEM;
+        gfs_text_put(t);
+        /* Later opens must not see a cached page of the old text. */
+        fi->direct_io = 0;
+        return err;
+    }
+    case GFS_SCRATCH:
+        if (!gfs_scratch_by_ino(fs, fh->ino))
+            return ENOENT;
+        if (wants_write && fs->readonly)
+            return EROFS;
+        fh->writable = wants_write;
+        return 0;
+    case GFS_NONE:
+        return ENOENT;
+    default:
+        return EISDIR;
+    }
+}
+
+static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
+                       struct gfs_fh *fh, const struct fuse_entry_param *e)
+{
+    fi->fh = (uintptr_t)fh;
+    int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+    if (r == -ENOENT)
+        fh_free(fh); /* the opener was interrupted: no release will come */
+}
+
 static void gfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct gfs *fs = gfs_of(req);
-    int err = 0;
-    int wants_write = (fi->flags & O_ACCMODE) != O_RDONLY ||
-                      (fi->flags & O_TRUNC);
-    struct gfs_fh *fh = calloc(1, sizeof *fh);
+    struct gfs_fh *fh = fh_new(ino);
     if (!fh) {
         fuse_reply_err(req, ENOMEM);
         return;
     }
-
-    pthread_rwlock_rdlock(&fs->lock);
-    fh->kind = gfs_kind(ino);
-    if (fh->kind == GFS_TENSOR) {
-        int64_t i = gfs_tensor_index(fs, ino);
-        if (i < 0) {
-            err = ENOENT;
-        } else if (wants_write) {
-            err = fs->readonly ? EROFS : EACCES;
-        } else {
-            fh->off = gguf_tensor_offset(fs->ctx, i);
-            fh->size = gguf_tensor_size(fs->ctx, i);
-            /* Tensor bytes never change while mounted: let the kernel keep
-             * its page cache across opens. */
-            fi->keep_cache = 1;
-        }
-    } else if (fh->kind == GFS_KV) {
-        int64_t i = gfs_kv_index(fs, ino);
-        if (i < 0)
-            err = ENOENT;
-        else if (wants_write)
-            err = EROFS;
-        else
-            fh->text = gfs_text_get(fs, i, &err);
-    } else {
-        err = fh->kind == GFS_NONE ? ENOENT : EISDIR;
-    }
+    int trunc_scratch = fh->kind == GFS_SCRATCH && (fi->flags & O_TRUNC);
+    if (trunc_scratch)
+        pthread_rwlock_wrlock(&fs->lock);
+    else
+        pthread_rwlock_rdlock(&fs->lock);
+    int err = fh_open(fs, fh, fi);
+    if (!err && trunc_scratch && !fs->readonly)
+        err = gfs_truncate(fs, ino, 0);
     pthread_rwlock_unlock(&fs->lock);
-
     if (err) {
-        free(fh);
+        fh_free(fh);
         fuse_reply_err(req, err);
         return;
     }
-    fi->fh = (uintptr_t)fh;
-    if (fuse_reply_open(req, fi) == -ENOENT) {
-        /* The opener was interrupted: nobody will release this handle. */
-        gfs_text_put(fh->text);
-        free(fh);
+    reply_open(req, fi, fh, NULL);
+}
+
+static void gfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name,
+                          mode_t mode, struct fuse_file_info *fi)
+{
+    (void)mode;
+    struct gfs *fs = gfs_of(req);
+    struct fuse_entry_param e;
+    struct gfs_fh *fh = NULL;
+    fuse_ino_t ino = 0;
+    int err;
+
+    if (fs->readonly) {
+        fuse_reply_err(req, EROFS);
+        return;
     }
+    if (gfs_kind(parent) != GFS_DIR_META) {
+        fuse_reply_err(req, gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES);
+        return;
+    }
+    pthread_rwlock_wrlock(&fs->lock);
+    err = gfs_create(fs, name, &ino);
+    if (!err && !(fh = fh_new(ino)))
+        err = ENOMEM;
+    if (!err)
+        err = fh_open(fs, fh, fi);
+    if (!err)
+        err = fill_entry(fs, ino, &e);
+    pthread_rwlock_unlock(&fs->lock);
+    if (err) {
+        fh_free(fh);
+        fuse_reply_err(req, err);
+        return;
+    }
+    reply_open(req, fi, fh, &e);
+}
+
+static void gfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      mode_t mode, dev_t rdev)
+{
+    (void)rdev;
+    struct gfs *fs = gfs_of(req);
+    struct fuse_entry_param e;
+    fuse_ino_t ino = 0;
+    if (!S_ISREG(mode)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (fs->readonly || gfs_kind(parent) != GFS_DIR_META) {
+        fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
+        return;
+    }
+    pthread_rwlock_wrlock(&fs->lock);
+    int err = gfs_create(fs, name, &ino);
+    if (!err)
+        err = fill_entry(fs, ino, &e);
+    pthread_rwlock_unlock(&fs->lock);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_entry(req, &e);
+}
+
+static void reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
+                        size_t size)
+{
+    size_t o = (uint64_t)off < len ? (size_t)off : len;
+    size_t n = len - o < size ? len - o : size;
+    fuse_reply_buf(req, (const char *)p + o, n);
 }
 
 static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -245,20 +402,145 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if (fh->kind == GFS_KV) {
-        struct gfs_text *t = fh->text;
-        size_t o = (uint64_t)off < t->len ? (size_t)off : t->len;
-        size_t n = t->len - o < size ? t->len - o : size;
-        fuse_reply_buf(req, t->data + o, n);
+    if (fh->kind == GFS_KV && !fh->writable) {
+        reply_bytes(req, fh->text->data, fh->text->len, off, size);
         return;
     }
+    if (fh->kind == GFS_KV) {
+        pthread_mutex_lock(&fh->mu);
+        reply_bytes(req, fh->draft.p, fh->draft.len, off, size);
+        pthread_mutex_unlock(&fh->mu);
+        return;
+    }
+    pthread_rwlock_rdlock(&fs->lock);
+    if (fh->kind == GFS_SCRATCH) {
+        struct gfs_scratch *sc = gfs_scratch_by_ino(fs, fh->ino);
+        if (sc)
+            reply_bytes(req, sc->data.p, sc->data.len, off, size);
+        else
+            fuse_reply_err(req, ENOENT);
+        pthread_rwlock_unlock(&fs->lock);
+        return;
+    }
+    /* Tensors: the reply reads straight from the GGUF.  The read lock
+     * keeps a commit from moving the data start or replacing the fd while
+     * the bytes are in flight. */
     uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
     bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
     bv.buf[0].fd = gguf_fd(fs->ctx);
-    bv.buf[0].pos = (off_t)(fh->off + o);
+    bv.buf[0].pos = (off_t)(gguf_data_offset(fs->ctx) + fh->rel + o);
     fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+/* Writes into buf at off, zero-filling any gap. */
+static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off)
+{
+    size_t end = (size_t)off + n;
+    if (end > b->len) {
+        if (gguf_buf_reserve(b, end - b->len) != GGUF_OK)
+            return ENOMEM;
+        if ((size_t)off > b->len)
+            memset(b->p + b->len, 0, (size_t)off - b->len);
+        b->len = end;
+    }
+    memcpy(b->p + off, p, n);
+    return 0;
+}
+
+static void gfs_write(fuse_req_t req, fuse_ino_t ino, const char *p,
+                      size_t n, off_t off, struct fuse_file_info *fi)
+{
+    struct gfs *fs = gfs_of(req);
+    struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
+    struct gguf_error gerr = {0};
+    int err = 0;
+
+    if (off < 0 || (uint64_t)off > (UINT64_C(1) << 40)) {
+        fuse_reply_err(req, EFBIG);
+        return;
+    }
+    if (fh->kind == GFS_SCRATCH) {
+        pthread_rwlock_wrlock(&fs->lock);
+        struct gfs_scratch *sc = gfs_scratch_by_ino(fs, ino);
+        err = sc ? buf_pwrite(&sc->data, p, n, off) : ENOENT;
+        if (sc)
+            clock_gettime(CLOCK_REALTIME, &sc->mtime);
+        pthread_rwlock_unlock(&fs->lock);
+        goto out;
+    }
+    if (fh->kind != GFS_KV || !fh->writable) {
+        err = EBADF;
+        goto out;
+    }
+    pthread_mutex_lock(&fh->mu);
+    if (fh->bad) {
+        err = EINVAL;
+        goto unlock;
+    }
+    if ((size_t)off < fh->checked)
+        fh->checked = 0; /* rewriting validated text: check again */
+    if ((err = buf_pwrite(&fh->draft, p, n, off)))
+        goto unlock;
+    fh->dirty = 1;
+    /* Complete lines are validated now, so a shell sees EINVAL at write. */
+    pthread_rwlock_rdlock(&fs->lock);
+    int64_t i = gfs_kv_index(fs, ino);
+    if (i < 0) {
+        err = ENOENT;
+    } else if (gguf_text_check_prefix(gguf_kv_type(fs->ctx, i),
+                                      gguf_kv_arr_type(fs->ctx, i),
+                                      (char *)fh->draft.p, fh->draft.len,
+                                      &fh->checked, &gerr) != GGUF_OK) {
+        fh->bad = 1;
+        err = gfs_errno(&gerr);
+        size_t klen;
+        const char *key = gguf_kv_key(fs->ctx, i, &klen);
+        gfs_log(fs, "%s: refused write to '%s': %s", fs->path, key, gerr.msg);
+        pthread_rwlock_unlock(&fs->lock);
+        pthread_rwlock_wrlock(&fs->lock);
+        i = gfs_kv_index(fs, ino);
+        if (i >= 0)
+            gfs_set_error(fs, gguf_kv_id(fs->ctx, i), gerr.msg);
+    }
+    pthread_rwlock_unlock(&fs->lock);
+unlock:
+    pthread_mutex_unlock(&fh->mu);
+out:
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_write(req, n);
+}
+
+/* Applies a writable handle's draft to the key; 0 or errno. */
+static int fh_apply(struct gfs *fs, struct gfs_fh *fh)
+{
+    int err = 0;
+    pthread_mutex_lock(&fh->mu);
+    if (fh->writable && fh->kind == GFS_KV && fh->dirty && !fh->bad) {
+        pthread_rwlock_wrlock(&fs->lock);
+        int64_t i = gfs_kv_index(fs, fh->ino);
+        err = i < 0 ? ENOENT
+                    : gfs_apply_text(fs, i, (char *)fh->draft.p, fh->draft.len);
+        pthread_rwlock_unlock(&fs->lock);
+        if (err)
+            fh->bad = 1;
+        fh->dirty = 0;
+    } else if (fh->bad) {
+        err = EINVAL;
+    }
+    pthread_mutex_unlock(&fh->mu);
+    return err;
+}
+
+static void gfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
+    fuse_reply_err(req, fh_apply(gfs_of(req), fh));
 }
 
 static void gfs_release(fuse_req_t req, fuse_ino_t ino,
@@ -266,9 +548,153 @@ static void gfs_release(fuse_req_t req, fuse_ino_t ino,
 {
     (void)ino;
     struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
-    gfs_text_put(fh->text);
-    free(fh);
+    fh_apply(gfs_of(req), fh);
+    fh_free(fh);
     fuse_reply_err(req, 0);
+}
+
+static void gfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                      struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync;
+    struct gfs *fs = gfs_of(req);
+    struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
+    int err = fh->kind == GFS_KV ? fh_apply(fs, fh) : 0;
+    if (!err && !fs->readonly && fh->kind == GFS_KV) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_commit(fs);
+        pthread_rwlock_unlock(&fs->lock);
+    }
+    fuse_reply_err(req, err);
+}
+
+/* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
+ * it to learn whether the commit succeeded before it unmounts. */
+static void gfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                         struct fuse_file_info *fi)
+{
+    (void)datasync;
+    (void)fi;
+    struct gfs *fs = gfs_of(req);
+    int err = 0;
+    if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META)) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_commit(fs);
+        pthread_rwlock_unlock(&fs->lock);
+    }
+    fuse_reply_err(req, err);
+}
+
+static void gfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                        int to_set, struct fuse_file_info *fi)
+{
+    struct gfs *fs = gfs_of(req);
+    struct stat st;
+    int err = 0;
+    enum gfs_kind kind = gfs_kind(ino);
+
+    if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+        err = fs->readonly ? EROFS : EPERM;
+        goto out;
+    }
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+        if (fs->readonly) {
+            err = EROFS;
+            goto out;
+        }
+        if (kind != GFS_KV && kind != GFS_SCRATCH) {
+            err = kind == GFS_TENSOR ? EACCES : EISDIR;
+            goto out;
+        }
+        if (attr->st_size < 0 || attr->st_size > (off_t)1 << 40) {
+            err = EFBIG;
+            goto out;
+        }
+        struct gfs_fh *fh = fi ? (struct gfs_fh *)(uintptr_t)fi->fh : NULL;
+        if (fh && fh->kind == GFS_KV && fh->writable) {
+            pthread_mutex_lock(&fh->mu);
+            size_t ns = (size_t)attr->st_size;
+            if (ns <= fh->draft.len) {
+                fh->draft.len = ns;
+            } else if (gguf_buf_reserve(&fh->draft, ns - fh->draft.len) ==
+                       GGUF_OK) {
+                memset(fh->draft.p + fh->draft.len, 0, ns - fh->draft.len);
+                fh->draft.len = ns;
+            } else {
+                err = ENOMEM;
+            }
+            if (fh->checked > ns)
+                fh->checked = 0;
+            fh->dirty = 1;
+            pthread_mutex_unlock(&fh->mu);
+        } else {
+            pthread_rwlock_wrlock(&fs->lock);
+            err = gfs_truncate(fs, ino, attr->st_size);
+            pthread_rwlock_unlock(&fs->lock);
+        }
+        if (err)
+            goto out;
+    }
+    /* Times belong to the GGUF; touch(1) must still succeed. */
+out:
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    pthread_rwlock_rdlock(&fs->lock);
+    err = gfs_stat(fs, ino, &st);
+    pthread_rwlock_unlock(&fs->lock);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_attr(req, &st, attr_timeout(fs, ino));
+}
+
+static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent)
+{
+    if (fs->readonly)
+        return EROFS;
+    if (gfs_kind(parent) == GFS_DIR_META)
+        return 0;
+    return gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES;
+}
+
+static void gfs_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct gfs *fs = gfs_of(req);
+    int err = meta_change_allowed(fs, parent);
+    if (!err) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_unlink(fs, name);
+        pthread_rwlock_unlock(&fs->lock);
+    }
+    fuse_reply_err(req, err);
+}
+
+static void gfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
+                          fuse_ino_t newparent, const char *newname,
+                          unsigned int flags)
+{
+    struct gfs *fs = gfs_of(req);
+    int err = meta_change_allowed(fs, parent);
+    if (!err && newparent != parent)
+        err = EXDEV;
+    if (!err) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_rename(fs, name, newname, flags);
+        pthread_rwlock_unlock(&fs->lock);
+    }
+    fuse_reply_err(req, err);
+}
+
+static void gfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      mode_t mode)
+{
+    (void)parent;
+    (void)name;
+    (void)mode;
+    fuse_reply_err(req, gfs_of(req)->readonly ? EROFS : EPERM);
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, int err,
@@ -307,6 +733,33 @@ static void gfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     gguf_buf_free(&b);
 }
 
+static void gfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                         const char *value, size_t size, int flags)
+{
+    (void)flags;
+    struct gfs *fs = gfs_of(req);
+    int err;
+    if (gfs_kind(ino) != GFS_KV || strcmp(name, "user.gguf.type") != 0) {
+        fuse_reply_err(req, fs->readonly ? EROFS : ENOTSUP);
+        return;
+    }
+    if (fs->readonly) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    pthread_rwlock_wrlock(&fs->lock);
+    err = gfs_set_type(fs, ino, value, size);
+    pthread_rwlock_unlock(&fs->lock);
+    fuse_reply_err(req, err);
+}
+
+static void gfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    (void)ino;
+    (void)name;
+    fuse_reply_err(req, gfs_of(req)->readonly ? EROFS : ENOTSUP);
+}
+
 static void gfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     (void)ino;
@@ -334,6 +787,19 @@ const struct fuse_lowlevel_ops gfs_ops = {
     .open = gfs_open,
     .read = gfs_read,
     .release = gfs_release,
+    .flush = gfs_flush,
+    .fsync = gfs_fsync,
+    .fsyncdir = gfs_fsyncdir,
+    .write = gfs_write,
+    .create = gfs_create_op,
+    .mknod = gfs_mknod,
+    .mkdir = gfs_mkdir,
+    .unlink = gfs_unlink_op,
+    .rename = gfs_rename_op,
+    .setattr = gfs_setattr,
+    .setxattr = gfs_setxattr,
+    .removexattr = gfs_removexattr,
+    .destroy = gfs_destroy,
     .getxattr = gfs_getxattr,
     .listxattr = gfs_listxattr,
     .statfs = gfs_statfs,

@@ -16,7 +16,9 @@ enum gfs_kind gfs_kind(fuse_ino_t ino)
     case GFS_INO_TENSORS: return GFS_DIR_TENSORS;
     default: break;
     }
-    if (ino >= GFS_INO_KV && ino < GFS_INO_KV + UINT32_MAX)
+    if (ino >= GFS_INO_SCRATCH)
+        return GFS_SCRATCH;
+    if (ino >= GFS_INO_KV)
         return GFS_KV;
     if (ino >= GFS_INO_TENSOR && ino < GFS_INO_KV)
         return GFS_TENSOR;
@@ -126,6 +128,16 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
         gfs_text_put(t);
         return 0;
     }
+    case GFS_SCRATCH: {
+        struct gfs_scratch *sc = gfs_scratch_by_ino(fs, ino);
+        if (!sc)
+            return ENOENT;
+        st->st_mode = S_IFREG | 0644;
+        st->st_nlink = 1;
+        st->st_size = (off_t)sc->data.len;
+        st->st_mtim = st->st_ctim = sc->mtime;
+        return 0;
+    }
     case GFS_NONE:
         break;
     }
@@ -184,12 +196,18 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return 0;
         }
         return ENOENT;
-    case GFS_DIR_META:
+    case GFS_DIR_META: {
+        struct gfs_scratch *sc = gfs_scratch_find(fs, name);
+        if (sc) {
+            *out = sc->ino;
+            return 0;
+        }
         i = find_by_fname(fs, name, 0);
         if (i < 0 || gfs_kv_hidden(fs, i))
             return ENOENT;
         *out = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
         return 0;
+    }
     case GFS_DIR_TENSORS:
         i = find_by_fname(fs, name, 1);
         if (i < 0)
@@ -198,6 +216,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
         return 0;
     case GFS_TENSOR:
     case GFS_KV:
+    case GFS_SCRATCH:
         return ENOTDIR;
     case GFS_NONE:
         break;

@@ -4,6 +4,8 @@
  *   user.gguf.shape   tensors: dimensions in file order, "4096,32000"
  *   user.gguf.offset  tensors: absolute offset of the data in the GGUF
  *   user.gguf.size    tensors: bytes of data
+ *   user.gguf.error   meta files: why the last edit was refused
+ *   user.ggufs.commit root: the report of the last commit
  */
 #include "ggufs.h"
 
@@ -69,10 +71,18 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
         i = gfs_kv_index(fs, ino);
         if (i < 0)
             return ENOENT;
+        if (strcmp(name, "user.gguf.error") == 0) {
+            const char *e = gfs_get_error(fs, gguf_kv_id(fs->ctx, i));
+            return e ? add_str(out, e) : ENODATA;
+        }
         if (strcmp(name, "user.gguf.type") != 0)
             return ENODATA;
         return add_str(out, gguf_kv_type_str(fs->ctx, i, tmp, sizeof tmp));
     }
+    case GFS_ROOT:
+        if (strcmp(name, "user.ggufs.commit") == 0 && fs->commit_msg[0])
+            return add_str(out, fs->commit_msg);
+        return ENODATA;
     default:
         return ENODATA;
     }
@@ -101,5 +111,12 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out)
     for (size_t k = 0; k < n; k++)
         if (gguf_buf_add(out, names[k], strlen(names[k]) + 1) != GGUF_OK)
             return ENOMEM;
+    if (gfs_kind(ino) == GFS_KV &&
+        gfs_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
+        gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
+        return ENOMEM;
+    if (gfs_kind(ino) == GFS_ROOT && fs->commit_msg[0] &&
+        gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
+        return ENOMEM;
     return 0;
 }
