@@ -135,4 +135,44 @@ void gguf_tensor_release(struct gguf_tensor *t);
 enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
                                     struct gguf_error *err);
 
+/* ---- reader helpers (error.c, index.c, payload.c) ------------------ */
+
+/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
+ * quotation for a one-line message: printable ASCII and well-formed UTF-8
+ * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
+ * name is cut with "...".  Returns buf.  For messages only. */
+#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
+const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
+
+/* Adds entry i to an index that holds entries 0..i-1 (and nothing else),
+ * growing it to keep the load at most 1/2.  If an equal name is present,
+ * nothing is added and *dup is its index; else *dup = -1. */
+enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
+                                const char *(*name)(const void *base,
+                                                    int64_t i, size_t *len),
+                                const void *base, int64_t *dup);
+
+/* The reader's form of gguf_payload_check.  Bounds and messages use len
+ * (the bytes from p to the end of the file); only [p, p+avail) is in memory
+ * (avail <= len).  If the value continues past avail, returns GGUF_OK with
+ * out->need > 0: the caller makes at least out->need bytes from p
+ * available and calls again.  Otherwise out->need == 0 and out->used is the
+ * value's size. */
+enum gguf_pcheck_flags {
+    GGUF_PCHECK_NESTED = 1 << 0,   /* accept arrays of arrays */
+    GGUF_PCHECK_ANY_BOOL = 1 << 1, /* accept bool bytes > 1 (ggml reads them
+                                      as true) and count them in out */
+};
+struct gguf_pscan {
+    uint64_t used, need;
+    uint64_t odd_bools; /* bool bytes other than 0/1 (GGUF_PCHECK_ANY_BOOL) */
+    uint64_t odd_off;   /* file offset of the first of them */
+    uint8_t odd_val;    /* and its value */
+};
+enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
+                                   uint64_t avail, uint64_t len,
+                                   unsigned flags, struct gguf_pscan *out,
+                                   const char *where, uint64_t file_off,
+                                   struct gguf_error *err);
+
 #endif
