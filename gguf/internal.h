@@ -175,4 +175,73 @@ enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
                                    const char *where, uint64_t file_off,
                                    struct gguf_error *err);
 
+/* ---- commit journal and crash-safe I/O (commit.c, recover.c) -------- */
+
+/* Files beside the GGUF at PATH: PATH.ggufs-journal (the plan of an
+ * in-place or insert commit, present from before the file is touched until
+ * after it is synced) and PATH.ggufs-new (a rewritten copy before its
+ * rename).  Layout of the journal: recover.c. */
+#define GGUF_JOURNAL_SUFFIX ".ggufs-journal"
+#define GGUF_NEWFILE_SUFFIX ".ggufs-new"
+
+enum gguf_jnl_op {
+    GGUF_JNL_INPLACE = 1, /* new_hdr replaces [0, old_len); k == 0 */
+    GGUF_JNL_INSERT = 2,  /* k bytes inserted at 0, then new_hdr written */
+};
+
+/* One planned header rewrite.  old_hdr is [0, D) before the commit, new_hdr
+ * is [0, D + k) after it; orig_size is the file size before. */
+struct gguf_jnl {
+    uint32_t op;
+    uint64_t dev, ino, orig_size, k;
+    int64_t orig_mtime_ns;
+    const uint8_t *old_hdr;
+    uint64_t old_len;
+    const uint8_t *new_hdr;
+    uint64_t new_len;
+};
+
+/* How far gguf_jnl_apply got before it failed. */
+enum gguf_jnl_stage {
+    GGUF_JNL_UNTOUCHED, /* the file is exactly as before */
+    GGUF_JNL_INSERTED,  /* k bytes inserted, header bytes not yet written */
+    GGUF_JNL_WRITING,   /* some new header bytes may be in the file */
+};
+
+/* Journal bytes of j; the last GGUF_JNL_TRAILER bytes (checksum and end
+ * mark) must reach the disk last.  Appends to out. */
+#define GGUF_JNL_TRAILER 16
+enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j,
+                                 struct gguf_buf *out, struct gguf_error *err);
+/* Carries out j on fd: the insert unless `inserted`, then the new header,
+ * fsync.  On failure *stage says what the file holds (see above). */
+enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
+                                bool inserted, enum gguf_jnl_stage *stage,
+                                struct gguf_error *err);
+/* Undoes what gguf_jnl_apply did up to stage (the journal must still be in
+ * place).  GGUF_OK: the file is as before j, synced. */
+enum gguf_status gguf_jnl_rollback(int fd, const struct gguf_jnl *j,
+                                   enum gguf_jnl_stage stage,
+                                   struct gguf_error *err);
+/* Fault injection (tests): with GGUFS_FAULT=N in the environment, the Nth
+ * call of gguf_fault_point since gguf_fault_reset raises SIGKILL.
+ * GGUFS_FAULT_TRACE=1 prints each step to stderr. */
+void gguf_fault_reset(void);
+void gguf_fault_point(const char *what);
+/* I/O helpers: errno e -> GGUF_E_NOSPACE (ENOSPC, EDQUOT) or GGUF_E_IO,
+ * with sys_errno set and ": strerror(e)" appended to the message. */
+enum gguf_status gguf_sys_fail(struct gguf_error *err, int e, const char *fmt,
+                               ...) __attribute__((format(printf, 3, 4)));
+enum gguf_status gguf_pwrite_full(int fd, const void *p, uint64_t n,
+                                  uint64_t off, const char *what,
+                                  struct gguf_error *err);
+/* Reads exactly n bytes; a short file is GGUF_E_CHANGED. */
+enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
+                                 const char *what, struct gguf_error *err);
+/* fsyncs the directory holding path (makes creates, renames, unlinks
+ * durable). */
+enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
+/* malloc'ed path + suffix, or NULL. */
+char *gguf_path_with(const char *path, const char *suffix);
+
 #endif
