@@ -442,23 +442,30 @@ static bool reads_back(const char *dig, int nd, int x10, bool neg, double v,
                        bool f32)
 {
     char s[48];
-    int k = 0;
+    size_t k = 0;
     if (neg)
         s[k++] = '-';
     s[k++] = dig[0];
     if (nd > 1) {
         s[k++] = '.';
         memcpy(s + k, dig + 1, (size_t)nd - 1);
-        k += nd - 1;
+        k += (size_t)nd - 1;
     }
-    snprintf(s + k, sizeof s - (size_t)k, "e%d", x10);
+    s[k++] = 'e';
+    if (x10 < 0) {
+        s[k++] = '-';
+        x10 = -x10;
+    }
+    k += fmt_u64((uint64_t)x10, s + k);
+    s[k] = 0;
     if (f32)
         return strtof(s, NULL) == (float)v;
     return strtod(s, NULL) == v;
 }
 
 /* The p significant digits of |v| correctly rounded (printf %e), into
- * dig (no point, no sign), with the decimal exponent in *x10. */
+ * dig (no point, no sign, NUL-terminated), with the decimal exponent of the
+ * first digit in *x10. */
 static void digits_at(double v, int p, char *dig, int *x10)
 {
     char s[64];
@@ -475,16 +482,15 @@ static void digits_at(double v, int p, char *dig, int *x10)
     *x10 = *q == 'e' ? atoi(q + 1) : 0;
 }
 
-/* Shortest digits (no trailing zeros) that read back to v (finite,
- * non-zero); returns their count. */
-static int shortest(double v, bool f32, char *dig, int *x10)
+/* Shortest digits by search with printf and strtod: the slow fallback of
+ * shortest() (never expected to be used, kept for safety). */
+static int shortest_slow(double v, bool f32, char *dig, int *x10)
 {
     int maxp = f32 ? 9 : 17;
     char d[32];
     int x;
-    /* Binary search for the smallest precision that reads back (maxp
-     * always does), then step down while one fewer still does: reading back
-     * is monotone in the precision except in rare cases at powers of two. */
+    /* binary search for the smallest precision that reads back (maxp
+     * always does), then step down while one fewer still does */
     int lo = 1, hi = maxp;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -506,6 +512,324 @@ static int shortest(double v, bool f32, char *dig, int *x10)
         nd--;
     dig[nd] = 0;
     return nd;
+}
+
+/* Small fixed-size big integers for the exact digit generation below:
+ * little-endian 32-bit words, n of them in use (no leading zero words).
+ * 40 words hold the largest intermediates (about 2^1130 for a float64
+ * denormal); every operation reports overflow instead of going past. */
+#define BN_WORDS 40
+struct bn {
+    int n;
+    uint32_t w[BN_WORDS];
+};
+
+static void bn_set(struct bn *a, uint64_t v)
+{
+    a->n = 0;
+    while (v) {
+        a->w[a->n++] = (uint32_t)v;
+        v >>= 32;
+    }
+}
+
+static bool bn_mul_small(struct bn *a, uint32_t m)
+{
+    uint64_t c = 0;
+    for (int i = 0; i < a->n; i++) {
+        c += (uint64_t)a->w[i] * m;
+        a->w[i] = (uint32_t)c;
+        c >>= 32;
+    }
+    if (c) {
+        if (a->n == BN_WORDS)
+            return false;
+        a->w[a->n++] = (uint32_t)c;
+    }
+    return true;
+}
+
+static bool bn_shl(struct bn *a, int k)
+{
+    if (a->n == 0 || k == 0)
+        return true;
+    int ws = k / 32, bs = k % 32;
+    if (a->n + ws + 1 > BN_WORDS)
+        return false;
+    uint32_t t[BN_WORDS + 1] = {0};
+    for (int i = 0; i < a->n; i++) {
+        uint64_t x = (uint64_t)a->w[i] << bs;
+        t[i + ws] |= (uint32_t)x;
+        t[i + ws + 1] |= (uint32_t)(x >> 32);
+    }
+    int n = a->n + ws + 1;
+    while (n > 0 && t[n - 1] == 0)
+        n--;
+    memcpy(a->w, t, sizeof(uint32_t) * (size_t)n);
+    a->n = n;
+    return true;
+}
+
+static bool bn_mul_pow10(struct bn *a, int k)
+{
+    static const uint32_t p10[] = {1, 10, 100, 1000, 10000, 100000, 1000000,
+                                   10000000, 100000000, 1000000000};
+    for (; k >= 9; k -= 9)
+        if (!bn_mul_small(a, p10[9]))
+            return false;
+    return bn_mul_small(a, p10[k]);
+}
+
+static int bn_cmp(const struct bn *a, const struct bn *b)
+{
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    for (int i = a->n - 1; i >= 0; i--)
+        if (a->w[i] != b->w[i])
+            return a->w[i] < b->w[i] ? -1 : 1;
+    return 0;
+}
+
+/* c = a + b */
+static bool bn_add(struct bn *c, const struct bn *a, const struct bn *b)
+{
+    int n = a->n > b->n ? a->n : b->n;
+    uint64_t carry = 0;
+    for (int i = 0; i < n; i++) {
+        carry += (uint64_t)(i < a->n ? a->w[i] : 0) +
+                 (i < b->n ? b->w[i] : 0);
+        c->w[i] = (uint32_t)carry;
+        carry >>= 32;
+    }
+    if (carry) {
+        if (n == BN_WORDS)
+            return false;
+        c->w[n++] = (uint32_t)carry;
+    }
+    c->n = n;
+    return true;
+}
+
+/* a -= b, with a >= b */
+static void bn_sub(struct bn *a, const struct bn *b)
+{
+    int64_t borrow = 0;
+    for (int i = 0; i < a->n; i++) {
+        int64_t x = (int64_t)a->w[i] - (i < b->n ? b->w[i] : 0) - borrow;
+        borrow = x < 0;
+        a->w[i] = (uint32_t)(x + (borrow ? (INT64_C(1) << 32) : 0));
+    }
+    while (a->n > 0 && a->w[a->n - 1] == 0)
+        a->n--;
+}
+
+/* Shortest digits, exactly: the free-format algorithm of Steele & White as
+ * given by Burger & Dybvig ("Printing floating-point numbers quickly and
+ * accurately", 1996).  The value is f * 2^e; the digits produced are the
+ * fewest that identify it under round-half-even reading (strtod's), and of
+ * those the closest.  Returns the digit count, 0 if the numbers got too big
+ * (cannot happen for float32/float64, but then the caller falls back). */
+static int dragon(double v, uint64_t f, int e, int prec, int min_e,
+                  char *dig, int *x10)
+{
+    struct bn r, s, mp, mm, t;
+    bool even = (f & 1) == 0;
+    bool asym = f == UINT64_C(1) << (prec - 1) && e > min_e;
+    bool ok = true;
+    bn_set(&r, f);
+    if (e >= 0) {
+        bn_set(&mp, 1);
+        ok = ok && bn_shl(&mp, asym ? e + 1 : e);
+        bn_set(&mm, 1);
+        ok = ok && bn_shl(&mm, e);
+        ok = ok && bn_shl(&r, asym ? e + 2 : e + 1);
+        bn_set(&s, asym ? 4 : 2);
+    } else {
+        bn_set(&mp, asym ? 2 : 1);
+        bn_set(&mm, 1);
+        ok = ok && bn_shl(&r, asym ? 2 : 1);
+        bn_set(&s, 1);
+        ok = ok && bn_shl(&s, asym ? 2 - e : 1 - e);
+    }
+    int k = (int)ceil(log10(fabs(v)) - 1e-10);
+    if (k >= 0) {
+        ok = ok && bn_mul_pow10(&s, k);
+    } else {
+        ok = ok && bn_mul_pow10(&r, -k) && bn_mul_pow10(&mp, -k) &&
+             bn_mul_pow10(&mm, -k);
+    }
+    if (!ok || !bn_add(&t, &r, &mp))
+        return 0;
+    int c = bn_cmp(&t, &s);
+    if (even ? c >= 0 : c > 0)
+        k++;
+    else if (!bn_mul_small(&r, 10) || !bn_mul_small(&mp, 10) ||
+             !bn_mul_small(&mm, 10))
+        return 0;
+    int n = 0;
+    for (;;) {
+        int d = 0;
+        while (bn_cmp(&r, &s) >= 0) {
+            bn_sub(&r, &s);
+            d++;
+        }
+        c = bn_cmp(&r, &mm);
+        bool low = even ? c <= 0 : c < 0;
+        if (!bn_add(&t, &r, &mp))
+            return 0;
+        c = bn_cmp(&t, &s);
+        bool high = even ? c >= 0 : c > 0;
+        if (!low && !high) {
+            if (d > 9 || n >= 17)
+                return 0;
+            dig[n++] = (char)('0' + d);
+            if (!bn_mul_small(&r, 10) || !bn_mul_small(&mp, 10) ||
+                !bn_mul_small(&mm, 10))
+                return 0;
+            continue;
+        }
+        if (low && high) { /* both ends reachable: the nearer one */
+            t = r;
+            if (!bn_shl(&t, 1))
+                return 0;
+            if (bn_cmp(&t, &s) >= 0)
+                d++;
+        } else if (high) {
+            d++;
+        }
+        if (d > 9 || n >= 17)
+            return 0;
+        dig[n++] = (char)('0' + d);
+        break;
+    }
+    dig[n] = 0;
+    *x10 = k - 1;
+    return n;
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 u128;
+
+/* dragon() in native 128-bit integers, for the usual case where every
+ * intermediate stays below 2^124 (most float32 and ordinary float64 values);
+ * 0 if they would not, then the caller uses dragon(). */
+static int dragon128(double v, uint64_t f, int e, int prec, int min_e,
+                     char *dig, int *x10)
+{
+    const u128 lim = (u128)1 << 123; /* 10 * lim < 2^127 */
+    bool even = (f & 1) == 0;
+    bool asym = f == UINT64_C(1) << (prec - 1) && e > min_e;
+    u128 r, s, mp, mm;
+    if (e >= 0) {
+        if (e > 60)
+            return 0;
+        r = (u128)f << (asym ? e + 2 : e + 1);
+        s = asym ? 4 : 2;
+        mp = (u128)1 << (asym ? e + 1 : e);
+        mm = (u128)1 << e;
+    } else {
+        if (-e > 118)
+            return 0;
+        r = (u128)f << (asym ? 2 : 1);
+        s = (u128)1 << (asym ? 2 - e : 1 - e);
+        mp = asym ? 2 : 1;
+        mm = 1;
+    }
+    int k = (int)ceil(log10(fabs(v)) - 1e-10);
+    for (int j = 0; j < k; j++) {
+        if (s >= lim / 10)
+            return 0;
+        s *= 10;
+    }
+    for (int j = 0; j < -k; j++) {
+        if (r >= lim / 10 || mp >= lim / 10)
+            return 0;
+        r *= 10;
+        mp *= 10;
+        mm *= 10;
+    }
+    if (s >= lim / 10 || r + mp >= lim)
+        return 0;
+    if (even ? r + mp >= s : r + mp > s) {
+        k++;
+    } else {
+        r *= 10;
+        mp *= 10;
+        mm *= 10;
+    }
+    /* r < 10 s at each digit: long division by 8s, 4s, 2s, s, without
+     * branches (the digits are random, branches would mispredict) */
+    const u128 s2 = s << 1, s4 = s << 2, s8 = s << 3;
+    int n = 0;
+    for (;;) {
+        u128 mask;
+        int d;
+        mask = -(u128)(r >= s8);
+        r -= s8 & mask;
+        d = 8 & (int)mask;
+        mask = -(u128)(r >= s4);
+        r -= s4 & mask;
+        d |= 4 & (int)mask;
+        mask = -(u128)(r >= s2);
+        r -= s2 & mask;
+        d |= 2 & (int)mask;
+        mask = -(u128)(r >= s);
+        r -= s & mask;
+        d |= 1 & (int)mask;
+        bool low = even ? r <= mm : r < mm;
+        bool high = even ? r + mp >= s : r + mp > s;
+        if (!low && !high) {
+            if (d > 9 || n >= 17)
+                return 0;
+            dig[n++] = (char)('0' + d);
+            r *= 10; /* r, mp, mm < s < 2^123 here */
+            mp *= 10;
+            mm *= 10;
+            continue;
+        }
+        if (low && high) {
+            if (2 * r >= s)
+                d++;
+        } else if (high) {
+            d++;
+        }
+        if (d > 9 || n >= 17)
+            return 0;
+        dig[n++] = (char)('0' + d);
+        break;
+    }
+    dig[n] = 0;
+    *x10 = k - 1;
+    return n;
+}
+#endif
+
+/* Shortest digits (no trailing zeros) of the finite, non-zero value given
+ * by its bits, with the decimal exponent of the first digit; returns their
+ * count.  The result is checked with strtod/strtof, so it always reads
+ * back. */
+static int shortest(uint64_t bits, bool f32, double v, char *dig, int *x10)
+{
+    int mbits = f32 ? 23 : 52;
+    int bias = f32 ? 150 : 1075; /* exponent bias + mantissa bits */
+    uint64_t m = bits & ((UINT64_C(1) << mbits) - 1);
+    int be = (int)((bits >> mbits) & (f32 ? 0xff : 0x7ff));
+    uint64_t f = be ? m | UINT64_C(1) << mbits : m;
+    int e = (be ? be : 1) - bias;
+    int nd = 0;
+#ifdef __SIZEOF_INT128__
+    nd = dragon128(v, f, e, mbits + 1, 1 - bias, dig, x10);
+#endif
+    if (nd == 0)
+        nd = dragon(v, f, e, mbits + 1, 1 - bias, dig, x10);
+    if (nd > 0) {
+        while (nd > 1 && dig[nd - 1] == '0')
+            nd--;
+        dig[nd] = 0;
+        if (reads_back(dig, nd, *x10, v < 0, v, f32))
+            return nd;
+    }
+    return shortest_slow(v, f32, dig, x10);
 }
 
 /* Formats a float32 (f32) or float64 given by its bits; returns length.
@@ -562,7 +886,7 @@ static size_t fmt_float(uint64_t bits, bool f32, char *o)
 
     char dig[32];
     int x;
-    int nd = shortest(v, f32, dig, &x);
+    int nd = shortest(bits, f32, v, dig, &x);
     if (x > -5 && x < 17) {
         if (a == floor(a)) /* integral, below 1e17 < 2^63: exact */
             return k + fmt_u64((uint64_t)a, o + k);
