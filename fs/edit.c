@@ -28,6 +28,33 @@ void gfs_log(struct gfs *fs, const char *fmt, ...)
         syslog(LOG_NOTICE, "%s", line);
 }
 
+fuse_ino_t gfs_resolve(const struct gfs *fs, fuse_ino_t ino)
+{
+    for (int hops = 0; hops < 8; hops++) {
+        size_t k = fs->n_aliases;
+        while (k > 0 && fs->aliases[k - 1][0] != ino)
+            k--;
+        if (k == 0)
+            break;
+        ino = fs->aliases[k - 1][1];
+    }
+    return ino;
+}
+
+static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to)
+{
+    if (from == to)
+        return;
+    fuse_ino_t (*na)[2] = realloc(fs->aliases,
+                                  (fs->n_aliases + 1) * sizeof *na);
+    if (!na)
+        return;
+    na[fs->n_aliases][0] = from;
+    na[fs->n_aliases][1] = to;
+    fs->aliases = na;
+    fs->n_aliases++;
+}
+
 struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name)
 {
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
@@ -138,7 +165,8 @@ static void edited(struct gfs *fs, int64_t i)
     }
 }
 
-int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len)
+int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
+                   int quiet)
 {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
@@ -149,7 +177,7 @@ int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len)
 
     if (gguf_parse_text(type, gguf_kv_arr_type(fs->ctx, i), text, len,
                         &payload, &err) != GGUF_OK) {
-        rc = refuse(fs, i, &err);
+        rc = quiet ? gfs_errno(&err) : refuse(fs, i, &err);
         goto out;
     }
     size_t plen;
@@ -312,11 +340,14 @@ static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
             return rc;
         created = 1;
     }
-    rc = gfs_apply_text(fs, i, (char *)s->data.p, s->data.len);
+    rc = gfs_apply_text(fs, i, (char *)s->data.p, s->data.len, 0);
     if (rc && created)
         remove_key(fs, i);
-    if (!rc)
+    if (!rc) {
+        i = gguf_find_key(fs->ctx, key, klen);
+        add_alias(fs, s->ino, GFS_INO_KV + gguf_kv_id(fs->ctx, i));
         scratch_remove(fs, s);
+    }
     return rc;
 }
 
@@ -396,6 +427,8 @@ int gfs_rename(struct gfs *fs, const char *from, const char *to,
         rc = remove_key(fs, fi);
         if (rc)
             scratch_remove(fs, s);
+        else
+            add_alias(fs, fino, s->ino);
         goto out;
     }
     /* key -> key: the target, if any, is replaced. */
@@ -466,6 +499,15 @@ int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type, size_t len)
         gfs_log(fs, "%s: general.alignment must stay a uint32", fs->path);
         return EPERM;
     }
+    /* An empty string (a key just made by touch or create) becomes the
+     * zero value of any type. */
+    size_t plen;
+    gguf_kv_payload(fs->ctx, i, &plen);
+    if (gguf_kv_type(fs->ctx, i) == GGUF_TYPE_STRING && plen == 8) {
+        if (gguf_zero_payload(t, at, &payload) != GGUF_OK)
+            return EINVAL;
+        goto set;
+    }
     /* Convert through the text form: the value is representable in the new
      * type exactly when its text parses and renders back unchanged. */
     if (!(cur = gfs_text_get(fs, i, &e)))
@@ -481,6 +523,7 @@ int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type, size_t len)
         rc = refuse(fs, i, &err);
         goto out;
     }
+set:
     if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len,
                          &err) != GGUF_OK) {
         rc = refuse(fs, i, &err);
@@ -523,7 +566,7 @@ int gfs_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
     } else {
         memset(b.p + b.len, 0, (size_t)size - b.len);
         b.len = (size_t)size;
-        rc = gfs_apply_text(fs, i, (char *)b.p, b.len);
+        rc = gfs_apply_text(fs, i, (char *)b.p, b.len, 0);
     }
     gfs_text_put(t);
     gguf_buf_free(&b);
@@ -580,6 +623,9 @@ void gfs_edit_free(struct gfs *fs)
         free(g->key);
         free(g);
     }
+    free(fs->aliases);
+    fs->aliases = NULL;
+    fs->n_aliases = 0;
     for (size_t i = 0; i < fs->n_errors; i++)
         free(fs->errors[i]);
     free(fs->errors);

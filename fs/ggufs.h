@@ -105,6 +105,8 @@ struct gfs {
     struct gfs_scratch *scratch;
     uint64_t next_scratch;
     struct gfs_ghost *ghosts;
+    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_resolve */
+    size_t n_aliases;
     char **errors;           /* by kv id: why the last edit was refused */
     size_t n_errors;
     uint64_t generation;     /* bumped by every applied edit */
@@ -148,14 +150,22 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 /* edit.c: changes to meta/ (caller holds lock for writing unless noted) */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* After a rename that turns a temporary file into a key (sed -i, vim) or
+ * back, the kernel keeps the source's inode number for the target name:
+ * gfs_resolve maps such an old number to the object that now holds the
+ * name.  Caller holds lock. */
+fuse_ino_t gfs_resolve(const struct gfs *fs, fuse_ino_t ino);
 struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name);
 struct gfs_scratch *gfs_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
 /* Records (msg) or clears (NULL) the refusal reason shown in
  * user.gguf.error of key id. */
 void gfs_set_error(struct gfs *fs, uint32_t id, const char *msg);
 const char *gfs_get_error(struct gfs *fs, uint32_t id);
-/* Parses text as the value of kv i and stores it; 0 or errno. */
-int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len);
+/* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
+ * refusal is not logged nor recorded (flush of a file still being
+ * written: bash's redirection flushes right after open). */
+int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
+                   int quiet);
 int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
 int gfs_unlink(struct gfs *fs, const char *name);
 int gfs_rename(struct gfs *fs, const char *from, const char *to,

@@ -93,8 +93,9 @@ static void gfs_getattr(fuse_req_t req, fuse_ino_t ino,
     struct gfs *fs = gfs_of(req);
     struct stat st;
     pthread_rwlock_rdlock(&fs->lock);
-    int err = gfs_stat(fs, ino, &st);
+    int err = gfs_stat(fs, gfs_resolve(fs, ino), &st);
     pthread_rwlock_unlock(&fs->lock);
+    st.st_ino = ino;
     if (err)
         fuse_reply_err(req, err);
     else
@@ -300,6 +301,9 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
 static void gfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct gfs *fs = gfs_of(req);
+    pthread_rwlock_rdlock(&fs->lock);
+    ino = gfs_resolve(fs, ino);
+    pthread_rwlock_unlock(&fs->lock);
     struct gfs_fh *fh = fh_new(ino);
     if (!fh) {
         fuse_reply_err(req, ENOMEM);
@@ -462,6 +466,7 @@ static void gfs_write(fuse_req_t req, fuse_ino_t ino, const char *p,
         fuse_reply_err(req, EFBIG);
         return;
     }
+    ino = fh->ino; /* resolved at open */
     if (fh->kind == GFS_SCRATCH) {
         pthread_rwlock_wrlock(&fs->lock);
         struct gfs_scratch *sc = gfs_scratch_by_ino(fs, ino);
@@ -515,8 +520,10 @@ out:
         fuse_reply_write(req, n);
 }
 
-/* Applies a writable handle's draft to the key; 0 or errno. */
-static int fh_apply(struct gfs *fs, struct gfs_fh *fh)
+/* Applies a writable handle's draft to the key; 0 or errno.  A flush
+ * (quiet) that fails leaves the draft pending: the file may still be
+ * written to through a dup'ed descriptor.  The last word is release's. */
+static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet)
 {
     int err = 0;
     pthread_mutex_lock(&fh->mu);
@@ -524,11 +531,13 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh)
         pthread_rwlock_wrlock(&fs->lock);
         int64_t i = gfs_kv_index(fs, fh->ino);
         err = i < 0 ? ENOENT
-                    : gfs_apply_text(fs, i, (char *)fh->draft.p, fh->draft.len);
+                    : gfs_apply_text(fs, i, (char *)fh->draft.p, fh->draft.len,
+                                     quiet);
         pthread_rwlock_unlock(&fs->lock);
-        if (err)
+        if (!err || !quiet)
+            fh->dirty = 0;
+        if (err && !quiet)
             fh->bad = 1;
-        fh->dirty = 0;
     } else if (fh->bad) {
         err = EINVAL;
     }
@@ -540,7 +549,7 @@ static void gfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
     struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
-    fuse_reply_err(req, fh_apply(gfs_of(req), fh));
+    fuse_reply_err(req, fh_apply(gfs_of(req), fh, 1));
 }
 
 static void gfs_release(fuse_req_t req, fuse_ino_t ino,
@@ -548,7 +557,7 @@ static void gfs_release(fuse_req_t req, fuse_ino_t ino,
 {
     (void)ino;
     struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
-    fh_apply(gfs_of(req), fh);
+    fh_apply(gfs_of(req), fh, 0);
     fh_free(fh);
     fuse_reply_err(req, 0);
 }
@@ -560,7 +569,7 @@ static void gfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)datasync;
     struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
-    int err = fh->kind == GFS_KV ? fh_apply(fs, fh) : 0;
+    int err = fh->kind == GFS_KV ? fh_apply(fs, fh, 0) : 0;
     if (!err && !fs->readonly && fh->kind == GFS_KV) {
         pthread_rwlock_wrlock(&fs->lock);
         err = gfs_commit(fs);
@@ -592,11 +601,28 @@ static void gfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
     struct gfs *fs = gfs_of(req);
     struct stat st;
     int err = 0;
+    fuse_ino_t kino = ino;
+    pthread_rwlock_rdlock(&fs->lock);
+    ino = gfs_resolve(fs, ino);
+    pthread_rwlock_unlock(&fs->lock);
     enum gfs_kind kind = gfs_kind(ino);
 
     if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-        err = fs->readonly ? EROFS : EPERM;
-        goto out;
+        /* Modes and owners are fixed; editors (sed -i, vim) copy them onto
+         * their temporary file, so a change to the same values succeeds. */
+        pthread_rwlock_rdlock(&fs->lock);
+        err = gfs_stat(fs, ino, &st);
+        pthread_rwlock_unlock(&fs->lock);
+        if (err)
+            goto out;
+        if (kind != GFS_SCRATCH &&
+            (((to_set & FUSE_SET_ATTR_MODE) &&
+              (attr->st_mode & 07777) != (st.st_mode & 07777)) ||
+             ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid) ||
+             ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid))) {
+            err = fs->readonly ? EROFS : EPERM;
+            goto out;
+        }
     }
     if (to_set & FUSE_SET_ATTR_SIZE) {
         if (fs->readonly) {
@@ -645,6 +671,7 @@ out:
     pthread_rwlock_rdlock(&fs->lock);
     err = gfs_stat(fs, ino, &st);
     pthread_rwlock_unlock(&fs->lock);
+    st.st_ino = kino;
     if (err)
         fuse_reply_err(req, err);
     else
@@ -716,7 +743,7 @@ static void gfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
     pthread_rwlock_rdlock(&fs->lock);
-    int err = gfs_xattr_get(fs, ino, name, &b);
+    int err = gfs_xattr_get(fs, gfs_resolve(fs, ino), name, &b);
     pthread_rwlock_unlock(&fs->lock);
     reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
@@ -727,7 +754,7 @@ static void gfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
     pthread_rwlock_rdlock(&fs->lock);
-    int err = gfs_xattr_list(fs, ino, &b);
+    int err = gfs_xattr_list(fs, gfs_resolve(fs, ino), &b);
     pthread_rwlock_unlock(&fs->lock);
     reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
@@ -739,6 +766,9 @@ static void gfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     (void)flags;
     struct gfs *fs = gfs_of(req);
     int err;
+    pthread_rwlock_rdlock(&fs->lock);
+    ino = gfs_resolve(fs, ino);
+    pthread_rwlock_unlock(&fs->lock);
     if (gfs_kind(ino) != GFS_KV || strcmp(name, "user.gguf.type") != 0) {
         fuse_reply_err(req, fs->readonly ? EROFS : ENOTSUP);
         return;
