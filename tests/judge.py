@@ -279,8 +279,20 @@ def fnv1a64(b):
     return h
 
 
+HASH_CUT = 237  # see escape_name
+
+
 def escape_name(raw):
-    """File name of a key or tensor name (bytes -> bytes)."""
+    """File name of a key or tensor name (bytes -> bytes).
+
+    Long names: gguf.h and man/ggufs.1 say the escaped prefix is cut at 238
+    bytes, but 238 + len("%~") + 16 = 256 > NAME_MAX, so such a file name
+    could not exist; the only cut that honours the 255-byte limit is 237,
+    which is what is judged here (and what gguf/names.c does).  The empty
+    name (no file name possible) gets the hashed form with an empty prefix.
+    """
+    if raw == b"":
+        return b"%~" + b"%016x" % fnv1a64(raw)
     if raw == b".":
         return b"%2E"
     if raw == b"..":
@@ -300,11 +312,11 @@ def escape_name(raw):
     esc = b"".join(units)
     if len(esc) <= 255:
         return esc
-    # Cut at 238 bytes, never inside a %HH (nor inside a UTF-8 sequence,
-    # which would leave an invalid UTF-8 file name).
+    # Cut at HASH_CUT bytes, never inside a %HH (nor inside a UTF-8
+    # sequence, which would leave an invalid UTF-8 file name).
     out = b""
     for u in units:
-        if len(out) + len(u) > 238:
+        if len(out) + len(u) > HASH_CUT:
             break
         out += u
     return out + b"%~" + b"%016x" % fnv1a64(raw)
@@ -396,7 +408,8 @@ def parse_float_bits(kind, s):
 
 def canonical_float(kind, bits, shortest):
     """The exact text man/ggufs.1 prescribes for a float with these bits;
-    shortest is refdump's shortest round-trip rendering (%.Ng) of it."""
+    shortest is a shortest round-trip rendering (%.Ng) of it (for finite
+    values only its digits and exponent matter)."""
     width, mbits, ebits = _F[kind]
     neg = bool(bits >> (width - 1))
     exp_all = ((1 << ebits) - 1) << mbits
@@ -462,6 +475,14 @@ def compare_float_content(where, kind, got, ref_lines, bits):
         else:
             want = canonical_float(kind, b, short.decode("ascii"))
             nanlike = want.lstrip("-").startswith("nan(")
+            if _DEC_RE.match(s) and _DEC_RE.match(want) and Decimal(want) != 0:
+                # A value exactly halfway between two shortest decimals
+                # (460.578125 -> 460.57812 or 460.57813) has two right
+                # answers: accept any shortest digits, in the prescribed
+                # notation for those digits.
+                nd = lambda x: len(Decimal(x).normalize().as_tuple().digits)
+                if nd(s) == nd(want) and Decimal(s) != 0:
+                    want = canonical_float(kind, b, s)
             if (s.lower() if nanlike else s) != want:
                 probs.append("%s line %d: value right but notation %r, man/ggufs.1 prescribes %r"
                              % (where, j + 1, s, want))
@@ -496,7 +517,7 @@ def _unoct(s):
 
 
 def mountinfo_entry(mnt):
-    """(fstype, source) of the mount at mnt, or None."""
+    """(fstype, source, mount options) of the mount at mnt, or None."""
     mnt = os.path.realpath(mnt)
     found = None
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
@@ -504,7 +525,7 @@ def mountinfo_entry(mnt):
             left, _, right = line.rstrip("\n").partition(" - ")
             lf, rf = left.split(" "), right.split(" ")
             if _unoct(lf[4]) == mnt:
-                found = (_unoct(rf[0]), _unoct(rf[1]))  # the last one is on top
+                found = (_unoct(rf[0]), _unoct(rf[1]), lf[5])  # the last one is on top
     return found
 
 
@@ -729,7 +750,7 @@ def expected_tree(ref, walk, label):
     return meta, tensors
 
 
-def compare_mount(gguf, mnt, ref, walk, label, src_stat, gguf_arg=None):
+def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
     Raises Fail listing every mismatch."""
     import hashlib
@@ -749,13 +770,15 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, gguf_arg=None):
     want_src = {os.path.abspath(gguf), os.path.realpath(gguf)}
     if mi is None:
         ck.bad("nothing mounted at %s" % mnt)
+    elif readonly and "ro" not in mi[2].split(","):
+        ck.bad("mountinfo: a read-only mount without the ro option (%s)" % mi[2])
     else:
         ck.eq("mountinfo fstype", "fuse.ggufs", mi[0])
         if mi[1] not in want_src:
             ck.bad("mountinfo source: expected the absolute GGUF path %r, got %r"
                    % (os.path.abspath(gguf), mi[1]))
 
-    def check_common(path, what, is_dir):
+    def check_common(path, what, is_dir, dir_mode=0o555):
         try:
             st = os.lstat(path)
         except OSError as e:
@@ -764,8 +787,9 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, gguf_arg=None):
         if is_dir:
             if not stat.S_ISDIR(st.st_mode):
                 ck.bad("%s: not a directory (mode %o)" % (what, st.st_mode))
-            elif stat.S_IMODE(st.st_mode) != 0o555:
-                ck.bad("%s: directory mode %o, man/ggufs.1 says 0555" % (what, stat.S_IMODE(st.st_mode)))
+            elif stat.S_IMODE(st.st_mode) != dir_mode:
+                ck.bad("%s: directory mode %o, expected %o (%s mount)"
+                       % (what, stat.S_IMODE(st.st_mode), dir_mode, "read-only" if readonly else "writable"))
         elif not stat.S_ISREG(st.st_mode):
             ck.bad("%s: not a regular file (mode %o)" % (what, st.st_mode))
         if (st.st_uid, st.st_gid) != (uid, gid):
@@ -788,7 +812,7 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, gguf_arg=None):
         ck.bad("mount root lacks meta/ or tensors/ (has %r)" % sorted(top))
         ck.done()
     mdir, tdir = os.path.join(bmnt, b"meta"), os.path.join(bmnt, b"tensors")
-    check_common(mdir, "meta/", True)
+    check_common(mdir, "meta/", True, 0o555 if readonly else 0o755)
     check_common(tdir, "tensors/", True)
 
     # ---- meta/
@@ -819,8 +843,10 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, gguf_arg=None):
         if st is not None:
             if st.st_size != len(data):
                 ck.bad("%s: st_size %d but %d bytes read" % (what, st.st_size, len(data)))
-            if st.st_mode & 0o444 != 0o444 or st.st_mode & 0o111:
-                ck.bad("%s: mode %o (expected readable, not executable)" % (what, stat.S_IMODE(st.st_mode)), "meta mode")
+            want_mode = 0o444 if readonly else 0o644
+            if stat.S_IMODE(st.st_mode) != want_mode:
+                ck.bad("%s: mode %o, expected %o (%s mount)" % (what, stat.S_IMODE(st.st_mode), want_mode,
+                       "read-only" if readonly else "writable"), "meta mode")
         ck.eq("%s: user.gguf.type" % what, kv.type.encode(), xattr(p, "user.gguf.type"))
         if kv.kind == "bytes" or want is not kv.content:
             d = first_diff(what, want, data)
@@ -997,10 +1023,27 @@ def judge_file(gguf, mnt, label, args=(), cwd=None, gguf_arg=None, timeout=600):
         raise Fail("%s: ggml's reference reader rejects %s; nothing to compare" % (label, gguf))
     walk = walk_gguf(gguf)
     src_stat = os.stat(gguf)
+    digest = file_sha256(gguf)
+    readonly = "ro" in [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "-o"] \
+        or not os.access(gguf, os.W_OK)
     os.makedirs(mnt, exist_ok=True)
     with Watchdog(mnt, timeout, label):
         with Mounted(gguf_arg or gguf, mnt, args=args, cwd=cwd) as p:
             if p.stderr:
                 log("%s: ggufs said on stderr: %s" % (label, p.stderr.decode(errors="replace").strip()))
-            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat)
-    return "%d keys, %d tensors" % (nk, nt)
+            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly)
+    after = os.stat(gguf)
+    if file_sha256(gguf) != digest or after.st_mtime_ns != src_stat.st_mtime_ns or after.st_size != src_stat.st_size:
+        raise Fail("%s: mounting, reading and unmounting changed the GGUF file %s" % (label, gguf))
+    return "%d keys, %d tensors, %s" % (nk, nt, "ro" if readonly else "rw")
+
+
+def file_sha256(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 22)
+            if not b:
+                return h.hexdigest()
+            h.update(b)

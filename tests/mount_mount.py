@@ -43,12 +43,15 @@ def main():
     try:
         fixtures = make_fixtures(tmp)
         J.refdump(fixtures[0])  # raises Skip if ggml is unavailable
-        targets = [("fixture " + os.path.basename(f), f) for f in fixtures] + \
-                  [("model " + os.path.basename(f), f) for f in models]
-        for i, (label, path) in enumerate(targets):
+        # Fixtures are our own files: mounted with the default options
+        # (writable).  The shared models are inputs we must never risk
+        # changing: mounted -o ro.
+        targets = [("fixture " + os.path.basename(f), f, []) for f in fixtures] + \
+                  [("model " + os.path.basename(f), f, ["-o", "ro"]) for f in models]
+        for i, (label, path, args) in enumerate(targets):
             mnt = os.path.join(tmp, "mnt%d" % i)
             try:
-                summary = J.judge_file(path, mnt, label)
+                summary = J.judge_file(path, mnt, label, args=args)
                 passed.append(label)
                 J.log("ok   %s (%s)" % (label, summary))
             except J.Fail as e:
@@ -63,7 +66,7 @@ def main():
             os.mkdir(mnt)
             try:
                 with J.Watchdog(mnt, 120, "relative-path mount"):
-                    with J.Mounted(os.path.basename(path), mnt, cwd=os.path.dirname(path)):
+                    with J.Mounted(os.path.basename(path), mnt, args=["-o", "ro"], cwd=os.path.dirname(path)):
                         mi = J.mountinfo_entry(mnt)
                         if mi is None or mi[1] not in (os.path.abspath(path), os.path.realpath(path)):
                             raise J.Fail("mounted as a relative path, mountinfo source is %r, expected %r"
