@@ -22,9 +22,12 @@
  * completes a commit killed in between.  The rewrite needs no journal: the
  * rename is the atomic step, a stale PATH.ggufs-new is simply removed.
  *
- * Concurrency: a commit holds flock(LOCK_EX) on the file for its whole
- * duration (GGUF_E_BUSY if another holds it); gguf_recover takes the same
- * lock, so it never mistakes a running commit for an interrupted one.
+ * Concurrency: a commit holds a whole-file OFD write lock on the file for
+ * its whole duration (GGUF_E_BUSY if another open file holds it);
+ * gguf_recover takes the same lock, so it never mistakes a running commit
+ * for an interrupted one.  flock locks are the caller's (the mount holds
+ * one on ctx->fd): left alone, and carried over to the new file when a
+ * rewrite replaces ctx->fd.
  *
  * Fault points (GGUFS_FAULT=N kills the process just before the Nth step;
  * GGUFS_FAULT_TRACE=1 lists them):
@@ -372,6 +375,28 @@ out:
     return st;
 }
 
+/* LOCK_EX or LOCK_SH if the open file description fd holds a flock lock,
+ * else 0.  /proc/self/fdinfo lists exactly the locks owned by that open
+ * file; without /proc, 0. */
+static int held_flock(int fd) {
+    char name[64], line[256];
+    int mode = 0;
+    snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(name, "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "lock:", 5) != 0 || !strstr(line, " FLOCK "))
+            continue;
+        if (strstr(line, " WRITE "))
+            mode = LOCK_EX;
+        else if (strstr(line, " READ ") && !mode)
+            mode = LOCK_SH;
+    }
+    fclose(f);
+    return mode;
+}
+
 /* Rewrite: the whole file again, beside, then renamed over the original.
  * Until the rename the original is untouched; after it ctx->fd is the new
  * file's.  The original's lock is held throughout (by ctx->fd). */
@@ -438,6 +463,13 @@ static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
     }
     if (fchmod(nfd, sb->st_mode & 07777) < 0) {
         st = gguf_sys_fail(err, errno, "cannot set the mode of %s", npath);
+        goto out;
+    }
+    /* The caller's flock on the old file (the mount's "one writer" lock)
+     * must hold on the file that replaces it; nfd is nobody else's yet. */
+    int held = held_flock(ctx->fd);
+    if (held && flock(nfd, held | LOCK_NB) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot lock %s", npath);
         goto out;
     }
     gguf_fault_point("fsync new file");
@@ -514,14 +546,9 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
         goto out;
     }
     gguf_fault_reset();
-    if (flock(ctx->fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK)
-            st = gguf_fail(err, GGUF_E_BUSY,
-                           "another process is committing to the file");
-        else
-            st = gguf_sys_fail(err, errno, "cannot lock %s", ctx->path);
+    st = gguf_commit_lock(ctx->fd, true, err);
+    if (st != GGUF_OK)
         goto out;
-    }
     locked = true;
     st = check_unchanged(ctx, &sb, err);
     if (st != GGUF_OK)
@@ -619,7 +646,7 @@ out:
     if (st != GGUF_OK && info->how == GGUF_COMMIT_NONE && ctx)
         info->new_data_offset = ctx->data_offset;
     if (locked)
-        (void)flock(ctx->fd, LOCK_UN);
+        (void)gguf_commit_lock(ctx->fd, false, NULL);
     gguf_buf_free(&nh);
     free(old);
     free(jpath);

@@ -228,6 +228,10 @@ enum gguf_status gguf_jnl_rollback(int fd, const struct gguf_jnl *j,
  * GGUFS_FAULT_TRACE=1 prints each step to stderr. */
 void gguf_fault_reset(void);
 void gguf_fault_point(const char *what);
+/* Takes (lock) or releases the commit lock on fd, a whole-file OFD write
+ * lock that gguf_commit holds throughout and gguf_recover takes too;
+ * GGUF_E_BUSY if another open file holds it. */
+enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err);
 /* I/O helpers: errno e -> GGUF_E_NOSPACE (ENOSPC, EDQUOT) or GGUF_E_IO,
  * with sys_errno set and ": strerror(e)" appended to the message. */
 enum gguf_status gguf_sys_fail(struct gguf_error *err, int e, const char *fmt,

@@ -47,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,6 +180,23 @@ out:
         close(dfd);
     free(copy);
     return st;
+}
+
+/* An OFD lock (not flock: callers such as the mount hold flock on the very
+ * same file description for their own purposes, and flock(LOCK_UN) here
+ * would drop theirs).  Where the filesystem has no such locks, commits go
+ * unlocked rather than not at all. */
+enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err) {
+    struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK,
+                       .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+        return GGUF_OK;
+    if (errno == EAGAIN || errno == EACCES)
+        return gguf_fail(err, GGUF_E_BUSY,
+                         "another process is committing to the file");
+    if (errno == EINVAL || errno == ENOLCK || errno == EOPNOTSUPP || !lock)
+        return GGUF_OK;
+    return gguf_sys_fail(err, errno, "cannot lock the file");
 }
 
 /* ---- journal layout ------------------------------------------------- */
@@ -397,6 +413,10 @@ static bool jnl_matches(const struct gguf_jnl *j, uint64_t size,
     hi = lo > j->new_len ? lo : j->new_len;
     if (size < lo || size > hi)
         return false;
+    /* Before the insert only the old header is known: what follows it (up
+     * to new_len) is tensor data. */
+    if (!*inserted && n > j->old_len)
+        n = j->old_len;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t shift = *inserted ? j->k : 0;
         uint8_t before = 0;
@@ -533,22 +553,17 @@ enum gguf_status gguf_recover(const char *path, bool *did,
     if (!exists(jpath) && !exists(npath))
         goto out;
 
-    /* The lock commits hold: a journal or new file of a commit that is
-     * running right now is not stale. */
+    /* The lock commits hold (gguf_commit_lock): a journal or new file of a
+     * commit that is running right now is not stale. */
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         st = gguf_sys_fail(err, errno, "cannot open %s to recover an "
                            "interrupted commit", path);
         goto out;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK)
-            st = gguf_fail(err, GGUF_E_BUSY, "another process is committing "
-                           "to %s", path);
-        else
-            st = gguf_sys_fail(err, errno, "cannot lock %s", path);
+    st = gguf_commit_lock(fd, true, err);
+    if (st != GGUF_OK)
         goto out;
-    }
 
     if (exists(npath)) {
         /* A rewrite that never reached its rename: the original is whole. */
