@@ -439,6 +439,27 @@ def canonical_float(kind, bits, shortest):
     return sign + body
 
 
+_FIXED_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?\Z")
+_SCI_RE = re.compile(r"-?[1-9](?:\.[0-9]*[1-9])?e[-+](?:[0-9]{2}|[1-9][0-9]{2,})\Z")
+
+
+def notation_ok(s, want):
+    """s (whose bits are already known to be right) is written as
+    man/ggufs.1 prescribes: non-finite values and zeros exactly as want
+    (NaN hex digits in either case); otherwise fixed notation for decimal
+    exponents -4..16 and %g-style scientific beyond, no longer than the
+    canonical shortest form want.  Several strings can qualify (a value
+    halfway between two shortest decimals, or an integral value written
+    exactly, "123456792" for "123456790"); all are accepted."""
+    if not _DEC_RE.match(want) or Decimal(want) == 0:
+        return s == want or (want.lstrip("-").startswith("nan(") and s.lower() == want and "(0x" in s)
+    if not _DEC_RE.match(s) or Decimal(s) == 0:
+        return False
+    x = Decimal(s).adjusted()
+    rx = _FIXED_RE if -4 <= x <= 16 else _SCI_RE
+    return bool(rx.match(s)) and len(s) <= len(want)
+
+
 def compare_float_content(where, kind, got, ref_lines, bits):
     """Checks a float meta file line by line: every value bit-identical to
     ggml's, and written in the canonical notation.  Returns a list of
@@ -474,18 +495,9 @@ def compare_float_content(where, kind, got, ref_lines, bits):
                          % (where, j + 1, s, hexw, pb, hexw, b, extra))
         else:
             want = canonical_float(kind, b, short.decode("ascii"))
-            nanlike = want.lstrip("-").startswith("nan(")
-            if _DEC_RE.match(s) and _DEC_RE.match(want) and Decimal(want) != 0:
-                # A value exactly halfway between two shortest decimals
-                # (460.578125 -> 460.57812 or 460.57813) has two right
-                # answers: accept any shortest digits, in the prescribed
-                # notation for those digits.
-                nd = lambda x: len(Decimal(x).normalize().as_tuple().digits)
-                if nd(s) == nd(want) and Decimal(s) != 0:
-                    want = canonical_float(kind, b, s)
-            if (s.lower() if nanlike else s) != want:
-                probs.append("%s line %d: value right but notation %r, man/ggufs.1 prescribes %r"
-                             % (where, j + 1, s, want))
+            if not notation_ok(s, want):
+                probs.append("%s line %d: value right but notation %r; man/ggufs.1 prescribes the shortest "
+                             "decimal in its notation, e.g. %r" % (where, j + 1, s, want))
         if len(probs) >= 10:
             probs.append("%s: (further float problems not listed)" % where)
             break
