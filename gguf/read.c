@@ -868,9 +868,22 @@ uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i) {
     return kv ? kv->id : 0;
 }
 
+/* Ids increase with the index as read, and edits keep that order (a new
+ * key goes last with the next id; renames keep their id): binary search,
+ * with a linear scan as the fallback should the order ever be broken. */
 int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id) {
     if (!ctx || id == 0)
         return -1;
+    int64_t lo = 0, hi = ctx->n_kv;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ctx->kv[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < ctx->n_kv && ctx->kv[lo].id == id)
+        return lo;
     for (int64_t i = 0; i < ctx->n_kv; i++)
         if (ctx->kv[i].id == id)
             return i;
