@@ -7,6 +7,8 @@
  *   1                  /            (root)
  *   2                  /meta        one file per metadata key
  *   3                  /tensors     one file per tensor, raw bytes
+ *   4                  /NAME.gguf   the live view: the GGUF as a commit
+ *                                   would write it now
  *   GFS_INO_TENSOR + i /tensors/N   tensor index i (never changes)
  *   GFS_INO_KV + id    /meta/K      key with stable library id `id`
  *   GFS_INO_SCRATCH+n  /meta/X      a file whose name is not a key (an
@@ -32,12 +34,13 @@
 #define GFS_INO_ROOT 1
 #define GFS_INO_META 2
 #define GFS_INO_TENSORS 3
+#define GFS_INO_LIVE 4
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
 #define GFS_INO_KV (UINT64_C(2) << 32)
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
 
 enum gfs_kind { GFS_NONE, GFS_ROOT, GFS_DIR_META, GFS_DIR_TENSORS,
-                GFS_TENSOR, GFS_KV, GFS_SCRATCH };
+                GFS_TENSOR, GFS_KV, GFS_SCRATCH, GFS_LIVE };
 
 /* A file in meta/ whose name is not a valid key: vim's 4913 and .swp, sed's
  * temporary file.  Editors need them; only a rename onto a key name turns
@@ -66,7 +69,8 @@ struct gfs_fh {
     enum gfs_kind kind;
     fuse_ino_t ino;
     uint64_t rel, size;     /* tensors: offset from the data start, bytes */
-    struct gfs_text *text;  /* read-only opens of keys: snapshot at open */
+    struct gfs_text *text;  /* read-only opens of keys: snapshot at open;
+                               the live view: its header at open */
     /* Writable opens of keys: the text being written, applied at flush. */
     int writable;
     pthread_mutex_t mu;
@@ -96,7 +100,11 @@ struct gfs {
     pthread_rwlock_t lock;
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
-    pthread_mutex_t text_lock; /* guards filling texts[] under a read lock */
+    pthread_mutex_t text_lock; /* guards texts[] and live under a read lock */
+    const char *live_name;   /* file name of the live view in the root */
+    struct gfs_text *live;   /* its header, for generation live_gen */
+    uint64_t live_gen;
+    uint64_t live_opened_gen; /* generation at the last open of the view */
 
     /* Editing (guarded by lock held for writing). */
     struct fuse_session *se;
@@ -139,6 +147,13 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 /* The file name of kv i / tensor i into out (reset first). */
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
+
+/* live.c: the live view.  Returns its header (a new reference) as a commit
+ * would write it now; the data section follows, mapped onto the GGUF's.
+ * Caller holds lock (read). */
+struct gfs_text *gfs_live_header(struct gfs *fs, int *err);
+/* Size of the live view; 0 or errno. Caller holds lock (read). */
+int gfs_live_size(struct gfs *fs, uint64_t *size);
 
 /* xattr.c */
 /* Fills out with the value of attribute name on ino; 0 or errno. */

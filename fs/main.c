@@ -280,6 +280,12 @@ int main(int argc, char *argv[])
         goto out;
     }
     fs.path = path;
+    /* The live view is named like the source (model.gguf), unless that
+     * would shadow meta/ or tensors/. */
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
+        strlen(base) <= 255)
+        fs.live_name = base;
     fs.uid = getuid();
     fs.gid = getgid();
     fs.readonly = o.readonly;
@@ -357,6 +363,7 @@ out:
     if (locks) {
         gfs_edit_free(&fs);
         gfs_texts_free(&fs);
+        gfs_text_put(fs.live);
         pthread_mutex_destroy(&fs.text_lock);
         pthread_rwlock_destroy(&fs.lock);
     }

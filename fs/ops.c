@@ -45,7 +45,8 @@ static void gfs_destroy(void *userdata)
 static double attr_timeout(const struct gfs *fs, fuse_ino_t ino)
 {
     enum gfs_kind k = gfs_kind(ino);
-    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META))
+    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META ||
+                          k == GFS_LIVE))
         return 0.0;
     return fs->timeout;
 }
@@ -148,7 +149,7 @@ static void gfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
     pthread_rwlock_rdlock(&fs->lock);
     /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
-    int64_t n = kind == GFS_ROOT ? 2
+    int64_t n = kind == GFS_ROOT ? (fs->live_name ? 3 : 2)
               : kind == GFS_DIR_META ? gguf_n_kv(fs->ctx)
               : kind == GFS_DIR_TENSORS ? gguf_n_tensors(fs->ctx) : -1;
     if (n < 0) {
@@ -174,6 +175,9 @@ static void gfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             nm = "..";
             child = GFS_INO_ROOT;
             mode = S_IFDIR;
+        } else if (kind == GFS_ROOT && k == 4) {
+            nm = fs->live_name;
+            child = GFS_INO_LIVE;
         } else if (kind == GFS_ROOT) {
             nm = k == 2 ? "meta" : "tensors";
             child = k == 2 ? GFS_INO_META : GFS_INO_TENSORS;
@@ -275,6 +279,18 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
         fi->direct_io = 0;
         return err;
     }
+    case GFS_LIVE:
+        if (wants_write)
+            return fs->readonly ? EROFS : EACCES;
+        if (!(fh->text = gfs_live_header(fs, &err)))
+            return err;
+        /* Keep the page cache only while the header has not changed since
+         * the last open: an edit must show up in a fresh open (and mmap). */
+        pthread_mutex_lock(&fs->text_lock);
+        fi->keep_cache = fs->live_opened_gen == fs->generation;
+        fs->live_opened_gen = fs->generation;
+        pthread_mutex_unlock(&fs->text_lock);
+        return 0;
     case GFS_SCRATCH:
         if (!gfs_scratch_by_ino(fs, fh->ino))
             return ENOENT;
@@ -426,16 +442,44 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         pthread_rwlock_unlock(&fs->lock);
         return;
     }
-    /* Tensors: the reply reads straight from the GGUF.  The read lock
-     * keeps a commit from moving the data start or replacing the fd while
-     * the bytes are in flight. */
-    uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
-    uint64_t n = fh->size - o < size ? fh->size - o : size;
-    struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
-    bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-    bv.buf[0].fd = gguf_fd(fs->ctx);
-    bv.buf[0].pos = (off_t)(gguf_data_offset(fs->ctx) + fh->rel + o);
-    fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+    uint64_t rel = fh->rel, fsize = fh->size;
+    /* Up to two pieces: the live view's header (memory), then file bytes.
+     * A reply must be complete: the kernel takes a short read for EOF. */
+    struct {
+        struct fuse_bufvec v;
+        struct fuse_buf more;
+    } bv = { .v = FUSE_BUFVEC_INIT(0) };
+    struct fuse_buf *fb = &bv.v.buf[0];
+    if (fh->kind == GFS_LIVE) {
+        uint64_t h = fh->text->len, d = gguf_data_offset(fs->ctx);
+        uint64_t fsz = gguf_file_size(fs->ctx);
+        rel = 0;
+        fsize = fsz > d ? fsz - d : 0;
+        if ((uint64_t)off < h) {
+            size_t m = h - (uint64_t)off < size ? (size_t)(h - (uint64_t)off)
+                                                 : size;
+            fb->mem = fh->text->data + off;
+            fb->size = m;
+            fb->flags = 0;
+            bv.v.count = 2;
+            fb = &bv.more;
+            size -= m;
+            off = 0;
+        } else {
+            off -= (off_t)h;
+        }
+    }
+    /* The data is read straight from the GGUF.  The read lock keeps a
+     * commit from moving the data start or replacing the fd meanwhile. */
+    uint64_t o = (uint64_t)off < fsize ? (uint64_t)off : fsize;
+    uint64_t n = fsize - o < size ? fsize - o : size;
+    fb->size = n;
+    fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+    fb->fd = gguf_fd(fs->ctx);
+    fb->pos = (off_t)(gguf_data_offset(fs->ctx) + rel + o);
+    if (bv.v.count == 2 && n == 0)
+        bv.v.count = 1;
+    fuse_reply_data(req, &bv.v, FUSE_BUF_SPLICE_MOVE);
     pthread_rwlock_unlock(&fs->lock);
 }
 

@@ -14,6 +14,7 @@ enum gfs_kind gfs_kind(fuse_ino_t ino)
     case GFS_INO_ROOT: return GFS_ROOT;
     case GFS_INO_META: return GFS_DIR_META;
     case GFS_INO_TENSORS: return GFS_DIR_TENSORS;
+    case GFS_INO_LIVE: return GFS_LIVE;
     default: break;
     }
     if (ino >= GFS_INO_SCRATCH)
@@ -95,6 +96,17 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 4;
         return 0;
+    case GFS_LIVE: {
+        uint64_t size;
+        int err = gfs_live_size(fs, &size);
+        if (err)
+            return err;
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = (off_t)size;
+        st->st_blocks = (st->st_size + 511) / 512;
+        return 0;
+    }
     case GFS_DIR_META:
         st->st_mode = S_IFDIR | (fs->readonly ? 0555 : 0755);
         st->st_nlink = 2;
@@ -195,6 +207,10 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = GFS_INO_TENSORS;
             return 0;
         }
+        if (fs->live_name && strcmp(name, fs->live_name) == 0) {
+            *out = GFS_INO_LIVE;
+            return 0;
+        }
         return ENOENT;
     case GFS_DIR_META: {
         struct gfs_scratch *sc = gfs_scratch_find(fs, name);
@@ -217,6 +233,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     case GFS_TENSOR:
     case GFS_KV:
     case GFS_SCRATCH:
+    case GFS_LIVE:
         return ENOTDIR;
     case GFS_NONE:
         break;

@@ -319,6 +319,18 @@ enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
 enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
                                struct gguf_error *err);
 
+/* ---- the header a commit would write (gguf/live.c) ------------------ */
+
+/* Serializes the header that gguf_commit would write for ctx's current
+ * metadata into out, and sets *data_offset to where the data section would
+ * start: the current data start if the header fits (or ctx is not dirty:
+ * then out is the file's own header bytes), else the grown start, with the
+ * same block rounding and headroom a commit uses.  Lets a reader see the
+ * committed file before the commit happens (the live view). */
+enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
+                                  uint64_t *data_offset,
+                                  struct gguf_error *err);
+
 /* ---- commit (gguf/commit.c) ----------------------------------------- */
 
 enum gguf_commit_how {

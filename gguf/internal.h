@@ -223,6 +223,15 @@ enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
 enum gguf_status gguf_jnl_rollback(int fd, const struct gguf_jnl *j,
                                    enum gguf_jnl_stage stage,
                                    struct gguf_error *err);
+/* Writes the file at path (open as fd, with fstat sb, data at d) anew
+ * beside it with hdr (d2 bytes) as header and its data at d2, syncs it and
+ * renames it over path (commit.c).  *newfd: the new file, O_RDWR, once
+ * renamed (else -1), with fd's flock carried over; *copied: data bytes. */
+struct stat;
+enum gguf_status gguf_rewrite_file(int fd, const char *path,
+                                   const struct stat *sb, uint64_t d,
+                                   const uint8_t *hdr, uint64_t d2, int *newfd,
+                                   uint64_t *copied, struct gguf_error *err);
 /* Fault injection (tests): with GGUFS_FAULT=N in the environment, the Nth
  * call of gguf_fault_point since gguf_fault_reset raises SIGKILL.
  * GGUFS_FAULT_TRACE=1 prints each step to stderr. */
@@ -247,5 +256,12 @@ enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
 enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
 /* malloc'ed path + suffix, or NULL. */
 char *gguf_path_with(const char *path, const char *suffix);
+
+/* live.c: the growth rule shared with commit.c.  gguf_grow_unit: the
+ * multiple a grown data start moves by (filesystem block and alignment);
+ * gguf_grown_offset: the data start a growing commit chooses. */
+uint64_t gguf_grow_unit(int fd, uint32_t align);
+enum gguf_status gguf_grown_offset(const gguf_ctx *ctx, uint64_t *d2,
+                                   struct gguf_error *err);
 
 #endif
