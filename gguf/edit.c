@@ -133,12 +133,13 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
     char *kcopy = NULL;
     uint8_t *vcopy = NULL;
     uint64_t used = 0;
+    char q[GGUF_QUOTE_MAX];
 
+    gguf_quote(q, sizeof q, key, klen); /* names in messages stay one line */
     kcopy = dup_name(key, klen);
     vcopy = malloc(len ? len : 1);
     if (!kcopy || !vcopy) {
-        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory setting key '%s'",
-                       kcopy ? kcopy : "?");
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory setting key '%s'", q);
         goto out;
     }
     if (len)
@@ -153,7 +154,7 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
     if (used != len) {
         st = gguf_fail(err, GGUF_E_INVAL,
                        "value of key '%s' is %llu bytes long but %zu were given",
-                       kcopy, (unsigned long long)used, len);
+                       q, (unsigned long long)used, len);
         goto out;
     }
 
@@ -193,7 +194,7 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
     st = rebuild_index(ctx, false);
     if (st != GGUF_OK) {
         ctx->n_kv--; /* kcopy/vcopy still ours: freed below */
-        st = gguf_fail(err, st, "out of memory indexing key '%s'", kcopy);
+        st = gguf_fail(err, st, "out of memory indexing key '%s'", q);
         goto out;
     }
     ctx->next_id++;
@@ -290,7 +291,9 @@ enum gguf_status gguf_remove_key(gguf_ctx *ctx, int64_t i,
         memmove(kv + 1, kv, tail); /* put it back where it was */
         *kv = gone;
         ctx->n_kv++;
-        return gguf_fail(err, st, "out of memory removing key '%s'", gone.key);
+        char q[GGUF_QUOTE_MAX];
+        gguf_quote(q, sizeof q, gone.key, (size_t)gone.key_len);
+        return gguf_fail(err, st, "out of memory removing key '%s'", q);
     }
     gguf_kv_release(&gone);
     ctx->dirty = true;
@@ -304,6 +307,7 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
                                  size_t klen, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     char *kcopy = NULL;
+    char q[GGUF_QUOTE_MAX];
 
     if (!ctx || !key) {
         st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_rename_key");
@@ -339,13 +343,14 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
                        GGUF_FILLER_KEY);
         goto out;
     }
+    gguf_quote(q, sizeof q, key, klen);
     kcopy = dup_name(key, klen);
     if (!kcopy) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory renaming a key");
         goto out;
     }
     if (gguf_find_key(ctx, key, klen) >= 0) {
-        st = gguf_fail(err, GGUF_E_EXISTS, "key '%s' already exists", kcopy);
+        st = gguf_fail(err, GGUF_E_EXISTS, "key '%s' already exists", q);
         goto out;
     }
 
@@ -356,7 +361,7 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
     st = rebuild_index(ctx, false);
     if (st != GGUF_OK) {
         *kv = old;
-        st = gguf_fail(err, st, "out of memory renaming key '%s'", old.key);
+        st = gguf_fail(err, st, "out of memory renaming key '%s'", q);
         goto out;
     }
     kcopy = NULL;
@@ -377,11 +382,13 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
                                  const int64_t *ne, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     char *ncopy = NULL;
+    char q[GGUF_QUOTE_MAX];
 
     if (!ctx || !name || (!ne && n_dims)) {
         st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_add_tensor");
         goto out;
     }
+    gguf_quote(q, sizeof q, name, nlen);
     ncopy = dup_name(name, nlen);
     if (!ncopy) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory adding a tensor");
@@ -390,28 +397,28 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     if (nlen == 0 || nlen > GGUF_MAX_TENSOR_NAME) {
         st = gguf_fail(err, GGUF_E_INVAL,
                        "tensor name '%s' is %zu bytes long; 1 to %d allowed",
-                       ncopy, nlen, GGUF_MAX_TENSOR_NAME);
+                       q, nlen, GGUF_MAX_TENSOR_NAME);
         goto out;
     }
     if (gguf_find_tensor(ctx, name, nlen) >= 0) {
-        st = gguf_fail(err, GGUF_E_EXISTS, "tensor '%s' already exists", ncopy);
+        st = gguf_fail(err, GGUF_E_EXISTS, "tensor '%s' already exists", q);
         goto out;
     }
     if (n_dims > GGUF_MAX_DIMS) {
         st = gguf_fail(err, GGUF_E_INVAL, "tensor '%s' has %u dimensions; at most %d",
-                       ncopy, n_dims, GGUF_MAX_DIMS);
+                       q, n_dims, GGUF_MAX_DIMS);
         goto out;
     }
     if (!gguf_ggml_type_known(ggml_type)) {
         st = gguf_fail(err, GGUF_E_INVAL, "tensor '%s' has unknown ggml type %u",
-                       ncopy, ggml_type);
+                       q, ggml_type);
         goto out;
     }
     int64_t full[GGUF_MAX_DIMS] = {1, 1, 1, 1};
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] < 0) {
             st = gguf_fail(err, GGUF_E_INVAL,
-                           "tensor '%s' has negative dimension %u (%lld)", ncopy,
+                           "tensor '%s' has negative dimension %u (%lld)", q,
                            d, (long long)ne[d]);
             goto out;
         }
@@ -422,7 +429,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         st = gguf_fail(err, GGUF_E_INVAL,
                        "tensor '%s': shape does not fit type %s (first dimension "
                        "must be a multiple of %u, size must fit 64 bits)",
-                       ncopy, gguf_ggml_type_name(ggml_type),
+                       q, gguf_ggml_type_name(ggml_type),
                        gguf_ggml_blck_size(ggml_type));
         goto out;
     }
@@ -432,7 +439,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];
         if (prev->size > UINT64_MAX - a || prev->offset > UINT64_MAX - a -
                                                          align_up(prev->size, a)) {
-            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows", ncopy);
+            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows", q);
             goto out;
         }
         offset = prev->offset + align_up(prev->size, a);
@@ -442,7 +449,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         int64_t cap = ctx->cap_t ? ctx->cap_t * 2 : 16;
         struct gguf_tensor *p = realloc(ctx->t, (size_t)cap * sizeof *p);
         if (!p) {
-            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory adding tensor '%s'", ncopy);
+            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory adding tensor '%s'", q);
             goto out;
         }
         ctx->t = p;
@@ -458,7 +465,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     st = rebuild_index(ctx, true);
     if (st != GGUF_OK) {
         ctx->n_t--;
-        st = gguf_fail(err, st, "out of memory indexing tensor '%s'", ncopy);
+        st = gguf_fail(err, st, "out of memory indexing tensor '%s'", q);
         goto out;
     }
     ncopy = NULL;

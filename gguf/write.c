@@ -286,7 +286,9 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         const struct gguf_tensor *t = &ctx->t[i];
         uint64_t e = data_start + t->offset + align_up(t->size, a);
         if (e < data_start + t->offset) {
-            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s' ends past 2^64", t->name);
+            char q[GGUF_QUOTE_MAX];
+            gguf_quote(q, sizeof q, t->name, (size_t)t->name_len);
+            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s' ends past 2^64", q);
             goto out;
         }
         if (e > end)
