@@ -257,8 +257,10 @@ static void adopt(gguf_ctx *ctx, uint64_t data_offset) {
 }
 
 /* Journaled in-place or insert commit of the header nh (for data offset
- * D + j.k).  *unsupported is set (and nothing done, no journal left) when
- * insert-range is not available on this file. */
+ * D + k).  When insert-range is not available on this file, *unsupported
+ * is set, nothing was changed, and the journal is left in place: the
+ * caller finishes the same change by a rewrite and then drops it, so that
+ * from the journal's fsync on, a crash always ends in the new state. */
 static enum gguf_status journaled(gguf_ctx *ctx, const struct stat *sb,
                                   const char *jpath, uint32_t op, uint64_t k,
                                   const struct gguf_buf *nh,
@@ -279,23 +281,22 @@ static enum gguf_status journaled(gguf_ctx *ctx, const struct stat *sb,
         goto out;
     st = gguf_jnl_apply(ctx->fd, &j, false, &stage, err);
     if (st != GGUF_OK) {
-        int e = err ? err->sys_errno : 0;
+        int e = err->sys_errno;
         struct gguf_error e2 = {0};
         if (op == GGUF_JNL_INSERT && stage == GGUF_JNL_UNTOUCHED &&
-            (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS || e == ENOTTY))
+            (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS || e == ENOTTY)) {
             *unsupported = true;
+            goto out;
+        }
         /* Put the file back, then drop the journal; if either fails the
          * journal stays and recovery completes the commit instead. */
         if (gguf_jnl_rollback(ctx->fd, &j, stage, &e2) == GGUF_OK &&
             drop_journal(jpath, ctx->path, &e2) == GGUF_OK)
             goto out;
-        *unsupported = false;
-        if (err) {
-            size_t m = strlen(err->msg);
-            snprintf(err->msg + m, sizeof err->msg - m,
-                     "; undoing failed too (%s): %s is kept and recovery "
-                     "(remount) will complete the commit", e2.msg, jpath);
-        }
+        size_t m = strlen(err->msg);
+        snprintf(err->msg + m, sizeof err->msg - m,
+                 "; undoing failed too (%s): %s is kept and recovery "
+                 "(remount) will complete the commit", e2.msg, jpath);
         goto out;
     }
     adopt(ctx, ctx->data_offset + k);
@@ -397,33 +398,44 @@ static int held_flock(int fd) {
     return mode;
 }
 
-/* Rewrite: the whole file again, beside, then renamed over the original.
- * Until the rename the original is untouched; after it ctx->fd is the new
- * file's.  The original's lock is held throughout (by ctx->fd). */
-static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
-                                const char *npath, uint64_t d2,
-                                const struct gguf_buf *nh,
-                                struct gguf_commit_info *info,
-                                struct gguf_error *err) {
+/* Rewrite: the file at path (open as fd, fstat sb, data at d) again with
+ * hdr (d2 bytes) as its header and its data at d2: written to
+ * PATH.ggufs-new, synced, renamed over path.  Until the rename the original
+ * is untouched, and on failure the new file is removed.  *newfd is the new
+ * file (O_RDWR) once the rename happened, else -1; it carries the flock
+ * lock fd held, if any.  The caller must hold the commit lock on fd. */
+enum gguf_status gguf_rewrite_file(int fd, const char *path,
+                                   const struct stat *sb, uint64_t d,
+                                   const uint8_t *hdr, uint64_t d2, int *newfd,
+                                   uint64_t *copied, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
+    struct gguf_error scratch;
+    char *npath = gguf_path_with(path, GGUF_NEWFILE_SUFFIX);
     int nfd = -1;
     bool created = false;
-    uint64_t d = ctx->data_offset, size = (uint64_t)sb->st_size;
-    uint64_t tail = size > d ? size - d : 0, copied = 0;
+    uint64_t size = (uint64_t)sb->st_size;
+    uint64_t tail = size > d ? size - d : 0;
 
+    if (!err)
+        err = &scratch;
+    *newfd = -1;
+    *copied = 0;
+    if (!npath) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
     if (tail > (uint64_t)INT64_MAX - d2) {
         st = gguf_fail(err, GGUF_E_RANGE, "the grown file would be too large");
         goto out;
     }
     /* Fail fast on a device that cannot hold the copy (allocated bytes). */
-    uint64_t need = d2 + (uint64_t)sb->st_blocks * 512, avail = free_bytes(ctx->fd);
+    uint64_t need = d2 + (uint64_t)sb->st_blocks * 512, avail = free_bytes(fd);
     if (avail < need) {
         st = gguf_fail(err, GGUF_E_NOSPACE,
                        "the header must grow and the file be rewritten, which "
                        "needs about %llu bytes; %llu are free",
                        (unsigned long long)need, (unsigned long long)avail);
-        if (err)
-            err->sys_errno = ENOSPC;
+        err->sys_errno = ENOSPC;
         goto out;
     }
 
@@ -445,11 +457,11 @@ static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
         goto out;
     }
     gguf_fault_point("header to new file");
-    st = gguf_pwrite_full(nfd, nh->p, nh->len, 0, "the new header", err);
+    st = gguf_pwrite_full(nfd, hdr, d2, 0, "the new header", err);
     if (st != GGUF_OK)
         goto out;
     gguf_fault_point("copy tensor data");
-    st = copy_data(ctx->fd, d, size, nfd, d2, &copied, err);
+    st = copy_data(fd, d, size, nfd, d2, copied, err);
     if (st != GGUF_OK)
         goto out;
     /* Owner before mode: chown clears set-id bits. */
@@ -467,7 +479,7 @@ static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
     }
     /* The caller's flock on the old file (the mount's "one writer" lock)
      * must hold on the file that replaces it; nfd is nobody else's yet. */
-    int held = held_flock(ctx->fd);
+    int held = held_flock(fd);
     if (held && flock(nfd, held | LOCK_NB) < 0) {
         st = gguf_sys_fail(err, errno, "cannot lock %s", npath);
         goto out;
@@ -478,28 +490,44 @@ static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
         goto out;
     }
     gguf_fault_point("rename over original");
-    if (rename(npath, ctx->path) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot rename %s to %s", npath,
-                           ctx->path);
+    if (rename(npath, path) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot rename %s to %s", npath, path);
         goto out;
     }
     created = false;
-    close(ctx->fd); /* also releases the lock on the replaced file */
-    ctx->fd = nfd;
+    *newfd = nfd;
     nfd = -1;
-    adopt(ctx, d2);
-    info->bytes_written = nh->len + copied;
     gguf_fault_point("fsync directory");
-    st = gguf_fsync_dir(ctx->path, err);
+    st = gguf_fsync_dir(path, err);
 out:
     if (nfd >= 0)
         close(nfd);
     if (created)
         unlink(npath);
-    if (st == GGUF_E_NOSPACE && created && err) {
+    if (st == GGUF_E_NOSPACE && created) {
         size_t m = strlen(err->msg);
         snprintf(err->msg + m, sizeof err->msg - m,
                  "; the partial copy was removed, the file is unchanged");
+    }
+    free(npath);
+    return st;
+}
+
+/* The rewrite way of a commit: ctx->fd becomes the new file's. */
+static enum gguf_status rewrite(gguf_ctx *ctx, const struct stat *sb,
+                                uint64_t d2, const struct gguf_buf *nh,
+                                struct gguf_commit_info *info,
+                                struct gguf_error *err) {
+    int nfd = -1;
+    uint64_t copied = 0;
+    enum gguf_status st = gguf_rewrite_file(ctx->fd, ctx->path, sb,
+                                            ctx->data_offset, nh->p, d2, &nfd,
+                                            &copied, err);
+    if (nfd >= 0) {
+        close(ctx->fd); /* also releases the locks on the replaced file */
+        ctx->fd = nfd;
+        adopt(ctx, d2);
+        info->bytes_written = nh->len + copied;
     }
     return st;
 }
@@ -509,15 +537,18 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
                              struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_commit_info dummy;
+    struct gguf_error scratch;
     struct gguf_buf nh = {0};
     struct gguf_error fit = {0};
     uint8_t *old = NULL;
-    char *jpath = NULL, *npath = NULL;
+    char *jpath = NULL;
     bool locked = false;
     struct stat sb;
 
     if (!info)
         info = &dummy;
+    if (!err)
+        err = &scratch; /* the error's errno steers the fallbacks below */
     memset(info, 0, sizeof *info);
     info->how = GGUF_COMMIT_NONE;
     if (!ctx) {
@@ -540,8 +571,7 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
         goto out;
     }
     jpath = gguf_path_with(ctx->path, GGUF_JOURNAL_SUFFIX);
-    npath = gguf_path_with(ctx->path, GGUF_NEWFILE_SUFFIX);
-    if (!jpath || !npath) {
+    if (!jpath) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
@@ -621,8 +651,7 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
             st = gguf_fail(err, GGUF_E_NOSPACE,
                            "the header must grow by %llu bytes; %llu are free",
                            (unsigned long long)k, (unsigned long long)avail);
-            if (err)
-                err->sys_errno = ENOSPC;
+            err->sys_errno = ENOSPC;
             goto out;
         }
         st = read_old_header(ctx->fd, d, size, &old, err);
@@ -636,10 +665,22 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
         }
         if (!unsupported)
             goto out;
-        if (err)
-            memset(err, 0, sizeof *err);
+        /* The insert journal stays until the rewrite is renamed in: a
+         * crash before that is completed by recovery (which rewrites too);
+         * a failure leaves the file untouched, so the journal can go. */
+        memset(err, 0, sizeof *err);
+        st = rewrite(ctx, &sb, d2, &nh, info, err);
+        if (st == GGUF_OK || !ctx->dirty)
+            info->how = GGUF_COMMIT_REWRITE;
+        struct gguf_error e2 = {0};
+        enum gguf_status s2 = drop_journal(jpath, ctx->path, &e2);
+        if (st == GGUF_OK && s2 != GGUF_OK) {
+            st = s2;
+            *err = e2;
+        }
+        goto out;
     }
-    st = rewrite(ctx, &sb, npath, d2, &nh, info, err);
+    st = rewrite(ctx, &sb, d2, &nh, info, err);
     if (st == GGUF_OK || !ctx->dirty)
         info->how = GGUF_COMMIT_REWRITE;
 out:
@@ -650,7 +691,6 @@ out:
     gguf_buf_free(&nh);
     free(old);
     free(jpath);
-    free(npath);
     return st;
 }
 
@@ -800,9 +840,12 @@ out:
 enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
                                  struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
+    struct gguf_error scratch;
     struct gguf_buf b = {0};
     char *copy = NULL, *prefix = NULL;
 
+    if (!err)
+        err = &scratch; /* its errno chooses the fallback directory */
     if (!ctx || !out || n == 0) {
         st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_save_edits");
         goto out;

@@ -468,6 +468,20 @@ static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
         goto out;
     }
     st = gguf_jnl_apply(fd, j, inserted, &stage, err);
+    int e = st != GGUF_OK ? err->sys_errno : 0;
+    if (st != GGUF_OK && stage == GGUF_JNL_UNTOUCHED &&
+        j->op == GGUF_JNL_INSERT &&
+        (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS || e == ENOTTY)) {
+        /* No insert-range here (the commit was killed before it found
+         * out): finish the same change by rewriting the file. */
+        int nfd = -1;
+        uint64_t copied = 0;
+        memset(err, 0, sizeof *err);
+        st = gguf_rewrite_file(fd, path, &sb, j->old_len, j->new_hdr,
+                               j->new_len, &nfd, &copied, err);
+        if (nfd >= 0)
+            close(nfd);
+    }
     if (st == GGUF_E_NOSPACE && stage != GGUF_JNL_WRITING) {
         /* No room to finish, and the header is still the old one: going
          * back is the only way to leave a valid file. */
@@ -535,7 +549,10 @@ enum gguf_status gguf_recover(const char *path, bool *did,
     uint64_t jn = 0;
     int fd = -1;
     bool changed = false;
+    struct gguf_error scratch;
 
+    if (!err)
+        err = &scratch; /* redo() reads the errno of failures */
     if (did)
         *did = false;
     if (!path) {
