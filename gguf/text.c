@@ -804,6 +804,15 @@ static int dragon128(double v, uint64_t f, int e, int prec, int min_e,
 }
 #endif
 
+/* Test hook: how many floats needed shortest_slow() because the exact
+ * algorithm failed or disagreed with strtod (tests expect none). */
+static atomic_ulong float_fallbacks;
+unsigned long gguf_text_float_fallbacks(void);
+unsigned long gguf_text_float_fallbacks(void)
+{
+    return atomic_load(&float_fallbacks);
+}
+
 /* Shortest digits (no trailing zeros) of the finite, non-zero value given
  * by its bits, with the decimal exponent of the first digit; returns their
  * count.  The result is checked with strtod/strtof, so it always reads
@@ -829,6 +838,7 @@ static int shortest(uint64_t bits, bool f32, double v, char *dig, int *x10)
         if (reads_back(dig, nd, *x10, v < 0, v, f32))
             return nd;
     }
+    atomic_fetch_add(&float_fallbacks, 1);
     return shortest_slow(v, f32, dig, x10);
 }
 
