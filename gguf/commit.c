@@ -57,11 +57,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#define HEADROOM_MIN (UINT64_C(64) << 10) /* spare header bytes after a grow */
 #define COPY_CHUNK (UINT64_C(8) << 20)
 
 static int64_t mtime_ns(const struct stat *sb) {
@@ -121,40 +119,6 @@ static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
                          "the file changed since it was opened (%s); reopen it "
                          "and edit again", what);
     return GGUF_OK;
-}
-
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* lcm, or 0 on overflow past 1 GiB (no sane block size gets near). */
-static uint64_t lcm64(uint64_t a, uint64_t b) {
-    if (!a)
-        return b;
-    if (!b)
-        return a;
-    uint64_t l = a / gcd64(a, b) * b;
-    return l > (UINT64_C(1) << 30) ? 0 : l;
-}
-
-/* The unit k must be a multiple of: the filesystem block size (insert-range
- * refuses anything else; f_bsize and st_blksize, which agree on ext4 and
- * xfs) and the alignment (so D + k stays aligned). */
-static uint64_t grow_unit(int fd, const struct stat *sb, uint32_t align) {
-    struct statfs fs;
-    uint64_t u = align ? align : GGUF_DEFAULT_ALIGNMENT;
-    if (fstatfs(fd, &fs) == 0 && fs.f_bsize > 0)
-        u = lcm64(u, (uint64_t)fs.f_bsize);
-    if (u && sb->st_blksize > 0)
-        u = lcm64(u, (uint64_t)sb->st_blksize);
-    if (!u)
-        u = lcm64(align ? align : GGUF_DEFAULT_ALIGNMENT, 4096);
-    return u;
 }
 
 /* Free bytes for us (the reserve counts for root). */
@@ -621,17 +585,20 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
         goto out;
     }
 
-    /* Grow: D' = D + k, k a multiple of the unit, with headroom so that the
-     * next edits fit in place. */
-    uint64_t unit = grow_unit(ctx->fd, &sb, gguf_alignment(ctx));
-    uint64_t h = gguf_header_size(ctx);
-    uint64_t room = h / 8 > HEADROOM_MIN ? h / 8 : HEADROOM_MIN;
-    if (h > UINT64_MAX / 2 || d > UINT64_MAX / 2) {
-        st = gguf_fail(err, GGUF_E_RANGE, "header too large");
+    /* Grow: D' = D + k, k a multiple of the filesystem block and of the
+     * alignment, with headroom so that the next edits fit in place.  The
+     * rule is live.c's (gguf_grown_offset), so that the live view shows
+     * exactly the file a commit writes. */
+    uint64_t d2 = 0;
+    st = gguf_grown_offset(ctx, &d2, err);
+    if (st != GGUF_OK)
+        goto out;
+    if (d2 <= d || (d2 - d) % 512 != 0) {
+        st = gguf_fail(err, GGUF_E_RANGE, "bad grown data offset %llu (from %llu)",
+                       (unsigned long long)d2, (unsigned long long)d);
         goto out;
     }
-    uint64_t want = h + room > d ? h + room - d : 1;
-    uint64_t k = (want + unit - 1) / unit * unit, d2 = d + k;
+    uint64_t k = d2 - d;
     nh.len = 0;
     st = gguf_write_header(ctx, d2, &nh, err);
     if (st != GGUF_OK)

@@ -482,6 +482,34 @@ static void ref_accepts(const char *path) {
     g_free(c);
 }
 
+/* The live view's promise: gguf_plan_header before the commit gives the
+ * bytes the commit then writes.  Call before committing; check after. */
+struct plan {
+    struct gguf_buf hdr;
+    uint64_t d;
+};
+
+static void plan_take(struct plan *p, const gguf_ctx *ctx) {
+    struct gguf_error err = {0};
+    memset(p, 0, sizeof *p);
+    ck_assert_msg(gguf_plan_header(ctx, &p->hdr, &p->d, &err) == GGUF_OK, "%s",
+                  err.msg);
+}
+
+static void plan_check(struct plan *p, const char *path,
+                       const struct gguf_commit_info *info) {
+    ck_assert_uint_eq(p->d, info->new_data_offset);
+    ck_assert_uint_eq(p->hdr.len, p->d);
+    uint8_t *b = malloc(p->d);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_eq(pread(fd, b, p->d, 0), (ssize_t)p->d);
+    close(fd);
+    ck_assert_msg(memcmp(b, p->hdr.p, p->d) == 0,
+                  "the committed header differs from gguf_plan_header's");
+    free(b);
+    gguf_buf_free(&p->hdr);
+}
+
 /* ---- tests: in place ------------------------------------------------- */
 
 START_TEST(commit_in_place) {
@@ -502,8 +530,11 @@ START_TEST(commit_in_place) {
     snap_take(&new, ctx, NULL);
     new.data_hash = old.data_hash;
     new.data_len = old.data_len;
+    struct plan plan;
+    plan_take(&plan, ctx);
 
     ck_assert_msg(gguf_commit(ctx, 0, &info, &err) == GGUF_OK, "%s", err.msg);
+    plan_check(&plan, g_work, &info);
     ck_assert_int_eq(info.how, GGUF_COMMIT_INPLACE);
     ck_assert_uint_eq(info.old_data_offset, d);
     ck_assert_uint_eq(info.new_data_offset, d);
@@ -600,8 +631,11 @@ START_TEST(commit_grow_insert) {
     snap_take(&new, ctx, NULL);
     new.data_hash = old.data_hash;
     new.data_len = old.data_len;
+    struct plan plan;
+    plan_take(&plan, ctx);
 
     ck_assert_msg(gguf_commit(ctx, 0, &info, &err) == GGUF_OK, "%s", err.msg);
+    plan_check(&plan, g_work, &info);
     ck_assert_int_eq(info.how, GGUF_COMMIT_INSERT);
     ck_assert_uint_eq(info.old_data_offset, d);
     ck_assert_uint_gt(info.new_data_offset, d + 20000);
@@ -672,9 +706,12 @@ START_TEST(commit_grow_rewrite) {
     snap_take(&new, ctx, NULL);
     new.data_hash = old.data_hash;
     new.data_len = old.data_len;
+    struct plan plan;
+    plan_take(&plan, ctx);
 
     ck_assert_msg(gguf_commit(ctx, GGUF_COMMIT_NO_INSERT, &info, &err) == GGUF_OK,
                   "%s", err.msg);
+    plan_check(&plan, g_work, &info);
     ck_assert_int_eq(info.how, GGUF_COMMIT_REWRITE);
     ck_assert_uint_eq((info.new_data_offset - d) % 4096, 0);
     ck_assert_uint_ge(info.bytes_written, info.new_data_offset + old.data_len);
