@@ -40,9 +40,11 @@
  *     ']' (the renderer writes exactly ", " between elements and no other
  *     spaces).  Nothing may follow the final ']' on the line.
  *
- * Nesting levels: a top-level array is level 1, the arrays inside an array
- * of arrays level 2, and so on; levels above GGUF_MAX_NESTING are refused
- * both when rendering and when parsing.
+ * Nesting levels (as gguf_payload_check counts them): a top-level array is
+ * level 1, the arrays inside an array of arrays level 2, and so on; no array
+ * may be deeper than GGUF_MAX_NESTING, so an array at that level cannot be
+ * an array of arrays, not even an empty one.  Refused both when rendering
+ * and when parsing.
  *
  * Formatting and parsing of floats run in the "C" locale (uselocale), so a
  * daemon that called setlocale() still reads and writes "0.5".
@@ -1015,6 +1017,8 @@ static enum gguf_status render_inline(struct rd *r, int level,
     uint64_t n = gguf_rd64(r->p + r->i + 4);
     if (et >= GGUF_TYPE_COUNT)
         return bad_payload(err, "unknown element type", r->i);
+    if (et == GGUF_TYPE_ARRAY && level >= GGUF_MAX_NESTING)
+        return bad_payload(err, "arrays nested too deeply", r->i);
     r->i += 12;
     const char *name = tname(et);
     if ((st = put(out, name, strlen(name))) != GGUF_OK ||
@@ -1390,7 +1394,8 @@ static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
                          "'[' (like uint32[1, 2]), found '%s'",
                          line, t0 + 1, snippet(s + t0, e - t0, sn, sizeof sn));
     }
-    if (level > GGUF_MAX_NESTING)
+    if (level > GGUF_MAX_NESTING ||
+        (et == GGUF_TYPE_ARRAY && level >= GGUF_MAX_NESTING))
         return gguf_fail(err, GGUF_E_INVAL,
                          "line %" PRIu64 ", column %zu: arrays nested more "
                          "than %d levels deep", line, t0 + 1,

@@ -7,7 +7,7 @@
  * Expected texts are written by hand (or computed by an independent oracle:
  * the linear %.Pg search below), never produced by the code under test.
  */
-#include "gguf.h"
+#include "internal.h" /* gguf_payload_check, to agree with it */
 
 #include <check.h>
 #include <float.h>
@@ -511,6 +511,10 @@ START_TEST(nesting_limit)
     text[k] = 0;
     expect_render(GGUF_TYPE_ARRAY, p.p, p.len, text, k);
     expect_parse(GGUF_TYPE_ARRAY, GGUF_TYPE_ARRAY, text, k, p.p, p.len);
+    uint64_t used0;
+    struct gguf_error err0 = {0};
+    ck_assert_int_eq(gguf_payload_check(GGUF_TYPE_ARRAY, p.p, p.len, true,
+                                        &used0, "k", 0, &err0), GGUF_OK);
 
     /* one level more is refused both ways */
     char deeper[600];
@@ -523,6 +527,42 @@ START_TEST(nesting_limit)
     ck_assert_int_eq(gguf_render(GGUF_TYPE_ARRAY, q.p, q.len, &out, &err),
                      GGUF_E_FORMAT);
     ck_assert_uint_eq(out.len, 0);
+
+    /* at the deepest level not even an empty array of arrays */
+    p.len = 0;
+    k = 0;
+    b_arr(&p, GGUF_TYPE_ARRAY, 1); /* level 1 */
+    for (int lv = 2; lv < GGUF_MAX_NESTING; lv++) {
+        b_arr(&p, GGUF_TYPE_ARRAY, 1);
+        k += (size_t)sprintf(text + k, "array[");
+    }
+    b_arr(&p, GGUF_TYPE_ARRAY, 0); /* level GGUF_MAX_NESTING */
+    k += (size_t)sprintf(text + k, "array[]");
+    for (int lv = 2; lv < GGUF_MAX_NESTING; lv++)
+        text[k++] = ']';
+    text[k++] = '\n';
+    text[k] = 0;
+    REJECT_ARR(GGUF_TYPE_ARRAY, text, GGUF_E_INVAL, "nested");
+    ck_assert_int_eq(gguf_render(GGUF_TYPE_ARRAY, p.p, p.len, &out, &err),
+                     GGUF_E_FORMAT);
+    /* one level up it is fine */
+    memmove(text, text + 6, k - 6); /* one "array[" less ... */
+    text[k - 8] = '\n';             /* ... and one ']' less */
+    text[k - 7] = 0;
+    struct gguf_buf up = {0};
+    b_arr(&up, GGUF_TYPE_ARRAY, 1);
+    b_add(&up, p.p + 24, p.len - 24);
+    expect_render(GGUF_TYPE_ARRAY, up.p, up.len, text, k - 7);
+    roundtrip(GGUF_TYPE_ARRAY, up.p, up.len, NULL);
+    /* the same limits as the payload validator's */
+    uint64_t used;
+    ck_assert_int_eq(gguf_payload_check(GGUF_TYPE_ARRAY, up.p, up.len, true,
+                                        &used, "k", 0, &err), GGUF_OK);
+    ck_assert_int_eq(gguf_payload_check(GGUF_TYPE_ARRAY, p.p, p.len, true,
+                                        &used, "k", 0, &err), GGUF_E_FORMAT);
+    ck_assert_int_eq(gguf_payload_check(GGUF_TYPE_ARRAY, q.p, q.len, true,
+                                        &used, "k", 0, &err), GGUF_E_FORMAT);
+    gguf_buf_free(&up);
     gguf_buf_free(&p);
     gguf_buf_free(&q);
     gguf_buf_free(&out);
