@@ -128,7 +128,9 @@ START_TEST(nbytes_edges) {
     ck_assert(gguf_ggml_nbytes(0, 3, (const int64_t[]){1 << 20, 1 << 20, INT64_C(1) << 21}, &n));
     ck_assert_uint_eq(n, UINT64_C(1) << 63);
     ck_assert(!gguf_ggml_nbytes(0, 4, (const int64_t[]){1 << 16, 1 << 16, 1 << 16, 1 << 16}, &n));
-    ck_assert(!gguf_ggml_nbytes(15, 1, (const int64_t[]){INT64_C(256) << 55}, &n)); /* q8_K 292 */
+    ck_assert(!gguf_ggml_nbytes(15, 2, (const int64_t[]){INT64_C(1) << 62, 4}, &n)); /* q8_K: 2^54 * 292 * 4 */
+    ck_assert(gguf_ggml_nbytes(15, 1, (const int64_t[]){INT64_C(1) << 62}, &n));
+    ck_assert_uint_eq(n, (UINT64_C(1) << 54) * 292);
     /* exactly UINT64_MAX is representable: 3 * 5 * 17 * 257 * 641 * 65537 * 6700417 */
     ck_assert(gguf_ggml_nbytes(24, 4, (const int64_t[]){15, 17 * 257, 641 * 65537, 6700417}, &n));
     ck_assert_uint_eq(n, UINT64_MAX);
