@@ -264,4 +264,9 @@ uint64_t gguf_grow_unit(int fd, uint32_t align);
 enum gguf_status gguf_grown_offset(const gguf_ctx *ctx, uint64_t *d2,
                                    struct gguf_error *err);
 
+/* text.c: test hook, the number of floats whose shortest digits needed the
+ * slow printf search (the exact algorithm failed or disagreed with strtod;
+ * the tests expect none). */
+unsigned long gguf_text_float_fallbacks(void);
+
 #endif

@@ -9,7 +9,9 @@
  *   integers  decimal, then "\n"
  *   bool      "true" / "false", then "\n"
  *   floats    see fmt_float(): the shortest decimal that reads back to the
- *             same bits; fixed notation for decimal exponents -4..16 (an
+ *             same bits (fewest significant digits, computed exactly, of
+ *             those the nearest; never longer than the first %.Pg that
+ *             reads back); fixed notation for decimal exponents -4..16 (an
  *             integral value is printed exactly there: float 123456792 is
  *             "123456792", which is no longer than "123456790"), %g-style
  *             scientific otherwise ("1e-05", "1e+20"); "-0", "inf", "-inf";
@@ -809,7 +811,6 @@ static int dragon128(double v, uint64_t f, int e, int prec, int min_e,
 /* Test hook: how many floats needed shortest_slow() because the exact
  * algorithm failed or disagreed with strtod (tests expect none). */
 static atomic_ulong float_fallbacks;
-unsigned long gguf_text_float_fallbacks(void);
 unsigned long gguf_text_float_fallbacks(void)
 {
     return atomic_load(&float_fallbacks);

@@ -20,10 +20,6 @@
 
 /* ---- helpers ------------------------------------------------------- */
 
-/* text.c's test hook: floats that needed the slow printf search because
- * the exact digit generation failed or disagreed with strtod */
-unsigned long gguf_text_float_fallbacks(void);
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t rnd(void) /* splitmix64, fixed seed */
 {
