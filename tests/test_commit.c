@@ -171,13 +171,17 @@ static void pl_strn(struct pl *b, const char *s, size_t n) {
 }
 
 static void set_str(gguf_ctx *ctx, const char *key, const char *s) {
-    static struct pl b;
     struct gguf_error err = {0};
-    b.n = 0;
-    pl_strn(&b, s, strlen(s));
+    size_t n = strlen(s);
+    uint8_t *b = malloc(n + 8);
+    ck_assert_ptr_nonnull(b);
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    memcpy(b + 8, s, n);
     ck_assert_msg(gguf_set_payload(ctx, key, strlen(key), GGUF_TYPE_STRING,
-                                   b.p, b.n, &err) == GGUF_OK,
+                                   b, n + 8, &err) == GGUF_OK,
                   "set %s: %s", key, err.msg);
+    free(b);
 }
 
 static void set_rep(gguf_ctx *ctx, const char *key, char c, size_t n) {
