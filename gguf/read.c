@@ -705,7 +705,9 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     if (!out || !path)
         return gguf_fail(err, GGUF_E_INVAL, "no file given");
     *out = NULL;
-    fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    /* O_NONBLOCK so that a FIFO given by mistake cannot hang the open; it
+     * is cleared again once the file is known to be regular. */
+    fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         st = gguf_fail(err, GGUF_E_IO, "cannot open the file: %s", strerror(errno));
         goto out;
@@ -716,6 +718,11 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     }
     if (!S_ISREG(sb.st_mode)) {
         st = gguf_fail(err, GGUF_E_INVAL, "not a regular file");
+        goto out;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        st = gguf_fail(err, GGUF_E_IO, "cannot set the file's flags: %s", strerror(errno));
         goto out;
     }
     if (!(ctx = ctx_alloc()) || !(ctx->path = strdup(path))) {

@@ -546,6 +546,7 @@ START_TEST(big_header_file) {
     /* the fd is open read-only, close-on-exec */
     int fl = fcntl(gguf_fd(ctx), F_GETFL);
     ck_assert_int_eq(fl & O_ACCMODE, O_RDONLY);
+    ck_assert(!(fl & O_NONBLOCK));
     ck_assert(fcntl(gguf_fd(ctx), F_GETFD) & FD_CLOEXEC);
     gguf_close(ctx);
 
@@ -572,6 +573,13 @@ START_TEST(open_errors) {
     ck_assert_int_eq(err.sys_errno, ENOENT);
     ck_assert_ptr_null(strstr(err.msg, "/nonexistent")); /* no file name prefix */
     ck_assert_int_eq(gguf_open(&ctx, "/", 0, &err), GGUF_E_INVAL);
+    /* a FIFO is refused at once, not waited on */
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/ggufs-test-fifo-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(gguf_open(&ctx, fifo, 0, &err), GGUF_E_INVAL);
+    ck_assert_str_eq(err.msg, "not a regular file");
+    unlink(fifo);
     ck_assert_int_eq(gguf_open(NULL, "x", 0, &err), GGUF_E_INVAL);
     ck_assert_int_eq(gguf_open_mem(&ctx, NULL, 5, 0, &err), GGUF_E_INVAL);
     ck_assert_int_eq(gguf_open_mem(&ctx, NULL, 0, 0, NULL), GGUF_E_FORMAT);
