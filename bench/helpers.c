@@ -1,0 +1,96 @@
+/*
+ * helpers - small measuring tools for bench/run.
+ *
+ *   helpers mmap_touch FILE OFFSET LENGTH
+ *       maps [OFFSET, OFFSET+LENGTH) of FILE read-only (OFFSET is rounded
+ *       down to a page, LENGTH grown to match), reads one byte of every
+ *       page, unmaps; prints the seconds taken by map + touch + unmap.
+ *   helpers resident FILE
+ *       prints how many bytes of FILE are in the page cache (mincore).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int die(const char *what, const char *file)
+{
+    fprintf(stderr, "helpers: %s: %s: %s\n", what, file, strerror(errno));
+    return 1;
+}
+
+static int mmap_touch(const char *file, uint64_t off, uint64_t len)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t start = off & ~(uint64_t)(pg - 1);
+    len += off - start;
+    int fd = open(file, O_RDONLY);
+    if (fd < 0)
+        return die("open", file);
+    double t0 = now();
+    volatile unsigned char *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (p == MAP_FAILED)
+        return die("mmap", file);
+    unsigned sum = 0;
+    for (uint64_t i = 0; i < len; i += (uint64_t)pg)
+        sum += p[i];
+    munmap((void *)p, len);
+    double t1 = now();
+    close(fd);
+    printf("%.6f %u\n", t1 - t0, sum & 1);
+    return 0;
+}
+
+static int resident(const char *file)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    int fd = open(file, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return die("open", file);
+    uint64_t total = 0;
+    /* In 1 GiB windows, so any file size works. */
+    const uint64_t win = UINT64_C(1) << 30;
+    unsigned char *vec = malloc(win / (uint64_t)pg);
+    for (uint64_t o = 0; o < (uint64_t)st.st_size; o += win) {
+        uint64_t n = (uint64_t)st.st_size - o < win ? (uint64_t)st.st_size - o : win;
+        void *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)o);
+        if (p == MAP_FAILED)
+            return die("mmap", file);
+        if (mincore(p, n, vec) != 0)
+            return die("mincore", file);
+        for (uint64_t i = 0; i < (n + (uint64_t)pg - 1) / (uint64_t)pg; i++)
+            if (vec[i] & 1)
+                total += (uint64_t)pg;
+        munmap(p, n);
+    }
+    free(vec);
+    close(fd);
+    printf("%llu\n", (unsigned long long)total);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && !strcmp(argv[1], "mmap_touch"))
+        return mmap_touch(argv[2], strtoull(argv[3], NULL, 10),
+                          strtoull(argv[4], NULL, 10));
+    if (argc == 3 && !strcmp(argv[1], "resident"))
+        return resident(argv[2]);
+    fprintf(stderr, "usage: helpers mmap_touch FILE OFFSET LENGTH | "
+                    "helpers resident FILE\n");
+    return 2;
+}
