@@ -27,6 +27,7 @@ enum { KEY_RO };
 
 struct gfs_opts {
     const char *file;   /* first non-option argument */
+    const char *mnt;    /* second: checked by us, for a one-line error */
     int allow_nested;
     int readonly;
     int no_insert;
@@ -42,8 +43,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     FUSE_OPT_END
 };
 
-/* Takes the first non-option as the GGUF; leaves the second (the
- * mountpoint) and every other option to libfuse. */
+/* Takes the first non-option as the GGUF and the second as the mountpoint;
+ * leaves every other option to libfuse. */
 static int gfs_opt_proc(void *data, const char *arg, int key,
                         struct fuse_args *outargs)
 {
@@ -55,6 +56,10 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     }
     if (key == FUSE_OPT_KEY_NONOPT && !o->file) {
         o->file = arg;
+        return 0;
+    }
+    if (key == FUSE_OPT_KEY_NONOPT && !o->mnt) {
+        o->mnt = arg;
         return 0;
     }
     return 1;
@@ -223,7 +228,7 @@ int main(int argc, char *argv[])
         status = 0;
         goto out;
     }
-    if (!o.file || !co.mountpoint) {
+    if (!o.file || !o.mnt) {
         fprintf(stderr, "ggufs: usage: ggufs [options] FILE.gguf MOUNTPOINT "
                         "(see ggufs --help)\n");
         goto out;
@@ -237,9 +242,9 @@ int main(int argc, char *argv[])
         goto out;
     }
     unsigned flags = o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
-    if (!o.readonly && access(path, W_OK) != 0) {
-        fprintf(stderr, "ggufs: %s: not writable, mounting read-only\n",
-                o.file);
+    int fallback_ro = 0;
+    if (!o.readonly && access(path, R_OK) == 0 && access(path, W_OK) != 0) {
+        fallback_ro = 1;
         o.readonly = 1;
         fuse_opt_add_arg(&args, "-oro");
     }
@@ -272,6 +277,9 @@ int main(int argc, char *argv[])
                     o.file, strerror(errno));
         goto out;
     }
+    if (fallback_ro)
+        fprintf(stderr, "ggufs: %s: warning: not writable, mounting "
+                        "read-only\n", o.file);
     for (int w = 0; w < gguf_n_warnings(fs.ctx); w++)
         fprintf(stderr, "ggufs: %s: warning: %s\n", o.file,
                 gguf_warning(fs.ctx, w));
@@ -298,13 +306,12 @@ int main(int argc, char *argv[])
 
     status = EXIT_MOUNT;
     struct stat mst;
-    if (stat(co.mountpoint, &mst) != 0) {
-        fprintf(stderr, "ggufs: %s: %s\n", co.mountpoint, strerror(errno));
+    if (stat(o.mnt, &mst) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", o.mnt, strerror(errno));
         goto out;
     }
     if (!S_ISDIR(mst.st_mode)) {
-        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n",
-                co.mountpoint);
+        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n", o.mnt);
         goto out;
     }
     /* fuse.ggufs with the GGUF as source, like other FUSE filesystems. */
@@ -332,7 +339,7 @@ int main(int argc, char *argv[])
     if (fuse_set_signal_handlers(se) != 0)
         goto out;
     handlers = 1;
-    if (fuse_session_mount(se, co.mountpoint) != 0)
+    if (fuse_session_mount(se, o.mnt) != 0)
         goto out;
     mounted = 1;
     /* Returns in the parent only once the mount is in place. */
