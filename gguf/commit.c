@@ -44,6 +44,10 @@
  *   9 fsync directory            9 fsync file
  *                               10 unlink journal
  *                               11 fsync directory
+ *
+ * Where insert-range is refused (tmpfs, btrfs): the insert's steps 1-5,
+ * then the rewrite's 1-6, then unlink journal, fsync directory (13): the
+ * insert journal stays until the rewrite is renamed in.
  */
 #include "internal.h"
 
@@ -695,6 +699,12 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
     uint64_t n_removed = 0, n_kv = 0;
     uint8_t tmp[8];
 
+#define TRY(x)                                                                \
+    do {                                                                      \
+        if ((st = (x)) != GGUF_OK)                                            \
+            goto out;                                                         \
+    } while (0)
+
     if (ctx->path) {
         struct gguf_error e2 = {0};
         if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
@@ -705,51 +715,57 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
         const char *key = gguf_kv_key(disk, i, &kl);
         if (is_filler(key, kl) || gguf_find_key(ctx, key, kl) >= 0)
             continue;
-        st = put_str(&removed, key, kl);
-        if (st != GGUF_OK)
-            goto nomem;
+        TRY(put_str(&removed, key, kl));
         n_removed++;
     }
-    for (int64_t i = 0; i < ctx->n_kv; i++)
-        n_kv += !is_filler(ctx->kv[i].key, ctx->kv[i].key_len);
-
-    uint32_t version = ctx->version == 2 ? 2 : 3;
-    if ((st = gguf_buf_add(b, GGUF_MAGIC, 4)) || (st = put_u32(b, version)))
-        goto nomem;
-    gguf_wr64(tmp, 0);
-    if ((st = gguf_buf_add(b, tmp, 8)))
-        goto nomem;
-    gguf_wr64(tmp, n_kv + (n_removed > 0));
-    if ((st = gguf_buf_add(b, tmp, 8)))
-        goto nomem;
+    /* Left out: the filler, and a REMOVED_KEY of ctx's own (ours anyway;
+     * two keys of one name would make the file invalid). */
+    bool *skip = calloc((size_t)ctx->n_kv + 1, sizeof *skip);
+    if (!skip) {
+        st = GGUF_E_NOMEM;
+        goto out;
+    }
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
-        if (is_filler(kv->key, kv->key_len))
-            continue;
-        if ((st = put_str(b, kv->key, kv->key_len)) ||
-            (st = put_u32(b, kv->type)) ||
-            (st = gguf_buf_add(b, kv->val, (size_t)kv->val_len)))
-            goto nomem;
+        skip[i] = is_filler(kv->key, kv->key_len) ||
+                  (n_removed && kv->key_len == sizeof REMOVED_KEY - 1 &&
+                   memcmp(kv->key, REMOVED_KEY, sizeof REMOVED_KEY - 1) == 0);
+        n_kv += !skip[i];
     }
+
+    uint32_t version = ctx->version == 2 ? 2 : 3;
+    gguf_wr64(tmp, 0);
+    if ((st = gguf_buf_add(b, GGUF_MAGIC, 4)) == GGUF_OK &&
+        (st = put_u32(b, version)) == GGUF_OK &&
+        (st = gguf_buf_add(b, tmp, 8)) == GGUF_OK) {
+        gguf_wr64(tmp, n_kv + (n_removed > 0));
+        st = gguf_buf_add(b, tmp, 8);
+    }
+    for (int64_t i = 0; st == GGUF_OK && i < ctx->n_kv; i++) {
+        const struct gguf_kv *kv = &ctx->kv[i];
+        if (skip[i])
+            continue;
+        if ((st = put_str(b, kv->key, kv->key_len)) == GGUF_OK &&
+            (st = put_u32(b, kv->type)) == GGUF_OK)
+            st = gguf_buf_add(b, kv->val, (size_t)kv->val_len);
+    }
+    free(skip);
+    TRY(st);
     if (n_removed) {
-        if ((st = put_str(b, REMOVED_KEY, sizeof REMOVED_KEY - 1)) ||
-            (st = put_u32(b, GGUF_TYPE_ARRAY)) ||
-            (st = put_u32(b, GGUF_TYPE_STRING)))
-            goto nomem;
+        TRY(put_str(b, REMOVED_KEY, sizeof REMOVED_KEY - 1));
+        TRY(put_u32(b, GGUF_TYPE_ARRAY));
+        TRY(put_u32(b, GGUF_TYPE_STRING));
         gguf_wr64(tmp, n_removed);
-        if ((st = gguf_buf_add(b, tmp, 8)) ||
-            (st = gguf_buf_add(b, removed.p, removed.len)))
-            goto nomem;
+        TRY(gguf_buf_add(b, tmp, 8));
+        TRY(gguf_buf_add(b, removed.p, removed.len));
     }
     uint32_t a = ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
-    while (b->len % a) {
-        if ((st = gguf_buf_add(b, "", 1)))
-            goto nomem;
-    }
-    goto out;
-nomem:
-    st = gguf_fail(err, GGUF_E_NOMEM, "out of memory saving the edits");
+    while (b->len % a)
+        TRY(gguf_buf_add(b, "", 1));
+#undef TRY
 out:
+    if (st != GGUF_OK)
+        st = gguf_fail(err, st, "out of memory saving the edits");
     if (disk)
         gguf_close(disk);
     gguf_buf_free(&removed);

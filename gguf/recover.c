@@ -505,7 +505,7 @@ static enum gguf_status read_journal(const char *jpath, uint8_t **out,
                                      uint64_t *n, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct stat sb;
-    int jfd = open(jpath, O_RDONLY | O_CLOEXEC);
+    int jfd = open(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     *out = NULL;
     *n = 0;
     if (jfd < 0) {
