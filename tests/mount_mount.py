@@ -31,6 +31,23 @@ def make_fixtures(tmp):
     files = sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".gguf"))
     if not files:
         raise J.Fail("mkfixture all %s wrote no .gguf files" % out)
+    # Tensors of a few MiB (reads that take several FUSE requests) and a
+    # sparse model past 4 GiB (64-bit offsets; checked by samples).
+    extra = [("model-8m.gguf", ["--tensor-mb", "8", "--n-tensors", "3", "--vocab", "2000"]),
+             ("sparse-5g.gguf", ["--tensor-mb", "5000", "--n-tensors", "5", "--sparse"])]
+    for name, args in extra:
+        path = os.path.join(out, name)
+        p = subprocess.run([exe, "model", path] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        if p.returncode != 0:
+            raise J.Fail("mkfixture model %s %s failed with status %d: %s"
+                         % (path, " ".join(args), p.returncode, p.stderr.decode(errors="replace").strip()[-2000:]))
+        st = os.stat(path)
+        if "--sparse" in args and st.st_blocks * 512 > (256 << 20):
+            J.log("note: %s is not sparse on this file system (%d bytes allocated); not mounted"
+                  % (name, st.st_blocks * 512))
+            os.unlink(path)
+            continue
+        files.append(path)
     return files
 
 
