@@ -68,6 +68,7 @@ struct gfs_ghost {
 struct gfs_fh {
     enum gfs_kind kind;
     fuse_ino_t ino;
+    int shard;              /* tensors: the file that holds it */
     uint64_t rel, size;     /* tensors: offset from the data start, bytes */
     struct gfs_text *text;  /* read-only opens of keys: snapshot at open;
                                the live view: its header at open */
@@ -88,8 +89,21 @@ struct gfs_text {
     char data[];
 };
 
+/* Where a byte range of a shard set's merged live view comes from. */
+struct gfs_extent {
+    uint64_t merged_rel; /* offset in the merged data section */
+    uint64_t size;       /* tensor bytes; zero padding follows up to the next */
+    int shard;
+    uint64_t rel;        /* offset in that shard's data section */
+};
+
 struct gfs {
-    gguf_ctx *ctx;
+    gguf_ctx *ctx;           /* the (first) GGUF: metadata, edits, commit */
+    gguf_ctx **shards;       /* every file of the set; shards[0] == ctx */
+    int n_shards;
+    int64_t *t_first;        /* global index of each shard's first tensor */
+    struct gfs_extent *ext;  /* shard sets: the merged data layout */
+    uint64_t merged_data_size;
     const char *path;        /* absolute path of the GGUF */
     struct stat st;          /* of the GGUF at mount: times for every file */
     uid_t uid;
@@ -125,6 +139,12 @@ struct gfs {
 
 /* tree.c */
 enum gfs_kind gfs_kind(fuse_ino_t ino);
+/* Tensors are numbered across the shards of a set, in shard order. */
+int64_t gfs_n_tensors(const struct gfs *fs);
+/* The context holding global tensor g, its index there in *i, its shard
+ * number in *shard (may be NULL). */
+gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
+                         int *shard);
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino);
 int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino);
 /* Fills st for ino; returns 0 or an errno.  Caller holds lock (read). */
@@ -147,6 +167,15 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 /* The file name of kv i / tensor i into out (reset first). */
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
+
+/* live.c: tensor numbering across shards and, for a shard set, the merged
+ * layout of the live view.  0, or -1 with err. */
+int gfs_layout(struct gfs *fs, struct gguf_error *err);
+void gfs_layout_free(struct gfs *fs);
+/* Reads [off, off+n) of a shard set's merged data section into buf
+ * (tensor bytes from their shards, zeros between); 0 or errno.  Caller
+ * holds lock (read). */
+int gfs_merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off);
 
 /* live.c: the live view.  Returns its header (a new reference) as a commit
  * would write it now; the data section follows, mapped onto the GGUF's.

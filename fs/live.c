@@ -10,6 +10,109 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int gfs_layout(struct gfs *fs, struct gguf_error *err)
+{
+    int rc = -1;
+    gguf_ctx *m = NULL;
+    fs->t_first = calloc((size_t)fs->n_shards + 1, sizeof *fs->t_first);
+    if (!fs->t_first) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int s = 0; s < fs->n_shards; s++)
+        fs->t_first[s + 1] = fs->t_first[s] + gguf_n_tensors(fs->shards[s]);
+    if (fs->n_shards == 1) {
+        rc = 0;
+        goto out;
+    }
+    /* The merged file's tensor offsets never change (edits touch keys
+     * only): lay them out once. */
+    if (!(m = gguf_merge(fs->shards, fs->n_shards, err)))
+        goto out;
+    int64_t n = gfs_n_tensors(fs);
+    fs->ext = calloc(n ? (size_t)n : 1, sizeof *fs->ext);
+    if (!fs->ext) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t a = gguf_alignment(m);
+    for (int64_t g = 0; g < n; g++) {
+        int64_t i;
+        int s;
+        gguf_ctx *c = gfs_tensor_ctx(fs, g, &i, &s);
+        fs->ext[g].merged_rel = gguf_tensor_rel_offset(m, g);
+        fs->ext[g].size = gguf_tensor_size(c, i);
+        fs->ext[g].shard = s;
+        fs->ext[g].rel = gguf_tensor_rel_offset(c, i);
+        uint64_t end = fs->ext[g].merged_rel + fs->ext[g].size;
+        fs->merged_data_size = (end + a - 1) / a * a;
+    }
+    rc = 0;
+out:
+    gguf_close(m);
+    return rc;
+}
+
+void gfs_layout_free(struct gfs *fs)
+{
+    free(fs->t_first);
+    free(fs->ext);
+    fs->t_first = NULL;
+    fs->ext = NULL;
+}
+
+int gfs_merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
+{
+    int64_t lo = 0, hi = gfs_n_tensors(fs);
+    /* The last extent starting at or before off. */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (fs->ext[mid].merged_rel <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t done = 0;
+    for (int64_t g = lo; done < n; g++) {
+        uint64_t pos = off + done;
+        uint64_t start = g < gfs_n_tensors(fs) ? fs->ext[g].merged_rel
+                                                : fs->merged_data_size;
+        uint64_t next = g + 1 < gfs_n_tensors(fs) ? fs->ext[g + 1].merged_rel
+                                                   : fs->merged_data_size;
+        if (g >= gfs_n_tensors(fs) || pos >= next) {
+            if (g >= gfs_n_tensors(fs))
+                break;
+            continue;
+        }
+        if (pos < start) { /* before the first tensor: cannot happen */
+            memset(buf + done, 0, n - done);
+            break;
+        }
+        uint64_t in = pos - start;
+        const struct gfs_extent *e = &fs->ext[g];
+        if (in < e->size) {
+            size_t m = e->size - in < n - done ? (size_t)(e->size - in)
+                                               : n - done;
+            gguf_ctx *c = fs->shards[e->shard];
+            ssize_t r = pread(gguf_fd(c), buf + done, m,
+                              (off_t)(gguf_data_offset(c) + e->rel + in));
+            if (r < 0)
+                return errno;
+            if ((size_t)r < m)
+                return EIO;
+            done += m;
+            pos += m;
+        }
+        if (done < n && pos < next) { /* padding */
+            size_t m = next - pos < n - done ? (size_t)(next - pos) : n - done;
+            memset(buf + done, 0, m);
+            done += m;
+        }
+    }
+    return done == n ? 0 : EIO;
+}
 
 struct gfs_text *gfs_live_header(struct gfs *fs, int *err)
 {
@@ -24,7 +127,18 @@ struct gfs_text *gfs_live_header(struct gfs *fs, int *err)
         atomic_fetch_add(&t->refs, 1);
         goto out;
     }
-    if (gguf_plan_header(fs->ctx, &b, &d2, &gerr) != GGUF_OK) {
+    if (fs->n_shards > 1) {
+        /* The merged file gguf-split --merge would write, from the current
+         * (edited) keys of the first shard. */
+        gguf_ctx *m = gguf_merge(fs->shards, fs->n_shards, &gerr);
+        enum gguf_status st = m ? gguf_write_header(m, 0, &b, &gerr)
+                                : gerr.code;
+        gguf_close(m);
+        if (st != GGUF_OK) {
+            *err = gfs_errno(&gerr);
+            goto out;
+        }
+    } else if (gguf_plan_header(fs->ctx, &b, &d2, &gerr) != GGUF_OK) {
         *err = gfs_errno(&gerr);
         goto out;
     }
@@ -52,7 +166,10 @@ int gfs_live_size(struct gfs *fs, uint64_t *size)
     if (!t)
         return err;
     uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
-    *size = t->len + (fsz > d ? fsz - d : 0);
+    if (fs->n_shards > 1)
+        *size = t->len + fs->merged_data_size;
+    else
+        *size = t->len + (fsz > d ? fsz - d : 0);
     gfs_text_put(t);
     return 0;
 }

@@ -261,7 +261,15 @@ int main(int argc, char *argv[])
                     o.file);
         flags |= GGUF_OPEN_RDWR;
     }
-    if (gguf_open(&fs.ctx, path, flags, &gerr) != GGUF_OK) {
+    char bad[PATH_MAX + 64];
+    if (gguf_open_set(path, flags, &fs.shards, &fs.n_shards, bad, sizeof bad,
+                      &gerr) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n",
+                strcmp(bad, path) == 0 ? o.file : bad, gerr.msg);
+        goto out;
+    }
+    fs.ctx = fs.shards[0];
+    if (gfs_layout(&fs, &gerr) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
         goto out;
     }
@@ -280,9 +288,11 @@ int main(int argc, char *argv[])
     if (fallback_ro)
         fprintf(stderr, "ggufs: %s: warning: not writable, mounting "
                         "read-only\n", o.file);
-    for (int w = 0; w < gguf_n_warnings(fs.ctx); w++)
-        fprintf(stderr, "ggufs: %s: warning: %s\n", o.file,
-                gguf_warning(fs.ctx, w));
+    for (int sh = 0; sh < fs.n_shards; sh++)
+        for (int w = 0; w < gguf_n_warnings(fs.shards[sh]); w++)
+            fprintf(stderr, "ggufs: %s: warning: %s\n",
+                    sh ? gguf_path(fs.shards[sh]) : o.file,
+                    gguf_warning(fs.shards[sh], w));
     if (fstat(gguf_fd(fs.ctx), &fs.st) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", o.file, strerror(errno));
         goto out;
@@ -374,7 +384,8 @@ out:
         pthread_mutex_destroy(&fs.text_lock);
         pthread_rwlock_destroy(&fs.lock);
     }
-    gguf_close(fs.ctx);
+    gfs_layout_free(&fs);
+    gguf_close_set(fs.shards, fs.n_shards);
     free(path);
     free(co.mountpoint);
     fuse_opt_free_args(&args);

@@ -151,7 +151,7 @@ static void gfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
     /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
     int64_t n = kind == GFS_ROOT ? (fs->live_name ? 3 : 2)
               : kind == GFS_DIR_META ? gguf_n_kv(fs->ctx)
-              : kind == GFS_DIR_TENSORS ? gguf_n_tensors(fs->ctx) : -1;
+              : kind == GFS_DIR_TENSORS ? gfs_n_tensors(fs) : -1;
     if (n < 0) {
         err = ENOTDIR;
         goto out;
@@ -249,8 +249,10 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
             return ENOENT;
         if (wants_write)
             return fs->readonly ? EROFS : EACCES;
-        fh->rel = gguf_tensor_rel_offset(fs->ctx, i);
-        fh->size = gguf_tensor_size(fs->ctx, i);
+        int64_t j;
+        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
+        fh->rel = gguf_tensor_rel_offset(c, j);
+        fh->size = gguf_tensor_size(c, j);
         /* Tensor bytes never change while mounted: keep the page cache. */
         fi->keep_cache = 1;
         return 0;
@@ -450,6 +452,26 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         struct fuse_buf more;
     } bv = { .v = FUSE_BUFVEC_INIT(0) };
     struct fuse_buf *fb = &bv.v.buf[0];
+    if (fh->kind == GFS_LIVE && fs->n_shards > 1) {
+        /* A shard set's merged view gathers pieces of several files: copy. */
+        uint64_t h = fh->text->len, end = h + fs->merged_data_size;
+        uint64_t o = (uint64_t)off < end ? (uint64_t)off : end;
+        size_t n = end - o < size ? (size_t)(end - o) : size;
+        char *buf = malloc(n ? n : 1);
+        int err = buf ? 0 : ENOMEM;
+        size_t hn = o < h ? (h - o < n ? (size_t)(h - o) : n) : 0;
+        if (!err && hn)
+            memcpy(buf, fh->text->data + o, hn);
+        if (!err && n > hn)
+            err = gfs_merged_read(fs, buf + hn, n - hn, o + hn - h);
+        if (err)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_buf(req, buf, n);
+        free(buf);
+        pthread_rwlock_unlock(&fs->lock);
+        return;
+    }
     if (fh->kind == GFS_LIVE) {
         uint64_t h = fh->text->len, d = gguf_data_offset(fs->ctx);
         uint64_t fsz = gguf_file_size(fs->ctx);
@@ -475,8 +497,9 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     uint64_t n = fsize - o < size ? fsize - o : size;
     fb->size = n;
     fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-    fb->fd = gguf_fd(fs->ctx);
-    fb->pos = (off_t)(gguf_data_offset(fs->ctx) + rel + o);
+    gguf_ctx *c = fs->shards[fh->shard];
+    fb->fd = gguf_fd(c);
+    fb->pos = (off_t)(gguf_data_offset(c) + rel + o);
     if (bv.v.count == 2 && n == 0)
         bv.v.count = 1;
     fuse_reply_data(req, &bv.v, FUSE_BUF_SPLICE_MOVE);
@@ -844,7 +867,7 @@ static void gfs_statfs(fuse_req_t req, fuse_ino_t ino)
     sv.f_blocks = ((uint64_t)fs->st.st_size + 4095) / 4096;
     pthread_rwlock_rdlock(&fs->lock);
     sv.f_files = 3 + (uint64_t)gguf_n_kv(fs->ctx) +
-                 (uint64_t)gguf_n_tensors(fs->ctx);
+                 (uint64_t)gfs_n_tensors(fs);
     pthread_rwlock_unlock(&fs->lock);
     sv.f_namemax = 255;
     if (fs->readonly)

@@ -26,13 +26,40 @@ enum gfs_kind gfs_kind(fuse_ino_t ino)
     return GFS_NONE;
 }
 
+int64_t gfs_n_tensors(const struct gfs *fs)
+{
+    return fs->t_first[fs->n_shards];
+}
+
+gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
+                         int *shard)
+{
+    int s = 0;
+    while (s + 1 < fs->n_shards && g >= fs->t_first[s + 1])
+        s++;
+    *i = g - fs->t_first[s];
+    if (shard)
+        *shard = s;
+    return fs->shards[s];
+}
+
+static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len)
+{
+    for (int s = 0; s < fs->n_shards; s++) {
+        int64_t i = gguf_find_tensor(fs->shards[s], name, len);
+        if (i >= 0)
+            return fs->t_first[s] + i;
+    }
+    return -1;
+}
+
 /* Tensor index of ino, or -1 if ino is not a tensor of this file. */
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino)
 {
     if (gfs_kind(ino) != GFS_TENSOR)
         return -1;
     uint64_t i = ino - GFS_INO_TENSOR;
-    return i < (uint64_t)gguf_n_tensors(fs->ctx) ? (int64_t)i : -1;
+    return i < (uint64_t)gfs_n_tensors(fs) ? (int64_t)i : -1;
 }
 
 /* Current kv index of ino, or -1 if the key is gone (removed) or hidden. */
@@ -68,7 +95,9 @@ int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
 {
     size_t len;
-    const char *n = gguf_tensor_name(fs->ctx, i, &len);
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    const char *n = gguf_tensor_name(c, j, &len);
     out->len = 0;
     if (gguf_name_escape(n, len, out) != GGUF_OK ||
         gguf_buf_add(out, "", 1) != GGUF_OK)
@@ -121,7 +150,9 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
             return ENOENT;
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
-        st->st_size = (off_t)gguf_tensor_size(fs->ctx, i);
+        int64_t j;
+        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+        st->st_size = (off_t)gguf_tensor_size(c, j);
         st->st_blocks = (st->st_size + 511) / 512;
         return 0;
     }
@@ -166,7 +197,7 @@ static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors)
     int64_t found = -1;
 
     if (gguf_name_unescape(name, nlen, &raw, NULL) == GGUF_OK) {
-        found = tensors ? gguf_find_tensor(fs->ctx, (char *)raw.p, raw.len)
+        found = tensors ? find_tensor(fs, (char *)raw.p, raw.len)
                         : gguf_find_key(fs->ctx, (char *)raw.p, raw.len);
         if (found >= 0) {
             if (gguf_name_escape((char *)raw.p, raw.len, &canon) != GGUF_OK ||
@@ -177,7 +208,7 @@ static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors)
     }
     if (!strstr(name, "%~"))
         goto out;
-    int64_t n = tensors ? gguf_n_tensors(fs->ctx) : gguf_n_kv(fs->ctx);
+    int64_t n = tensors ? gfs_n_tensors(fs) : gguf_n_kv(fs->ctx);
     for (int64_t i = 0; i < n; i++) {
         if (tensors ? gfs_tensor_fname(fs, i, &canon)
                     : gfs_kv_fname(fs, i, &canon))

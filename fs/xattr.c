@@ -4,6 +4,7 @@
  *   user.gguf.shape   tensors: dimensions in file order, "4096,32000"
  *   user.gguf.offset  tensors: absolute offset of the data in the GGUF
  *   user.gguf.size    tensors: bytes of data
+ *   user.gguf.file    tensors of a shard set: the shard file holding it
  *   user.gguf.error   meta files: why the last edit was refused
  *   user.ggufs.commit root: the report of the last commit
  */
@@ -24,12 +25,15 @@ static int add_str(struct gguf_buf *out, const char *s)
     return gguf_buf_add(out, s, strlen(s)) == GGUF_OK ? 0 : ENOMEM;
 }
 
-static int tensor_attr(struct gfs *fs, int64_t i, const char *name,
+static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
                        struct gguf_buf *out)
 {
     char tmp[64];
+    int64_t i;
+    int shard;
+    gguf_ctx *c = gfs_tensor_ctx(fs, g, &i, &shard);
     if (strcmp(name, "user.gguf.type") == 0) {
-        uint32_t ty = gguf_tensor_type(fs->ctx, i);
+        uint32_t ty = gguf_tensor_type(c, i);
         const char *tn = gguf_ggml_type_name(ty);
         if (!tn) {
             snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
@@ -38,8 +42,8 @@ static int tensor_attr(struct gfs *fs, int64_t i, const char *name,
         return add_str(out, tn);
     }
     if (strcmp(name, "user.gguf.shape") == 0) {
-        uint32_t nd = gguf_tensor_n_dims(fs->ctx, i);
-        const int64_t *ne = gguf_tensor_ne(fs->ctx, i);
+        uint32_t nd = gguf_tensor_n_dims(c, i);
+        const int64_t *ne = gguf_tensor_ne(c, i);
         for (uint32_t d = 0; d < nd; d++) {
             snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "", ne[d]);
             if (add_str(out, tmp))
@@ -48,11 +52,13 @@ static int tensor_attr(struct gfs *fs, int64_t i, const char *name,
         return 0;
     }
     if (strcmp(name, "user.gguf.offset") == 0) {
-        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(fs->ctx, i));
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(c, i));
         return add_str(out, tmp);
     }
+    if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
+        return add_str(out, gguf_path(c));
     if (strcmp(name, "user.gguf.size") == 0) {
-        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_size(fs->ctx, i));
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_size(c, i));
         return add_str(out, tmp);
     }
     return ENODATA;
@@ -111,6 +117,9 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out)
     for (size_t k = 0; k < n; k++)
         if (gguf_buf_add(out, names[k], strlen(names[k]) + 1) != GGUF_OK)
             return ENOMEM;
+    if (gfs_kind(ino) == GFS_TENSOR && fs->n_shards > 1 &&
+        gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
+        return ENOMEM;
     if (gfs_kind(ino) == GFS_KV &&
         gfs_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)

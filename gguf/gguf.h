@@ -331,6 +331,24 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
                                   uint64_t *data_offset,
                                   struct gguf_error *err);
 
+/* ---- shard sets (gguf/shards.c) ------------------------------------- */
+
+/* Opens path and, if it is the first file of a split set
+ * (NAME-00001-of-0000N.gguf with split.count N > 1), every other shard,
+ * checking split.no, split.count, split.tensors.count and that no tensor
+ * name repeats.  *out gets n contexts (1 for a plain file); flags apply to
+ * the first, the others are read-only.  On failure bad names the shard at
+ * fault and err says what is wrong with it. */
+enum gguf_status gguf_open_set(const char *path, unsigned flags,
+                               gguf_ctx ***out, int *n, char *bad,
+                               size_t bad_len, struct gguf_error *err);
+void gguf_close_set(gguf_ctx **v, int n);
+/* The context of the single file gguf-split --merge would write for the
+ * set: the first shard's keys (split.count set to 0, which moves it last),
+ * then every shard's tensor infos in order, offsets recomputed.  NULL and
+ * err on failure. */
+gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err);
+
 /* ---- commit (gguf/commit.c) ----------------------------------------- */
 
 enum gguf_commit_how {

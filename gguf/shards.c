@@ -1,0 +1,211 @@
+/*
+ * shards.c - split models: NAME-00001-of-00003.gguf, ... (gguf-split).
+ *
+ * Keys: split.no (uint16, 0-based), split.count (uint16), split.tensors.count
+ * (int32, total over all shards).  Only the first shard carries the full
+ * metadata; each shard holds its own tensors.  A set is opened whole and
+ * checked for consistency, so a missing or foreign shard is named before
+ * anything is mounted.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPLIT_NO "split.no"
+#define SPLIT_COUNT "split.count"
+#define SPLIT_TENSORS "split.tensors.count"
+
+/* Parses "...-NNNNN-of-MMMMM.gguf": *no and *count (1-based), and the
+ * offset of the '-' that starts the suffix.  False if the name has no
+ * such suffix. */
+static bool parse_split_name(const char *path, int *no, int *count,
+                             size_t *cut)
+{
+    size_t len = strlen(path);
+    const char *suf = "-00000-of-00000.gguf";
+    size_t sl = strlen(suf);
+    if (len < sl)
+        return false;
+    const char *p = path + len - sl;
+    int a, b;
+    char tail[8];
+    if (sscanf(p, "-%5d-of-%5d%7s", &a, &b, tail) != 3 ||
+        strcmp(tail, ".gguf") != 0 || p[6] != '-' || p[9] != '-')
+        return false;
+    *no = a;
+    *count = b;
+    *cut = (size_t)(p - path);
+    return true;
+}
+
+static bool get_int(const gguf_ctx *ctx, const char *key, int64_t *v)
+{
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    return i >= 0 && gguf_kv_get_i64(ctx, i, v);
+}
+
+void gguf_close_set(gguf_ctx **v, int n)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < n; i++)
+        gguf_close(v[i]);
+    free(v);
+}
+
+enum gguf_status gguf_open_set(const char *path, unsigned flags,
+                               gguf_ctx ***out, int *n_out, char *bad,
+                               size_t bad_len, struct gguf_error *err)
+{
+    gguf_ctx **v = NULL;
+    enum gguf_status st;
+    int no = 0, count = 0, n = 0;
+    size_t cut = 0;
+    int64_t k_count = 0, k_no = 0, k_tensors = 0;
+    char *name = NULL;
+
+    snprintf(bad, bad_len, "%s", path);
+    v = calloc(1, sizeof *v);
+    if (!v)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    if ((st = gguf_open(&v[0], path, flags, err)) != GGUF_OK)
+        goto fail;
+    n = 1;
+    bool named = parse_split_name(path, &no, &count, &cut);
+    bool keyed = get_int(v[0], SPLIT_COUNT, &k_count) && k_count > 1;
+    if (!keyed && !(named && count > 1))
+        goto done; /* a single file (or a merged one: split.count = 0) */
+    if (!keyed) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "named as shard %d of %d but has "
+                       "no split.count key", no, count);
+        goto fail;
+    }
+    if (!named) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "split.count is %lld but the file "
+                       "name does not end in -NNNNN-of-MMMMM.gguf",
+                       (long long)k_count);
+        goto fail;
+    }
+    if (no != 1 || (get_int(v[0], SPLIT_NO, &k_no) && k_no != 0)) {
+        st = gguf_fail(err, GGUF_E_INVAL, "this is shard %d of %d: mount the "
+                       "first shard (-00001-of-%05d.gguf)", no, count, count);
+        goto fail;
+    }
+    if (k_count != count) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "split.count is %lld but the name "
+                       "says %d shards", (long long)k_count, count);
+        goto fail;
+    }
+    if (!get_int(v[0], SPLIT_TENSORS, &k_tensors) || k_tensors < 0) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "split.tensors.count is missing");
+        goto fail;
+    }
+    gguf_ctx **nv = realloc(v, (size_t)count * sizeof *v);
+    if (!nv || !(name = malloc(cut + 32))) {
+        if (nv)
+            v = nv;
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    v = nv;
+    int64_t total = gguf_n_tensors(v[0]);
+    for (int s = 2; s <= count; s++) {
+        snprintf(name, cut + 32, "%.*s-%05d-of-%05d.gguf", (int)cut, path, s,
+                 count);
+        snprintf(bad, bad_len, "%s", name);
+        st = gguf_open(&v[n], name, flags & GGUF_OPEN_ALLOW_NESTED, err);
+        if (st != GGUF_OK)
+            goto fail;
+        n++;
+        int64_t sn = -1, sc = -1;
+        if (!get_int(v[n - 1], SPLIT_NO, &sn) || sn != s - 1 ||
+            !get_int(v[n - 1], SPLIT_COUNT, &sc) || sc != count) {
+            st = gguf_fail(err, GGUF_E_FORMAT, "split.no/split.count are "
+                           "%lld/%lld, expected %d/%d", (long long)sn,
+                           (long long)sc, s - 1, count);
+            goto fail;
+        }
+        int64_t nt = gguf_n_tensors(v[n - 1]);
+        for (int64_t i = 0; i < nt; i++) {
+            size_t tl;
+            const char *tn = gguf_tensor_name(v[n - 1], i, &tl);
+            for (int p = 0; p < n - 1; p++)
+                if (gguf_find_tensor(v[p], tn, tl) >= 0) {
+                    char q[GGUF_QUOTE_MAX];
+                    gguf_quote(q, sizeof q, tn, tl);
+                    st = gguf_fail(err, GGUF_E_FORMAT, "tensor '%s' is also "
+                                   "in shard %d", q, p + 1);
+                    goto fail;
+                }
+        }
+        total += nt;
+    }
+    snprintf(bad, bad_len, "%s", path);
+    if (total != k_tensors) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "the shards hold %lld tensors but "
+                       "split.tensors.count is %lld", (long long)total,
+                       (long long)k_tensors);
+        goto fail;
+    }
+done:
+    free(name);
+    *out = v;
+    *n_out = n;
+    return GGUF_OK;
+fail:
+    free(name);
+    gguf_close_set(v, n);
+    return st;
+}
+
+gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err)
+{
+    gguf_ctx *m = gguf_new(gguf_version(v[0]));
+    uint8_t zero_u16[2] = {0, 0};
+    if (!m) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (gguf_alignment(v[0]) != GGUF_DEFAULT_ALIGNMENT &&
+        gguf_set_alignment(m, gguf_alignment(v[0]), err) != GGUF_OK)
+        goto fail;
+    /* gguf-split --merge: the first shard's keys in order, except that
+     * split.count is set to 0, which ggml does by moving it last. */
+    for (int64_t i = 0; i < gguf_n_kv(v[0]); i++) {
+        size_t kl, pl;
+        const char *k = gguf_kv_key(v[0], i, &kl);
+        const uint8_t *p = gguf_kv_payload(v[0], i, &pl);
+        if ((kl == strlen(SPLIT_COUNT) && memcmp(k, SPLIT_COUNT, kl) == 0) ||
+            (kl == strlen(GGUF_FILLER_KEY) &&
+             memcmp(k, GGUF_FILLER_KEY, kl) == 0))
+            continue;
+        if (kl == 17 && memcmp(k, "general.alignment", 17) == 0) {
+            if (gguf_find_key(m, k, kl) >= 0)
+                continue; /* set above */
+            if (gguf_set_alignment(m, gguf_alignment(v[0]), err) != GGUF_OK)
+                goto fail;
+            continue;
+        }
+        if (gguf_set_payload(m, k, kl, gguf_kv_type(v[0], i), p, pl, err) !=
+            GGUF_OK)
+            goto fail;
+    }
+    if (gguf_set_payload(m, SPLIT_COUNT, strlen(SPLIT_COUNT), GGUF_TYPE_UINT16,
+                         zero_u16, 2, err) != GGUF_OK)
+        goto fail;
+    for (int s = 0; s < n; s++)
+        for (int64_t i = 0; i < gguf_n_tensors(v[s]); i++) {
+            size_t tl;
+            const char *tn = gguf_tensor_name(v[s], i, &tl);
+            if (gguf_add_tensor(m, tn, tl, gguf_tensor_type(v[s], i),
+                                gguf_tensor_n_dims(v[s], i),
+                                gguf_tensor_ne(v[s], i), err) != GGUF_OK)
+                goto fail;
+        }
+    return m;
+fail:
+    gguf_close(m);
+    return NULL;
+}
