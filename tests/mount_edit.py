@@ -213,7 +213,9 @@ def judge_commit(label, path, before, model, how=None, msg_how=None):
         probs.append("data section size %d -> %d" % (before.size - before.data_offset, after.size - after.data_offset))
     if after.alignment != before.alignment:
         probs.append("alignment %d -> %d" % (before.alignment, after.alignment))
-    if how == "inplace" and after.data_offset != before.data_offset:
+    # (a file without tensors has no data to keep in place: ggml puts its
+    # data offset at the unpadded end of the header)
+    if how == "inplace" and after.data_offset != before.data_offset and before.tensors:
         probs.append("in-place commit moved the data offset %d -> %d" % (before.data_offset, after.data_offset))
     if how == "grow" and after.data_offset <= before.data_offset:
         probs.append("growing commit: data offset %d -> %d" % (before.data_offset, after.data_offset))
@@ -246,10 +248,24 @@ def mount(path, mnt, args=()):
     return p
 
 
-def ggufs_u(mnt, want_rc=0, label=""):
-    """ggufs -u MNT: returns (how or None, stdout, stderr)."""
+def ggufs_u(mnt, want_rc=0, label="", path=None):
+    """ggufs -u MNT: returns (how or None, stdout, stderr).  With path: the
+    daemon must have let go of the file when ggufs -u returns (its lock is
+    free)."""
+    if path is None:
+        mi = J.mountinfo_entry(mnt)
+        path = mi[1] if mi else None
     p = J.run_ggufs(["-u", mnt], timeout=300)
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    if path and os.path.exists(path):
+        import fcntl
+        with open(path, "rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_UN)
+            except OSError:
+                raise Fail("%s: ggufs -u returned (status %d, %r) while the daemon still holds the lock of %s "
+                           "(it did not wait for the daemon)" % (label, p.returncode, (out + err).strip(), path))
     if J.mountinfo_entry(mnt) is not None:
         subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
         raise Fail("%s: ggufs -u %s exited %d and left the mount in place (%s)" % (label, mnt, p.returncode, err.strip()))
@@ -408,9 +424,9 @@ def sec_untouched(ctx):
             st0, sha0 = os.stat(path), J.file_sha256(path)
             with J.Watchdog(mnt, 120, "untouched mount"):
                 mount(path, mnt)
-                for dp, dns, fns in os.walk(mnt):
-                    for f in fns:
-                        read(os.path.join(dp, f))
+                for sub in ("meta", "tensors"):
+                    for f in os.listdir(os.path.join(mnt, sub)):
+                        read(os.path.join(mnt, sub, f))
                 os.listxattr(os.path.join(mnt, "meta"))
                 if how == "fusermount3":
                     J.unmount(mnt)
@@ -1023,29 +1039,51 @@ def sec_triggers(ctx):
     m.value(b"general.name", sval(b"by fusermount3"))
     before = judge_commit("commit on fusermount3 -u", path, before, m)
     out.append("fusermount3 -u")
-    # SIGTERM to a foreground daemon
+    # umount(8) (root), then signals to a foreground daemon
     m = Model(before)
-    errf = open(os.path.join(d, "daemon.err"), "wb")
-    p = subprocess.Popen([ggufs_exe(), "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
-    try:
-        wait_mounted(mnt, p)
-        write_file(os.path.join(mnt, "meta", "general.name"), b"by SIGTERM\n")
-        p.send_signal(signal.SIGTERM)
-        rc = p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        errf.close()
-        if J.mountinfo_entry(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
-    if rc != 0:
-        raise Fail("ggufs -f exited %d after SIGTERM: %s" % (rc, read(os.path.join(d, "daemon.err"))[-500:]))
-    if J.mountinfo_entry(mnt) is not None:
-        raise Fail("still mounted after SIGTERM")
-    m.value(b"general.name", sval(b"by SIGTERM"))
-    judge_commit("commit on SIGTERM", path, before, m)
-    out.append("SIGTERM")
+    with J.Watchdog(mnt, 60, "umount trigger"):
+        mount(path, mnt)
+        try:
+            write_file(os.path.join(mnt, "meta", "general.name"), b"by umount\n")
+        except BaseException:
+            cleanup_mounts(d)
+            raise
+        pids = J._procs_for(mnt)
+        r = subprocess.run(["umount", mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            J.unmount(mnt)
+            raise Fail("umount %s failed: %s" % (mnt, r.stderr.decode(errors="replace")))
+        t0 = time.time()
+        while any(os.path.exists("/proc/%d" % q) and not J._zombie(q) for q in pids) and time.time() - t0 < 30:
+            time.sleep(0.02)
+    m.value(b"general.name", sval(b"by umount"))
+    before = judge_commit("commit on umount", path, before, m)
+    out.append("umount")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        m = Model(before)
+        errf = open(os.path.join(d, "daemon.err"), "wb")
+        p = subprocess.Popen([ggufs_exe(), "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
+        try:
+            wait_mounted(mnt, p)
+            text = b"by %s" % sig.name.encode()
+            write_file(os.path.join(mnt, "meta", "general.name"), text + b"\n")
+            p.send_signal(sig)
+            rc = p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            errf.close()
+            if J.mountinfo_entry(mnt):
+                subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        if rc != 0:
+            probs.append("ggufs -f exited %d after %s (a clean unmount and a successful commit): %s"
+                         % (rc, sig.name, read(os.path.join(d, "daemon.err")).decode(errors="replace").strip()[-300:]))
+        if J.mountinfo_entry(mnt) is not None:
+            raise Fail("still mounted after %s" % sig.name)
+        m.value(b"general.name", sval(text))
+        before = judge_commit("commit on %s" % sig.name, path, before, m)
+        out.append(sig.name)
     if probs:
         raise Fail("\n  - ".join(probs))
     return ", ".join(out)
@@ -1061,10 +1099,11 @@ def wait_mounted(mnt, p, timeout=20):
         time.sleep(0.02)
 
 
-def fault_run(ctx, kind, n, recovery, d, src, mnt):
+def fault_run(ctx, kind, trigger, n, recovery, d, src, mnt):
     """One kill at fault point n of a commit of kind ('inplace', 'insert',
-    'rewrite'), then recovery ('recover' or 'remount').  Returns
-    (died, state) with state 'old' or 'new'."""
+    'rewrite') triggered by trigger ('ggufs -u', 'fsync', 'fusermount3 -u'),
+    then recovery ('recover' or 'remount').  Returns (died, state, trace)
+    with state 'old' or 'new'."""
     path = copy_of(ctx, src, "model.gguf", where=d)
     before = ctx.fault_before[src]
     args = ["-o", "no_insert_range"] if kind == "rewrite" and d != ctx.tmpfs else []
@@ -1083,7 +1122,7 @@ def fault_run(ctx, kind, n, recovery, d, src, mnt):
         else:
             write_file(os.path.join(meta, "mytool.big"), ctx.fault_big + b"\n", os.O_WRONLY | os.O_CREAT)
             write_file(os.path.join(meta, "general.name"), b"fault grown\n")
-        if kind == "rewrite":
+        if trigger == "fsync":
             fd = os.open(os.path.join(meta, "mytool.note"), os.O_WRONLY | os.O_CREAT)
             os.write(fd, b"fsync\n")
             try:
@@ -1094,6 +1133,8 @@ def fault_run(ctx, kind, n, recovery, d, src, mnt):
                 os.close(fd)
             except OSError:
                 pass
+            subprocess.run(["fusermount3", "-u", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elif trigger == "fusermount3 -u":
             subprocess.run(["fusermount3", "-u", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             up = J.run_ggufs(["-u", mnt], timeout=120)
@@ -1113,12 +1154,13 @@ def fault_run(ctx, kind, n, recovery, d, src, mnt):
             subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
     trace = read(errpath).decode(errors="replace")
     died = rc == -signal.SIGKILL
-    label = "%s commit killed at fault point %d, then %s" % (kind, n, recovery)
+    label = "%s commit of %s by %s killed at fault point %d, then %s" % (kind, os.path.basename(src), trigger, n,
+                                                                           recovery)
     if not died and rc != 0:
         raise Fail("%s: the daemon exited %d: %s" % (label, rc, trace[-600:]))
     if urc is not None and (urc == 0) == died:
         raise Fail("%s: ggufs -u exited %d although the daemon %s" % (label, urc, "died" if died else "committed"))
-    if kind == "rewrite" and died and trigger_err is None:
+    if trigger == "fsync" and died and trigger_err is None:
         raise Fail("%s: fsync succeeded although the daemon died in the commit" % label)
     # recovery
     if recovery == "recover":
@@ -1136,8 +1178,8 @@ def fault_run(ctx, kind, n, recovery, d, src, mnt):
     else:
         m_new.set(b"mytool.big", "string", sval(ctx.fault_big))
         m_new.value(b"general.name", sval(b"fault grown"))
-        if kind == "rewrite":
-            m_new.set(b"mytool.note", "string", sval(b"fsync"))
+    if trigger == "fsync":
+        m_new.set(b"mytool.note", "string", sval(b"fsync"))
     state = None
     errs = {}
     for name, model, how in (("old", Model(before), "inplace"), ("new", m_new, "inplace" if kind == "inplace" else "grow")):
@@ -1162,26 +1204,41 @@ def fault_run(ctx, kind, n, recovery, d, src, mnt):
 
 
 def sec_faults(ctx):
+    """GGUFS_FAULT=N kills the daemon just before the Nth durable step of
+    its commit; for N = 1, 2, ... until the commit completes: the next
+    `ggufs --recover` or read-write mount leaves the old or the new file,
+    never a mix, and nothing beside it.  Once a kill leaves the new file, a
+    later kill must too."""
     d = newdir(ctx, "faults")
     mnt = os.path.join(d, "mnt")
     os.makedirs(mnt, exist_ok=True)
     tmnt = os.path.join(ctx.tmpfs, "mnt")
     os.makedirs(tmnt, exist_ok=True)
-    src = ctx.tiny
     ctx.fault_big = big_text(70_000)
-    ctx.fault_before = {src: snapshot(src)}
+    vocab = next((f for f in ctx.models if "llama-spm" in f), None)
+    runs = [("inplace", "ggufs -u", ctx.tiny, d, mnt, ("recover", "remount")),
+            ("insert", "ggufs -u", ctx.tiny, d, mnt, ("recover", "remount")),
+            ("insert", "fusermount3 -u", ctx.tiny, d, mnt, ("remount",)),
+            ("rewrite", "fsync", ctx.tiny, ctx.tmpfs, tmnt, ("recover", "remount")),
+            ("rewrite", "ggufs -u", ctx.tiny, d, mnt, ("recover",))]
+    if vocab:
+        runs.append(("inplace", "ggufs -u", vocab, d, mnt, ("recover",)))
+    ctx.fault_before = {}
     summary = []
     probs = []
-    for kind, where, m in (("inplace", d, mnt), ("insert", d, mnt), ("rewrite", ctx.tmpfs, tmnt)):
-        if kind == "insert" and fstype(d) not in ("ext4", "xfs"):
-            summary.append("insert: skipped (%s)" % fstype(d))
+    for kind, trigger, src, where, m, recoveries in runs:
+        if src not in ctx.fault_before:
+            ctx.fault_before[src] = snapshot(src)
+        if kind == "insert" and fstype(where) not in ("ext4", "xfs"):
+            summary.append("insert: skipped (%s)" % fstype(where))
             continue
-        for recovery in ("recover", "remount"):
+        for recovery in recoveries:
             states = []
+            what = "%s/%s/%s/%s" % (os.path.basename(src)[:14], kind, trigger, recovery)
             for n in range(1, 40):
                 try:
-                    with J.Watchdog(m, 120, "fault %s %d" % (kind, n)):
-                        died, state, trace = fault_run(ctx, kind, n, recovery, where, src, m)
+                    with J.Watchdog(m, 120, "fault %s %d" % (what, n)):
+                        died, state, trace = fault_run(ctx, kind, trigger, n, recovery, where, src, m)
                 except Fail as e:
                     probs.append(str(e))
                     cleanup_mounts(where)
@@ -1191,22 +1248,22 @@ def sec_faults(ctx):
                     break
                 states.append("%s%s" % (state[0], "" if died else "*"))
                 if n == 1 and died and "fault point 1:" not in trace:
-                    probs.append("%s: GGUFS_FAULT=1 killed the daemon without the trace of point 1" % kind)
+                    probs.append("%s: GGUFS_FAULT=1 killed the daemon without the trace of point 1" % what)
                 if not died:
                     break
             else:
-                probs.append("%s: still dying at fault point 39" % kind)
+                probs.append("%s: still dying at fault point 39" % what)
             s = "".join(x[0] for x in states)
             if re.search(r"n.*o", s):
-                probs.append("%s/%s: the outcome went back from new to old as the kill came later: %s"
-                             % (kind, recovery, " ".join(states)))
+                probs.append("%s: the outcome went back from new to old as the kill came later: %s"
+                             % (what, " ".join(states)))
             if states and "o" not in s[:1]:
-                probs.append("%s/%s: killed at the first step, yet the file is new" % (kind, recovery))
-            summary.append("%s/%s: %s" % (kind, recovery, " ".join(states)))
-    log("     fault outcomes (o old, n new, * completed): " + "; ".join(summary))
+                probs.append("%s: killed at the first step, yet the file is new" % what)
+            summary.append("%s: %s" % (what, " ".join(states)))
+    log("     fault outcomes (o old, n new, * completed without a kill):\n       " + "\n       ".join(summary))
     if probs:
         raise Fail("\n  - ".join(probs))
-    return "; ".join(summary)
+    return "%d series" % len(summary)
 
 
 def sec_external_change(ctx):
@@ -1294,6 +1351,69 @@ def sec_external_change(ctx):
     return "; ".join(out)
 
 
+def sec_live_view(ctx):
+    """MNT/NAME.gguf, the live view of the file as a commit would write it:
+    for an untouched mount, the file itself; after edits, a file ggml reads
+    with the edited KVs and the same tensors."""
+    d = newdir(ctx, "live")
+    mnt = os.path.join(d, "mnt")
+    probs, n = [], 0
+    for src in ctx.fixtures + ctx.models:
+        path = copy_of(ctx, src, "model.gguf", where=d)
+        with J.Watchdog(mnt, 60, "live view"):
+            mount(path, mnt)
+            try:
+                live = os.path.join(mnt, "model.gguf")
+                if "model.gguf" not in os.listdir(mnt):
+                    J.unmount(mnt)
+                    return "no live view in the mount root (not judged)"
+                try:
+                    if read(live) != read(path):
+                        probs.append("%s: the live view of an untouched mount differs from the file"
+                                     % os.path.basename(src))
+                except OSError as e:
+                    probs.append("%s: reading the live view %s of an untouched mount: %s"
+                                 % (os.path.basename(src), live, e))
+                n += 1
+            finally:
+                J.unmount(mnt)
+        os.unlink(path)
+    # after edits: ggml reads the live view as the edited file, and the
+    # commit writes exactly those bytes
+    for src in [ctx.fx["types"], ctx.fx["v2"], ctx.tiny]:
+        for size in (10, 100_000):
+            label = "live view of %s, %d-byte new key" % (os.path.basename(src), size)
+            path = copy_of(ctx, src, "model.gguf", where=d)
+            before = snapshot(path)
+            m = Model(before)
+            with J.Watchdog(mnt, 60, label):
+                mount(path, mnt)
+                try:
+                    write_file(os.path.join(mnt, "meta", "general.name"), b"live\n")
+                    write_file(os.path.join(mnt, "meta", "mytool.live"), big_text(size) + b"\n",
+                               os.O_WRONLY | os.O_CREAT)
+                    m.value(b"general.name", sval(b"live"))
+                    m.set(b"mytool.live", "string", sval(big_text(size)))
+                    lv = os.path.join(d, "live-copy.gguf")
+                    try:
+                        shutil.copyfile(os.path.join(mnt, "model.gguf"), lv)
+                    except OSError as e:
+                        probs.append("%s: reading it: %s" % (label, e))
+                        continue
+                    try:
+                        judge_commit(label + " (as ggml reads it)", lv, before, m)
+                    except Fail as e:
+                        probs.append(str(e))
+                finally:
+                    how, o, e = ggufs_u(mnt, 0, label)
+            if J.file_sha256(path) != J.file_sha256(lv):
+                probs.append("%s: the committed file (%s) differs from what the live view showed" % (label, how))
+            os.unlink(path)
+    if probs:
+        raise Fail("\n  - ".join(probs))
+    return "%d files untouched, 6 edited" % n
+
+
 SECTIONS = [
     ("untouched mounts never write", sec_untouched),
     ("no-op edits are byte-identical", sec_noop),
@@ -1306,6 +1426,7 @@ SECTIONS = [
     ("commit triggers", sec_triggers),
     ("external change while mounted", sec_external_change),
     ("kill at every fault point", sec_faults),
+    ("live view", sec_live_view),
 ]
 
 
