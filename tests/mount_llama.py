@@ -1,1 +1,182 @@
-import sys; sys.exit(1)  # placeholder: being written
+#!/usr/bin/env python3
+"""mount_llama: a real client.  A small llama model is generated
+($MKFIXTURE llama, vocabulary of the shared ggml-vocab-llama-spm.gguf) and
+evaluated by llama.cpp itself (node-llama-cpp, tests/llama_eval.mjs):
+a fixed token sequence, greedy, 8 tokens, with each token's probability.
+
+Then, through a read-write ggufs mount, metadata that does not change the
+math is edited (general.name, a new key mytool.note, the chat template),
+`ggufs -u` commits, and llama.cpp loads the committed file: the same tokens
+with bit-identical probabilities, and the new metadata visible to it;
+refdump judges the file (only the intended KVs changed, tensors byte for
+byte).  While mounted, llama.cpp also loads the live view MNT/NAME.gguf.
+Finally a math-changing edit (RMS-norm epsilon) is committed the same way:
+refdump shows it and llama.cpp's probabilities change, so the comparison
+above can fail.
+
+Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP, GGUFS_SRCDIR.
+Exit 0 pass, 1 fail, 77 skip (no FUSE, no shared models, no
+node-llama-cpp, no ggml library).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import judge as J  # noqa: E402
+import mount_edit as E  # noqa: E402  (snapshots, the edit model, mounts)
+
+Fail = J.Fail
+PROMPT = [1, 450, 4996, 17354, 1701, 29916, 432, 17204]  # <s> The quick brown fox jumps over ...
+N_GEN = 8
+TEMPLATE = ("{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n"
+            "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
+def node_modules():
+    src = os.environ.get("GGUFS_SRCDIR", "")
+    d = os.path.join(src, ".deps", "node_modules")
+    if not src or not os.path.isfile(os.path.join(d, "node-llama-cpp", "package.json")):
+        raise J.Skip("node-llama-cpp is not installed in %s (run dev/setup)" % d)
+    if not shutil.which("node"):
+        raise J.Skip("node is not installed")
+    return d
+
+
+def evaluate(mods, model, what):
+    t0 = time.time()
+    try:
+        p = subprocess.run(["node", os.path.join(HERE, "llama_eval.mjs"), mods, model, json.dumps(PROMPT),
+                            str(N_GEN)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           timeout=120)
+    except subprocess.TimeoutExpired:
+        raise Fail("%s: llama.cpp did not finish within 120 s" % what)
+    err = p.stderr.decode(errors="replace").strip()
+    if p.returncode == 3:
+        raise J.Skip("node-llama-cpp cannot be loaded: " + err[-500:])
+    if p.returncode != 0:
+        raise Fail("%s: llama.cpp failed to load or run %s (status %d): %s" % (what, model, p.returncode, err[-1500:]))
+    try:
+        r = json.loads(p.stdout.decode())
+    except ValueError:
+        raise Fail("%s: llama_eval printed no JSON: %r" % (what, p.stdout[:500]))
+    if len(r["tokens"]) != N_GEN or len(r["confidences"]) != N_GEN:
+        raise Fail("%s: llama.cpp generated %d tokens, expected %d" % (what, len(r["tokens"]), N_GEN))
+    J.log("     %s: %s %r (%.1fs)" % (what, r["tokens"], r["text"], time.time() - t0))
+    return r
+
+
+def same_math(a, b):
+    return a["tokens"] == b["tokens"] and a["confidences"] == b["confidences"]
+
+
+def main():
+    J.require_fuse()
+    mods = node_modules()
+    src = os.environ.get("GGUFS_SRCDIR", "")
+    vocab = os.path.join(src, "..", "shared", "models", "ggml-vocab-llama-spm.gguf")
+    if not os.path.isfile(vocab):
+        raise J.Skip("no shared vocabulary %s (the shared models folder is absent)" % os.path.normpath(vocab))
+    os.environ.pop("GGUFS_FAULT", None)
+    tmp = tempfile.mkdtemp(prefix="ggufs-llama-", dir="/tmp")
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    t_all = time.time()
+    try:
+        model = os.path.join(tmp, "tiny-llama.gguf")
+        p = subprocess.run([J.tool("MKFIXTURE"), "llama", model, "--vocab-from", os.path.realpath(vocab)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        if p.returncode != 0:
+            raise Fail("mkfixture llama failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
+        before = E.snapshot(model)
+        name0 = E.kv_of(before, b"general.name")
+        if name0 is None:
+            raise Fail("the generated model has no general.name")
+
+        base = evaluate(mods, model, "original")
+        if base["name"] != name0[2][:-1].decode():
+            raise Fail("llama.cpp reads general.name %r, ggml's reader %r" % (base["name"], name0[2]))
+
+        # metadata edits that leave the math alone
+        m = E.Model(before)
+        with J.Watchdog(mnt, 300, "llama edits"):
+            E.mount(model, mnt)
+            try:
+                meta = os.path.join(mnt, "meta")
+                rc, out, err = E.sh("echo 'renamed through ggufs' > meta/general.name"
+                                    " && echo 'edited by mount_llama' > meta/mytool.note", mnt)
+                if rc != 0:
+                    raise Fail("shell edits failed: %s" % err)
+                m.value(b"general.name", E.sval(b"renamed through ggufs"))
+                m.set(b"mytool.note", "string", E.sval(b"edited by mount_llama"))
+                tpl = E.kv_of(before, b"tokenizer.chat_template")
+                new_tpl = TEMPLATE.encode()
+                if tpl is not None:
+                    new_tpl = tpl[2][:-1].replace(b"message", b"msg")
+                with open(os.path.join(meta, "tokenizer.chat_template"), "wb") as f:
+                    f.write(new_tpl + b"\n")
+                m.set(b"tokenizer.chat_template", "string", E.sval(new_tpl))
+                live = os.path.join(mnt, os.path.basename(model))
+                if os.path.exists(os.path.join(mnt, "meta")) and os.path.basename(model) in os.listdir(mnt):
+                    lv = evaluate(mods, live, "live view while mounted")
+                    if not same_math(lv, base):
+                        raise Fail("llama.cpp on the live view %s: tokens %s, originally %s (or probabilities differ)"
+                                   % (live, lv["tokens"], base["tokens"]))
+                    if lv["name"] != "renamed through ggufs" or lv["note"] != "edited by mount_llama":
+                        raise Fail("llama.cpp on the live view reads name %r, note %r" % (lv["name"], lv["note"]))
+            except BaseException:
+                E.cleanup_mounts(tmp)
+                raise
+            how = E.expect_commit("metadata edits", mnt, model, None)
+        E.judge_commit("metadata edits of the llama model", model, before, m, msg_how=how)
+        after = evaluate(mods, model, "after the commit (%s)" % how)
+        if not same_math(after, base):
+            again = evaluate(mods, model, "after the commit, again")
+            raise Fail("after a metadata-only commit (%s) llama.cpp generates %s with probabilities %s; "
+                       "originally %s with %s%s" % (how, after["tokens"], after["confidences"], base["tokens"],
+                                                    base["confidences"],
+                                                    "" if same_math(again, after) else
+                                                    " (and a second run differs again: not deterministic?)"))
+        for field, want in (("name", "renamed through ggufs"), ("note", "edited by mount_llama"),
+                            ("chatTemplate", new_tpl.decode())):
+            if after[field] != want:
+                raise Fail("llama.cpp reads %s = %r from the committed file, expected %r" % (field, after[field], want))
+
+        # a math-changing edit must be visible to both readers
+        committed = E.snapshot(model)
+        m2 = E.Model(committed)
+        key = b"llama.attention.layer_norm_rms_epsilon"
+        if E.kv_of(committed, key) is None:
+            raise Fail("the generated model has no %s" % key.decode())
+        with J.Watchdog(mnt, 300, "llama math edit"):
+            E.mount(model, mnt)
+            try:
+                rc, out, err = E.sh("echo 1000 > meta/%s" % key.decode(), mnt)
+                if rc != 0:
+                    raise Fail("echo 1000 > meta/%s failed: %s" % (key.decode(), err))
+            except BaseException:
+                E.cleanup_mounts(tmp)
+                raise
+            how2 = E.expect_commit("epsilon edit", mnt, model, "inplace")
+        m2.value(key, b"1000\n", (E.f32bits(1000.0),))
+        E.judge_commit("epsilon edit of the llama model", model, committed, m2, "inplace", how2)
+        changed = evaluate(mods, model, "after the epsilon edit")
+        if same_math(changed, base):
+            raise Fail("llama.cpp's output did not change after %s was set to 1000 (tokens %s): the comparison "
+                       "above cannot tell edited math from unedited" % (key.decode(), changed["tokens"]))
+        J.log("ok   metadata edits keep llama.cpp's greedy tokens and probabilities; the epsilon edit changes them "
+              "(%.1fs)" % (time.time() - t_all))
+    finally:
+        E.cleanup_mounts(tmp)
+        if not E.mounts_under(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    J.main(main)
