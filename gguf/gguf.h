@@ -244,7 +244,7 @@ bool gguf_utf8_valid(const uint8_t *s, size_t len);
 /* Maps a key or tensor name to a file name (<= 255 bytes, no '/', no NUL,
  * never "." or ".."): '%' -> %25, '/' -> %2F, bytes < 0x20, 0x7f and bytes
  * not part of valid UTF-8 -> %HH, "." and ".." -> %2E and %2E%2E; a name
- * whose escaped form exceeds 255 bytes is cut at 238 bytes (never inside a
+ * whose escaped form exceeds 255 bytes is cut at 237 bytes (never inside a
  * %HH) and ends in "%~" and 16 hex digits of a 64-bit FNV-1a hash of the
  * whole name.  Appends to out. */
 enum gguf_status gguf_name_escape(const char *name, size_t len,
@@ -280,8 +280,9 @@ bool gguf_dirty(const gguf_ctx *ctx);
 
 /* ---- writing (gguf/write.c) ---------------------------------------- */
 
-/* Bytes of the serialized header up to the end of the tensor infos
- * (without padding), for the current keys and tensors. */
+/* Bytes of the smallest serialized header up to the end of the tensor
+ * infos (without padding) for the current keys and tensors, not counting
+ * a filler KV (the writer drops or resizes it as needed). */
 uint64_t gguf_header_size(const gguf_ctx *ctx);
 /* Serializes the header and pads it with zeros to exactly target bytes
  * (target 0: to the next multiple of the alignment).  If target is larger

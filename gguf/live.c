@@ -71,7 +71,10 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
 
     out->len = 0;
     if (!ctx->dirty && ctx->fd >= 0) {
-        /* Unedited: the file's own bytes, whatever its padding holds. */
+        /* Unedited: the file's own bytes, whatever its padding holds.  A
+         * file without tensors may end before the padded data start. */
+        if (d > ctx->file_size)
+            d = ctx->file_size;
         if ((st = gguf_buf_reserve(out, (size_t)d)) != GGUF_OK)
             return gguf_fail(err, st, "out of memory for a %llu-byte header",
                              (unsigned long long)d);
@@ -85,7 +88,7 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
             got += (size_t)r;
         }
         out->len = got;
-        *data_offset = d;
+        *data_offset = ctx->data_offset;
         return GGUF_OK;
     }
     st = gguf_write_header(ctx, d, out, &fit);

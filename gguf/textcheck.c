@@ -23,7 +23,7 @@ static bool plausible_prefix(enum gguf_type type, const char *s, size_t n)
     case GGUF_TYPE_FLOAT32:
     case GGUF_TYPE_FLOAT64:
         for (size_t i = 0; i < n; i++)
-            if (!strchr("0123456789+-.eEnaifNAIFtyTYx()", s[i]) || !s[i])
+            if (!strchr("0123456789abcdefABCDEF+-.nityNITYxXpP()", s[i]) || !s[i])
                 return false;
         return true;
     default: /* integers */
