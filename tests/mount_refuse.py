@@ -145,6 +145,24 @@ def check_loose_contents(name, gguf, mnt, ref, probs):
                 probs.append("%s: %s/%r cannot be read although it is listed: %s" % (name, d, n, e))
     if ref is None:
         return
+    # Where ggml reads the file, the metadata shows what ggml reads.
+    walk = J.walk_gguf(gguf)
+    meta, _ = J.expected_tree(ref, walk, name)
+    for fname, (key, kv, want) in meta.items():
+        p = os.path.join(os.fsencode(mnt), b"meta", fname)
+        try:
+            with open(p, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            probs.append("%s: meta/%r: %s" % (name, fname, e))
+            continue
+        if kv.kind == "bytes":
+            d = J.first_diff("%s: meta/%s" % (name, fname.decode(errors="backslashreplace")), want, data)
+            if d:
+                probs.append(d)
+        else:
+            lines = kv.content[:-1].split(b"\n") if kv.content else []
+            probs.extend(J.compare_float_content("%s: meta/%r" % (name, fname), kv.kind, data, lines, kv.bits))
     with open(gguf, "rb") as g:
         blob = g.read()
     for t in ref.tensors:
