@@ -658,6 +658,17 @@ def sec_types_edits(ctx):
                 err = J.xattr(P(k.decode()), "user.gguf.error")
                 if not isinstance(err, bytes) or not err:
                     ck.bad("%s: no user.gguf.error after a refused write (%r)" % (k.decode(), err))
+            # truncate(2) past the end zero-fills: NUL bytes are no number
+            shown = content_of(mnt, b"types.uint64.zero")
+            ck.errno_is("truncate(2) types.uint64.zero to 10 bytes", errno.EINVAL, os.truncate,
+                        P("types.uint64.zero"), 10)
+            ck.eq("meta/types.uint64.zero after a refused truncate", shown, ck.ok("read", content_of, mnt,
+                                                                                   b"types.uint64.zero"))
+            # an empty text is no integer either (O_TRUNC, nothing written)
+            shown = content_of(mnt, b"types.int32.min")
+            sh(": > types.int32.min", meta)
+            ck.eq("meta/types.int32.min after `: >` (empty text)", shown, ck.ok("read", content_of, mnt,
+                                                                               b"types.int32.min"))
             # the same through the shell, as a user sees it
             for k, cmd in ((b"types.uint16.max", "echo abc > types.uint16.max"),
                            (b"types.array.int8", "printf '1\\n2' > types.array.int8"),
@@ -880,6 +891,9 @@ def sec_alignment_ro_second(ctx):
                         "user.gguf.type", b"uint64")
             ck.errno_is("create ggufs.padding", (errno.EPERM, errno.EINVAL), write_file, P("ggufs.padding"), b"x\n",
                         os.O_WRONLY | os.O_CREAT)
+            if os.path.basename(path) in os.listdir(mnt):
+                ck.errno_is("write to the live view", (errno.EACCES, errno.EPERM, errno.EROFS), write_file,
+                            os.path.join(mnt, os.path.basename(path)), b"GGUF", os.O_WRONLY)
             ck.eq("general.alignment", b"64\n", ck.ok("read", read, P("general.alignment")))
             ck.ok("write back general.alignment's own text", write_file, P("general.alignment"), b"64\n")
             # second read-write mount
