@@ -807,6 +807,58 @@ def expected_tree(ref, walk, label):
     return meta, tensors
 
 
+def _ref_tuple(r):
+    return (r.version, r.alignment, r.data_offset,
+            [(k.key, k.type, k.kind, k.content, k.bits) for k in r.kvs],
+            [(t.name, t.ggml_type, t.ne, t.offset, t.size) for t in r.tensors])
+
+
+def check_live(ck, gguf, live, ref, check_common):
+    """The live view of an unedited mount is byte-identical to the source,
+    and ggml's reader, reading it through the mount, sees what it sees in
+    the source."""
+    import hashlib
+    import random
+    what = "live view %s" % os.path.basename(live).decode(errors="backslashreplace")
+    st = check_common(live, what, False)
+    if st is None:
+        return
+    if stat.S_IMODE(st.st_mode) != 0o444:
+        ck.bad("%s: mode %o, expected 0444" % (what, stat.S_IMODE(st.st_mode)))
+    size = os.path.getsize(gguf)
+    if st.st_size != size:
+        ck.bad("%s: st_size %d, the source has %d bytes" % (what, st.st_size, size))
+    try:
+        fd, gfd = os.open(live, os.O_RDONLY), os.open(gguf, os.O_RDONLY)
+    except OSError as e:
+        ck.bad("%s: open failed: %s" % (what, e))
+        return
+    try:
+        if size <= 4 * FULL_LIMIT:
+            hl, hg = hashlib.sha256(), hashlib.sha256()
+            for b in _region_reader(fd, 0, size + 1):
+                hl.update(b)
+            for b in _region_reader(gfd, 0, size):
+                hg.update(b)
+            if hl.digest() != hg.digest():
+                ck.bad("%s: content differs from the source file (unedited mount)" % what)
+        else:
+            rng = random.Random(size)
+            windows = [(0, min(size, ref.data_offset + 4096))] + _sample_windows(rng, size)
+            for a, ln in windows:
+                if os.pread(fd, ln, a) != os.pread(gfd, ln, a):
+                    ck.bad("%s: %d bytes at %d differ from the source file" % (what, ln, a))
+                    break
+    finally:
+        os.close(fd)
+        os.close(gfd)
+    verdict, ref2 = refdump(os.fsdecode(live))
+    if ref2 is None:
+        ck.bad("%s: ggml's reader rejects the live view" % what)
+    elif _ref_tuple(ref2) != _ref_tuple(ref):
+        ck.bad("%s: ggml's reader sees something else in the live view than in the source" % what)
+
+
 def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
     Raises Fail listing every mismatch."""
@@ -868,6 +920,11 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
     if b"meta" not in top or b"tensors" not in top:
         ck.bad("mount root lacks meta/ or tensors/ (has %r)" % sorted(top))
         ck.done()
+    live_name = os.path.basename(os.fsencode(gguf))
+    if top != {b"meta", b"tensors", live_name}:
+        ck.bad("mount root lists %r, expected meta, tensors and the live view %r" % (sorted(top), live_name))
+    if live_name in top:
+        check_live(ck, gguf, os.path.join(bmnt, live_name), ref, check_common)
     mdir, tdir = os.path.join(bmnt, b"meta"), os.path.join(bmnt, b"tensors")
     check_common(mdir, "meta/", True, 0o555 if readonly else 0o755)
     check_common(tdir, "tensors/", True)
