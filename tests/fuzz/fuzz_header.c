@@ -218,7 +218,7 @@ static void walk(const gguf_ctx *ctx, size_t size, bool nested)
         gguf_buf_free(&txt);
         gguf_buf_free(&back);
     }
-    (void)gguf_find_key(ctx, "\xff\xfe no such key", 16);
+    (void)gguf_find_key(ctx, "\xff\xfe no such key", 15);
     (void)gguf_find_id(ctx, UINT32_MAX);
 
     int64_t nt = gguf_n_tensors(ctx);

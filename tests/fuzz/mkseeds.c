@@ -66,7 +66,8 @@ static void put_text(enum gguf_type t, enum gguf_type at, const char *s, size_t 
     if (!b)
         die("out of memory");
     b[0] = (uint8_t)((unsigned)t + GGUF_TYPE_COUNT * (unsigned)at);
-    memcpy(b + 1, s, n);
+    if (n)
+        memcpy(b + 1, s, n);
     put("text", b, n + 1);
     free(b);
 }
