@@ -83,7 +83,7 @@ enum gguf_status gguf_name_escape(const char *name, size_t len,
         return gguf_buf_add(out, "%2E", 3);
     if (len == 2 && s[0] == '.' && s[1] == '.')
         return gguf_buf_add(out, "%2E%2E", 6);
-    if ((st = gguf_buf_reserve(out, len < 256 ? len : 256)) != GGUF_OK)
+    if ((st = gguf_buf_reserve(out, len < 256 ? len + 1 : 256)) != GGUF_OK) /* never NULL: out->p + start below */
         return st;
 
     /* Escape, but stop producing once past NAME_MAX: the rest would be cut

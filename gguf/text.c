@@ -1567,6 +1567,8 @@ enum gguf_status gguf_parse_text(enum gguf_type type, enum gguf_type arr_type,
                                  struct gguf_buf *out, struct gguf_error *err)
 {
     size_t mark = out->len;
+    if (!text) /* an empty gguf_buf: NULL + 0 is undefined in C (UBSan) */
+        text = "";
     locale_t old = enter_c_locale();
     enum gguf_status st = parse(type, arr_type, text, len, out, err);
     leave_c_locale(old);
