@@ -431,13 +431,30 @@ int gfs_rename(struct gfs *fs, const char *from, const char *to,
             add_alias(fs, fino, s->ino);
         goto out;
     }
-    /* key -> key: the target, if any, is replaced. */
+    /* key -> existing key: as with a temporary file, the target keeps its
+     * type and place and takes the source's text (sed -i's temporary name
+     * may itself be a valid key); the source goes. */
     if (ts_s)
         scratch_remove(fs, ts_s);
     if (ti >= 0) {
-        if ((rc = remove_key(fs, ti)))
+        int e = 0;
+        struct gfs_text *t = gfs_text_get(fs, fi, &e);
+        if (!t) {
+            rc = e;
+            goto out;
+        }
+        rc = gfs_apply_text(fs, ti, t->data, t->len, 0);
+        gfs_text_put(t);
+        if (rc)
             goto out;
         fi = gguf_find_key(fs->ctx, fkey, klen);
+        ti = gguf_find_key(fs->ctx, (char *)tkey.p, tkey.len);
+        fuse_ino_t src_ino = GFS_INO_KV + gguf_kv_id(fs->ctx, fi);
+        if ((rc = remove_key(fs, fi)))
+            goto out;
+        ti = gguf_find_key(fs->ctx, (char *)tkey.p, tkey.len);
+        add_alias(fs, src_ino, GFS_INO_KV + gguf_kv_id(fs->ctx, ti));
+        goto out;
     }
     uint32_t id = gguf_kv_id(fs->ctx, fi);
     if (gguf_rename_key(fs->ctx, fi, (char *)tkey.p, tkey.len, &err) !=

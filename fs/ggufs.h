@@ -77,6 +77,9 @@ struct gfs_fh {
     pthread_mutex_t mu;
     struct gguf_buf draft;
     int dirty;              /* draft differs from what was applied */
+    int written;            /* a write or truncate reached the draft: only
+                               then may a flush apply it (bash flushes
+                               right after open, before writing) */
     int bad;                /* a write was refused: never apply */
     size_t checked;         /* draft bytes validated so far */
 };

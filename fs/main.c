@@ -105,6 +105,22 @@ static int find_mount(const char *what, int by_source, char *out, size_t n)
     return found;
 }
 
+/* True while pid runs; a zombie (a daemon run with -f by a parent that has
+ * not reaped it yet) counts as gone. */
+static int process_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return kill(pid, 0) == 0 || errno != ESRCH;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 /* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
  * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
  * commit succeeded. */
@@ -112,7 +128,7 @@ static int unmount_cmd(const char *arg)
 {
     char *mnt = realpath(arg, NULL);
     char src[4096], msg[1024] = "";
-    int status = EXIT_MOUNT, gfd = -1, dfd = -1, commit_err = 0;
+    int status = EXIT_MOUNT, dfd = -1, commit_err = 0;
 
     if (!mnt) {
         fprintf(stderr, "ggufs: %s: %s\n", arg, strerror(errno));
@@ -122,7 +138,9 @@ static int unmount_cmd(const char *arg)
         fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
         goto out;
     }
-    gfd = open(src, O_RDONLY | O_CLOEXEC);
+    char pidbuf[32];
+    ssize_t pl = getxattr(mnt, "user.ggufs.pid", pidbuf, sizeof pidbuf - 1);
+    pid_t daemon = pl > 0 ? (pidbuf[pl] = '\0', (pid_t)atol(pidbuf)) : 0;
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0 && fsync(dfd) != 0) {
         commit_err = errno;
@@ -146,12 +164,14 @@ static int unmount_cmd(const char *arg)
         fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
         goto out;
     }
-    /* The daemon holds a lock on the GGUF until its last commit is done. */
-    if (gfd >= 0) {
-        alarm(600);
-        flock(gfd, LOCK_EX);
-        alarm(0);
+    /* The daemon commits whatever came after our fsync when it sees the
+     * unmount, then exits: wait for that (at most 10 minutes). */
+    for (int waited = 0; daemon > 0 && waited < 600000; waited += 10) {
+        if (!process_alive(daemon))
+            break;
+        usleep(10000);
     }
+
     if (commit_err) {
         fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
         status = EXIT_COMMIT;
@@ -161,8 +181,6 @@ static int unmount_cmd(const char *arg)
         printf("ggufs: %s\n", msg);
     status = 0;
 out:
-    if (gfd >= 0)
-        close(gfd);
     free(mnt);
     return status;
 }
@@ -366,7 +384,10 @@ int main(int argc, char *argv[])
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
     }
-    status = r != 0 ? EXIT_MOUNT : 0;
+    /* libfuse returns the signal number after SIGTERM/SIGINT/SIGHUP: a
+     * clean end like an unmount. */
+    status = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0
+                                                                    : EXIT_MOUNT;
 
 out:
     if (mounted)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -557,6 +558,7 @@ static void gfs_write(fuse_req_t req, fuse_ino_t ino, const char *p,
     if ((err = buf_pwrite(&fh->draft, p, n, off)))
         goto unlock;
     fh->dirty = 1;
+    fh->written = 1;
     /* Complete lines are validated now, so a shell sees EINVAL at write. */
     pthread_rwlock_rdlock(&fs->lock);
     int64_t i = gfs_kv_index(fs, ino);
@@ -594,7 +596,8 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet)
 {
     int err = 0;
     pthread_mutex_lock(&fh->mu);
-    if (fh->writable && fh->kind == GFS_KV && fh->dirty && !fh->bad) {
+    if (fh->writable && fh->kind == GFS_KV && fh->dirty && !fh->bad &&
+        (fh->written || !quiet)) {
         pthread_rwlock_wrlock(&fs->lock);
         int64_t i = gfs_kv_index(fs, fh->ino);
         err = i < 0 ? ENOENT
@@ -656,6 +659,9 @@ static void gfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     int err = 0;
     if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META)) {
         pthread_rwlock_wrlock(&fs->lock);
+        if (!gguf_dirty(fs->ctx) && !fs->commit_failed)
+            snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: nothing to commit", fs->path);
         err = gfs_commit(fs);
         pthread_rwlock_unlock(&fs->lock);
     }
@@ -720,6 +726,7 @@ static void gfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
             if (fh->checked > ns)
                 fh->checked = 0;
             fh->dirty = 1;
+            fh->written = 1;
             pthread_mutex_unlock(&fh->mu);
         } else {
             pthread_rwlock_wrlock(&fs->lock);

@@ -7,6 +7,7 @@
  *   user.gguf.file    tensors of a shard set: the shard file holding it
  *   user.gguf.error   meta files: why the last edit was refused
  *   user.ggufs.commit root: the report of the last commit
+ *   user.ggufs.pid    root: the daemon's process id (ggufs -u waits for it)
  */
 #include "ggufs.h"
 
@@ -14,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const tensor_attrs[] = {
     "user.gguf.type", "user.gguf.shape", "user.gguf.offset", "user.gguf.size",
@@ -88,6 +90,11 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
     case GFS_ROOT:
         if (strcmp(name, "user.ggufs.commit") == 0 && fs->commit_msg[0])
             return add_str(out, fs->commit_msg);
+        if (strcmp(name, "user.ggufs.pid") == 0) {
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
+            return add_str(out, tmp);
+        }
         return ENODATA;
     default:
         return ENODATA;
