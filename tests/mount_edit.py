@@ -50,6 +50,25 @@ KEY_RE = re.compile(rb"[a-z0-9_]+(\.[a-z0-9_]+)*\Z")
 HOWS = {"in place": "inplace", "grown by inserting blocks": "insert", "grown by rewriting the file": "rewrite"}
 COMMIT_RE = re.compile(r"^ggufs: (.*): committed \((in place|grown by inserting blocks|grown by rewriting the file)\)")
 LATE = []  # problems found on the way that do not stop a section
+TMPFS = []  # the tmpfs this test mounted (unmounted even when a watchdog fires)
+
+
+class Watchdog(J.Watchdog):
+    """judge.Watchdog, which exits the process when a mount hangs; first
+    unmounts what this test mounted so that nothing is left behind."""
+
+    def _fire(self):
+        for pid in J._procs_for(self.mnt):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        subprocess.run(["fusermount3", "-u", "-z", self.mnt], stderr=subprocess.DEVNULL)
+        for t in TMPFS:
+            for mp in mounts_under(t, "fuse.ggufs"):
+                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+            subprocess.run(["umount", "-l", t], stderr=subprocess.DEVNULL)
+        J.Watchdog._fire(self)
 SAVED_RE = re.compile(r"edits saved in (/\S+\.gguf)")
 
 
@@ -155,12 +174,19 @@ class Model:
         del self.kvs[i]
 
     def rename(self, old, new):
-        """The key keeps its place; a key of the new name is replaced."""
+        """mv to a name no key has: the key keeps its place."""
         if self._idx(new) >= 0:
-            self.delete(new)
+            raise Fail("test bug: rename onto the existing key %r: use onto()" % new)
         i = self._idx(old)
         k = self.kvs[i]
         self.kvs[i] = (new,) + k[1:]
+
+    def onto(self, old, new, content, bits=()):
+        """mv onto an existing key (what sed -i and editors do with their
+        temporary files): the target keeps its type and place and takes the
+        source's text; the source goes."""
+        self.value(new, content, bits)
+        self.delete(old)
 
 
 def _kvdesc(kv):
@@ -462,7 +488,7 @@ def sec_untouched(ctx):
             path = copy_of(ctx, src, where=d)
             os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
             st0, sha0 = os.stat(path), J.file_sha256(path)
-            with J.Watchdog(mnt, 120, "untouched mount"):
+            with Watchdog(mnt, 120, "untouched mount"):
                 mount(path, mnt)
                 for sub in ("meta", "tensors"):
                     for f in os.listdir(os.path.join(mnt, sub)):
@@ -496,7 +522,7 @@ def sec_noop(ctx):
     for src in ctx.fixtures + ctx.models:
         path = copy_of(ctx, src, where=d)
         sha0 = J.file_sha256(path)
-        with J.Watchdog(mnt, 120, "no-op edits"):
+        with Watchdog(mnt, 120, "no-op edits"):
             mount(path, mnt)
             try:
                 mdir = os.path.join(os.fsencode(mnt), b"meta")
@@ -533,7 +559,7 @@ def sec_types_edits(ctx):
     meta = os.path.join(mnt, "meta")
     P = lambda k: os.path.join(meta, k)  # noqa: E731
 
-    with J.Watchdog(mnt, 150, "types edits"):
+    with Watchdog(mnt, 150, "types edits"):
         mount(path, mnt)
         try:
             # shell redirections
@@ -577,10 +603,17 @@ def sec_types_edits(ctx):
                         write_file, P("general.name"), b"x\n", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             # unlink, rename, rename over an existing key
             ck.shell("rm types.int8.max && mv types.int16.max types.int16.renamed"
-                     " && mv types.uint16.zero types.uint16.max", meta)
+                     " && mv types.uint16.zero types.uint16.max"
+                     " && mv types.float32.neg_one_half types.string.crlf", meta)
             m.delete(b"types.int8.max")
             m.rename(b"types.int16.max", b"types.int16.renamed")
-            m.rename(b"types.uint16.zero", b"types.uint16.max")
+            m.onto(b"types.uint16.zero", b"types.uint16.max", b"0\n")
+            m.onto(b"types.float32.neg_one_half", b"types.string.crlf", sval(b"-0.5"))
+            # onto a key whose type cannot hold the text: refused, both kept
+            ck.errno_is("mv types.string.percent onto types.uint64.above_int64", errno.EINVAL, os.rename,
+                        P("types.string.percent"), P("types.uint64.above_int64"))
+            for k in (b"types.string.percent", b"types.uint64.above_int64"):
+                ck.eq("meta/%s after the refused mv" % k.decode(), kv_of(before, k)[2], ck.ok("read", content_of, mnt, k))
             ck.errno_is("stat of removed meta/types.int8.max", errno.ENOENT, os.stat, P("types.int8.max"))
             # remove, then create again: a new empty string at the end
             # removed, then created again in the same mount: old type and place
@@ -714,7 +747,7 @@ def generic_edits(ctx, src, label, d):
     ck = Checks(label)
     taken = {b"general.alignment", b"general.architecture"}
     valid = lambda k: KEY_RE.match(k[0]) is not None and len(k[0]) < 200  # noqa: E731
-    with J.Watchdog(mnt, 150, label):
+    with Watchdog(mnt, 150, label):
         mount(path, mnt)
         try:
             ck.shell("echo 'note from mount_edit' > mytool.note", meta)
@@ -798,7 +831,7 @@ def sec_real_model_shell(ctx):
         bc = ("%s.block_count" % arch).encode()
         ck = Checks("shell edits of " + os.path.basename(src))
         meta = os.path.join(mnt, "meta")
-        with J.Watchdog(mnt, 150, "real model shell edits"):
+        with Watchdog(mnt, 150, "real model shell edits"):
             mount(path, mnt)
             try:
                 if kv_of(before, bc):
@@ -847,7 +880,7 @@ def sec_sed_temp_name(ctx):
     before = snapshot(path)
     m = Model(before)
     meta = os.path.join(mnt, "meta")
-    with J.Watchdog(mnt, 60, "sed temp name"):
+    with Watchdog(mnt, 60, "sed temp name"):
         mount(path, mnt)
         try:
             ck = Checks("sed -i with a temporary name that is a valid key")
@@ -879,7 +912,7 @@ def sec_alignment_ro_second(ctx):
     ck = Checks("refusals")
     meta = os.path.join(mnt, "meta")
     P = lambda k: os.path.join(meta, k)  # noqa: E731
-    with J.Watchdog(mnt, 120, "refusals"):
+    with Watchdog(mnt, 120, "refusals"):
         mount(path, mnt)
         try:
             ck.errno_is("write general.alignment", errno.EPERM, write_file, P("general.alignment"), b"32\n")
@@ -916,7 +949,7 @@ def sec_alignment_ro_second(ctx):
     if J.file_sha256(path) != sha0 or os.stat(path).st_mtime_ns != st0.st_mtime_ns:
         ck.bad("refused edits changed the file")
     # -o ro
-    with J.Watchdog(mnt, 120, "read-only mount"):
+    with Watchdog(mnt, 120, "read-only mount"):
         mount(path, mnt, ["-o", "ro"])
         try:
             E = errno.EROFS
@@ -969,7 +1002,7 @@ def sec_commit_paths(ctx):
         os.chmod(path, 0o640)
         before = snapshot(path)
         m = Model(before)
-        with J.Watchdog(mnt, 120, label):
+        with Watchdog(mnt, 120, label):
             mount(path, mnt, args)
             try:
                 write_file(os.path.join(mnt, "meta", "mytool.big"), big + b"\n", os.O_WRONLY | os.O_CREAT)
@@ -990,7 +1023,7 @@ def sec_commit_paths(ctx):
             raise Fail("%s: files left beside the model: %s" % (label, os.listdir(where)))
         # headroom: a small edit later fits in place
         m2 = Model(after)
-        with J.Watchdog(mnt, 120, label + " then small edit"):
+        with Watchdog(mnt, 120, label + " then small edit"):
             mount(path, mnt, args)
             try:
                 write_file(os.path.join(mnt, "meta", "mytool.small"), b"fits\n", os.O_WRONLY | os.O_CREAT)
@@ -1013,7 +1046,7 @@ def sec_commit_paths(ctx):
         path = copy_of(ctx, src, "model.gguf", where=where)
         before = snapshot(path)
         m = Model(before)
-        with J.Watchdog(mnt, 120, label):
+        with Watchdog(mnt, 120, label):
             mount(path, mnt, args)
             try:
                 write_file(os.path.join(mnt, "meta", "mytool.big"), big + b"\n", os.O_WRONLY | os.O_CREAT)
@@ -1041,7 +1074,7 @@ def sec_commit_paths(ctx):
     path = copy_of(ctx, src, "model.gguf", where=d)
     before = snapshot(path)
     m = Model(before)
-    with J.Watchdog(mnt, 60, "in place"):
+    with Watchdog(mnt, 60, "in place"):
         mount(path, mnt)
         try:
             write_file(os.path.join(mnt, "meta", "general.name"), b"tiny\n")
@@ -1087,7 +1120,7 @@ def sec_triggers(ctx):
     path = copy_of(ctx, ctx.tiny, "model.gguf", where=d)
     before = snapshot(path)
     m = Model(before)
-    with J.Watchdog(mnt, 60, "fsync trigger"):
+    with Watchdog(mnt, 60, "fsync trigger"):
         mount(path, mnt)
         try:
             write_file(os.path.join(mnt, "meta", "mytool.note"), b"before fsync\n", os.O_WRONLY | os.O_CREAT)
@@ -1116,7 +1149,7 @@ def sec_triggers(ctx):
     # fusermount3 -u
     before = after
     m = Model(before)
-    with J.Watchdog(mnt, 60, "fusermount3 trigger"):
+    with Watchdog(mnt, 60, "fusermount3 trigger"):
         mount(path, mnt)
         try:
             write_file(os.path.join(mnt, "meta", "general.name"), b"by fusermount3\n")
@@ -1129,7 +1162,7 @@ def sec_triggers(ctx):
     out.append("fusermount3 -u")
     # umount(8) (root), then signals to a foreground daemon
     m = Model(before)
-    with J.Watchdog(mnt, 60, "umount trigger"):
+    with Watchdog(mnt, 60, "umount trigger"):
         mount(path, mnt)
         try:
             write_file(os.path.join(mnt, "meta", "general.name"), b"by umount\n")
@@ -1256,7 +1289,7 @@ def fault_run(ctx, kind, trigger, n, recovery, d, src, mnt):
         if rp.returncode != 0:
             raise Fail("%s: ggufs --recover exited %d: %s" % (label, rp.returncode, rp.stderr.decode(errors="replace")))
     else:
-        with J.Watchdog(mnt, 60, label):
+        with Watchdog(mnt, 60, label):
             mount(path, mnt, args)
             ggufs_u(mnt, 0, label)
     # judge: old or new, never a mix
@@ -1325,7 +1358,7 @@ def sec_faults(ctx):
             what = "%s/%s/%s/%s" % (os.path.basename(src)[:14], kind, trigger, recovery)
             for n in range(1, 40):
                 try:
-                    with J.Watchdog(m, 120, "fault %s %d" % (what, n)):
+                    with Watchdog(m, 120, "fault %s %d" % (what, n)):
                         died, state, trace = fault_run(ctx, kind, trigger, n, recovery, where, src, m)
                 except Fail as e:
                     probs.append(str(e))
@@ -1367,7 +1400,7 @@ def sec_external_change(ctx):
                 os.unlink(os.path.join(d, f))
         path = copy_of(ctx, ctx.tiny, "model.gguf", where=d)
         before = snapshot(path)
-        with J.Watchdog(mnt, 120, "external change"):
+        with Watchdog(mnt, 120, "external change"):
             mount(path, mnt)
             try:
                 write_file(os.path.join(mnt, "meta", "general.name"), b"edited while changed\n")
@@ -1448,7 +1481,7 @@ def sec_live_view(ctx):
     probs, n = [], 0
     for src in ctx.fixtures + ctx.models:
         path = copy_of(ctx, src, "model.gguf", where=d)
-        with J.Watchdog(mnt, 60, "live view"):
+        with Watchdog(mnt, 60, "live view"):
             mount(path, mnt)
             try:
                 live = os.path.join(mnt, "model.gguf")
@@ -1474,7 +1507,7 @@ def sec_live_view(ctx):
             path = copy_of(ctx, src, "model.gguf", where=d)
             before = snapshot(path)
             m = Model(before)
-            with J.Watchdog(mnt, 60, label):
+            with Watchdog(mnt, 60, label):
                 mount(path, mnt)
                 try:
                     write_file(os.path.join(mnt, "meta", "general.name"), b"live\n")
@@ -1557,6 +1590,7 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if r.returncode != 0:
             raise Fail("mount -t tmpfs failed: %s" % r.stderr.decode(errors="replace").strip())
+        TMPFS.append(ctx.tmpfs)
         for name, fn in SECTIONS:
             if only and only not in name:
                 continue
