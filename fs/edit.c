@@ -270,6 +270,30 @@ out:
     return rc;
 }
 
+/* Names editors and tools give their temporary files: hidden (.x.swp,
+ * .#x), #x#, x~, all digits (vim's 4913), sedXXXXXX, and x.tmp/.bak/.new/
+ * .orig/.swp.  Only these may exist in meta/ without being keys. */
+static int temp_like(const char *name)
+{
+    size_t n = strlen(name);
+    static const char *const suffixes[] = { ".tmp", ".bak", ".new", ".orig",
+                                            ".swp", ".swx", ".save" };
+    if (n == 0)
+        return 0;
+    if (name[0] == '.' || name[0] == '#' || name[n - 1] == '~')
+        return 1;
+    if (strspn(name, "0123456789") == n)
+        return 1;
+    if (n == 9 && strncmp(name, "sed", 3) == 0)
+        return 1;
+    for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
+        size_t l = strlen(suffixes[k]);
+        if (n > l && strcmp(name + n - l, suffixes[k]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
 {
     struct gguf_buf key = {0};
@@ -292,8 +316,15 @@ int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
             *ino = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
         goto out;
     }
-    /* Not a key: an editor's temporary file, or a mistake.  Log the rule
-     * once per name so a user who meant a key learns why it is not one. */
+    /* Not a key: an editor's temporary file, or a mistake.  A mistake is
+     * refused, so no edit is silently dropped; editors' names are kept in
+     * memory. */
+    if (!temp_like(name)) {
+        gfs_log(fs, "%s: '%s' is not a valid key name (ASCII lower_snake_case "
+                    "segments joined by '.')", fs->path, name);
+        rc = EINVAL;
+        goto out;
+    }
     if (gfs_scratch_find(fs, name)) {
         rc = EEXIST;
         goto out;
@@ -303,10 +334,6 @@ int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
         rc = ENOMEM;
         goto out;
     }
-    if (fs->foreground)
-        gfs_log(fs, "%s: '%s' is not a valid key name (lower_snake_case "
-                    "segments joined by '.'): kept as a temporary file, "
-                    "never committed", fs->path, name);
     *ino = s->ino;
 out:
     gguf_buf_free(&key);

@@ -658,18 +658,25 @@ def sec_types_edits(ctx):
                 m.value(k, new + b"\n")
                 ck.eq("meta/%s after vim (%s)" % (k.decode(), setting or "defaults"), new + b"\n",
                       ck.ok("read", content_of, mnt, k))
-            # names that are not keys: temporary files, listed, readable, never committed
-            for name in ("Foo", "Foo%2FBar", "my-tool.note", "a..b", "trailing.", ".hidden", "UPPER.case"):
+            # names that are not keys: refused, unless they are what editors
+            # name their temporary files (listed, readable, never committed)
+            for name in ("Foo", "Foo%2FBar", "my-tool.note", "a..b", "trailing.", "UPPER.case"):
+                ck.errno_is("create meta/%s (not a key name)" % name, (errno.EINVAL,),
+                            write_file, P(name), b"x\n", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            for name in (".hidden", "X.tmp", "4913", "notes~", "#a.b#"):
                 ck.ok("create meta/%s" % name, write_file, P(name), b"temp " + name.encode() + b"\n",
                       os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 ck.eq("meta/%s read back" % name, b"temp " + name.encode() + b"\n", ck.ok("read", read, P(name)))
             listed = set(os.listdir(meta))
-            for name in ("Foo", "Foo%2FBar", "my-tool.note"):
+            for name in (".hidden", "X.tmp", "4913"):
                 if name not in listed:
                     ck.bad("temporary file %s is not listed in meta/" % name)
-            ck.shell("mv Foo Foo2 && rm my-tool.note", meta)
-            ck.errno_is("create meta/Foo/Bar", (errno.ENOTDIR, errno.ENOENT),
-                        write_file, P("Foo2") + "/Bar", b"x", os.O_WRONLY | os.O_CREAT)
+            for name in ("Foo", "my-tool.note"):
+                if name in listed:
+                    ck.bad("refused name %s is listed in meta/" % name)
+            ck.shell("mv X.tmp Y.tmp && rm 4913 notes~ '#a.b#'", meta)
+            ck.errno_is("create meta/Y.tmp/Bar", (errno.ENOTDIR, errno.ENOENT),
+                        write_file, P("Y.tmp") + "/Bar", b"x", os.O_WRONLY | os.O_CREAT)
             ck.errno_is("mkdir meta/newdir", (errno.EPERM, errno.EACCES), os.mkdir, P("newdir"))
             ck.errno_is("create in the mount root", (errno.EACCES, errno.EPERM, errno.EROFS),
                         write_file, os.path.join(mnt, "x.y"), b"x", os.O_WRONLY | os.O_CREAT)
