@@ -376,6 +376,74 @@ def try_one(kind, label, data, tmp, idx, res):
 
 
 # ---------------------------------------------------------------------------
+# faults: the file changes under a mount
+
+
+def check_faults(sources, tmp, res):
+    """A GGUF truncated, shrunk to nothing, or overwritten while mounted
+    read-only: reads may fail (EIO) or come back short, but every request
+    is answered, the daemon lives on, and the mount unmounts cleanly."""
+    n = 0
+    for src in sources:
+        with open(src, "rb") as f:
+            b = f.read()
+        L = layout(b)
+        for how in ("truncate to the data start", "truncate to nothing", "header overwritten with 0xff",
+                    "data overwritten with U+FFFD"):
+            path = os.path.join(tmp, "fault.gguf")
+            with open(path, "wb") as f:
+                f.write(b)
+            mnt = os.path.join(tmp, "mnt-fault")
+            os.makedirs(mnt, exist_ok=True)
+            label = "fault: %s, %s under the mount" % (os.path.basename(src), how)
+            probs = []
+            with J.Watchdog(mnt, 120, label):
+                with J.Mounted(path, mnt, args=["-o", "ro"]):
+                    pids = J._procs_for(mnt)
+                    # Touch everything once so that names and sizes are known.
+                    for d in ("meta", "tensors"):
+                        for e in os.listdir(os.path.join(mnt, d)):
+                            os.stat(os.path.join(mnt, d, e))
+                    with open(path, "r+b") as f:
+                        if how == "truncate to the data start":
+                            f.truncate(L.data)
+                        elif how == "truncate to nothing":
+                            f.truncate(0)
+                        elif how.startswith("header"):
+                            f.write(b"\xff" * L.header_end)
+                        else:
+                            f.seek(L.data)
+                            f.write(b"\xef\xbf\xbd" * ((len(b) - L.data) // 3))
+                    errs = 0
+                    for d in ("", "meta", "tensors"):
+                        for e in os.listdir(os.path.join(mnt, d)):
+                            p = os.path.join(mnt, d, e)
+                            if os.path.isdir(p):
+                                continue
+                            try:
+                                with open(p, "rb") as f:
+                                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                                    while f.read(1 << 20):
+                                        pass
+                                for x in os.listxattr(p):
+                                    os.getxattr(p, x)
+                            except OSError:
+                                errs += 1
+                    try:
+                        os.listdir(os.path.join(mnt, "meta"))
+                    except OSError as e:
+                        probs.append("%s: the mount no longer answers: %s" % (label, e))
+                    if not pids or any(not os.path.exists("/proc/%d" % q) or J._zombie(q) for q in pids):
+                        probs.append("%s: the ggufs daemon died" % label)
+            os.unlink(path)
+            n += 1
+            J.log("ok   %s (%d reads failed, as they may)" % (label, errs) if not probs else "FAIL " + "; ".join(probs))
+            res.problems.extend(probs)
+            res.failed_files += bool(probs)
+    res.faults = n
+
+
+# ---------------------------------------------------------------------------
 # names: reachable, escaped, nothing escapes the mount
 
 
@@ -490,6 +558,7 @@ def main():
                 break
             try_one(kind, label, data, tmp, i, res)
         el = time.time() - t0
+        check_faults([os.path.join(fix, "tensors.gguf")] + J.shared_models()[-1:], tmp, res)
         names = os.path.join(fix, "names.gguf")
         if os.path.exists(names):
             check_names(names, tmp, res)
@@ -510,7 +579,7 @@ def main():
           % (res.tried, res.refused, res.mounted, res.warned, el,
              "; %d left out by the %.0f s budget" % (left, args.budget) if left else ""))
     nf = res.failed_files + int(getattr(res, "names_failed", True))
-    J.log("%d passed, %d failed" % (res.tried + 1 - nf, nf))
+    J.log("%d passed, %d failed" % (res.tried + getattr(res, "faults", 0) + 1 - nf, nf))
     if res.problems:
         raise J.Fail("%d problem(s) with damaged files or names (listed above)" % len(res.problems))
 
