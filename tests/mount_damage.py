@@ -329,7 +329,12 @@ def try_one(kind, label, data, tmp, idx, res):
     k[0] += 1
     probs = []
     with J.Watchdog(mnt, 120, label):
-        p = J.run_ggufs(["-o", "ro", path, mnt], timeout=60)
+        asan = os.path.join(tmp, "asan")
+        os.makedirs(asan, exist_ok=True)
+        env = dict(os.environ)
+        for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+            env[var] = (env.get(var, "") + ":log_path=" + os.path.join(asan, var[:5].lower())).lstrip(":")
+        p = J.run_ggufs(["-o", "ro", path, mnt], timeout=60, env=env)
         mounted = J.mountinfo_entry(mnt) is not None
         err = p.stderr.decode(errors="replace")
         if p.returncode != 0:
@@ -367,6 +372,17 @@ def try_one(kind, label, data, tmp, idx, res):
                 if not pids or dead:
                     probs.append("%s: the ggufs daemon died during the reads" % label)
                 J.unmount(mnt, probs)
+    for f in sorted(os.listdir(asan)):
+        # A sanitizer build of ggufs (or its daemon) reported something.
+        fp = os.path.join(asan, f)
+        with open(fp, errors="replace") as fh:
+            rep = fh.read().strip()
+        os.unlink(fp)
+        if rep:
+            keep = os.path.join(tmp, "..", "ggufs-damage-%d.gguf" % idx)
+            shutil.copyfile(path, keep)
+            probs.append("%s: sanitizer report (file kept as %s):\n    %s"
+                         % (label, os.path.realpath(keep), "\n    ".join(rep.splitlines()[:30])))
     os.unlink(path)
     if probs:
         res.failed_files += 1

@@ -99,7 +99,8 @@ static int run_dir(const char *dir, unsigned long *n)
         names[k++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, k, sizeof *names, cmp);
+    if (k)
+        qsort(names, k, sizeof *names, cmp);
     int rc = 0;
     for (size_t i = 0; i < k; i++) {
         char path[4096];
