@@ -7,9 +7,14 @@
  *       page, unmaps; prints the seconds taken by map + touch + unmap.
  *   helpers resident FILE
  *       prints how many bytes of FILE are in the page cache (mincore).
+ *   helpers collapse FILE LENGTH
+ *       removes the first LENGTH bytes of FILE in place (fallocate
+ *       FALLOC_FL_COLLAPSE_RANGE; LENGTH a multiple of the block size):
+ *       undoes blocks a commit inserted, so every edit run starts alike.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +88,19 @@ static int resident(const char *file)
     return 0;
 }
 
+static int collapse(const char *file, uint64_t len)
+{
+    int fd = open(file, O_RDWR);
+    if (fd < 0)
+        return die("open", file);
+    if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, (off_t)len) != 0)
+        return die("fallocate(COLLAPSE_RANGE)", file);
+    if (fsync(fd) != 0)
+        return die("fsync", file);
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "mmap_touch"))
@@ -90,7 +108,9 @@ int main(int argc, char **argv)
                           strtoull(argv[4], NULL, 10));
     if (argc == 3 && !strcmp(argv[1], "resident"))
         return resident(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "collapse"))
+        return collapse(argv[2], strtoull(argv[3], NULL, 10));
     fprintf(stderr, "usage: helpers mmap_touch FILE OFFSET LENGTH | "
-                    "helpers resident FILE\n");
+                    "helpers resident FILE | helpers collapse FILE LENGTH\n");
     return 2;
 }
