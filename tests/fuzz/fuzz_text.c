@@ -220,6 +220,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_prefixes(t, at, text, n);
     }
     gguf_buf_free(&pl);
+    /* The prefix check agrees with the parser where it sees complete text:
+     * a scalar with its newline, an array whose last line is complete. */
+    bool complete = t == GGUF_TYPE_ARRAY ? (n == 0 || text[n - 1] == '\n')
+                                         : (t != GGUF_TYPE_STRING && memchr(text, '\n', n));
+    if (complete && !(st != GGUF_OK && known_minus_zero(t, text, n))) {
+        size_t checked = 0;
+        struct gguf_error e2 = {0};
+        enum gguf_status cs = gguf_text_check_prefix(t, at, text, n, &checked, &e2);
+        check_err(cs, &e2, "text_check_prefix(complete)");
+        if ((cs == GGUF_OK) != (st == GGUF_OK))
+            bug("complete %s text: parse says %s, text_check_prefix says %s",
+                gguf_type_name(t), gguf_status_name(st), gguf_status_name(cs));
+    }
 
     /* 2. The rest as a raw payload. */
     struct gguf_buf txt = {0};
