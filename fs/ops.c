@@ -267,6 +267,10 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
         struct gfs_text *t = gfs_text_get(fs, i, &err);
         if (!t)
             return err;
+        /* On a read-write mount the kernel's page cache of a meta file
+         * would show one opener's unapplied writes to another: every read
+         * and write comes to us instead, readers see applied values only. */
+        fi->direct_io = !fs->readonly;
         if (!wants_write) {
             fh->text = t;
             return 0;
@@ -278,8 +282,6 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
         else if (gguf_buf_add(&fh->draft, t->data, t->len) != GGUF_OK)
             err = ENOMEM;
         gfs_text_put(t);
-        /* Later opens must not see a cached page of the old text. */
-        fi->direct_io = 0;
         return err;
     }
     case GFS_LIVE:
@@ -425,14 +427,29 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EINVAL);
         return;
     }
+    /* Nothing of fh may be touched once the reply is sent: the kernel can
+     * release the handle on another thread right then.  So hold our own
+     * reference on the text, and copy a draft's bytes out first. */
     if (fh->kind == GFS_KV && !fh->writable) {
-        reply_bytes(req, fh->text->data, fh->text->len, off, size);
+        struct gfs_text *t = fh->text;
+        atomic_fetch_add(&t->refs, 1);
+        reply_bytes(req, t->data, t->len, off, size);
+        gfs_text_put(t);
         return;
     }
     if (fh->kind == GFS_KV) {
         pthread_mutex_lock(&fh->mu);
-        reply_bytes(req, fh->draft.p, fh->draft.len, off, size);
+        size_t o = (uint64_t)off < fh->draft.len ? (size_t)off : fh->draft.len;
+        size_t n = fh->draft.len - o < size ? fh->draft.len - o : size;
+        char *copy = malloc(n ? n : 1);
+        if (copy && n)
+            memcpy(copy, fh->draft.p + o, n);
         pthread_mutex_unlock(&fh->mu);
+        if (copy)
+            fuse_reply_buf(req, copy, n);
+        else
+            fuse_reply_err(req, ENOMEM);
+        free(copy);
         return;
     }
     pthread_rwlock_rdlock(&fs->lock);

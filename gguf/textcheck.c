@@ -26,12 +26,9 @@ static bool plausible_prefix(enum gguf_type type, const char *s, size_t n)
             if (!strchr("0123456789abcdefABCDEF+-.nityNITYxXpP()", s[i]) || !s[i])
                 return false;
         return true;
-    default: /* integers */
+    default: /* integers; "-0" is a valid unsigned value, so '-' may lead */
         for (size_t i = 0; i < n; i++)
-            if (!((s[i] >= '0' && s[i] <= '9') ||
-                  (i == 0 && s[i] == '-' && type != GGUF_TYPE_UINT8 &&
-                   type != GGUF_TYPE_UINT16 && type != GGUF_TYPE_UINT32 &&
-                   type != GGUF_TYPE_UINT64)))
+            if (!((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-')))
                 return false;
         return true;
     }

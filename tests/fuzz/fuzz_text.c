@@ -82,28 +82,6 @@ static void render_parse(enum gguf_type t, enum gguf_type at, const uint8_t *p,
     gguf_buf_free(&back);
 }
 
-/* Known, reported bug (textcheck.c, plausible_prefix): "-0", "-00", ...
- * parse as 0 for unsigned types, but the prefix check refuses the '-', so
- * `printf -- -0 > meta/KEY` of a uint fails at write() while "-0\n"
- * passes.  Tolerated here so that fuzzing goes on; set
- * GGUFS_FUZZ_STRICT=1 to report it (tests/fuzz/regress/text/minus-zero-uint
- * reproduces it).  Remove once textcheck.c accepts it. */
-static bool known_minus_zero(enum gguf_type t, const char *s, size_t k)
-{
-    static int strict = -1;
-    if (strict < 0)
-        strict = getenv("GGUFS_FUZZ_STRICT") != NULL;
-    if (strict || (t != GGUF_TYPE_UINT8 && t != GGUF_TYPE_UINT16 &&
-                   t != GGUF_TYPE_UINT32 && t != GGUF_TYPE_UINT64))
-        return false;
-    if (k == 0 || s[0] != '-')
-        return false;
-    for (size_t i = 1; i < k; i++)
-        if (s[i] != '0')
-            return false;
-    return true;
-}
-
 static void check_prefixes(enum gguf_type t, enum gguf_type at,
                            const char *s, size_t n)
 {
@@ -116,11 +94,6 @@ static void check_prefixes(enum gguf_type t, enum gguf_type at,
             k = n;
         enum gguf_status st = gguf_text_check_prefix(t, at, s, k, &checked, &err);
         check_err(st, &err, "text_check_prefix");
-        if (st != GGUF_OK && known_minus_zero(t, s, k)) {
-            if (k == n)
-                break;
-            continue;
-        }
         if (st != GGUF_OK)
             bug("text_check_prefix refuses the first %zu of %zu bytes of a "
                 "valid %s (incremental): %s", k, n, gguf_type_name(t), err.msg);
@@ -224,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * a scalar with its newline, an array whose last line is complete. */
     bool complete = t == GGUF_TYPE_ARRAY ? (n == 0 || text[n - 1] == '\n')
                                          : (t != GGUF_TYPE_STRING && memchr(text, '\n', n));
-    if (complete && !(st != GGUF_OK && known_minus_zero(t, text, n))) {
+    if (complete) {
         size_t checked = 0;
         struct gguf_error e2 = {0};
         enum gguf_status cs = gguf_text_check_prefix(t, at, text, n, &checked, &e2);
