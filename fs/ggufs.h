@@ -69,6 +69,8 @@ struct gfs_fh {
     enum gfs_kind kind;
     fuse_ino_t ino;
     int shard;              /* tensors: the file that holds it */
+    int drop;               /* evict the GGUF's pages once served: they were
+                               not cached before this open (see gfs_read) */
     uint64_t rel, size;     /* tensors: offset from the data start, bytes */
     struct gfs_text *text;  /* read-only opens of keys: snapshot at open;
                                the live view: its header at open */

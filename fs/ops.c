@@ -13,17 +13,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
+ * big files in 2 MiB folios, and POSIX_FADV_DONTNEED skips partial ones. */
+#define GFS_DROP_CHUNK (UINT64_C(2) << 20)
 
 static struct gfs *gfs_of(fuse_req_t req)
 {
     return fuse_req_userdata(req);
 }
 
+/* True if [off, off+len) of fd is entirely in the page cache (cachestat,
+ * Linux 6.5+); false when unknown. */
+static int range_cached(int fd, uint64_t off, uint64_t len)
+{
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+    struct { uint64_t off, len; } range = { off, len };
+    struct { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+                      nr_recently_evicted; } cs;
+    if (len == 0)
+        return 1;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+        return 0;
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
+    return cs.nr_cache >= pages;
+}
+
 static void gfs_init(void *userdata, struct fuse_conn_info *conn)
 {
     (void)userdata;
-    /* Large requests: the kernel may send up to 1 MiB per read. */
-    conn->max_readahead = 1 << 20;
+    /* Large requests: libfuse sizes its buffers from max_write; 252 pages
+     * keeps a reply under the 1 MiB at which libfuse 3.14 stops splicing.
+     * The kernel's readahead (set per mount in main.c) decides how much
+     * one read asks for. */
+    conn->max_write = 252 * 4096;
+    conn->max_readahead = 252 * 4096;
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
         conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
     /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
@@ -254,8 +283,12 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
         gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
         fh->rel = gguf_tensor_rel_offset(c, j);
         fh->size = gguf_tensor_size(c, j);
-        /* Tensor bytes never change while mounted: keep the page cache. */
+        /* Tensor bytes never change while mounted: keep the page cache.
+         * Then the GGUF's own copy of bytes that were not cached before is
+         * dead weight (the kernel would hold every byte twice). */
         fi->keep_cache = 1;
+        fi->noflush = 1;
+        fh->drop = !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
         return 0;
     }
     case GFS_KV: {
@@ -291,6 +324,11 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
             return err;
         /* Keep the page cache only while the header has not changed since
          * the last open: an edit must show up in a fresh open (and mmap). */
+        fi->noflush = 1;
+        if (fs->n_shards == 1) {
+            uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
+            fh->drop = fsz > d && !range_cached(gguf_fd(fs->ctx), d, fsz - d);
+        }
         pthread_mutex_lock(&fs->text_lock);
         fi->keep_cache = fs->live_opened_gen == fs->generation;
         fs->live_opened_gen = fs->generation;
@@ -520,7 +558,20 @@ static void gfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     fb->pos = (off_t)(gguf_data_offset(c) + rel + o);
     if (bv.v.count == 2 && n == 0)
         bv.v.count = 1;
+    /* fh must not be touched after the reply (see above): keep what the
+     * page drop needs. */
+    int drop = fh->drop, dfd = fb->fd;
+    uint64_t pos = (uint64_t)fb->pos;
     fuse_reply_data(req, &bv.v, FUSE_BUF_SPLICE_MOVE);
+    if (drop && n) {
+        /* The bytes now live in the mount's page cache: drop the GGUF's
+         * copy a whole chunk at a time, once a (sequential) read has
+         * passed the chunk's end. */
+        uint64_t c0 = pos / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        uint64_t c1 = (pos + n) / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        if (c1 > c0)
+            posix_fadvise(dfd, (off_t)c0, (off_t)(c1 - c0), POSIX_FADV_DONTNEED);
+    }
     pthread_rwlock_unlock(&fs->lock);
 }
 
