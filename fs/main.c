@@ -219,6 +219,34 @@ out:
     free(real);
 }
 
+/* Signals.  libfuse 3.14's own handlers race with its worker threads: a
+ * signal that lands on a worker between its check for exit and its read of
+ * /dev/fuse is lost, and the daemon never ends (seen under load).  So
+ * SIGTERM/SIGINT/SIGHUP are blocked in every thread and taken by one thread
+ * with sigwait, which ends the session and wakes the main thread (blocked
+ * in sem_wait or read, neither restarted after a handler) with SIGUSR1. */
+struct gfs_sig {
+    sigset_t set;
+    struct fuse_session *se;
+    pthread_t main;
+};
+
+static void gfs_wake(int sig)
+{
+    (void)sig;
+}
+
+static void *gfs_sig_thread(void *arg)
+{
+    struct gfs_sig *c = arg;
+    int sig = 0;
+    if (sigwait(&c->set, &sig) == 0) {
+        fuse_session_exit(c->se);
+        pthread_kill(c->main, SIGUSR1);
+    }
+    return NULL;
+}
+
 static int recover_cmd(const char *file)
 {
     struct gguf_error err = {0};
@@ -398,15 +426,29 @@ int main(int argc, char *argv[])
     se = fuse_session_new(&args, &gfs_ops, sizeof gfs_ops, &fs);
     if (!se)
         goto out;
-    if (fuse_set_signal_handlers(se) != 0)
+    struct gfs_sig sc = { .se = se, .main = pthread_self() };
+    sigemptyset(&sc.set);
+    sigaddset(&sc.set, SIGTERM);
+    sigaddset(&sc.set, SIGINT);
+    sigaddset(&sc.set, SIGHUP);
+    struct sigaction sa = { .sa_handler = gfs_wake };
+    sigemptyset(&sa.sa_mask);
+    if (pthread_sigmask(SIG_BLOCK, &sc.set, NULL) != 0 ||
+        sigaction(SIGUSR1, &sa, NULL) != 0 ||
+        signal(SIGPIPE, SIG_IGN) == SIG_ERR)
         goto out;
-    handlers = 1;
     if (fuse_session_mount(se, o.mnt) != 0)
         goto out;
     mounted = 1;
     raise_readahead(o.mnt);
     /* Returns in the parent only once the mount is in place. */
     fuse_daemonize(co.foreground);
+    /* After the fork of fuse_daemonize: threads do not survive it. */
+    sc.main = pthread_self();
+    pthread_t sig_thread;
+    if (pthread_create(&sig_thread, NULL, gfs_sig_thread, &sc) != 0)
+        goto out;
+    handlers = 1;
 
     if (co.singlethread) {
         r = fuse_session_loop(se);
@@ -427,8 +469,10 @@ int main(int argc, char *argv[])
 out:
     if (mounted)
         fuse_session_unmount(se);
-    if (handlers)
-        fuse_remove_signal_handlers(se);
+    if (handlers) {
+        pthread_cancel(sig_thread); /* sigwait is a cancellation point */
+        pthread_join(sig_thread, NULL);
+    }
     if (se)
         fuse_session_destroy(se); /* runs gfs_destroy: the last commit */
     if (status == 0 && fs.commit_failed)
