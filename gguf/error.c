@@ -51,28 +51,6 @@ const char *gguf_status_name(enum gguf_status s) {
     return "unknown status";
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0, n) (2..4 bytes, no
- * overlongs, no surrogates, <= U+10FFFF), or 0 if there is none. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    size_t len;
-    unsigned lo = 0x80, hi = 0xbf; /* bounds for the second byte */
-    if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c == 0xe0) { len = 3; lo = 0xa0; }
-    else if (c == 0xed) { len = 3; hi = 0x9f; }
-    else if (c >= 0xe1 && c <= 0xef) len = 3;
-    else if (c == 0xf0) { len = 4; lo = 0x90; }
-    else if (c == 0xf4) { len = 4; hi = 0x8f; }
-    else if (c >= 0xf1 && c <= 0xf3) len = 4;
-    else return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 const char *gguf_quote(char *buf, size_t n, const char *s, size_t len) {
     const unsigned char *u = (const unsigned char *)s;
     size_t o = 0;
@@ -86,7 +64,7 @@ const char *gguf_quote(char *buf, size_t n, const char *s, size_t len) {
     for (size_t i = 0; i < len;) {
         char piece[8];
         size_t plen, adv = 1;
-        size_t ulen = u[i] >= 0x80 ? utf8_seq(u + i, len - i) : 0;
+        size_t ulen = u[i] >= 0x80 ? gguf_utf8_seq(u + i, len - i) : 0;
         if (u[i] == '\\' || u[i] == '\'') {
             piece[0] = '\\'; piece[1] = (char)u[i]; plen = 2;
         } else if (u[i] >= 0x20 && u[i] < 0x7f) {

@@ -269,4 +269,8 @@ enum gguf_status gguf_grown_offset(const gguf_ctx *ctx, uint64_t *d2,
  * the tests expect none). */
 unsigned long gguf_text_float_fallbacks(void);
 
+/* text.c: length (1..4) of the valid UTF-8 sequence at s[0..n), 0 if none
+ * (strict: no overlongs, surrogates or code points above U+10FFFF). */
+size_t gguf_utf8_seq(const uint8_t *s, size_t n);
+
 #endif

@@ -33,39 +33,6 @@
 
 static const char HEXU[] = "0123456789ABCDEF";
 
-/* Length (1..4) of the valid UTF-8 sequence at s[0..n), 0 if none (no
- * overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_len(const uint8_t *s, size_t n)
-{
-    uint8_t c = s[0];
-    if (c < 0x80)
-        return 1;
-    uint8_t lo = 0x80, hi = 0xbf;
-    size_t k;
-    if (c >= 0xc2 && c <= 0xdf)
-        k = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        k = 3;
-        if (c == 0xe0)
-            lo = 0xa0;
-        else if (c == 0xed)
-            hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        k = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        else if (c == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (n < k || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return k;
-}
-
 static enum gguf_status add_pct(struct gguf_buf *out, uint8_t c)
 {
     char e[3] = {'%', HEXU[c >> 4], HEXU[c & 15]};
@@ -93,7 +60,7 @@ enum gguf_status gguf_name_escape(const char *name, size_t len,
         uint8_t c = s[i];
         size_t k = c < 0x20 || c == 0x7f || c == '%' || c == '/'
                        ? 0
-                       : utf8_len(s + i, len - i);
+                       : gguf_utf8_seq(s + i, len - i);
         if (k == 0) {
             st = add_pct(out, c);
             k = 1;
@@ -112,7 +79,7 @@ enum gguf_status gguf_name_escape(const char *name, size_t len,
     const uint8_t *e = out->p + start;
     size_t avail = out->len - start, pos = 0;
     while (pos < avail) {
-        size_t k = e[pos] == '%' ? 3 : utf8_len(e + pos, avail - pos);
+        size_t k = e[pos] == '%' ? 3 : gguf_utf8_seq(e + pos, avail - pos);
         if (k == 0)
             k = 1; /* cannot happen: the escaped form is valid UTF-8 */
         if (pos + k > CUT_MAX)

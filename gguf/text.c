@@ -202,8 +202,10 @@ static void leave_c_locale(locale_t old)
 
 /* ---- UTF-8 --------------------------------------------------------- */
 
-/* Length (1..4) of the valid UTF-8 sequence at s[0..n), 0 if none. */
-static size_t utf8_seq(const uint8_t *s, size_t n)
+/* Length (1..4) of the valid UTF-8 sequence at s[0..n), 0 if none (no
+ * overlongs, no surrogates, nothing above U+10FFFF).  Shared by names.c
+ * and error.c. */
+size_t gguf_utf8_seq(const uint8_t *s, size_t n)
 {
     uint8_t c = s[0];
     if (c < 0x80)
@@ -243,7 +245,7 @@ bool gguf_utf8_valid(const uint8_t *s, size_t len)
             i++;
             continue;
         }
-        size_t k = utf8_seq(s + i, len - i);
+        size_t k = gguf_utf8_seq(s + i, len - i);
         if (!k)
             return false;
         i += k;
@@ -269,7 +271,7 @@ static enum gguf_status escape(const uint8_t *s, size_t n, bool quoted,
                 continue;
             }
         } else if (c >= 0x80) {
-            size_t k = utf8_seq(s + i, n - i);
+            size_t k = gguf_utf8_seq(s + i, n - i);
             if (k) {
                 i += k;
                 continue;
