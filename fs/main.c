@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
-enum { KEY_RO };
+enum { KEY_RO, KEY_MAX_READ };
 
 struct gfs_opts {
     const char *file;   /* first non-option argument */
@@ -40,6 +40,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("timeout=%lf", timeout, 0),
     GFS_OPT("no_insert_range", no_insert, 1),
     FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     FUSE_OPT_END
 };
 
@@ -50,6 +51,14 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
 {
     (void)outargs;
     struct gfs_opts *o = data;
+    if (key == KEY_MAX_READ) {
+        /* libfuse 3.14 mounts with it, then ends the session at start-up
+         * ("init() and fuse_session_new() requested different maximum read
+         * size"): refuse it here rather than leave a dead mount. */
+        fprintf(stderr, "ggufs: -o max_read is not supported (libfuse 3.14 "
+                        "fails with it); requests are up to 1008 KiB anyway\n");
+        return -1;
+    }
     if (key == KEY_RO) {
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
