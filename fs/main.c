@@ -293,7 +293,7 @@ int main(int argc, char *argv[])
     struct gfs fs = {0};
     struct gguf_error gerr = {0};
     struct fuse_session *se = NULL;
-    char *path = NULL;
+    char *path = NULL, *live_name = NULL;
     int status = EXIT_USAGE, locks = 0, handlers = 0, mounted = 0;
 
     if (argc == 3 && strcmp(argv[1], "-u") == 0)
@@ -387,10 +387,19 @@ int main(int argc, char *argv[])
         goto out;
     }
     fs.path = path;
-    /* The live view is named like the source (model.gguf), unless that
-     * would shadow meta/ or tensors/. */
+    /* The live view is named like the source (model.gguf); for a shard
+     * set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf):
+     * clients such as node-llama-cpp see the -00001-of- pattern and go
+     * looking for the other shards beside it.  Never meta or tensors. */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    if (strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
+    size_t blen = strlen(base), suf = strlen("-00001-of-00000.gguf");
+    if (fs.n_shards > 1 && blen > suf) {
+        live_name = malloc(blen - suf + 6);
+        if (live_name)
+            sprintf(live_name, "%.*s.gguf", (int)(blen - suf), base);
+        base = live_name;
+    }
+    if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
         strlen(base) <= 255)
         fs.live_name = base;
     fs.uid = getuid();
@@ -496,6 +505,7 @@ out:
     gfs_layout_free(&fs);
     gguf_close_set(fs.shards, fs.n_shards);
     free(path);
+    free(live_name);
     free(co.mountpoint);
     fuse_opt_free_args(&args);
     return status;

@@ -28,6 +28,12 @@ def tensor_bytes(path, t):
         return f.read(t.size)
 
 
+def merged_name(first):
+    """The live view of a set is named like the merged file: NAME.gguf."""
+    b = os.path.basename(first)
+    return b[:-len("-00001-of-00003.gguf")] + ".gguf"
+
+
 def split(src, prefix, n):
     p = subprocess.run([J.tool("MKSPLIT"), src, prefix, str(n)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -64,7 +70,7 @@ def check_set(shards, mnt, original):
         want_meta = sorted(J.escape_name(kv.key) for kv in refs[0].kvs)
         if metas != want_meta:
             raise J.Fail("meta/ of the set is %s, expected the first shard's keys %s" % (metas, want_meta))
-        live = os.path.join(mnt, os.path.basename(shards[0]))
+        live = os.path.join(mnt, merged_name(shards[0]))
         out = os.path.join(os.path.dirname(mnt), "merged.gguf")
         shutil.copyfile(live, out)
     verdict, m = J.refdump(out)
@@ -97,7 +103,7 @@ def check_edit(shards, mnt):
     with J.Mounted(shards[0], mnt):
         with open(os.path.join(mnt, "meta", "general.name"), "w") as f:
             f.write("sharded edit\n")
-        live = os.path.join(mnt, os.path.basename(shards[0]))
+        live = os.path.join(mnt, merged_name(shards[0]))
         out = os.path.join(os.path.dirname(mnt), "merged-edited.gguf")
         shutil.copyfile(live, out)
         m = J.refdump(out)[1]
