@@ -16,8 +16,10 @@
  *                                   memory, never committed
  *
  * Concurrency: handlers run on several threads.  `lock` (a rwlock) guards
- * the library context and the text cache; tensor reads need neither once a
- * file is open, so the data path takes no lock at all.
+ * the library context, the edits and the caches; edits and commits take it
+ * for writing.  Tensor reads take it for reading only, so that a commit
+ * cannot move the data start or replace the fd under a read in flight;
+ * readers never wait for each other.
  */
 #ifndef GGUFS_FS_H
 #define GGUFS_FS_H
