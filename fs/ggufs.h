@@ -68,6 +68,7 @@ struct gfs_ghost {
 
 /* Per-open state, in fi->fh. */
 struct gfs_fh {
+    struct gfs_fh *prev, *next; /* in gfs.open_fhs */
     enum gfs_kind kind;
     fuse_ino_t ino;
     int shard;              /* tensors: the file that holds it */
@@ -141,6 +142,10 @@ struct gfs {
     uint64_t generation;     /* bumped by every applied edit */
     uint64_t saved_generation; /* edits already saved after a failed commit */
     char commit_msg[1024];   /* report of the last commit, user.ggufs.commit */
+    /* Open handles: the kernel sends no release for files still open when
+     * the mount goes away, so unmount applies their drafts and frees them. */
+    pthread_mutex_t fh_lock;
+    struct gfs_fh *open_fhs;
     int commit_failed;
 };
 
@@ -234,5 +239,7 @@ int gfs_errno(const struct gguf_error *err);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops gfs_ops;
+/* Frees the handles the kernel never released (after the session ends). */
+void gfs_fh_free_all(struct gfs *fs);
 
 #endif

@@ -410,6 +410,7 @@ int main(int argc, char *argv[])
     fs.timeout = o.timeout;
     pthread_rwlock_init(&fs.lock, NULL);
     pthread_mutex_init(&fs.text_lock, NULL);
+    pthread_mutex_init(&fs.fh_lock, NULL);
     locks = 1;
 
     status = EXIT_MOUNT;
@@ -496,6 +497,8 @@ out:
     if (status == 0 && fs.commit_failed)
         status = EXIT_COMMIT;
     if (locks) {
+        gfs_fh_free_all(&fs);
+        pthread_mutex_destroy(&fs.fh_lock);
         gfs_edit_free(&fs);
         gfs_texts_free(&fs);
         gfs_text_put(fs.live);

@@ -62,9 +62,18 @@ static void gfs_init(void *userdata, struct fuse_conn_info *conn)
 
 /* Unmount: edits still pending are committed; a failure saves them beside
  * the GGUF (gfs_commit says where) and makes ggufs exit non-zero. */
+static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet);
+
 static void gfs_destroy(void *userdata)
 {
     struct gfs *fs = userdata;
+    /* Files still open when the mount goes away get no release: their
+     * writes must not be lost. */
+    pthread_mutex_lock(&fs->fh_lock);
+    for (struct gfs_fh *fh = fs->open_fhs; fh; fh = fh->next)
+        if (fh->writable)
+            fh_apply(fs, fh, 0);
+    pthread_mutex_unlock(&fs->fh_lock);
     pthread_rwlock_wrlock(&fs->lock);
     gfs_commit(fs);
     pthread_rwlock_unlock(&fs->lock);
@@ -244,25 +253,45 @@ out:
     gguf_buf_free(&name);
 }
 
-static struct gfs_fh *fh_new(fuse_ino_t ino)
+static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino)
 {
     struct gfs_fh *fh = calloc(1, sizeof *fh);
     if (fh) {
         fh->kind = gfs_kind(ino);
         fh->ino = ino;
         pthread_mutex_init(&fh->mu, NULL);
+        pthread_mutex_lock(&fs->fh_lock);
+        fh->next = fs->open_fhs;
+        if (fh->next)
+            fh->next->prev = fh;
+        fs->open_fhs = fh;
+        pthread_mutex_unlock(&fs->fh_lock);
     }
     return fh;
 }
 
-static void fh_free(struct gfs_fh *fh)
+static void fh_free(struct gfs *fs, struct gfs_fh *fh)
 {
     if (!fh)
         return;
+    pthread_mutex_lock(&fs->fh_lock);
+    if (fh->prev)
+        fh->prev->next = fh->next;
+    else
+        fs->open_fhs = fh->next;
+    if (fh->next)
+        fh->next->prev = fh->prev;
+    pthread_mutex_unlock(&fs->fh_lock);
     gfs_text_put(fh->text);
     gguf_buf_free(&fh->draft);
     pthread_mutex_destroy(&fh->mu);
     free(fh);
+}
+
+void gfs_fh_free_all(struct gfs *fs)
+{
+    while (fs->open_fhs)
+        fh_free(fs, fs->open_fhs);
 }
 
 /* Prepares fh for ino; caller holds the lock (read, or write for O_TRUNC
@@ -354,7 +383,7 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
     fi->fh = (uintptr_t)fh;
     int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
     if (r == -ENOENT)
-        fh_free(fh); /* the opener was interrupted: no release will come */
+        fh_free(gfs_of(req), fh); /* interrupted: no release will come */
 }
 
 static void gfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -363,7 +392,7 @@ static void gfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    struct gfs_fh *fh = fh_new(ino);
+    struct gfs_fh *fh = fh_new(fs, ino);
     if (!fh) {
         fuse_reply_err(req, ENOMEM);
         return;
@@ -378,7 +407,7 @@ static void gfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         err = gfs_truncate(fs, ino, 0);
     pthread_rwlock_unlock(&fs->lock);
     if (err) {
-        fh_free(fh);
+        fh_free(fs, fh);
         fuse_reply_err(req, err);
         return;
     }
@@ -405,7 +434,7 @@ static void gfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name,
     }
     pthread_rwlock_wrlock(&fs->lock);
     err = gfs_create(fs, name, &ino);
-    if (!err && !(fh = fh_new(ino)))
+    if (!err && !(fh = fh_new(fs, ino)))
         err = ENOMEM;
     if (!err)
         err = fh_open(fs, fh, fi);
@@ -413,7 +442,7 @@ static void gfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name,
         err = fill_entry(fs, ino, &e);
     pthread_rwlock_unlock(&fs->lock);
     if (err) {
-        fh_free(fh);
+        fh_free(fs, fh);
         fuse_reply_err(req, err);
         return;
     }
@@ -696,7 +725,7 @@ static void gfs_release(fuse_req_t req, fuse_ino_t ino,
     (void)ino;
     struct gfs_fh *fh = (struct gfs_fh *)(uintptr_t)fi->fh;
     fh_apply(gfs_of(req), fh, 0);
-    fh_free(fh);
+    fh_free(gfs_of(req), fh);
     fuse_reply_err(req, 0);
 }
 
