@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,42 +221,10 @@ out:
     return st;
 }
 
-/* Writes all of [p, p+n) at off, retrying short writes and EINTR. */
-static enum gguf_status pwrite_all(int fd, const void *buf, uint64_t n,
-                                   uint64_t off, const char *what,
-                                   struct gguf_error *err) {
-    const uint8_t *p = buf;
-    while (n > 0) {
-        size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t w = pwrite(fd, p, chunk, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            enum gguf_status st = gguf_fail(
-                err, e == ENOSPC || e == EDQUOT ? GGUF_E_NOSPACE : GGUF_E_IO,
-                "writing %s at offset %llu: %s", what,
-                (unsigned long long)off, strerror(e));
-            if (err)
-                err->sys_errno = e;
-            return st;
-        }
-        p += w;
-        n -= (uint64_t)w;
-        off += (uint64_t)w;
-    }
-    return GGUF_OK;
-}
-
+/* Errors of system calls, as gguf_sys_fail words them (recover.c). */
 static enum gguf_status sys_fail(struct gguf_error *err, const char *what,
                                  const char *path) {
-    int e = errno;
-    enum gguf_status st =
-        gguf_fail(err, e == ENOSPC || e == EDQUOT ? GGUF_E_NOSPACE : GGUF_E_IO,
-                  "%s %s: %s", what, path, strerror(e));
-    if (err)
-        err->sys_errno = e;
-    return st;
+    return gguf_sys_fail(err, errno, "%s %s", what, path);
 }
 
 /* The file appears at path complete or not at all: it is written to a
@@ -269,8 +236,8 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
                                  void *u, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_buf hdr = {0};
-    char *tmp = NULL, *dir = NULL;
-    int fd = -1, dfd = -1;
+    char *tmp = NULL;
+    int fd = -1;
 
     if (!ctx || !path) {
         st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_write_file");
@@ -316,7 +283,7 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         st = sys_fail(err, "cannot chmod", tmp);
         goto out;
     }
-    st = pwrite_all(fd, hdr.p, hdr.len, 0, "the header", err);
+    st = gguf_pwrite_full(fd, hdr.p, hdr.len, 0, "the header", err);
     if (st != GGUF_OK)
         goto out;
     if (ftruncate(fd, (off_t)end) < 0) {
@@ -328,7 +295,7 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         const void *p = data(u, i);
         if (!p)
             continue;
-        st = pwrite_all(fd, p, t->size, data_start + t->offset, t->name, err);
+        st = gguf_pwrite_full(fd, p, t->size, data_start + t->offset, t->name, err);
         if (st != GGUF_OK)
             goto out;
     }
@@ -351,22 +318,14 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
 
     /* Make the rename itself durable; failing here is not worth an error
      * (the data is safe, only the name may revert after a crash). */
-    dir = strdup(path);
-    if (dir) {
-        dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0)
-            (void)fsync(dfd);
-    }
+    (void)gguf_fsync_dir(path, NULL);
 out:
     if (fd >= 0)
         close(fd);
-    if (dfd >= 0)
-        close(dfd);
     if (tmp) {
         unlink(tmp);
         free(tmp);
     }
-    free(dir);
     gguf_buf_free(&hdr);
     return st;
 }
