@@ -151,11 +151,6 @@ static int name_to_key(const char *name, struct gguf_buf *key)
     return ok;
 }
 
-static int is_alignment(const char *k, size_t len)
-{
-    return len == 17 && memcmp(k, "general.alignment", 17) == 0;
-}
-
 static void edited(struct gfs *fs, int64_t i)
 {
     fs->generation++;
@@ -209,7 +204,7 @@ static int remove_key(struct gfs *fs, int64_t i)
     struct gguf_error err = {0};
     size_t klen;
     const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    if (is_alignment(key, klen)) {
+    if (gguf_key_is_alignment(key, klen)) {
         gfs_log(fs, "%s: general.alignment cannot be removed: the tensor "
                     "data layout depends on it", fs->path);
         return EPERM;
@@ -304,8 +299,7 @@ int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
             rc = EEXIST;
             goto out;
         }
-        if (key.len == sizeof GGUF_FILLER_KEY - 1 &&
-            memcmp(key.p, GGUF_FILLER_KEY, key.len) == 0) {
+        if (gguf_key_is_filler((const char *)key.p, key.len)) {
             gfs_log(fs, "%s: the key %s is reserved for ggufs", fs->path,
                     GGUF_FILLER_KEY);
             rc = EPERM;
@@ -426,8 +420,8 @@ int gfs_rename(struct gfs *fs, const char *from, const char *to,
     }
     size_t klen;
     const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
-    if (is_alignment(fkey, klen) ||
-        (to_is_key && is_alignment((char *)tkey.p, tkey.len))) {
+    if (gguf_key_is_alignment(fkey, klen) ||
+        (to_is_key && gguf_key_is_alignment((char *)tkey.p, tkey.len))) {
         gfs_log(fs, "%s: general.alignment cannot be renamed or replaced: "
                     "the tensor data layout depends on it", fs->path);
         rc = EPERM;
@@ -539,7 +533,7 @@ int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type, size_t len)
     if (t == gguf_kv_type(fs->ctx, i) &&
         (t != GGUF_TYPE_ARRAY || at == gguf_kv_arr_type(fs->ctx, i)))
         return 0;
-    if (is_alignment(key, klen)) {
+    if (gguf_key_is_alignment(key, klen)) {
         gfs_log(fs, "%s: general.alignment must stay a uint32", fs->path);
         return EPERM;
     }

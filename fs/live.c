@@ -47,7 +47,7 @@ int gfs_layout(struct gfs *fs, struct gguf_error *err)
         fs->ext[g].shard = s;
         fs->ext[g].rel = gguf_tensor_rel_offset(c, i);
         uint64_t end = fs->ext[g].merged_rel + fs->ext[g].size;
-        fs->merged_data_size = (end + a - 1) / a * a;
+        fs->merged_data_size = gguf_align_up(end, a);
     }
     rc = 0;
 out:

@@ -392,11 +392,13 @@ int main(int argc, char *argv[])
      * clients such as node-llama-cpp see the -00001-of- pattern and go
      * looking for the other shards beside it.  Never meta or tensors. */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t blen = strlen(base), suf = strlen("-00001-of-00000.gguf");
-    if (fs.n_shards > 1 && blen > suf) {
-        live_name = malloc(blen - suf + 6);
+    int sno, scount;
+    size_t cut;
+    if (fs.n_shards > 1 && gguf_split_name(base, &sno, &scount, &cut) &&
+        cut > 0) {
+        live_name = malloc(cut + 6);
         if (live_name)
-            sprintf(live_name, "%.*s.gguf", (int)(blen - suf), base);
+            sprintf(live_name, "%.*s.gguf", (int)cut, base);
         base = live_name;
     }
     if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&

@@ -77,8 +77,7 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i)
 {
     size_t len;
     const char *k = gguf_kv_key(fs->ctx, i, &len);
-    return len == sizeof GGUF_FILLER_KEY - 1 &&
-           memcmp(k, GGUF_FILLER_KEY, len) == 0;
+    return gguf_key_is_filler(k, len);
 }
 
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)

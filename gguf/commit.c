@@ -680,11 +680,6 @@ static enum gguf_status put_u32(struct gguf_buf *b, uint32_t v) {
     return gguf_buf_add(b, p, 4);
 }
 
-static bool is_filler(const char *key, uint64_t len) {
-    return len == sizeof GGUF_FILLER_KEY - 1 &&
-           memcmp(key, GGUF_FILLER_KEY, (size_t)len) == 0;
-}
-
 #define REMOVED_KEY "ggufs.removed_keys"
 
 /* A tensor-less GGUF of ctx's keys (the filler left out) plus, when keys of
@@ -713,7 +708,7 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
     for (int64_t i = 0; disk && i < gguf_n_kv(disk); i++) {
         size_t kl;
         const char *key = gguf_kv_key(disk, i, &kl);
-        if (is_filler(key, kl) || gguf_find_key(ctx, key, kl) >= 0)
+        if (gguf_key_is_filler(key, kl) || gguf_find_key(ctx, key, kl) >= 0)
             continue;
         TRY(put_str(&removed, key, kl));
         n_removed++;
@@ -727,7 +722,7 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
     }
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
-        skip[i] = is_filler(kv->key, kv->key_len) ||
+        skip[i] = gguf_key_is_filler(kv->key, (size_t)kv->key_len) ||
                   (n_removed && kv->key_len == sizeof REMOVED_KEY - 1 &&
                    memcmp(kv->key, REMOVED_KEY, sizeof REMOVED_KEY - 1) == 0);
         n_kv += !skip[i];

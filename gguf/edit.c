@@ -17,13 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGNMENT_KEY "general.alignment"
-
-static bool key_is(const char *key, size_t klen, const char *lit) {
-    size_t n = strlen(lit);
-    return klen == n && memcmp(key, lit, n) == 0;
-}
-
 /* Name callbacks for gguf_index_build.  An index built with these is
  * interchangeable with one built by read.c: slots depend only on the names. */
 static const char *kv_name(const void *base, int64_t i, size_t *len) {
@@ -235,11 +228,11 @@ enum gguf_status gguf_set_payload(gguf_ctx *ctx, const char *key, size_t klen,
     if (i >= 0 && same_value(ctx, i, type, payload, len))
         return GGUF_OK;
 
-    if (key_is(key, klen, ALIGNMENT_KEY))
+    if (gguf_key_is_alignment(key, klen))
         return gguf_fail(err, GGUF_E_PERM,
                          "general.alignment cannot be changed: the layout of "
                          "the tensor data depends on it");
-    if (key_is(key, klen, GGUF_FILLER_KEY))
+    if (gguf_key_is_filler(key, klen))
         return gguf_fail(err, GGUF_E_PERM,
                          "%s is reserved for ggufs's header padding",
                          GGUF_FILLER_KEY);
@@ -259,10 +252,10 @@ enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
                          "are laid out");
     uint8_t p[4];
     gguf_wr32(p, alignment);
-    int64_t i = gguf_find_key(ctx, ALIGNMENT_KEY, strlen(ALIGNMENT_KEY));
+    int64_t i = gguf_find_key(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY));
     if (i >= 0 && same_value(ctx, i, GGUF_TYPE_UINT32, p, sizeof p))
         return GGUF_OK;
-    enum gguf_status st = set_kv(ctx, ALIGNMENT_KEY, strlen(ALIGNMENT_KEY),
+    enum gguf_status st = set_kv(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY),
                                  GGUF_TYPE_UINT32, p, sizeof p, err);
     if (st == GGUF_OK)
         ctx->alignment = alignment;
@@ -277,7 +270,7 @@ enum gguf_status gguf_remove_key(gguf_ctx *ctx, int64_t i,
         return gguf_fail(err, GGUF_E_NOTFOUND, "no key with index %lld",
                          (long long)i);
     struct gguf_kv *kv = &ctx->kv[i];
-    if (key_is(kv->key, (size_t)kv->key_len, ALIGNMENT_KEY))
+    if (gguf_key_is_alignment(kv->key, (size_t)kv->key_len))
         return gguf_fail(err, GGUF_E_PERM,
                          "general.alignment cannot be removed: the layout of "
                          "the tensor data depends on it");
@@ -330,14 +323,14 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
     struct gguf_kv *kv = &ctx->kv[i];
     if (kv->key_len == klen && memcmp(kv->key, key, klen) == 0)
         goto out; /* same name: nothing to do */
-    if (key_is(kv->key, (size_t)kv->key_len, ALIGNMENT_KEY) ||
-        key_is(key, klen, ALIGNMENT_KEY)) {
+    if (gguf_key_is_alignment(kv->key, (size_t)kv->key_len) ||
+        gguf_key_is_alignment(key, klen)) {
         st = gguf_fail(err, GGUF_E_PERM,
                        "general.alignment cannot be renamed: the layout of "
                        "the tensor data depends on it");
         goto out;
     }
-    if (key_is(key, klen, GGUF_FILLER_KEY)) {
+    if (gguf_key_is_filler(key, klen)) {
         st = gguf_fail(err, GGUF_E_PERM,
                        "%s is reserved for ggufs's header padding",
                        GGUF_FILLER_KEY);
@@ -371,10 +364,6 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
 out:
     free(kcopy);
     return st;
-}
-
-static uint64_t align_up(uint64_t x, uint32_t a) {
-    return (x + a - 1) / a * a;
 }
 
 enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
@@ -438,11 +427,11 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     if (ctx->n_t > 0) {
         const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];
         if (prev->size > UINT64_MAX - a || prev->offset > UINT64_MAX - a -
-                                                         align_up(prev->size, a)) {
+                                                         gguf_align_up(prev->size, a)) {
             st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows", q);
             goto out;
         }
-        offset = prev->offset + align_up(prev->size, a);
+        offset = prev->offset + gguf_align_up(prev->size, a);
     }
 
     if (ctx->n_t == ctx->cap_t) {

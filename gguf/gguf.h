@@ -49,6 +49,8 @@
 /* Key of the filler KV that absorbs slack when a header is rewritten in
  * place.  Hidden from listings; see man/ggufs.1. */
 #define GGUF_FILLER_KEY "ggufs.padding"
+/* The key that sets the alignment of tensor data (a uint32 power of two). */
+#define GGUF_ALIGNMENT_KEY "general.alignment"
 
 /* Metadata value types, numbered as on disk. */
 enum gguf_type {
@@ -132,6 +134,20 @@ uint32_t gguf_ggml_type_size(uint32_t ggml_type); /* bytes per block */
  * type, or ne[0] not a multiple of the block size. */
 bool gguf_ggml_nbytes(uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
                       uint64_t *out);
+
+/* ---- reserved keys and layout rules (gguf/keys.c) ------------------- */
+
+/* True if key (len bytes) is GGUF_FILLER_KEY, the hidden filler KV. */
+bool gguf_key_is_filler(const char *key, size_t len);
+/* True if key (len bytes) is GGUF_ALIGNMENT_KEY. */
+bool gguf_key_is_alignment(const char *key, size_t len);
+/* x rounded up to a multiple of align (> 0): the rule for the data start
+ * (end of the tensor infos) and for each tensor's padding. */
+uint64_t gguf_align_up(uint64_t x, uint64_t align);
+/* Parses a split-set file name "...-NNNNN-of-MMMMM.gguf" (gguf-split's
+ * naming): *no and *count (1-based) and *cut, the offset of the '-' that
+ * starts the suffix.  False if path has no such suffix. */
+bool gguf_split_name(const char *path, int *no, int *count, size_t *cut);
 
 /* ---- opening ------------------------------------------------------- */
 

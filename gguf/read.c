@@ -44,7 +44,6 @@
 #define MIN_KV_BYTES 14     /* key length 8 + key >= 1 + type 4 + value >= 1 */
 #define MIN_TENSOR_BYTES 24 /* name length 8 + n_dims 4 + type 4 + offset 8 */
 #define MAX_WARNINGS 64
-#define ALIGNMENT_KEY "general.alignment"
 
 /* ---- the parser's state -------------------------------------------- */
 
@@ -338,7 +337,7 @@ static enum gguf_status parse_alignment(struct parse *pr) {
     gguf_ctx *ctx = pr->ctx;
     ctx->alignment = GGUF_DEFAULT_ALIGNMENT;
     for (int64_t i = 0; i < ctx->n_kv; i++) {
-        if (strcmp(pool_str(pr, pr->koff[i].name), ALIGNMENT_KEY) != 0)
+        if (strcmp(pool_str(pr, pr->koff[i].name), GGUF_ALIGNMENT_KEY) != 0)
             continue;
         const struct gguf_kv *kv = &ctx->kv[i];
         if (kv->type != GGUF_TYPE_UINT32) {
@@ -348,13 +347,13 @@ static enum gguf_status parse_alignment(struct parse *pr) {
             else
                 snprintf(t, sizeof t, "%s", gguf_type_name(kv->type));
             return fail(pr, GGUF_E_FORMAT,
-                        "key '" ALIGNMENT_KEY "' must be a uint32 power of two, found %s "
+                        "key '" GGUF_ALIGNMENT_KEY "' must be a uint32 power of two, found %s "
                         "(at offset %llu)", t, U(pr->koff[i].start));
         }
         uint32_t a = gguf_rd32(pr->buf + pr->koff[i].val);
         if (a == 0 || (a & (a - 1)) != 0)
             return fail(pr, GGUF_E_FORMAT,
-                        "key '" ALIGNMENT_KEY "' must be a uint32 power of two, found %u "
+                        "key '" GGUF_ALIGNMENT_KEY "' must be a uint32 power of two, found %u "
                         "(at offset %llu)", a, U(pr->koff[i].start));
         ctx->alignment = a;
         break;
@@ -615,7 +614,7 @@ static enum gguf_status check_data(struct parse *pr) {
             break;
         }
         /* size <= room < 2^63, A <= 2^31: no overflow */
-        expect += (t->size + A - 1) / A * A;
+        expect += gguf_align_up(t->size, A);
     }
 out:
     free(ord);
@@ -637,7 +636,7 @@ static enum gguf_status parse_file(struct parse *pr) {
     if (st != GGUF_OK)
         return st;
     /* pos <= F < 2^63 and alignment <= 2^31: no overflow */
-    ctx->data_offset = (pr->pos + ctx->alignment - 1) / ctx->alignment * ctx->alignment;
+    ctx->data_offset = gguf_align_up(pr->pos, ctx->alignment);
     ctx->file_size = pr->size;
     if ((st = check_data(pr)) != GGUF_OK)
         return st;

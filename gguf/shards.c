@@ -17,29 +17,6 @@
 #define SPLIT_COUNT "split.count"
 #define SPLIT_TENSORS "split.tensors.count"
 
-/* Parses "...-NNNNN-of-MMMMM.gguf": *no and *count (1-based), and the
- * offset of the '-' that starts the suffix.  False if the name has no
- * such suffix. */
-static bool parse_split_name(const char *path, int *no, int *count,
-                             size_t *cut)
-{
-    size_t len = strlen(path);
-    const char *suf = "-00000-of-00000.gguf";
-    size_t sl = strlen(suf);
-    if (len < sl)
-        return false;
-    const char *p = path + len - sl;
-    int a, b;
-    char tail[8];
-    if (sscanf(p, "-%5d-of-%5d%7s", &a, &b, tail) != 3 ||
-        strcmp(tail, ".gguf") != 0 || p[6] != '-' || p[9] != '-')
-        return false;
-    *no = a;
-    *count = b;
-    *cut = (size_t)(p - path);
-    return true;
-}
-
 static bool get_int(const gguf_ctx *ctx, const char *key, int64_t *v)
 {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
@@ -73,7 +50,7 @@ enum gguf_status gguf_open_set(const char *path, unsigned flags,
     if ((st = gguf_open(&v[0], path, flags, err)) != GGUF_OK)
         goto fail;
     n = 1;
-    bool named = parse_split_name(path, &no, &count, &cut);
+    bool named = gguf_split_name(path, &no, &count, &cut);
     bool keyed = get_int(v[0], SPLIT_COUNT, &k_count) && k_count > 1;
     if (!keyed && !(named && count > 1))
         goto done; /* a single file (or a merged one: split.count = 0) */
@@ -178,10 +155,9 @@ gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err)
         const char *k = gguf_kv_key(v[0], i, &kl);
         const uint8_t *p = gguf_kv_payload(v[0], i, &pl);
         if ((kl == strlen(SPLIT_COUNT) && memcmp(k, SPLIT_COUNT, kl) == 0) ||
-            (kl == strlen(GGUF_FILLER_KEY) &&
-             memcmp(k, GGUF_FILLER_KEY, kl) == 0))
+            gguf_key_is_filler(k, kl))
             continue;
-        if (kl == 17 && memcmp(k, "general.alignment", 17) == 0) {
+        if (gguf_key_is_alignment(k, kl)) {
             if (gguf_find_key(m, k, kl) >= 0)
                 continue; /* set above */
             if (gguf_set_alignment(m, gguf_alignment(v[0]), err) != GGUF_OK)

@@ -31,13 +31,8 @@ static uint32_t ctx_alignment(const gguf_ctx *ctx) {
     return ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
 }
 
-static uint64_t align_up(uint64_t x, uint32_t a) {
-    return (x + a - 1) / a * a;
-}
-
 static bool is_filler(const struct gguf_kv *kv) {
-    return kv->key_len == FILLER_KEY_LEN &&
-           memcmp(kv->key, GGUF_FILLER_KEY, FILLER_KEY_LEN) == 0;
+    return gguf_key_is_filler(kv->key, (size_t)kv->key_len);
 }
 
 static uint64_t kv_bytes(const struct gguf_kv *kv) {
@@ -93,7 +88,7 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                              uint64_t *str_len, struct gguf_error *err) {
     uint32_t a = ctx_alignment(ctx);
     uint64_t h = gguf_header_size(ctx);
-    uint64_t padded = align_up(h, a);
+    uint64_t padded = gguf_align_up(h, a);
 
     *mode = FILL_NONE;
     *filler = -1;
@@ -117,7 +112,7 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                          (unsigned long long)h, (unsigned long long)padded,
                          (unsigned long long)*target);
     if (*filler >= 0 &&
-        align_up(h + kv_bytes(&ctx->kv[*filler]), a) == *target) {
+        gguf_align_up(h + kv_bytes(&ctx->kv[*filler]), a) == *target) {
         *mode = FILL_VERBATIM;
         goto check;
     }
@@ -132,7 +127,7 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                              "%llu bytes of header slack are too many for a "
                              "filler string", (unsigned long long)slack);
         *mode = FILL_STRING;
-    } else if (slack >= FILLER_U8 && align_up(h + FILLER_U8, a) == *target) {
+    } else if (slack >= FILLER_U8 && gguf_align_up(h + FILLER_U8, a) == *target) {
         *mode = FILL_U8;
     } else {
         return gguf_fail(err, GGUF_E_RANGE,
@@ -251,7 +246,7 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
     uint64_t data_start = hdr.len, end = data_start;
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
-        uint64_t e = data_start + t->offset + align_up(t->size, a);
+        uint64_t e = data_start + t->offset + gguf_align_up(t->size, a);
         if (e < data_start + t->offset) {
             char q[GGUF_QUOTE_MAX];
             gguf_quote(q, sizeof q, t->name, (size_t)t->name_len);
