@@ -5,6 +5,9 @@
  * A value is kept as its on-disk payload bytes (everything after the uint32
  * type field).  That makes rendering, editing and writing lossless by
  * construction: the writer copies payloads, edits replace them.
+ *
+ * Declarations are grouped by the file that owns them, each with its
+ * contract.
  */
 #ifndef GGUF_INTERNAL_H
 #define GGUF_INTERNAL_H
@@ -78,19 +81,6 @@ struct gguf_ctx {
     bool dirty;
 };
 
-/* index.c */
-uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
-void gguf_index_free(struct gguf_index *ix);
-/* (Re)builds ix over n names given by name(i, &len). */
-enum gguf_status gguf_index_build(struct gguf_index *ix, int64_t n,
-                                  const char *(*name)(const void *base,
-                                                      int64_t i, size_t *len),
-                                  const void *base);
-int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
-                        const char *(*name)(const void *base, int64_t i,
-                                            size_t *len),
-                        const void *base);
-
 /* Little-endian loads and stores (the host may be either). */
 static inline uint32_t gguf_rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -108,6 +98,38 @@ static inline void gguf_wr64(uint8_t *p, uint64_t v) {
     gguf_wr32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* ---- messages (error.c) ---------------------------------------------- */
+
+/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
+ * quotation for a one-line message: printable ASCII and well-formed UTF-8
+ * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
+ * name is cut with "...".  Returns buf.  For messages only. */
+#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
+const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
+
+/* ---- name indexes (index.c) ------------------------------------------ */
+
+uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
+void gguf_index_free(struct gguf_index *ix);
+/* (Re)builds ix over n names given by name(i, &len). */
+enum gguf_status gguf_index_build(struct gguf_index *ix, int64_t n,
+                                  const char *(*name)(const void *base,
+                                                      int64_t i, size_t *len),
+                                  const void *base);
+int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
+                        const char *(*name)(const void *base, int64_t i,
+                                            size_t *len),
+                        const void *base);
+/* Adds entry i to an index that holds entries 0..i-1 (and nothing else),
+ * growing it to keep the load at most 1/2.  If an equal name is present,
+ * nothing is added and *dup is its index; else *dup = -1. */
+enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
+                                const char *(*name)(const void *base,
+                                                    int64_t i, size_t *len),
+                                const void *base, int64_t *dup);
+
+/* ---- payload validation (payload.c) ---------------------------------- */
+
 /* Validates a payload of the given type in [p, p+len): exact length,
  * bools 0/1, string and array lengths within GGUF_MAX_*, nesting depth,
  * arrays of arrays only if allow_nested.  On success *used is the number of
@@ -118,40 +140,6 @@ enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
                                     uint64_t *used, const char *where,
                                     uint64_t file_off,
                                     struct gguf_error *err);
-
-/* ctx helpers (read.c) */
-void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* edit.c.  gguf_close must call gguf_kv_release on every KV and
- * gguf_tensor_release on every tensor info: they free the copies that edits
- * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
- * ctx->hdr/ctx->names alone. */
-void gguf_kv_release(struct gguf_kv *kv);
-void gguf_tensor_release(struct gguf_tensor *t);
-/* Sets general.alignment (uint32, a power of two) in a context that has no
- * tensor infos yet, and ctx->alignment with it.  For building fixtures;
- * gguf_set_payload refuses the key because existing data depends on it. */
-enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
-                                    struct gguf_error *err);
-
-/* ---- reader helpers (error.c, index.c, payload.c) ------------------ */
-
-/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
- * quotation for a one-line message: printable ASCII and well-formed UTF-8
- * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
- * name is cut with "...".  Returns buf.  For messages only. */
-#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
-const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
-
-/* Adds entry i to an index that holds entries 0..i-1 (and nothing else),
- * growing it to keep the load at most 1/2.  If an equal name is present,
- * nothing is added and *dup is its index; else *dup = -1. */
-enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
-                                const char *(*name)(const void *base,
-                                                    int64_t i, size_t *len),
-                                const void *base, int64_t *dup);
-
 /* The reader's form of gguf_payload_check.  Bounds and messages use len
  * (the bytes from p to the end of the file); only [p, p+avail) is in memory
  * (avail <= len).  If the value continues past avail, returns GGUF_OK with
@@ -174,6 +162,31 @@ enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
                                    unsigned flags, struct gguf_pscan *out,
                                    const char *where, uint64_t file_off,
                                    struct gguf_error *err);
+
+/* ---- layout rules (keys.c; the public ones are in gguf.h) ------------ */
+
+/* The alignment ctx's data and tensors follow: ctx->alignment, or
+ * GGUF_DEFAULT_ALIGNMENT where none is set. */
+uint32_t gguf_ctx_alignment(const gguf_ctx *ctx);
+
+/* ---- the reader (read.c) --------------------------------------------- */
+
+void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- editing (edit.c) ------------------------------------------------ */
+
+/* gguf_close must call gguf_kv_release on every KV and
+ * gguf_tensor_release on every tensor info: they free the copies that edits
+ * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
+ * ctx->hdr/ctx->names alone. */
+void gguf_kv_release(struct gguf_kv *kv);
+void gguf_tensor_release(struct gguf_tensor *t);
+/* Sets general.alignment (uint32, a power of two) in a context that has no
+ * tensor infos yet, and ctx->alignment with it.  For building fixtures;
+ * gguf_set_payload refuses the key because existing data depends on it. */
+enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
+                                    struct gguf_error *err);
 
 /* ---- header parts (write.c) ------------------------------------------ */
 

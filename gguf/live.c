@@ -37,19 +37,19 @@ static uint64_t lcm(uint64_t a, uint64_t b)
     return l > (UINT64_C(1) << 30) ? 0 : l;
 }
 
-/* The multiple a grown data start moves by: the alignment and the
- * filesystem's block sizes. */
+/* The multiple a grown data start moves by: the alignment (align > 0)
+ * and the filesystem's block sizes. */
 static uint64_t grow_unit(int fd, uint32_t align)
 {
     struct statfs sfs;
     struct stat sb;
-    uint64_t u = align ? align : GGUF_DEFAULT_ALIGNMENT;
+    uint64_t u = align;
     if (fd >= 0 && fstatfs(fd, &sfs) == 0 && sfs.f_bsize > 0)
         u = lcm(u, (uint64_t)sfs.f_bsize);
     if (u && fd >= 0 && fstat(fd, &sb) == 0 && sb.st_blksize > 0)
         u = lcm(u, (uint64_t)sb.st_blksize);
     if (!u)
-        u = lcm(align ? align : GGUF_DEFAULT_ALIGNMENT, 4096);
+        u = lcm(align, 4096);
     return u ? u : 4096;
 }
 
@@ -57,7 +57,7 @@ static uint64_t grow_unit(int fd, uint32_t align)
 static enum gguf_status grown_offset(const gguf_ctx *ctx, uint64_t *d2,
                                      struct gguf_error *err)
 {
-    uint64_t unit = grow_unit(ctx->fd, ctx->alignment);
+    uint64_t unit = grow_unit(ctx->fd, gguf_ctx_alignment(ctx));
     uint64_t h = gguf_header_size(ctx), d = ctx->data_offset;
     uint64_t room = h / 8 > LIVE_HEADROOM_MIN ? h / 8 : LIVE_HEADROOM_MIN;
     if (h > UINT64_MAX / 4 || d > UINT64_MAX / 4)

@@ -66,8 +66,7 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
         }
     if (listing)
         size += gguf_kv_record_size(REMOVED_KEY_LEN, list_bytes);
-    uint32_t a = ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
-    uint64_t padded = gguf_align_up(size, a);
+    uint64_t padded = gguf_align_up(size, gguf_ctx_alignment(ctx));
     enum gguf_status st = padded > SIZE_MAX ? GGUF_E_NOMEM
                                             : gguf_buf_reserve(b, (size_t)padded);
     if (st != GGUF_OK)

@@ -31,10 +31,6 @@
 #define FILLER_U8 (FILLER_FIXED + 1)      /* 26: a uint8 value */
 #define FILLER_STR_MIN (FILLER_FIXED + 8) /* 33: an empty string */
 
-static uint32_t ctx_alignment(const gguf_ctx *ctx) {
-    return ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
-}
-
 static bool is_filler(const struct gguf_kv *kv) {
     return gguf_key_is_filler(kv->key, (size_t)kv->key_len);
 }
@@ -114,7 +110,7 @@ enum filler_mode { FILL_NONE, FILL_VERBATIM, FILL_STRING, FILL_U8 };
 static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                              enum filler_mode *mode, int64_t *filler,
                              uint64_t *str_len, struct gguf_error *err) {
-    uint32_t a = ctx_alignment(ctx);
+    uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t h = gguf_header_size(ctx);
     uint64_t padded = gguf_align_up(h, a);
 
@@ -260,7 +256,7 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
     if (st != GGUF_OK)
         goto out;
 
-    uint32_t a = ctx_alignment(ctx);
+    uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t data_start = hdr.len, end = data_start;
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
