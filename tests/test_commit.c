@@ -61,6 +61,8 @@
 
 /* ---- small helpers -------------------------------------------------- */
 
+#include <pthread.h>
+
 static char g_dir[PATH_MAX];
 
 static int rm_one(const char *p, const struct stat *sb, int flag,
@@ -1111,6 +1113,77 @@ END_TEST
 
 /* A journal that does not match the file (changed after the crash) is
  * refused and kept; an incomplete one is dropped; a stale new file too. */
+/* Two contexts committing at once on two threads: each commit counts its
+ * own fault points, so with GGUFS_FAULT one past an in-place commit's steps
+ * neither reaches it (shared counters would, together), and with
+ * GGUFS_FAULT at its last step each commit does. */
+struct thread_commit {
+    gguf_ctx *ctx;
+    enum gguf_status st;
+    enum gguf_commit_how how;
+};
+
+static void *commit_thread(void *arg) {
+    struct thread_commit *t = arg;
+    struct gguf_error err = {0};
+    struct gguf_commit_info info = {0};
+    t->st = gguf_commit(t->ctx, 0, &info, &err);
+    t->how = info.how;
+    return NULL;
+}
+
+/* Child: both commits, on two threads, with GGUFS_FAULT=fault.  Returns
+ * -signal if it was killed, else 0 if both committed in place. */
+static int child_two_threads(gguf_ctx *a, gguf_ctx *b, long fault) {
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char n[32];
+        snprintf(n, sizeof n, "%ld", fault);
+        setenv("GGUFS_FAULT", n, 1);
+        struct thread_commit t[2] = {{.ctx = a}, {.ctx = b}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&th[i], NULL, commit_thread, &t[i]) != 0)
+                _exit(30);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < 2; i++)
+            if (t[i].st != GGUF_OK || t[i].how != GGUF_COMMIT_INPLACE)
+                _exit(31 + i);
+        _exit(0);
+    }
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+}
+
+START_TEST(faults_two_threads) {
+    char other[PATH_MAX];
+    setup_files();
+    path_in(other, "other.gguf");
+    for (long fault = STEPS_INPLACE + 1; fault >= STEPS_INPLACE; fault--) {
+        fresh_work();
+        unlink(other);
+        copy_file(g_master, other);
+        gguf_ctx *a = open_rw(g_work), *b = open_rw(other);
+        apply_edits(a, E_INPLACE);
+        apply_edits(b, E_INPLACE);
+        int r = child_two_threads(a, b, fault);
+        if (fault > STEPS_INPLACE)
+            ck_assert_msg(r == 0, "two commits with GGUFS_FAULT=%ld: %d "
+                          "(fault points shared between commits?)", fault, r);
+        else
+            ck_assert_msg(r == -SIGKILL, "two commits with GGUFS_FAULT=%ld: "
+                          "%d, not killed at the last step", fault, r);
+        gguf_close(a);
+        gguf_close(b);
+    }
+    remove_dir();
+}
+END_TEST
+
 START_TEST(recover_cases) {
     struct snap old, new;
     struct gguf_error err = {0};
@@ -1534,6 +1607,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(f, faults_commit, M_INPLACE, M_FALLBACK + 1);
     tcase_add_loop_test(f, faults_recover, M_INPLACE, M_FALLBACK + 1);
     tcase_add_test(f, recover_cases);
+    tcase_add_test(f, faults_two_threads);
     suite_add_tcase(s, f);
 
     TCase *e = tcase_create("save_edits");
