@@ -29,6 +29,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,6 @@
 #define STEPS_FALLBACK 13
 
 /* ---- small helpers -------------------------------------------------- */
-
-#include <pthread.h>
 
 static char g_dir[PATH_MAX];
 
@@ -952,9 +951,8 @@ static void remove_mode_dir(void) {
     g_shm[0] = '\0';
 }
 
-/* Child: open, edit, commit with GGUFS_FAULT=fault.  Returns -signal if it
- * was killed, else its exit code (0: commit succeeded). */
-static int child_commit(const char *path, enum mode m, long fault) {
+/* Forks; the child (0 returned) has GGUFS_FAULT=fault. */
+static pid_t fork_faulty(long fault) {
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -962,6 +960,22 @@ static int child_commit(const char *path, enum mode m, long fault) {
         char n[32];
         snprintf(n, sizeof n, "%ld", fault);
         setenv("GGUFS_FAULT", n, 1);
+    }
+    return pid;
+}
+
+/* Waits for child pid: -signal if it was killed, else its exit code. */
+static int child_result(pid_t pid) {
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+}
+
+/* Child: open, edit, commit with GGUFS_FAULT=fault.  Returns -signal if it
+ * was killed, else its exit code (0: commit succeeded). */
+static int child_commit(const char *path, enum mode m, long fault) {
+    pid_t pid = fork_faulty(fault);
+    if (pid == 0) {
         gguf_ctx *ctx = NULL;
         struct gguf_error err = {0};
         struct gguf_commit_info info;
@@ -982,27 +996,18 @@ static int child_commit(const char *path, enum mode m, long fault) {
                     (int)info.how, want);
         _exit(info.how == (enum gguf_commit_how)want ? 0 : 22);
     }
-    int ws;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+    return child_result(pid);
 }
 
 /* Child: gguf_recover with GGUFS_FAULT=fault. */
 static int child_recover(const char *path, long fault) {
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
+    pid_t pid = fork_faulty(fault);
     if (pid == 0) {
-        char n[32];
-        snprintf(n, sizeof n, "%ld", fault);
-        setenv("GGUFS_FAULT", n, 1);
         struct gguf_error err = {0};
         bool did;
         _exit(gguf_recover(path, &did, &err) == GGUF_OK ? 0 : 21);
     }
-    int ws;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+    return child_result(pid);
 }
 
 /* Expectations for mode m: the fixture and the fixture edited. */
@@ -1135,13 +1140,8 @@ static void *commit_thread(void *arg) {
 /* Child: both commits, on two threads, with GGUFS_FAULT=fault.  Returns
  * -signal if it was killed, else 0 if both committed in place. */
 static int child_two_threads(gguf_ctx *a, gguf_ctx *b, long fault) {
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
+    pid_t pid = fork_faulty(fault);
     if (pid == 0) {
-        char n[32];
-        snprintf(n, sizeof n, "%ld", fault);
-        setenv("GGUFS_FAULT", n, 1);
         struct thread_commit t[2] = {{.ctx = a}, {.ctx = b}};
         pthread_t th[2];
         for (int i = 0; i < 2; i++)
@@ -1154,9 +1154,7 @@ static int child_two_threads(gguf_ctx *a, gguf_ctx *b, long fault) {
                 _exit(31 + i);
         _exit(0);
     }
-    int ws;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+    return child_result(pid);
 }
 
 START_TEST(faults_two_threads) {
