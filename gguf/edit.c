@@ -422,7 +422,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
                        gguf_ggml_blck_size(ggml_type));
         goto out;
     }
-    uint32_t a = ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
+    uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t offset = 0;
     if (ctx->n_t > 0) {
         const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];

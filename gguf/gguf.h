@@ -366,7 +366,7 @@ void gguf_close_set(gguf_ctx **v, int n);
  * err on failure. */
 gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err);
 
-/* ---- commit (gguf/commit.c) ----------------------------------------- */
+/* ---- commit (gguf/commit.c, recover.c, saved.c) -------------------- */
 
 enum gguf_commit_how {
     GGUF_COMMIT_NONE,    /* nothing to do: no edits */

@@ -5,6 +5,9 @@
  * A value is kept as its on-disk payload bytes (everything after the uint32
  * type field).  That makes rendering, editing and writing lossless by
  * construction: the writer copies payloads, edits replace them.
+ *
+ * Declarations are grouped by the file that owns them, each with its
+ * contract.
  */
 #ifndef GGUF_INTERNAL_H
 #define GGUF_INTERNAL_H
@@ -78,19 +81,6 @@ struct gguf_ctx {
     bool dirty;
 };
 
-/* index.c */
-uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
-void gguf_index_free(struct gguf_index *ix);
-/* (Re)builds ix over n names given by name(i, &len). */
-enum gguf_status gguf_index_build(struct gguf_index *ix, int64_t n,
-                                  const char *(*name)(const void *base,
-                                                      int64_t i, size_t *len),
-                                  const void *base);
-int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
-                        const char *(*name)(const void *base, int64_t i,
-                                            size_t *len),
-                        const void *base);
-
 /* Little-endian loads and stores (the host may be either). */
 static inline uint32_t gguf_rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -108,6 +98,38 @@ static inline void gguf_wr64(uint8_t *p, uint64_t v) {
     gguf_wr32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* ---- messages (error.c) ---------------------------------------------- */
+
+/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
+ * quotation for a one-line message: printable ASCII and well-formed UTF-8
+ * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
+ * name is cut with "...".  Returns buf.  For messages only. */
+#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
+const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
+
+/* ---- name indexes (index.c) ------------------------------------------ */
+
+uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
+void gguf_index_free(struct gguf_index *ix);
+/* (Re)builds ix over n names given by name(i, &len). */
+enum gguf_status gguf_index_build(struct gguf_index *ix, int64_t n,
+                                  const char *(*name)(const void *base,
+                                                      int64_t i, size_t *len),
+                                  const void *base);
+int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
+                        const char *(*name)(const void *base, int64_t i,
+                                            size_t *len),
+                        const void *base);
+/* Adds entry i to an index that holds entries 0..i-1 (and nothing else),
+ * growing it to keep the load at most 1/2.  If an equal name is present,
+ * nothing is added and *dup is its index; else *dup = -1. */
+enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
+                                const char *(*name)(const void *base,
+                                                    int64_t i, size_t *len),
+                                const void *base, int64_t *dup);
+
+/* ---- payload validation (payload.c) ---------------------------------- */
+
 /* Validates a payload of the given type in [p, p+len): exact length,
  * bools 0/1, string and array lengths within GGUF_MAX_*, nesting depth,
  * arrays of arrays only if allow_nested.  On success *used is the number of
@@ -118,40 +140,6 @@ enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
                                     uint64_t *used, const char *where,
                                     uint64_t file_off,
                                     struct gguf_error *err);
-
-/* ctx helpers (read.c) */
-void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* edit.c.  gguf_close must call gguf_kv_release on every KV and
- * gguf_tensor_release on every tensor info: they free the copies that edits
- * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
- * ctx->hdr/ctx->names alone. */
-void gguf_kv_release(struct gguf_kv *kv);
-void gguf_tensor_release(struct gguf_tensor *t);
-/* Sets general.alignment (uint32, a power of two) in a context that has no
- * tensor infos yet, and ctx->alignment with it.  For building fixtures;
- * gguf_set_payload refuses the key because existing data depends on it. */
-enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
-                                    struct gguf_error *err);
-
-/* ---- reader helpers (error.c, index.c, payload.c) ------------------ */
-
-/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
- * quotation for a one-line message: printable ASCII and well-formed UTF-8
- * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
- * name is cut with "...".  Returns buf.  For messages only. */
-#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
-const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
-
-/* Adds entry i to an index that holds entries 0..i-1 (and nothing else),
- * growing it to keep the load at most 1/2.  If an equal name is present,
- * nothing is added and *dup is its index; else *dup = -1. */
-enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
-                                const char *(*name)(const void *base,
-                                                    int64_t i, size_t *len),
-                                const void *base, int64_t *dup);
-
 /* The reader's form of gguf_payload_check.  Bounds and messages use len
  * (the bytes from p to the end of the file); only [p, p+avail) is in memory
  * (avail <= len).  If the value continues past avail, returns GGUF_OK with
@@ -175,14 +163,114 @@ enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
                                    const char *where, uint64_t file_off,
                                    struct gguf_error *err);
 
-/* ---- commit journal and crash-safe I/O (commit.c, recover.c) -------- */
+/* ---- layout rules (keys.c; the public ones are in gguf.h) ------------ */
+
+/* The alignment ctx's data and tensors follow: ctx->alignment, or
+ * GGUF_DEFAULT_ALIGNMENT where none is set. */
+uint32_t gguf_ctx_alignment(const gguf_ctx *ctx);
+
+/* ---- the reader (read.c) --------------------------------------------- */
+
+void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- editing (edit.c) ------------------------------------------------ */
+
+/* gguf_close must call gguf_kv_release on every KV and
+ * gguf_tensor_release on every tensor info: they free the copies that edits
+ * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
+ * ctx->hdr/ctx->names alone. */
+void gguf_kv_release(struct gguf_kv *kv);
+void gguf_tensor_release(struct gguf_tensor *t);
+/* Sets general.alignment (uint32, a power of two) in a context that has no
+ * tensor infos yet, and ctx->alignment with it.  For building fixtures;
+ * gguf_set_payload refuses the key because existing data depends on it. */
+enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
+                                    struct gguf_error *err);
+
+/* ---- header parts (write.c) ------------------------------------------ */
+
+/* The one writer of the header's byte layout (see gguf.h): each writes at
+ * p, which must have room, and returns the end of what it wrote.  Used by
+ * gguf_write_header and by the saved-edits file (saved.c). */
+/* Magic, version, tensor count, KV count: the first 24 bytes. */
+uint8_t *gguf_put_preamble(uint8_t *p, uint32_t version, uint64_t n_tensors,
+                           uint64_t n_kv);
+/* A GGUF string: uint64 length n, then the n bytes of s. */
+uint8_t *gguf_put_str(uint8_t *p, const void *s, uint64_t n);
+/* A KV record: the key as a string, uint32 type, then vlen payload bytes
+ * of val (val may be NULL when vlen is 0: the caller writes the payload at
+ * the returned pointer). */
+uint8_t *gguf_put_kv(uint8_t *p, const char *key, uint64_t klen, uint32_t type,
+                     const void *val, uint64_t vlen);
+/* Bytes of a KV record with a klen-byte key and a vlen-byte payload. */
+uint64_t gguf_kv_record_size(uint64_t klen, uint64_t vlen);
+
+/* ---- the header a commit writes (live.c) ----------------------------- */
+
+enum gguf_plan_how {
+    GGUF_PLAN_UNCHANGED, /* a file-backed ctx without edits: hdr is the
+                            file's own bytes [0, min(D, file size)) */
+    GGUF_PLAN_INPLACE,   /* hdr is exactly D bytes (the filler absorbs the
+                            slack): written over [0, D) */
+    GGUF_PLAN_GROWN,     /* hdr is exactly D' bytes, D' > D the grown data
+                            start (whole filesystem blocks for a file) */
+};
+/* The one decision of what header a commit writes, for gguf_commit and the
+ * live view (gguf_plan_header): empties hdr, fills it per *how and sets
+ * *data_offset (D or D').  Reads nothing but, for UNCHANGED, the file's
+ * header; writes nothing. */
+enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
+                                  enum gguf_plan_how *how,
+                                  uint64_t *data_offset,
+                                  struct gguf_error *err);
+
+/* ---- crash-safe write path: durable I/O (durable.c) ------------------ */
 
 /* Files beside the GGUF at PATH: PATH.ggufs-journal (the plan of an
  * in-place or insert commit, present from before the file is touched until
- * after it is synced) and PATH.ggufs-new (a rewritten copy before its
- * rename).  Layout of the journal: recover.c. */
+ * after it is synced; layout: journal.c) and PATH.ggufs-new (a rewritten
+ * copy before its rename).  The rules: commit.c. */
 #define GGUF_JOURNAL_SUFFIX ".ggufs-journal"
 #define GGUF_NEWFILE_SUFFIX ".ggufs-new"
+
+/* Fault injection (tests), one per commit or recovery: with GGUFS_FAULT=N
+ * in the environment, the Nth gguf_fault_point since gguf_faults_init
+ * raises SIGKILL; GGUFS_FAULT_TRACE=1 prints each step to stderr as
+ * "ggufs fault point N: WHAT".  A NULL f is no fault point. */
+struct gguf_faults {
+    long at;    /* GGUFS_FAULT, 0 when off */
+    long count; /* points passed since gguf_faults_init */
+    bool trace;
+};
+void gguf_faults_init(struct gguf_faults *f);
+void gguf_fault_point(struct gguf_faults *f, const char *what);
+/* Takes (lock) or releases the commit lock on fd, a whole-file OFD write
+ * lock that gguf_commit holds throughout and gguf_recover takes too;
+ * GGUF_E_BUSY if another open file holds it. */
+enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err);
+/* errno e -> GGUF_E_NOSPACE (ENOSPC, EDQUOT) or GGUF_E_IO, with sys_errno
+ * set and ": strerror(e)" appended to the message. */
+enum gguf_status gguf_sys_fail(struct gguf_error *err, int e, const char *fmt,
+                               ...) __attribute__((format(printf, 3, 4)));
+/* Writes exactly n bytes (retrying short writes and EINTR). */
+enum gguf_status gguf_pwrite_full(int fd, const void *p, uint64_t n,
+                                  uint64_t off, const char *what,
+                                  struct gguf_error *err);
+/* Reads exactly n bytes; a short file is GGUF_E_CHANGED. */
+enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
+                                 const char *what, struct gguf_error *err);
+/* fsyncs the directory holding path (makes creates, renames, unlinks
+ * durable). */
+enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
+/* malloc'ed path + suffix, or NULL. */
+char *gguf_path_with(const char *path, const char *suffix);
+/* True if something (even a dangling symlink) is at path. */
+bool gguf_path_exists(const char *path);
+/* Bytes free on fd's filesystem for this user; UINT64_MAX if unknown. */
+uint64_t gguf_free_bytes(int fd);
+
+/* ---- crash-safe write path: the journal (journal.c) ------------------ */
 
 enum gguf_jnl_op {
     GGUF_JNL_INPLACE = 1, /* new_hdr replaces [0, old_len); k == 0 */
@@ -204,6 +292,9 @@ struct gguf_jnl {
 /* How far gguf_jnl_apply got before it failed. */
 enum gguf_jnl_stage {
     GGUF_JNL_UNTOUCHED, /* the file is exactly as before */
+    GGUF_JNL_NO_INSERT, /* the file is exactly as before, because this
+                           filesystem (or file) does not support
+                           insert-range: finish the change by a rewrite */
     GGUF_JNL_INSERTED,  /* k bytes inserted, header bytes not yet written */
     GGUF_JNL_WRITING,   /* some new header bytes may be in the file */
 };
@@ -213,56 +304,51 @@ enum gguf_jnl_stage {
 #define GGUF_JNL_TRAILER 16
 enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j,
                                  struct gguf_buf *out, struct gguf_error *err);
+/* Parses a journal read whole into p[0, n).  *complete is false for
+ * anything without a valid trailer and checksum (then GGUF_OK).  A
+ * complete journal of an unknown version or with an inconsistent plan is
+ * an error.  On success j's header pointers point into p. */
+enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
+                                 struct gguf_jnl *j, bool *complete,
+                                 struct gguf_error *err);
+/* Creates the journal jpath (for the GGUF at path) exclusively and makes
+ * it durable: body, trailer, fsync, directory fsync.  Until this returns
+ * GGUF_OK the GGUF must not be touched; on failure no journal is left. */
+enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
+                                const struct gguf_jnl *j,
+                                struct gguf_faults *f, struct gguf_error *err);
+/* Removes the journal of a finished (or fully undone) commit, durably. */
+enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
+                               struct gguf_faults *f, struct gguf_error *err);
+/* Reads the whole journal into *out (*n bytes, malloc'ed). */
+enum gguf_status gguf_jnl_read(const char *jpath, uint8_t **out, uint64_t *n,
+                               struct gguf_error *err);
 /* Carries out j on fd: the insert unless `inserted`, then the new header,
- * fsync.  On failure *stage says what the file holds (see above). */
+ * fsync.  On failure *stage says what the file holds (see above);
+ * GGUF_JNL_NO_INSERT is the one answer to "is insert-range supported". */
 enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
-                                bool inserted, enum gguf_jnl_stage *stage,
+                                bool inserted, struct gguf_faults *f,
+                                enum gguf_jnl_stage *stage,
                                 struct gguf_error *err);
 /* Undoes what gguf_jnl_apply did up to stage (the journal must still be in
  * place).  GGUF_OK: the file is as before j, synced. */
 enum gguf_status gguf_jnl_rollback(int fd, const struct gguf_jnl *j,
                                    enum gguf_jnl_stage stage,
                                    struct gguf_error *err);
-/* Writes the file at path (open as fd, with fstat sb, data at d) anew
- * beside it with hdr (d2 bytes) as header and its data at d2, syncs it and
- * renames it over path (commit.c).  *newfd: the new file, O_RDWR, once
- * renamed (else -1), with fd's flock carried over; *copied: data bytes. */
+
+/* ---- crash-safe write path: the rewrite (rewrite.c) ------------------ */
+
+/* Writes the file at path (open as fd, with fstat sb, data at d) anew as
+ * PATH.ggufs-new with hdr (d2 bytes) as header and its data at d2, syncs
+ * it and renames it over path.  *newfd: the new file, O_RDWR, once renamed
+ * (else -1), with fd's flock carried over; *copied: data bytes.  The
+ * caller holds the commit lock on fd. */
 struct stat;
 enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    const struct stat *sb, uint64_t d,
-                                   const uint8_t *hdr, uint64_t d2, int *newfd,
+                                   const uint8_t *hdr, uint64_t d2,
+                                   struct gguf_faults *f, int *newfd,
                                    uint64_t *copied, struct gguf_error *err);
-/* Fault injection (tests): with GGUFS_FAULT=N in the environment, the Nth
- * call of gguf_fault_point since gguf_fault_reset raises SIGKILL.
- * GGUFS_FAULT_TRACE=1 prints each step to stderr. */
-void gguf_fault_reset(void);
-void gguf_fault_point(const char *what);
-/* Takes (lock) or releases the commit lock on fd, a whole-file OFD write
- * lock that gguf_commit holds throughout and gguf_recover takes too;
- * GGUF_E_BUSY if another open file holds it. */
-enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err);
-/* I/O helpers: errno e -> GGUF_E_NOSPACE (ENOSPC, EDQUOT) or GGUF_E_IO,
- * with sys_errno set and ": strerror(e)" appended to the message. */
-enum gguf_status gguf_sys_fail(struct gguf_error *err, int e, const char *fmt,
-                               ...) __attribute__((format(printf, 3, 4)));
-enum gguf_status gguf_pwrite_full(int fd, const void *p, uint64_t n,
-                                  uint64_t off, const char *what,
-                                  struct gguf_error *err);
-/* Reads exactly n bytes; a short file is GGUF_E_CHANGED. */
-enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
-                                 const char *what, struct gguf_error *err);
-/* fsyncs the directory holding path (makes creates, renames, unlinks
- * durable). */
-enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
-/* malloc'ed path + suffix, or NULL. */
-char *gguf_path_with(const char *path, const char *suffix);
-
-/* live.c: the growth rule shared with commit.c.  gguf_grow_unit: the
- * multiple a grown data start moves by (filesystem block and alignment);
- * gguf_grown_offset: the data start a growing commit chooses. */
-uint64_t gguf_grow_unit(int fd, uint32_t align);
-enum gguf_status gguf_grown_offset(const gguf_ctx *ctx, uint64_t *d2,
-                                   struct gguf_error *err);
 
 /* text.c: test hook, the number of floats whose shortest digits needed the
  * slow printf search (the exact algorithm failed or disagreed with strtod;

@@ -25,6 +25,10 @@ uint64_t gguf_align_up(uint64_t x, uint64_t align) {
     return (x + align - 1) / align * align;
 }
 
+uint32_t gguf_ctx_alignment(const gguf_ctx *ctx) {
+    return ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
+}
+
 bool gguf_split_name(const char *path, int *no, int *count, size_t *cut) {
     size_t len = strlen(path);
     const char *suf = "-00000-of-00000.gguf";

@@ -10,6 +10,10 @@
  * The filler KV (GGUF_FILLER_KEY) is never serialized in place: it is
  * skipped wherever it is and, when the data section must start further
  * than the padded header, emitted last and sized to land exactly there.
+ *
+ * The byte layout of a header's parts (the preamble, a GGUF string, a KV
+ * record) is written by the gguf_put_* functions here and nowhere else;
+ * the saved-edits file (saved.c) uses them too.
  */
 #include "internal.h"
 
@@ -27,16 +31,16 @@
 #define FILLER_U8 (FILLER_FIXED + 1)      /* 26: a uint8 value */
 #define FILLER_STR_MIN (FILLER_FIXED + 8) /* 33: an empty string */
 
-static uint32_t ctx_alignment(const gguf_ctx *ctx) {
-    return ctx->alignment ? ctx->alignment : GGUF_DEFAULT_ALIGNMENT;
-}
-
 static bool is_filler(const struct gguf_kv *kv) {
     return gguf_key_is_filler(kv->key, (size_t)kv->key_len);
 }
 
+uint64_t gguf_kv_record_size(uint64_t klen, uint64_t vlen) {
+    return 8 + klen + 4 + vlen;
+}
+
 static uint64_t kv_bytes(const struct gguf_kv *kv) {
-    return 8 + kv->key_len + 4 + kv->val_len;
+    return gguf_kv_record_size(kv->key_len, kv->val_len);
 }
 
 static uint64_t tensor_info_bytes(const struct gguf_tensor *t) {
@@ -71,6 +75,26 @@ static uint8_t *put64(uint8_t *p, uint64_t v) {
     return p + 8;
 }
 
+uint8_t *gguf_put_preamble(uint8_t *p, uint32_t version, uint64_t n_tensors,
+                           uint64_t n_kv) {
+    p = put(p, GGUF_MAGIC, 4);
+    p = put32(p, version);
+    p = put64(p, n_tensors);
+    return put64(p, n_kv);
+}
+
+uint8_t *gguf_put_str(uint8_t *p, const void *s, uint64_t n) {
+    p = put64(p, n);
+    return put(p, s, (size_t)n);
+}
+
+uint8_t *gguf_put_kv(uint8_t *p, const char *key, uint64_t klen, uint32_t type,
+                     const void *val, uint64_t vlen) {
+    p = gguf_put_str(p, key, klen);
+    p = put32(p, type);
+    return put(p, val, (size_t)vlen);
+}
+
 enum filler_mode { FILL_NONE, FILL_VERBATIM, FILL_STRING, FILL_U8 };
 
 /* Chooses how the header reaches target bytes.  In order:
@@ -86,7 +110,7 @@ enum filler_mode { FILL_NONE, FILL_VERBATIM, FILL_STRING, FILL_U8 };
 static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                              enum filler_mode *mode, int64_t *filler,
                              uint64_t *str_len, struct gguf_error *err) {
-    uint32_t a = ctx_alignment(ctx);
+    uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t h = gguf_header_size(ctx);
     uint64_t padded = gguf_align_up(h, a);
 
@@ -168,41 +192,31 @@ enum gguf_status gguf_write_header(const gguf_ctx *ctx, uint64_t target,
 
     uint8_t *start = out->p + out->len, *p = start;
     uint64_t n_kv = (uint64_t)ctx->n_kv - (filler >= 0) + (mode != FILL_NONE);
-    p = put(p, GGUF_MAGIC, 4);
-    p = put32(p, ctx->version);
-    p = put64(p, (uint64_t)ctx->n_t);
-    p = put64(p, n_kv);
+    p = gguf_put_preamble(p, ctx->version, (uint64_t)ctx->n_t, n_kv);
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
-        if (i == filler)
-            continue;
-        p = put64(p, kv->key_len);
-        p = put(p, kv->key, (size_t)kv->key_len);
-        p = put32(p, kv->type);
-        p = put(p, kv->val, (size_t)kv->val_len);
-    }
-    if (mode != FILL_NONE) {
-        p = put64(p, FILLER_KEY_LEN);
-        p = put(p, GGUF_FILLER_KEY, FILLER_KEY_LEN);
+        if (i != filler)
+            p = gguf_put_kv(p, kv->key, kv->key_len, kv->type, kv->val,
+                            kv->val_len);
     }
     if (mode == FILL_VERBATIM) {
         const struct gguf_kv *kv = &ctx->kv[filler];
-        p = put32(p, kv->type);
-        p = put(p, kv->val, (size_t)kv->val_len);
+        p = gguf_put_kv(p, GGUF_FILLER_KEY, FILLER_KEY_LEN, kv->type, kv->val,
+                        kv->val_len);
     } else if (mode == FILL_STRING) {
         /* Spaces, so that dumping tools print something harmless. */
-        p = put32(p, GGUF_TYPE_STRING);
+        p = gguf_put_kv(p, GGUF_FILLER_KEY, FILLER_KEY_LEN, GGUF_TYPE_STRING,
+                        NULL, 0);
         p = put64(p, str_len);
         memset(p, ' ', (size_t)str_len);
         p += str_len;
     } else if (mode == FILL_U8) {
-        p = put32(p, GGUF_TYPE_UINT8);
-        *p++ = 0;
+        p = gguf_put_kv(p, GGUF_FILLER_KEY, FILLER_KEY_LEN, GGUF_TYPE_UINT8,
+                        "", 1);
     }
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
-        p = put64(p, t->name_len);
-        p = put(p, t->name, (size_t)t->name_len);
+        p = gguf_put_str(p, t->name, t->name_len);
         p = put32(p, t->n_dims);
         for (uint32_t d = 0; d < t->n_dims; d++)
             p = put64(p, (uint64_t)t->ne[d]);
@@ -216,7 +230,7 @@ out:
     return st;
 }
 
-/* Errors of system calls, as gguf_sys_fail words them (recover.c). */
+/* Errors of system calls, as gguf_sys_fail words them (durable.c). */
 static enum gguf_status sys_fail(struct gguf_error *err, const char *what,
                                  const char *path) {
     return gguf_sys_fail(err, errno, "%s %s", what, path);
@@ -242,7 +256,7 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
     if (st != GGUF_OK)
         goto out;
 
-    uint32_t a = ctx_alignment(ctx);
+    uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t data_start = hdr.len, end = data_start;
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];

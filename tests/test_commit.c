@@ -29,6 +29,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -950,9 +951,8 @@ static void remove_mode_dir(void) {
     g_shm[0] = '\0';
 }
 
-/* Child: open, edit, commit with GGUFS_FAULT=fault.  Returns -signal if it
- * was killed, else its exit code (0: commit succeeded). */
-static int child_commit(const char *path, enum mode m, long fault) {
+/* Forks; the child (0 returned) has GGUFS_FAULT=fault. */
+static pid_t fork_faulty(long fault) {
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -960,6 +960,22 @@ static int child_commit(const char *path, enum mode m, long fault) {
         char n[32];
         snprintf(n, sizeof n, "%ld", fault);
         setenv("GGUFS_FAULT", n, 1);
+    }
+    return pid;
+}
+
+/* Waits for child pid: -signal if it was killed, else its exit code. */
+static int child_result(pid_t pid) {
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+}
+
+/* Child: open, edit, commit with GGUFS_FAULT=fault.  Returns -signal if it
+ * was killed, else its exit code (0: commit succeeded). */
+static int child_commit(const char *path, enum mode m, long fault) {
+    pid_t pid = fork_faulty(fault);
+    if (pid == 0) {
         gguf_ctx *ctx = NULL;
         struct gguf_error err = {0};
         struct gguf_commit_info info;
@@ -980,27 +996,18 @@ static int child_commit(const char *path, enum mode m, long fault) {
                     (int)info.how, want);
         _exit(info.how == (enum gguf_commit_how)want ? 0 : 22);
     }
-    int ws;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+    return child_result(pid);
 }
 
 /* Child: gguf_recover with GGUFS_FAULT=fault. */
 static int child_recover(const char *path, long fault) {
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
+    pid_t pid = fork_faulty(fault);
     if (pid == 0) {
-        char n[32];
-        snprintf(n, sizeof n, "%ld", fault);
-        setenv("GGUFS_FAULT", n, 1);
         struct gguf_error err = {0};
         bool did;
         _exit(gguf_recover(path, &did, &err) == GGUF_OK ? 0 : 21);
     }
-    int ws;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    return WIFSIGNALED(ws) ? -WTERMSIG(ws) : WEXITSTATUS(ws);
+    return child_result(pid);
 }
 
 /* Expectations for mode m: the fixture and the fixture edited. */
@@ -1111,6 +1118,70 @@ END_TEST
 
 /* A journal that does not match the file (changed after the crash) is
  * refused and kept; an incomplete one is dropped; a stale new file too. */
+/* Two contexts committing at once on two threads: each commit counts its
+ * own fault points, so with GGUFS_FAULT one past an in-place commit's steps
+ * neither reaches it (shared counters would, together), and with
+ * GGUFS_FAULT at its last step each commit does. */
+struct thread_commit {
+    gguf_ctx *ctx;
+    enum gguf_status st;
+    enum gguf_commit_how how;
+};
+
+static void *commit_thread(void *arg) {
+    struct thread_commit *t = arg;
+    struct gguf_error err = {0};
+    struct gguf_commit_info info = {0};
+    t->st = gguf_commit(t->ctx, 0, &info, &err);
+    t->how = info.how;
+    return NULL;
+}
+
+/* Child: both commits, on two threads, with GGUFS_FAULT=fault.  Returns
+ * -signal if it was killed, else 0 if both committed in place. */
+static int child_two_threads(gguf_ctx *a, gguf_ctx *b, long fault) {
+    pid_t pid = fork_faulty(fault);
+    if (pid == 0) {
+        struct thread_commit t[2] = {{.ctx = a}, {.ctx = b}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&th[i], NULL, commit_thread, &t[i]) != 0)
+                _exit(30);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < 2; i++)
+            if (t[i].st != GGUF_OK || t[i].how != GGUF_COMMIT_INPLACE)
+                _exit(31 + i);
+        _exit(0);
+    }
+    return child_result(pid);
+}
+
+START_TEST(faults_two_threads) {
+    char other[PATH_MAX];
+    setup_files();
+    path_in(other, "other.gguf");
+    for (long fault = STEPS_INPLACE + 1; fault >= STEPS_INPLACE; fault--) {
+        fresh_work();
+        unlink(other);
+        copy_file(g_master, other);
+        gguf_ctx *a = open_rw(g_work), *b = open_rw(other);
+        apply_edits(a, E_INPLACE);
+        apply_edits(b, E_INPLACE);
+        int r = child_two_threads(a, b, fault);
+        if (fault > STEPS_INPLACE)
+            ck_assert_msg(r == 0, "two commits with GGUFS_FAULT=%ld: %d "
+                          "(fault points shared between commits?)", fault, r);
+        else
+            ck_assert_msg(r == -SIGKILL, "two commits with GGUFS_FAULT=%ld: "
+                          "%d, not killed at the last step", fault, r);
+        gguf_close(a);
+        gguf_close(b);
+    }
+    remove_dir();
+}
+END_TEST
+
 START_TEST(recover_cases) {
     struct snap old, new;
     struct gguf_error err = {0};
@@ -1534,6 +1605,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(f, faults_commit, M_INPLACE, M_FALLBACK + 1);
     tcase_add_loop_test(f, faults_recover, M_INPLACE, M_FALLBACK + 1);
     tcase_add_test(f, recover_cases);
+    tcase_add_test(f, faults_two_threads);
     suite_add_tcase(s, f);
 
     TCase *e = tcase_create("save_edits");

@@ -1,0 +1,179 @@
+/*
+ * durable.c - the low-level I/O of the crash-safe write path: whole reads
+ * and writes, syncing a directory, the commit lock, free space, and the
+ * fault-injection points.  Mechanism only: which step comes when, and why,
+ * is the policy of commit.c (its crash-safety rules), journal.c,
+ * rewrite.c and recover.c.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* ---- fault injection ------------------------------------------------ */
+
+void gguf_faults_init(struct gguf_faults *f) {
+    const char *s = getenv("GGUFS_FAULT");
+    char *end = NULL;
+    f->at = 0;
+    f->count = 0;
+    if (s && *s) {
+        long n = strtol(s, &end, 10);
+        if (end && *end == '\0' && n > 0)
+            f->at = n;
+    }
+    s = getenv("GGUFS_FAULT_TRACE");
+    f->trace = s && *s && strcmp(s, "0") != 0;
+}
+
+/* Called just before each durable step, so that GGUFS_FAULT=N stops the
+ * process with the first N-1 steps done and the Nth not begun. */
+void gguf_fault_point(struct gguf_faults *f, const char *what) {
+    if (!f)
+        return;
+    f->count++;
+    if (f->trace)
+        fprintf(stderr, "ggufs fault point %ld: %s\n", f->count, what);
+    if (f->at > 0 && f->count == f->at)
+        raise(SIGKILL);
+}
+
+/* ---- I/O helpers ---------------------------------------------------- */
+
+enum gguf_status gguf_sys_fail(struct gguf_error *err, int e, const char *fmt,
+                               ...) {
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    enum gguf_status code =
+        e == ENOSPC || e == EDQUOT ? GGUF_E_NOSPACE : GGUF_E_IO;
+    gguf_fail(err, code, "%s: %s", what, strerror(e));
+    if (err)
+        err->sys_errno = e;
+    return code;
+}
+
+enum gguf_status gguf_pwrite_full(int fd, const void *buf, uint64_t n,
+                                  uint64_t off, const char *what,
+                                  struct gguf_error *err) {
+    const uint8_t *p = buf;
+    while (n > 0) {
+        size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
+        ssize_t w = pwrite(fd, p, chunk, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return gguf_sys_fail(err, w < 0 ? errno : EIO,
+                                 "writing %s at offset %llu", what,
+                                 (unsigned long long)off);
+        p += w;
+        n -= (uint64_t)w;
+        off += (uint64_t)w;
+    }
+    return GGUF_OK;
+}
+
+enum gguf_status gguf_pread_full(int fd, void *buf, uint64_t n, uint64_t off,
+                                 const char *what, struct gguf_error *err) {
+    uint8_t *p = buf;
+    while (n > 0) {
+        size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
+        ssize_t r = pread(fd, p, chunk, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return gguf_sys_fail(err, errno, "reading %s at offset %llu", what,
+                                 (unsigned long long)off);
+        if (r == 0)
+            return gguf_fail(err, GGUF_E_CHANGED,
+                             "reading %s: the file ends at %llu, before the "
+                             "%llu bytes expected", what,
+                             (unsigned long long)off, (unsigned long long)n);
+        p += r;
+        n -= (uint64_t)r;
+        off += (uint64_t)r;
+    }
+    return GGUF_OK;
+}
+
+char *gguf_path_with(const char *path, const char *suffix) {
+    size_t a = strlen(path), b = strlen(suffix);
+    char *s = malloc(a + b + 1);
+    if (s) {
+        memcpy(s, path, a);
+        memcpy(s + a, suffix, b + 1);
+    }
+    return s;
+}
+
+bool gguf_path_exists(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* Filesystems that cannot sync a directory (some FUSE and network ones)
+ * say EINVAL; there is nothing better to do there, so that is success. */
+enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    char *copy = strdup(path);
+    int dfd = -1;
+    if (!copy) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    const char *dir = dirname(copy);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        st = gguf_sys_fail(err, errno, "cannot open directory %s", dir);
+        goto out;
+    }
+    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
+        st = gguf_sys_fail(err, errno, "cannot sync directory %s", dir);
+        goto out;
+    }
+out:
+    if (dfd >= 0)
+        close(dfd);
+    free(copy);
+    return st;
+}
+
+/* Free bytes for us (the reserve counts for root). */
+uint64_t gguf_free_bytes(int fd) {
+    struct statvfs vs;
+    if (fstatvfs(fd, &vs) < 0)
+        return UINT64_MAX; /* unknown: let the writes tell */
+    uint64_t blocks = geteuid() == 0 ? vs.f_bfree : vs.f_bavail;
+    uint64_t unit = vs.f_frsize ? vs.f_frsize : vs.f_bsize;
+    if (unit && blocks > UINT64_MAX / unit)
+        return UINT64_MAX;
+    return blocks * unit;
+}
+
+/* An OFD lock (not flock: callers such as the mount hold flock on the very
+ * same file description for their own purposes, and flock(LOCK_UN) here
+ * would drop theirs).  Where the filesystem has no such locks, commits go
+ * unlocked rather than not at all. */
+enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err) {
+    struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK,
+                       .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+        return GGUF_OK;
+    if (errno == EAGAIN || errno == EACCES)
+        return gguf_fail(err, GGUF_E_BUSY,
+                         "another process is committing to the file");
+    if (errno == EINVAL || errno == ENOLCK || errno == EOPNOTSUPP || !lock)
+        return GGUF_OK;
+    return gguf_sys_fail(err, errno, "cannot lock the file");
+}

@@ -1,0 +1,242 @@
+/*
+ * rewrite.c - the rewrite way of growing a header: a complete copy of the
+ * file with the new header, PATH.ggufs-new, written beside it, synced and
+ * renamed over it.  The rename is the one atomic step: until it, the
+ * original is untouched and a stale PATH.ggufs-new is simply removed
+ * (gguf_recover does); after it, the new file is whole and synced.  Used by
+ * gguf_commit (where insert-range is unsupported or not wanted) and by
+ * gguf_recover (to finish an insert journal on such a filesystem).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_CHUNK (UINT64_C(8) << 20)
+
+/* Copies [from, to) of in to out at dst + (x - from), extent by extent
+ * (SEEK_DATA/SEEK_HOLE: holes in the source stay holes; out must already
+ * have its final size).  copy_file_range, or read/write where the kernel
+ * cannot.  *copied counts bytes moved. */
+static enum gguf_status copy_data(int in, uint64_t from, uint64_t to, int out,
+                                  uint64_t dst, uint64_t *copied,
+                                  struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    uint8_t *buf = NULL;
+    bool use_cfr = true;
+    uint64_t pos = from;
+
+    while (pos < to) {
+        off_t d = lseek(in, (off_t)pos, SEEK_DATA);
+        if (d < 0 && errno == ENXIO)
+            break; /* only a hole is left */
+        uint64_t start = d < 0 ? pos : (uint64_t)d;
+        if (start >= to)
+            break;
+        off_t h = d < 0 ? -1 : lseek(in, d, SEEK_HOLE);
+        uint64_t end = h < 0 || (uint64_t)h > to ? to : (uint64_t)h;
+        if (end <= start)
+            end = to;
+        while (start < end) {
+            uint64_t n = end - start < COPY_CHUNK ? end - start : COPY_CHUNK;
+            if (use_cfr) {
+                loff_t ri = (loff_t)start, wo = (loff_t)(dst + (start - from));
+                ssize_t r = copy_file_range(in, &ri, out, &wo, (size_t)n, 0);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r < 0 && (errno == EXDEV || errno == ENOSYS ||
+                              errno == EINVAL || errno == EOPNOTSUPP)) {
+                    use_cfr = false;
+                    continue;
+                }
+                if (r < 0) {
+                    st = gguf_sys_fail(err, errno, "copying tensor data at %llu",
+                                       (unsigned long long)start);
+                    goto out;
+                }
+                if (r == 0) {
+                    st = gguf_fail(err, GGUF_E_CHANGED,
+                                   "the file ended at %llu while copying it",
+                                   (unsigned long long)start);
+                    goto out;
+                }
+                start += (uint64_t)r;
+                *copied += (uint64_t)r;
+                continue;
+            }
+            if (!buf && !(buf = malloc(COPY_CHUNK))) {
+                st = gguf_fail(err, GGUF_E_NOMEM, "out of memory for a copy buffer");
+                goto out;
+            }
+            st = gguf_pread_full(in, buf, n, start, "tensor data", err);
+            if (st != GGUF_OK)
+                goto out;
+            st = gguf_pwrite_full(out, buf, n, dst + (start - from),
+                                  "tensor data", err);
+            if (st != GGUF_OK)
+                goto out;
+            start += n;
+            *copied += n;
+        }
+        pos = end;
+    }
+out:
+    free(buf);
+    return st;
+}
+
+/* LOCK_EX or LOCK_SH if the open file description fd holds a flock lock,
+ * else 0.  /proc/self/fdinfo lists exactly the locks owned by that open
+ * file; without /proc, 0. */
+static int held_flock(int fd) {
+    char name[64], line[256];
+    int mode = 0;
+    snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(name, "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "lock:", 5) != 0 || !strstr(line, " FLOCK "))
+            continue;
+        if (strstr(line, " WRITE "))
+            mode = LOCK_EX;
+        else if (strstr(line, " READ ") && !mode)
+            mode = LOCK_SH;
+    }
+    fclose(f);
+    return mode;
+}
+
+/* Refuses a copy that cannot be: too large, or (fail fast) more than the
+ * device has free, counting the original's allocated bytes, not its size:
+ * holes stay holes. */
+static enum gguf_status check_room(int fd, const struct stat *sb, uint64_t d2,
+                                   uint64_t tail, struct gguf_error *err) {
+    if (tail > (uint64_t)INT64_MAX - d2)
+        return gguf_fail(err, GGUF_E_RANGE, "the grown file would be too large");
+    uint64_t need = d2 + (uint64_t)sb->st_blocks * 512;
+    uint64_t avail = gguf_free_bytes(fd);
+    if (avail < need) {
+        gguf_fail(err, GGUF_E_NOSPACE,
+                  "the header must grow and the file be rewritten, which "
+                  "needs about %llu bytes; %llu are free",
+                  (unsigned long long)need, (unsigned long long)avail);
+        err->sys_errno = ENOSPC;
+        return GGUF_E_NOSPACE;
+    }
+    return GGUF_OK;
+}
+
+/* The new file nfd (at npath) takes over what belongs to the file, not to
+ * its bytes: owner, mode, and the caller's flock on fd (the mount's "one
+ * writer" lock must hold on the file that replaces it; nfd is nobody
+ * else's yet). */
+static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
+                                  const char *npath, struct gguf_error *err) {
+    /* Owner before mode: chown clears set-id bits. */
+    if (fchown(nfd, sb->st_uid, sb->st_gid) < 0)
+        return gguf_fail(err, GGUF_E_PERM,
+                         "cannot give the rewritten file the owner %u:%u of "
+                         "the original (%s); the file is unchanged",
+                         (unsigned)sb->st_uid, (unsigned)sb->st_gid,
+                         strerror(errno));
+    if (fchmod(nfd, sb->st_mode & 07777) < 0)
+        return gguf_sys_fail(err, errno, "cannot set the mode of %s", npath);
+    int held = held_flock(fd);
+    if (held && flock(nfd, held | LOCK_NB) < 0)
+        return gguf_sys_fail(err, errno, "cannot lock %s", npath);
+    return GGUF_OK;
+}
+
+/* Steps (fault points): create, header, copy, fsync, rename, directory
+ * fsync.  On failure the new file is removed and the original is as it
+ * was.  The caller holds the commit lock on fd, which makes a leftover
+ * PATH.ggufs-new ours to remove. */
+enum gguf_status gguf_rewrite_file(int fd, const char *path,
+                                   const struct stat *sb, uint64_t d,
+                                   const uint8_t *hdr, uint64_t d2,
+                                   struct gguf_faults *f, int *newfd,
+                                   uint64_t *copied, struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    struct gguf_error scratch;
+    char *npath = gguf_path_with(path, GGUF_NEWFILE_SUFFIX);
+    int nfd = -1;
+    bool created = false;
+    uint64_t size = (uint64_t)sb->st_size;
+    uint64_t tail = size > d ? size - d : 0;
+
+    if (!err)
+        err = &scratch;
+    *newfd = -1;
+    *copied = 0;
+    if (!npath) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    st = check_room(fd, sb, d2, tail, err);
+    if (st != GGUF_OK)
+        goto out;
+
+    gguf_fault_point(f, "create new file");
+    for (int attempt = 0; nfd < 0; attempt++) {
+        nfd = open(npath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        /* A leftover of a killed rewrite: ours to remove, since we hold the
+         * lock of the file it was meant to replace. */
+        if (nfd < 0 && errno == EEXIST && attempt == 0 && unlink(npath) == 0)
+            continue;
+        if (nfd < 0) {
+            st = gguf_sys_fail(err, errno, "cannot create %s", npath);
+            goto out;
+        }
+    }
+    created = true;
+    if (ftruncate(nfd, (off_t)(d2 + tail)) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot size %s", npath);
+        goto out;
+    }
+    gguf_fault_point(f, "header to new file");
+    st = gguf_pwrite_full(nfd, hdr, d2, 0, "the new header", err);
+    if (st != GGUF_OK)
+        goto out;
+    gguf_fault_point(f, "copy tensor data");
+    st = copy_data(fd, d, size, nfd, d2, copied, err);
+    if (st != GGUF_OK)
+        goto out;
+    st = take_over(fd, sb, nfd, npath, err);
+    if (st != GGUF_OK)
+        goto out;
+    gguf_fault_point(f, "fsync new file");
+    if (fsync(nfd) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot sync %s", npath);
+        goto out;
+    }
+    gguf_fault_point(f, "rename over original");
+    if (rename(npath, path) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot rename %s to %s", npath, path);
+        goto out;
+    }
+    created = false;
+    *newfd = nfd;
+    nfd = -1;
+    gguf_fault_point(f, "fsync directory");
+    st = gguf_fsync_dir(path, err);
+out:
+    if (nfd >= 0)
+        close(nfd);
+    if (created)
+        unlink(npath);
+    if (st == GGUF_E_NOSPACE && created) {
+        size_t m = strlen(err->msg);
+        snprintf(err->msg + m, sizeof err->msg - m,
+                 "; the partial copy was removed, the file is unchanged");
+    }
+    free(npath);
+    return st;
+}
+

@@ -1,0 +1,207 @@
+/*
+ * saved.c - saving a context's edits aside when they cannot be committed
+ * (gguf_save_edits), so that a failed commit loses no edit.
+ *
+ * The saved file is a tensor-less GGUF of ctx's keys (the filler left
+ * out) plus, when keys of the file on disk are gone from ctx, REMOVED_KEY:
+ * an array of their names (a rename shows as the old name removed and the
+ * new one present).  It is written beside the GGUF as
+ * PATH.ggufs-edits-STAMP[-N].gguf, or in $TMPDIR (else /tmp) under the
+ * GGUF's base name when that directory is not writable.  Its records are
+ * laid out by write.c's gguf_put_* functions.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REMOVED_KEY "ggufs.removed_keys"
+#define REMOVED_KEY_LEN (sizeof REMOVED_KEY - 1)
+
+/* Whether key i of the file on disk is to be listed as removed: it is
+ * gone from ctx, and it is not the filler (never an edit). */
+static bool removed(const gguf_ctx *disk, const gguf_ctx *ctx, int64_t i,
+                    const char **key, size_t *kl) {
+    *key = gguf_kv_key(disk, i, kl);
+    return !gguf_key_is_filler(*key, *kl) && gguf_find_key(ctx, *key, *kl) < 0;
+}
+
+/* Left out of the saved keys: the filler, and, when a list of removals is
+ * written, a REMOVED_KEY of ctx's own (ours anyway; two keys of one name
+ * would make the file invalid). */
+static bool left_out(const struct gguf_kv *kv, bool listing) {
+    return gguf_key_is_filler(kv->key, (size_t)kv->key_len) ||
+           (listing && kv->key_len == REMOVED_KEY_LEN &&
+            memcmp(kv->key, REMOVED_KEY, REMOVED_KEY_LEN) == 0);
+}
+
+/* The saved file's bytes, appended to b (empty).  disk: the file as it is
+ * on disk now, or NULL (unreadable: no list of removals). */
+static enum gguf_status serialize_edits(const gguf_ctx *ctx,
+                                        const gguf_ctx *disk,
+                                        struct gguf_buf *b,
+                                        struct gguf_error *err) {
+    uint64_t n_removed = 0, list_bytes = 4 + 8, n_kv = 0;
+    uint64_t size = 4 + 4 + 8 + 8;
+    const char *key;
+    size_t kl;
+
+    for (int64_t i = 0; disk && i < gguf_n_kv(disk); i++)
+        if (removed(disk, ctx, i, &key, &kl)) {
+            n_removed++;
+            list_bytes += 8 + kl;
+        }
+    bool listing = n_removed > 0;
+    for (int64_t i = 0; i < ctx->n_kv; i++)
+        if (!left_out(&ctx->kv[i], listing)) {
+            n_kv++;
+            size += gguf_kv_record_size(ctx->kv[i].key_len, ctx->kv[i].val_len);
+        }
+    if (listing)
+        size += gguf_kv_record_size(REMOVED_KEY_LEN, list_bytes);
+    uint64_t padded = gguf_align_up(size, gguf_ctx_alignment(ctx));
+    enum gguf_status st = padded > SIZE_MAX ? GGUF_E_NOMEM
+                                            : gguf_buf_reserve(b, (size_t)padded);
+    if (st != GGUF_OK)
+        return gguf_fail(err, st, "out of memory saving the edits");
+
+    uint8_t *p = b->p + b->len;
+    p = gguf_put_preamble(p, ctx->version == 2 ? 2 : 3, 0, n_kv + listing);
+    for (int64_t i = 0; i < ctx->n_kv; i++) {
+        const struct gguf_kv *kv = &ctx->kv[i];
+        if (!left_out(kv, listing))
+            p = gguf_put_kv(p, kv->key, kv->key_len, kv->type, kv->val,
+                            kv->val_len);
+    }
+    if (listing) {
+        p = gguf_put_kv(p, REMOVED_KEY, REMOVED_KEY_LEN, GGUF_TYPE_ARRAY, NULL,
+                        0);
+        gguf_wr32(p, GGUF_TYPE_STRING);
+        gguf_wr64(p + 4, n_removed);
+        p += 12;
+        for (int64_t i = 0; i < gguf_n_kv(disk); i++)
+            if (removed(disk, ctx, i, &key, &kl))
+                p = gguf_put_str(p, key, kl);
+    }
+    memset(p, 0, (size_t)(padded - size));
+    b->len += (size_t)padded;
+    return GGUF_OK;
+}
+
+/* Creates the edits file under prefix (a path prefix; the name gets a
+ * timestamp and, on a clash, a counter) exclusively, writes and syncs it.
+ * The name is put in out only if it fits. */
+static enum gguf_status write_edits_at(const char *prefix,
+                                       const struct gguf_buf *b, char *out,
+                                       size_t n, struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    char stamp[32], name[PATH_MAX];
+    time_t now = time(NULL);
+    struct tm tm;
+    int fd = -1;
+
+    if (!localtime_r(&now, &tm) ||
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm) == 0)
+        snprintf(stamp, sizeof stamp, "%lld", (long long)now);
+    for (int i = 1; fd < 0; i++) {
+        int w = i == 1 ? snprintf(name, sizeof name, "%s.ggufs-edits-%s.gguf",
+                                  prefix, stamp)
+                       : snprintf(name, sizeof name,
+                                  "%s.ggufs-edits-%s-%d.gguf", prefix, stamp, i);
+        if (w < 0 || (size_t)w >= sizeof name || (size_t)w >= n) {
+            st = gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
+            goto out;
+        }
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno != EEXIST || i >= 1000)) {
+            st = gguf_sys_fail(err, errno, "cannot create %s", name);
+            goto out;
+        }
+    }
+    st = gguf_pwrite_full(fd, b->p, b->len, 0, "the saved edits", err);
+    if (st == GGUF_OK && fsync(fd) < 0)
+        st = gguf_sys_fail(err, errno, "cannot sync %s", name);
+    if (st == GGUF_OK && close(fd) < 0)
+        st = gguf_sys_fail(err, errno, "cannot close %s", name);
+    fd = -1;
+    if (st != GGUF_OK) {
+        unlink(name);
+        goto out;
+    }
+    (void)gguf_fsync_dir(name, NULL);
+    memcpy(out, name, strlen(name) + 1);
+out:
+    if (fd >= 0)
+        close(fd);
+    return st;
+}
+
+enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
+                                 struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    struct gguf_error scratch;
+    struct gguf_buf b = {0};
+    gguf_ctx *disk = NULL;
+    char *copy = NULL, *prefix = NULL;
+
+    if (!err)
+        err = &scratch; /* its errno chooses the fallback directory */
+    if (!ctx || !out || n == 0) {
+        st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_save_edits");
+        goto out;
+    }
+    out[0] = '\0';
+    if (ctx->path) {
+        struct gguf_error e2 = {0};
+        if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
+            disk = NULL; /* unreadable now: no list of removals */
+    }
+    st = serialize_edits(ctx, disk, &b, err);
+    if (disk)
+        gguf_close(disk);
+    if (st != GGUF_OK)
+        goto out;
+    if (ctx->path) {
+        st = write_edits_at(ctx->path, &b, out, n, err);
+        if (st == GGUF_OK || st == GGUF_E_RANGE)
+            goto out;
+        int e = err ? err->sys_errno : 0;
+        if (e != EACCES && e != EPERM && e != EROFS && e != ENOSPC &&
+            e != EDQUOT && e != ENOENT)
+            goto out;
+    }
+    /* The GGUF's directory is not writable (or there is none): use the
+     * temporary directory, keeping the file's base name. */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    const char *base = "ggufs";
+    if (ctx->path) {
+        copy = strdup(ctx->path);
+        if (!copy) {
+            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+            goto out;
+        }
+        base = basename(copy);
+    }
+    if (asprintf(&prefix, "%s/%s", tmp, base) < 0) {
+        prefix = NULL;
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (err)
+        memset(err, 0, sizeof *err);
+    st = write_edits_at(prefix, &b, out, n, err);
+out:
+    gguf_buf_free(&b);
+    free(copy);
+    free(prefix);
+    return st;
+}
