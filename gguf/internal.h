@@ -120,7 +120,8 @@ enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
                                     uint64_t file_off,
                                     struct gguf_error *err);
 
-/* ctx helpers (read.c) */
+/* ctx.c: records a one-line warning on ctx (advisory: at most 64 are
+ * kept, a failed allocation drops it). */
 void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -270,9 +271,10 @@ enum gguf_status gguf_grown_offset(const gguf_ctx *ctx, uint64_t *d2,
 /* A fresh, empty context (version 3, default alignment, no file); NULL if
  * out of memory.  Shared by gguf_new and the openers in read.c. */
 gguf_ctx *gguf_ctx_alloc(void);
-/* Name callbacks for gguf_index_build/_find over a context (base): the key
- * or the whole tensor name of entry i.  Every index built over a finished
- * context uses these, so any two are interchangeable. */
+/* Name callbacks for gguf_index_build/_find over a finished context
+ * (base): the key or the whole tensor name of entry i.  Slots depend only on
+ * the names, so an index built with these is interchangeable with the ones
+ * read.c leaves in a context it opened. */
 const char *gguf_ctx_key_name(const void *base, int64_t i, size_t *len);
 const char *gguf_ctx_tensor_name(const void *base, int64_t i, size_t *len);
 
