@@ -127,7 +127,6 @@ static const struct gguf_kv *kv_at(const gguf_ctx *ctx, int64_t i) {
     return &ctx->kv[i];
 }
 
-
 int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx ? ctx->n_kv : 0; }
 
 int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len) {
