@@ -6,7 +6,7 @@
  * Expected bytes never come from the code under test: the golden header is
  * assembled by hand below, round trips compare against the payloads the
  * test built itself, and identity checks compare against real files
- * written by llama.cpp's tools (/work/shared/models, located through
+ * written by llama.cpp's tools (../shared/models beside the source tree,
  * GGUFS_SRCDIR/../shared/models; skipped with a message when absent).
  */
 #include "gguf.h"
