@@ -69,8 +69,8 @@ void gguf_tensor_release(struct gguf_tensor *t) {
 
 bool gguf_dirty(const gguf_ctx *ctx) { return ctx && ctx->dirty; }
 
-/* Spec rule for keys: ASCII lower_snake_case segments joined by '.', at most
- * 65535 bytes.  Empty segments ("a..b", ".a", "a.") are not segments. */
+/* The specification's rule for keys (docs/format.md, Value types): ASCII
+ * lower_snake_case segments joined by '.', at most 65535 bytes.  Empty segments ("a..b", ".a", "a.") are not segments. */
 bool gguf_key_valid(const char *key, size_t len) {
     if (!key || len == 0 || len > 65535)
         return false;

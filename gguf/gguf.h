@@ -26,6 +26,8 @@
  * The data start is computed (end of tensor infos rounded up to ALIGNMENT),
  * never stored: a header edited in place must end on the same padded
  * boundary, which ggufs achieves with a filler key (GGUF_FILLER_KEY).
+ * docs/format.md states these facts and the limits below with their
+ * reasons.
  *
  * Conventions: one opaque context (gguf_ctx); getters are const and never
  * abort; find-by-name returns -1 when absent; fallible calls return an
@@ -47,7 +49,8 @@
 #define GGUF_MAX_ARRAY (UINT64_C(1) << 30)  /* and arrays with more elements */
 #define GGUF_MAX_NESTING 8                  /* arrays of arrays, deepest level */
 /* Key of the filler KV that absorbs slack when a header is rewritten in
- * place.  Hidden from listings; see man/ggufs.1. */
+ * place.  Hidden from listings; docs/format.md, The filler key
+ * ggufs.padding. */
 #define GGUF_FILLER_KEY "ggufs.padding"
 /* The key that sets the alignment of tensor data (a uint32 power of two). */
 #define GGUF_ALIGNMENT_KEY "general.alignment"
@@ -145,7 +148,7 @@ bool gguf_key_is_alignment(const char *key, size_t len);
  * (end of the tensor infos) and for each tensor's padding. */
 uint64_t gguf_align_up(uint64_t x, uint64_t align);
 /* Parses a split-set file name "...-NNNNN-of-MMMMM.gguf" (gguf-split's
- * naming): *no and *count (1-based) and *cut, the offset of the '-' that
+ * naming, docs/format.md, Split sets): *no and *count (1-based) and *cut, the offset of the '-' that
  * starts the suffix.  False if path has no such suffix. */
 bool gguf_split_name(const char *path, int *no, int *count, size_t *cut);
 
@@ -273,8 +276,9 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
 
 /* ---- editing (gguf/edit.c) ---------------------------------------- */
 
-/* True if key follows the spec's rules for new keys: ASCII lower_snake_case
- * segments ([a-z0-9_]+) joined by '.', at most 65535 bytes. */
+/* True if key follows the specification's rules for new keys: ASCII
+ * lower_snake_case segments ([a-z0-9_]+) joined by '.', at most 65535 bytes
+ * (docs/format.md, Value types). */
 bool gguf_key_valid(const char *key, size_t len);
 /* Sets key to a value given as its on-disk payload (validated).  An existing
  * key keeps its position; a new key goes last.  general.alignment is

@@ -13,18 +13,12 @@
  * the counts were bounded by the bytes in the file, so memory stays
  * proportional to the header bytes present, whatever the counts claim.
  *
- * Validation mirrors ggml's reference reader (ggml-reference-facts.md):
- * what ggml accepts opens, what it rejects is refused with one line naming
- * the problem and where.  Deliberate differences:
- *   - tensor data that runs past the end of the file is refused (llama.cpp's
- *     loader refuses it too; ggml's metadata-only reader does not look);
- *   - looser, opened with a warning: tensor data in bounds and not
- *     overlapping but not laid out exactly contiguously; tensor type ids
- *     from 40 up that are not known here (sized from the next tensor's
- *     offset, or the end of the file for the last); bool bytes other than
- *     0 and 1 (ggml reads them as true);
- *   - refused although some ggml build may know them: tensor type ids that
- *     are negative as ggml's int32 (>= 2^31), which no build accepts.
+ * Validation mirrors ggml's reference reader (docs/format.md, What ggml's
+ * reader refuses): what ggml accepts opens, what it rejects is refused with
+ * one line naming the problem and where.  The deliberate differences (data
+ * past the end of the file refused; non-contiguous data, type ids from 40
+ * up and odd bool bytes opened with a warning; type ids >= 2^31 refused)
+ * are stated in docs/format.md, Where ggufs differs from ggml.
  */
 #include "internal.h"
 

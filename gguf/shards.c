@@ -1,11 +1,11 @@
 /*
  * shards.c - split models: NAME-00001-of-00003.gguf, ... (gguf-split).
  *
- * Keys: split.no (uint16, 0-based), split.count (uint16), split.tensors.count
- * (int32, total over all shards).  Only the first shard carries the full
- * metadata; each shard holds its own tensors.  A set is opened whole and
- * checked for consistency, so a missing or foreign shard is named before
- * anything is mounted.
+ * The keys split.no, split.count and split.tensors.count, the naming and
+ * what gguf-split --merge writes: docs/format.md, Split sets.  Only the
+ * first shard carries the full metadata; each shard holds its own tensors.
+ * A set is opened whole and checked for consistency, so a missing or
+ * foreign shard is named before anything is mounted.
  */
 #include "internal.h"
 

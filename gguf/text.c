@@ -145,8 +145,9 @@ static size_t fmt_scalar(enum gguf_type t, const uint8_t *p, char *o)
     case GGUF_TYPE_FLOAT32: return gguf_fmt_float(gguf_rd32(p), true, o);
     case GGUF_TYPE_FLOAT64: return gguf_fmt_float(gguf_rd64(p), false, o);
     case GGUF_TYPE_BOOL:
-        /* A byte other than 0 or 1 is outside the spec; ggml reads any
-         * nonzero byte as true, and so do we (the one lossy case). */
+        /* A byte other than 0 or 1 is outside the specification; ggml
+         * reads any nonzero byte as true, and so do we (the one lossy
+         * case; docs/format.md, Value types). */
         memcpy(o, p[0] ? "true" : "false", p[0] ? 4 : 5);
         return p[0] ? 4 : 5;
     default: return 0;

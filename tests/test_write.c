@@ -168,7 +168,7 @@ struct sample_tensor {
     const char *name;
     uint32_t type, n_dims;
     int64_t ne[4];
-    uint64_t size; /* computed by hand from the table in the spec */
+    uint64_t size; /* by hand from docs/format.md, ggml tensor types */
 };
 
 static const struct sample_tensor tensors[] = {
@@ -278,7 +278,8 @@ static gguf_ctx *reopen(const struct gguf_buf *b) {
 /* ---- golden bytes ------------------------------------------------------ */
 
 START_TEST(golden_header) {
-    /* One key and one tensor, laid out by hand per the spec. */
+    /* One key and one tensor, laid out by hand per docs/format.md, Byte
+     * layout. */
     struct bytes want = {0};
     b_add(&want, "GGUF", 4);
     b_u32(&want, 3);
