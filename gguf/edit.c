@@ -17,20 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Name callbacks for gguf_index_build.  An index built with these is
- * interchangeable with one built by read.c: slots depend only on the names. */
-static const char *kv_name(const void *base, int64_t i, size_t *len) {
-    const gguf_ctx *ctx = base;
-    *len = (size_t)ctx->kv[i].key_len;
-    return ctx->kv[i].key;
-}
-
-static const char *tensor_name(const void *base, int64_t i, size_t *len) {
-    const gguf_ctx *ctx = base;
-    *len = (size_t)ctx->t[i].name_len;
-    return ctx->t[i].name;
-}
-
 /* Rebuilds the KV (or tensor) index into a fresh struct and swaps it in
  * only on success, so a failure leaves the old (still usable for rollback)
  * index in place. */
@@ -38,9 +24,9 @@ static enum gguf_status rebuild_index(gguf_ctx *ctx, bool tensors) {
     struct gguf_index fresh = {0};
     enum gguf_status st;
     if (tensors)
-        st = gguf_index_build(&fresh, ctx->n_t, tensor_name, ctx);
+        st = gguf_index_build(&fresh, ctx->n_t, gguf_ctx_tensor_name, ctx);
     else
-        st = gguf_index_build(&fresh, ctx->n_kv, kv_name, ctx);
+        st = gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx);
     if (st != GGUF_OK) {
         gguf_index_free(&fresh);
         return st;
@@ -83,8 +69,8 @@ void gguf_tensor_release(struct gguf_tensor *t) {
 
 bool gguf_dirty(const gguf_ctx *ctx) { return ctx && ctx->dirty; }
 
-/* Spec rule for keys: ASCII lower_snake_case segments joined by '.', at most
- * 65535 bytes.  Empty segments ("a..b", ".a", "a.") are not segments. */
+/* The specification's rule for keys (docs/format.md, Value types): ASCII
+ * lower_snake_case segments joined by '.', at most 65535 bytes.  Empty segments ("a..b", ".a", "a.") are not segments. */
 bool gguf_key_valid(const char *key, size_t len) {
     if (!key || len == 0 || len > 65535)
         return false;

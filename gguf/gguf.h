@@ -26,6 +26,8 @@
  * The data start is computed (end of tensor infos rounded up to ALIGNMENT),
  * never stored: a header edited in place must end on the same padded
  * boundary, which ggufs achieves with a filler key (GGUF_FILLER_KEY).
+ * docs/format.md states these facts and the limits below with their
+ * reasons.
  *
  * Conventions: one opaque context (gguf_ctx); getters are const and never
  * abort; find-by-name returns -1 when absent; fallible calls return an
@@ -47,7 +49,8 @@
 #define GGUF_MAX_ARRAY (UINT64_C(1) << 30)  /* and arrays with more elements */
 #define GGUF_MAX_NESTING 8                  /* arrays of arrays, deepest level */
 /* Key of the filler KV that absorbs slack when a header is rewritten in
- * place.  Hidden from listings; see man/ggufs.1. */
+ * place.  Hidden from listings; docs/format.md, The filler key
+ * ggufs.padding. */
 #define GGUF_FILLER_KEY "ggufs.padding"
 /* The key that sets the alignment of tensor data (a uint32 power of two). */
 #define GGUF_ALIGNMENT_KEY "general.alignment"
@@ -145,11 +148,12 @@ bool gguf_key_is_alignment(const char *key, size_t len);
  * (end of the tensor infos) and for each tensor's padding. */
 uint64_t gguf_align_up(uint64_t x, uint64_t align);
 /* Parses a split-set file name "...-NNNNN-of-MMMMM.gguf" (gguf-split's
- * naming): *no and *count (1-based) and *cut, the offset of the '-' that
- * starts the suffix.  False if path has no such suffix. */
+ * naming, docs/format.md, Split sets): *no and *count (1-based) and *cut,
+ * the offset of the '-' that starts the suffix.  False if path has no such
+ * suffix. */
 bool gguf_split_name(const char *path, int *no, int *count, size_t *cut);
 
-/* ---- opening ------------------------------------------------------- */
+/* ---- opening (gguf/read.c; gguf_new, gguf_close: gguf/ctx.c) ------- */
 
 enum gguf_open_flags {
     GGUF_OPEN_RDWR = 1 << 0,          /* open fd O_RDWR (for commits) */
@@ -160,10 +164,12 @@ enum gguf_open_flags {
  * tensor data).  On success *out is a new context.  On failure returns the
  * status and err->msg names the problem and where, e.g.
  * "tensor 'x' data ends at 5368709120, past the end of the file (4294967296)".
- * Files ggml's reference reader accepts are accepted; files it rejects are
- * refused, except the two looser cases that only record a warning:
- * non-contiguous but in-bounds, non-overlapping tensor data, and unknown
- * tensor types (sized from the next tensor's offset). */
+ * Files ggml's reference reader accepts are accepted, except those whose
+ * tensor data runs past the end of the file; files it rejects are refused,
+ * except the looser cases that only record a warning: non-contiguous but
+ * in-bounds, non-overlapping tensor data, tensor type ids from 40 up (sized
+ * from the next tensor's offset) and bool bytes other than 0 and 1
+ * (docs/format.md, Where ggufs differs from ggml). */
 enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
                            struct gguf_error *err);
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
@@ -177,7 +183,7 @@ void gguf_close(gguf_ctx *ctx);
 int gguf_n_warnings(const gguf_ctx *ctx);
 const char *gguf_warning(const gguf_ctx *ctx, int i);
 
-/* ---- file-level getters ------------------------------------------- */
+/* ---- file-level getters (gguf/ctx.c, as the two sections below) ---- */
 
 uint32_t gguf_version(const gguf_ctx *ctx);
 uint32_t gguf_alignment(const gguf_ctx *ctx);
@@ -230,11 +236,12 @@ uint64_t gguf_tensor_rel_offset(const gguf_ctx *ctx, int64_t i);
 uint64_t gguf_tensor_offset(const gguf_ctx *ctx, int64_t i);
 uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i);
 
-/* ---- text codec (gguf/text.c) -------------------------------------- */
+/* ---- text codec (gguf/text.c, textesc.c, textfloat.c) -------------- */
 
 /* Renders a value's payload (as from gguf_kv_payload) in the text format of
  * man/ggufs.1, appending to out.  Lossless: gguf_parse_text of the result
- * gives back the identical payload. */
+ * gives back the identical payload (except a bool byte other than 0 and 1,
+ * which renders as "true"). */
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err);
@@ -252,7 +259,8 @@ enum gguf_status gguf_escape_line(const uint8_t *s, size_t len,
 enum gguf_status gguf_unescape_line(const char *s, size_t len,
                                     struct gguf_buf *out,
                                     struct gguf_error *err);
-/* True if s is valid UTF-8 (no overlongs, no surrogates). */
+/* True if s is valid UTF-8 (no overlongs, no surrogates, nothing above
+ * U+10FFFF). */
 bool gguf_utf8_valid(const uint8_t *s, size_t len);
 
 /* ---- file names (gguf/names.c) ------------------------------------- */
@@ -273,8 +281,9 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
 
 /* ---- editing (gguf/edit.c) ---------------------------------------- */
 
-/* True if key follows the spec's rules for new keys: ASCII lower_snake_case
- * segments ([a-z0-9_]+) joined by '.', at most 65535 bytes. */
+/* True if key follows the specification's rules for new keys: ASCII
+ * lower_snake_case segments ([a-z0-9_]+) joined by '.', at most 65535 bytes
+ * (docs/format.md, Value types). */
 bool gguf_key_valid(const char *key, size_t len);
 /* Sets key to a value given as its on-disk payload (validated).  An existing
  * key keeps its position; a new key goes last.  general.alignment is

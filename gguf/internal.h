@@ -15,6 +15,7 @@
 #include "gguf.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 enum gguf_kv_flags {
@@ -168,11 +169,6 @@ enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
 /* The alignment ctx's data and tensors follow: ctx->alignment, or
  * GGUF_DEFAULT_ALIGNMENT where none is set. */
 uint32_t gguf_ctx_alignment(const gguf_ctx *ctx);
-
-/* ---- the reader (read.c) --------------------------------------------- */
-
-void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* ---- editing (edit.c) ------------------------------------------------ */
 
@@ -350,13 +346,113 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    struct gguf_faults *f, int *newfd,
                                    uint64_t *copied, struct gguf_error *err);
 
-/* text.c: test hook, the number of floats whose shortest digits needed the
- * slow printf search (the exact algorithm failed or disagreed with strtod;
- * the tests expect none). */
-unsigned long gguf_text_float_fallbacks(void);
+/* ---- the context (ctx.c) -------------------------------------------- */
 
-/* text.c: length (1..4) of the valid UTF-8 sequence at s[0..n), 0 if none
- * (strict: no overlongs, surrogates or code points above U+10FFFF). */
+/* Records a one-line warning on ctx (advisory: at most 64 are kept, a
+ * failed allocation drops it). */
+void gguf_warn(gguf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A fresh, empty context (version 3, default alignment, no file); NULL if
+ * out of memory.  Shared by gguf_new and the openers in read.c. */
+gguf_ctx *gguf_ctx_alloc(void);
+/* Name callbacks for gguf_index_build/_find over a finished context
+ * (base): the key or the whole tensor name of entry i.  Slots depend only on
+ * the names, so an index built with these is interchangeable with the ones
+ * read.c leaves in a context it opened. */
+const char *gguf_ctx_key_name(const void *base, int64_t i, size_t *len);
+const char *gguf_ctx_tensor_name(const void *base, int64_t i, size_t *len);
+
+/* ---- the text codec's parts (text.c, textesc.c, textfloat.c) ---------- */
+
+/* Hex digits: the value of c (either case), -1 if c is none; the lower-case
+ * digit of v's low four bits. */
+static inline int gguf_hexval(int c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+static inline char gguf_hexdigit(uint64_t v) {
+    return "0123456789abcdef"[v & 15];
+}
+
+/* Appending to the codec's output.  gguf_text_room ensures n free bytes,
+ * growing at least geometrically (to max(n, len, 64) more) so that many
+ * small appends stay linear whatever gguf_buf_reserve's own policy is. */
+static inline enum gguf_status gguf_text_room(struct gguf_buf *b, size_t n) {
+    if (b->cap >= b->len && b->cap - b->len >= n)
+        return GGUF_OK;
+    size_t extra = n;
+    if (extra < b->len)
+        extra = b->len;
+    if (extra < 64)
+        extra = 64;
+    if (extra != n && gguf_buf_reserve(b, extra) == GGUF_OK)
+        return GGUF_OK;
+    return gguf_buf_reserve(b, n);
+}
+static inline enum gguf_status gguf_text_put(struct gguf_buf *b,
+                                             const void *p, size_t n) {
+    if (n == 0)
+        return GGUF_OK;
+    enum gguf_status st = gguf_text_room(b, n);
+    if (st != GGUF_OK)
+        return st;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return GGUF_OK;
+}
+static inline enum gguf_status gguf_text_put1(struct gguf_buf *b, uint8_t c) {
+    if (b->cap <= b->len) {
+        enum gguf_status st = gguf_text_room(b, 1);
+        if (st != GGUF_OK)
+            return st;
+    }
+    b->p[b->len++] = c;
+    return GGUF_OK;
+}
+
+/* textesc.c.  gguf_utf8_seq: length (1..4) of the valid UTF-8 sequence at
+ * s[0..n), 0 if none (strict: no overlongs, surrogates or code points above
+ * U+10FFFF); names.c and error.c use it too. */
 size_t gguf_utf8_seq(const uint8_t *s, size_t n);
+/* A short, printable rendition of s[0, n) for messages, in o (osz bytes):
+ * at most 40 bytes of s, "\n" for a newline, other control bytes, the
+ * single quote, the backslash and non-ASCII as \xHH, "..." when cut.
+ * Returns o. */
+const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz);
+/* Appends s[0, n) escaped so that it is one line; in quoted mode (strings
+ * inside a bracketed inner array) '"' is escaped too. */
+enum gguf_status gguf_text_escape(const uint8_t *s, size_t n, bool quoted,
+                                  struct gguf_buf *out);
+/* Appends s[0, n) with its escapes decoded.  Quoted mode: stops at the
+ * first unescaped '"' (*used = its index; an error if there is none) and
+ * accepts \".  Messages name line (0: none) and the column of s[i] as
+ * col0 + i. */
+enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
+                                    size_t *used, struct gguf_buf *out,
+                                    struct gguf_error *err, uint64_t line,
+                                    size_t col0);
+
+/* textfloat.c; run in the "C" locale (printf and strtod are used).
+ * gguf_fmt_u64: v in decimal at o (20 bytes), no NUL; returns the length.
+ * gguf_fmt_float: the float32 (f32) or float64 with the given bits as the
+ * codec renders it (shortest round-trip digits, text.c's header comment),
+ * at o (40 bytes), no NUL; returns the length.
+ * gguf_parse_float: text s[0, n) as the codec parses a float into its bits:
+ * GGUF_OK, GGUF_E_INVAL (not a float), GGUF_E_RANGE (overflow, NaN payload
+ * too wide) or GGUF_E_NOMEM; no message. */
+size_t gguf_fmt_u64(uint64_t v, char *o);
+size_t gguf_fmt_float(uint64_t bits, bool f32, char *o);
+enum gguf_status gguf_parse_float(const char *s, size_t n, bool f32,
+                                  uint64_t *out);
+/* Test hook: the number of floats whose shortest digits needed the slow
+ * printf search (the exact algorithm failed or disagreed with strtod; the
+ * tests expect none). */
+unsigned long gguf_text_float_fallbacks(void);
 
 #endif

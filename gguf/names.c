@@ -101,17 +101,6 @@ fail:
     return st;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* A printable copy of at most 64 bytes of s for messages. */
 static const char *shown(const char *s, size_t n, char *o)
 {
@@ -156,8 +145,8 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
                              "does not map back to a name",
                              shown(fname, len, s1));
         }
-        int h = i + 1 < len ? hexval((unsigned char)fname[i + 1]) : -1;
-        int l = i + 2 < len ? hexval((unsigned char)fname[i + 2]) : -1;
+        int h = i + 1 < len ? gguf_hexval((unsigned char)fname[i + 1]) : -1;
+        int l = i + 2 < len ? gguf_hexval((unsigned char)fname[i + 2]) : -1;
         if (h < 0 || l < 0) {
             out->len = start;
             return gguf_fail(err, GGUF_E_INVAL,

@@ -2,10 +2,11 @@
  * payload.c - validation of one metadata value's on-disk bytes (everything
  * after the uint32 type field), shared by the reader and the editor.
  *
- * Rules (ggml-reference-facts.md): strings at most GGUF_MAX_STRING bytes,
- * arrays at most GGUF_MAX_ARRAY elements, no arrays of arrays unless the
- * caller allows them (then at most GGUF_MAX_NESTING levels), element types
- * among the 13 known ones, bools one byte.  ggml reads any nonzero bool byte
+ * Rules (docs/format.md, Limits and What ggml's reader refuses): strings
+ * at most GGUF_MAX_STRING bytes, arrays at most GGUF_MAX_ARRAY elements, no
+ * arrays of arrays unless the caller allows them (then at most
+ * GGUF_MAX_NESTING levels), element types among the 13 known ones, bools
+ * one byte.  ggml reads any nonzero bool byte
  * as true; the editor insists on 0/1, the reader may accept and count them.
  *
  * Hostile input: every length and count is compared with the bytes left

@@ -1,6 +1,7 @@
 /*
- * read.c - opening a GGUF file: reading and validating its header, and the
- * getters over the result.
+ * read.c - opening a GGUF file (gguf_open, gguf_open_mem): reading and
+ * validating its header into a context.  The context's lifetime, warnings
+ * and getters are in ctx.c.
  *
  * Reading.  The header is read with pread in growing chunks (1 MiB, then
  * doubling, never past the file size), so a model of many GiB costs only
@@ -12,18 +13,12 @@
  * the counts were bounded by the bytes in the file, so memory stays
  * proportional to the header bytes present, whatever the counts claim.
  *
- * Validation mirrors ggml's reference reader (ggml-reference-facts.md):
- * what ggml accepts opens, what it rejects is refused with one line naming
- * the problem and where.  Deliberate differences:
- *   - tensor data that runs past the end of the file is refused (llama.cpp's
- *     loader refuses it too; ggml's metadata-only reader does not look);
- *   - looser, opened with a warning: tensor data in bounds and not
- *     overlapping but not laid out exactly contiguously; tensor type ids
- *     from 40 up that are not known here (sized from the next tensor's
- *     offset, or the end of the file for the last); bool bytes other than
- *     0 and 1 (ggml reads them as true);
- *   - refused although some ggml build may know them: tensor type ids that
- *     are negative as ggml's int32 (>= 2^31), which no build accepts.
+ * Validation mirrors ggml's reference reader (docs/format.md, What ggml's
+ * reader refuses): what ggml accepts opens, what it rejects is refused with
+ * one line naming the problem and where.  The deliberate differences (data
+ * past the end of the file refused; non-contiguous data, type ids from 40
+ * up and odd bool bytes opened with a warning; type ids >= 2^31 refused)
+ * are stated in docs/format.md, Where ggufs differs from ggml.
  */
 #include "internal.h"
 
@@ -43,7 +38,6 @@
 #define HEADER_BYTES 24     /* magic, version, two counts */
 #define MIN_KV_BYTES 14     /* key length 8 + key >= 1 + type 4 + value >= 1 */
 #define MIN_TENSOR_BYTES 24 /* name length 8 + n_dims 4 + type 4 + offset 8 */
-#define MAX_WARNINGS 64
 
 /* ---- the parser's state -------------------------------------------- */
 
@@ -149,12 +143,6 @@ static const char *parse_tname_c(const void *base, int64_t i, size_t *len) {
     const char *s = (const char *)pr->names.p + pr->toff[i].name;
     *len = strlen(s);
     return s;
-}
-/* And over a finished context. */
-static const char *ctx_tname(const void *base, int64_t i, size_t *len) {
-    const gguf_ctx *ctx = base;
-    *len = (size_t)ctx->t[i].name_len;
-    return ctx->t[i].name;
 }
 
 /* Appends name bytes [at, at+len) of the file to the pool, NUL-terminated;
@@ -363,10 +351,12 @@ static enum gguf_status parse_alignment(struct parse *pr) {
 
 /* ---- tensor infos ----------------------------------------------------- */
 
-static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
+/* Tensor info i's name at pr->pos: length within ggml's limit, copied to
+ * the pool, not a duplicate (as a C string).  Appends the info to ctx->t
+ * with its name and default shape; q gets the quoted name for messages. */
+static enum gguf_status tensor_name(struct parse *pr, int64_t i, char *q) {
     gguf_ctx *ctx = pr->ctx;
-    uint64_t F = pr->size, start = pr->pos, nlen, off;
-    char q[GGUF_QUOTE_MAX];
+    uint64_t start = pr->pos, nlen, off;
     enum gguf_status st = name_at(pr, "tensor", i, &nlen);
     if (st != GGUF_OK)
         return st;
@@ -385,12 +375,11 @@ static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
     if (!grow((void **)&ctx->t, &ctx->cap_t, i, sizeof *ctx->t) ||
         !grow((void **)&pr->toff, &pr->cap_toff, i, sizeof *pr->toff))
         return fail(pr, GGUF_E_NOMEM, "out of memory for %lld tensors", I(i + 1));
-    struct gguf_tensor *t = &ctx->t[i];
-    *t = (struct gguf_tensor){.name_len = nlen, .ne = {1, 1, 1, 1}};
+    ctx->t[i] = (struct gguf_tensor){.name_len = nlen, .ne = {1, 1, 1, 1}};
     pr->toff[i] = (struct t_off){.start = start, .name = off};
     if (strlen(pool_str(pr, off)) != nlen)
         pr->t_name_nul = true;
-    gguf_quote(q, sizeof q, pool_str(pr, off), nlen);
+    gguf_quote(q, GGUF_QUOTE_MAX, pool_str(pr, off), nlen);
 
     int64_t dup;
     if (gguf_index_add(&ctx->t_index, i, parse_tname_c, pr, &dup) != GGUF_OK)
@@ -400,8 +389,16 @@ static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
                     "duplicate tensor '%s' at offset %llu (first at offset %llu)",
                     q, U(start), U(pr->toff[dup].start));
     pr->pos = start + 8 + nlen;
+    return GGUF_OK;
+}
 
-    /* n_dims, dims */
+/* The dimension count and dimensions at pr->pos into t (named q): at most
+ * GGUF_MAX_DIMS, none negative, element count within int64 as ggml checks
+ * it. */
+static enum gguf_status tensor_shape(struct parse *pr, struct gguf_tensor *t,
+                                     const char *q) {
+    uint64_t F = pr->size;
+    enum gguf_status st;
     if (F - pr->pos < 4)
         return fail(pr, GGUF_E_FORMAT,
                     "tensor '%s': dimension count at offset %llu runs past the end of the file (%llu)",
@@ -440,8 +437,18 @@ static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
             prod *= ne[k];
         }
     }
+    return GGUF_OK;
+}
 
-    /* type */
+/* The ggml type at pr->pos into t (named q) and, for a known type, the
+ * size in bytes.  Unknown ids from 40 up are left for check_data() to
+ * size; the removed ids below 40 and the ids ggml reads as negative are
+ * refused. */
+static enum gguf_status tensor_type(struct parse *pr, struct gguf_tensor *t,
+                                    const char *q) {
+    uint64_t F = pr->size;
+    enum gguf_status st;
+    const int64_t *ne = t->ne;
     if (F - pr->pos < 4)
         return fail(pr, GGUF_E_FORMAT,
                     "tensor '%s': type at offset %llu runs past the end of the file (%llu)",
@@ -470,9 +477,21 @@ static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
                     "tensor '%s' has ggml type %u, not a valid type id (at offset %llu)",
                     q, type, U(pr->pos));
     }
-    /* else: unknown type from 40 up, sized in check_data() */
     pr->pos += 4;
+    return GGUF_OK;
+}
 
+/* Tensor info i at pr->pos: name, shape, type, data offset. */
+static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
+    gguf_ctx *ctx = pr->ctx;
+    uint64_t F = pr->size;
+    char q[GGUF_QUOTE_MAX];
+    enum gguf_status st;
+    if ((st = tensor_name(pr, i, q)) != GGUF_OK ||
+        (st = tensor_shape(pr, &ctx->t[i], q)) != GGUF_OK ||
+        (st = tensor_type(pr, &ctx->t[i], q)) != GGUF_OK)
+        return st;
+    struct gguf_tensor *t = &ctx->t[i];
     if (F - pr->pos < 8)
         return fail(pr, GGUF_E_FORMAT,
                     "tensor '%s': data offset at offset %llu runs past the end of the file (%llu)",
@@ -502,47 +521,34 @@ static const char *tq(const struct parse *pr, int64_t i, char *q) {
                       pr->ctx->t[i].name_len);
 }
 
-/* Offsets aligned, data within the file, no overlap; unknown types sized;
- * a layout that is not ggml's exact contiguous one only warns. */
-static enum gguf_status check_data(struct parse *pr) {
-    gguf_ctx *ctx = pr->ctx;
+/* Every offset a multiple of the alignment A and within the data section
+ * present (room bytes). */
+static enum gguf_status check_offsets(struct parse *pr, uint64_t room) {
+    const gguf_ctx *ctx = pr->ctx;
     uint64_t F = pr->size, D = ctx->data_offset, A = ctx->alignment;
-    int64_t n = ctx->n_t, *ord = NULL;
-    enum gguf_status st = GGUF_OK;
-    char q[GGUF_QUOTE_MAX], q2[GGUF_QUOTE_MAX];
-
-    if (n == 0)
-        return GGUF_OK;
-    if (D > F)
-        return fail(pr, GGUF_E_FORMAT,
-                    "data section starts at %llu (tensor infos end at %llu, padded to %llu), "
-                    "past the end of the file (%llu)", U(D), U(pr->pos), U(A), U(F));
-    uint64_t room = F - D; /* bytes of the data section present */
-    for (int64_t i = 0; i < n; i++) {
+    char q[GGUF_QUOTE_MAX];
+    for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
-        if (t->offset % A != 0) {
-            st = fail(pr, GGUF_E_FORMAT,
-                      "tensor '%s' has offset %llu, not a multiple of the alignment (%llu)",
-                      tq(pr, i, q), U(t->offset), U(A));
-            goto out;
-        }
-        if (t->offset > room) {
-            st = fail(pr, GGUF_E_FORMAT,
-                      "tensor '%s' has offset %llu (data section at %llu), past the end of "
-                      "the file (%llu)", tq(pr, i, q), U(t->offset), U(D), U(F));
-            goto out;
-        }
+        if (t->offset % A != 0)
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' has offset %llu, not a multiple of the alignment (%llu)",
+                        tq(pr, i, q), U(t->offset), U(A));
+        if (t->offset > room)
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' has offset %llu (data section at %llu), past the end of "
+                        "the file (%llu)", tq(pr, i, q), U(t->offset), U(D), U(F));
     }
-    if ((uint64_t)n > SIZE_MAX / sizeof *ord || !(ord = malloc((size_t)n * sizeof *ord))) {
-        st = fail(pr, GGUF_E_NOMEM, "out of memory sorting %lld tensors", I(n));
-        goto out;
-    }
-    for (int64_t i = 0; i < n; i++)
-        ord[i] = i;
-    qsort_r(ord, (size_t)n, sizeof *ord, by_offset, ctx);
+    return GGUF_OK;
+}
 
-    /* Unknown types: the bytes up to the next greater offset, or to the end
-     * of the file for the last. */
+/* Sizes the tensors of unknown types (ord: all tensors in offset order):
+ * the bytes up to the next greater offset, or to the end of the file for
+ * the last; with a warning each. */
+static enum gguf_status size_unknown(struct parse *pr, const int64_t *ord,
+                                     uint64_t room) {
+    gguf_ctx *ctx = pr->ctx;
+    int64_t n = ctx->n_t;
+    char q[GGUF_QUOTE_MAX];
     for (int64_t k = 0; k < n; k++) {
         struct gguf_tensor *t = &ctx->t[ord[k]];
         if (gguf_ggml_type_known(t->type))
@@ -557,30 +563,35 @@ static enum gguf_status check_data(struct parse *pr) {
             }
         t->size = limit - t->offset;
         bool empty = !t->ne[0] || !t->ne[1] || !t->ne[2] || !t->ne[3];
-        if (t->size == 0 && !empty) {
-            st = fail(pr, GGUF_E_FORMAT,
-                      "tensor '%s' has unknown ggml type %u and no bytes before %s, so its "
-                      "size cannot be known", tq(pr, ord[k], q), t->type, from);
-            goto out;
-        }
+        if (t->size == 0 && !empty)
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' has unknown ggml type %u and no bytes before %s, so its "
+                        "size cannot be known", tq(pr, ord[k], q), t->type, from);
         gguf_warn(ctx, "tensor '%s' has unknown ggml type %u; its size (%llu bytes) is taken "
                   "from %s", tq(pr, ord[k], q), t->type, U(t->size), from);
     }
+    return GGUF_OK;
+}
 
-    /* Bounds, then overlap in offset order (empty tensors overlap nothing). */
+/* Each tensor's data within the file, then no overlap between tensors in
+ * offset order (ord); empty tensors overlap nothing. */
+static enum gguf_status check_extents(struct parse *pr, const int64_t *ord,
+                                      uint64_t room) {
+    const gguf_ctx *ctx = pr->ctx;
+    uint64_t F = pr->size, D = ctx->data_offset;
+    int64_t n = ctx->n_t;
+    char q[GGUF_QUOTE_MAX], q2[GGUF_QUOTE_MAX];
     for (int64_t i = 0; i < n; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
         if (t->size > room - t->offset) {
             uint64_t start = D + t->offset; /* <= F */
             if (t->size <= UINT64_MAX - start)
-                st = fail(pr, GGUF_E_FORMAT,
-                          "tensor '%s' data ends at %llu, past the end of the file (%llu)",
-                          tq(pr, i, q), U(start + t->size), U(F));
-            else
-                st = fail(pr, GGUF_E_FORMAT,
-                          "tensor '%s' data (%llu bytes at %llu) runs past the end of the file (%llu)",
-                          tq(pr, i, q), U(t->size), U(start), U(F));
-            goto out;
+                return fail(pr, GGUF_E_FORMAT,
+                            "tensor '%s' data ends at %llu, past the end of the file (%llu)",
+                            tq(pr, i, q), U(start + t->size), U(F));
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' data (%llu bytes at %llu) runs past the end of the file (%llu)",
+                        tq(pr, i, q), U(t->size), U(start), U(F));
         }
     }
     int64_t prev = -1;
@@ -591,31 +602,66 @@ static enum gguf_status check_data(struct parse *pr) {
             continue;
         if (prev >= 0 && t->offset < prev_end) {
             const struct gguf_tensor *p = &ctx->t[prev];
-            st = fail(pr, GGUF_E_FORMAT,
-                      "tensor '%s' data at %llu overlaps tensor '%s' (%llu to %llu)",
-                      tq(pr, ord[k], q), U(D + t->offset), tq(pr, prev, q2),
-                      U(D + p->offset), U(D + prev_end));
-            goto out;
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' data at %llu overlaps tensor '%s' (%llu to %llu)",
+                        tq(pr, ord[k], q), U(D + t->offset), tq(pr, prev, q2),
+                        U(D + p->offset), U(D + prev_end));
         }
         if (t->offset + t->size > prev_end) { /* <= room: no overflow */
             prev_end = t->offset + t->size;
             prev = ord[k];
         }
     }
+    return GGUF_OK;
+}
 
-    /* ggml's layout: tensor i at the sum of the padded sizes before it. */
-    uint64_t expect = 0;
-    for (int64_t i = 0; i < n; i++) {
+/* Warns unless the layout is ggml's: tensor i at the sum of the padded
+ * sizes before it. */
+static void check_contiguous(struct parse *pr) {
+    gguf_ctx *ctx = pr->ctx;
+    uint64_t A = ctx->alignment, expect = 0;
+    char q[GGUF_QUOTE_MAX];
+    for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
         if (t->offset != expect) {
             gguf_warn(ctx, "tensor data is not contiguous: tensor '%s' has offset %llu, "
                       "expected %llu (ggml rejects this layout)",
                       tq(pr, i, q), U(t->offset), U(expect));
-            break;
+            return;
         }
         /* size <= room < 2^63, A <= 2^31: no overflow */
         expect += gguf_align_up(t->size, A);
     }
+}
+
+/* Offsets aligned, data within the file, no overlap; unknown types sized;
+ * a layout that is not ggml's exact contiguous one only warns. */
+static enum gguf_status check_data(struct parse *pr) {
+    gguf_ctx *ctx = pr->ctx;
+    uint64_t F = pr->size, D = ctx->data_offset, A = ctx->alignment;
+    int64_t n = ctx->n_t, *ord = NULL;
+    enum gguf_status st = GGUF_OK;
+
+    if (n == 0)
+        return GGUF_OK;
+    if (D > F)
+        return fail(pr, GGUF_E_FORMAT,
+                    "data section starts at %llu (tensor infos end at %llu, padded to %llu), "
+                    "past the end of the file (%llu)", U(D), U(pr->pos), U(A), U(F));
+    uint64_t room = F - D; /* bytes of the data section present */
+    if ((st = check_offsets(pr, room)) != GGUF_OK)
+        goto out;
+    if ((uint64_t)n > SIZE_MAX / sizeof *ord || !(ord = malloc((size_t)n * sizeof *ord))) {
+        st = fail(pr, GGUF_E_NOMEM, "out of memory sorting %lld tensors", I(n));
+        goto out;
+    }
+    for (int64_t i = 0; i < n; i++)
+        ord[i] = i;
+    qsort_r(ord, (size_t)n, sizeof *ord, by_offset, ctx);
+    if ((st = size_unknown(pr, ord, room)) != GGUF_OK ||
+        (st = check_extents(pr, ord, room)) != GGUF_OK)
+        goto out;
+    check_contiguous(pr);
 out:
     free(ord);
     return st;
@@ -658,21 +704,11 @@ static enum gguf_status parse_file(struct parse *pr) {
     ctx->next_id = (uint32_t)ctx->n_kv + 1;
     /* The tensor index was keyed on C-string names for ggml's duplicate
      * rule; lookups use whole names. */
-    if (pr->t_name_nul && gguf_index_build(&ctx->t_index, ctx->n_t, ctx_tname, ctx) != GGUF_OK)
+    if (pr->t_name_nul && gguf_index_build(&ctx->t_index, ctx->n_t, gguf_ctx_tensor_name, ctx) != GGUF_OK)
         return fail(pr, GGUF_E_NOMEM, "out of memory indexing tensors");
     return GGUF_OK;
 }
 
-static gguf_ctx *ctx_alloc(void) {
-    gguf_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return NULL;
-    ctx->fd = -1;
-    ctx->version = 3;
-    ctx->alignment = GGUF_DEFAULT_ALIGNMENT;
-    ctx->next_id = 1;
-    return ctx;
-}
 
 /* Parses from fd (>= 0) or mem into ctx; frees the parser's leftovers. */
 static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
@@ -724,7 +760,7 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
         st = gguf_fail(err, GGUF_E_IO, "cannot set the file's flags: %s", strerror(errno));
         goto out;
     }
-    if (!(ctx = ctx_alloc()) || !(ctx->path = strdup(path))) {
+    if (!(ctx = gguf_ctx_alloc()) || !(ctx->path = strdup(path))) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
@@ -750,7 +786,7 @@ enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
     if (!out || (!data && len))
         return gguf_fail(err, GGUF_E_INVAL, "no bytes given");
     *out = NULL;
-    gguf_ctx *ctx = ctx_alloc();
+    gguf_ctx *ctx = gguf_ctx_alloc();
     if (!ctx)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     enum gguf_status st = parse_into(ctx, -1, data, len, flags, err);
@@ -762,285 +798,3 @@ enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
     return GGUF_OK;
 }
 
-gguf_ctx *gguf_new(uint32_t version) {
-    gguf_ctx *ctx = ctx_alloc();
-    if (ctx)
-        ctx->version = version;
-    return ctx;
-}
-
-void gguf_close(gguf_ctx *ctx) {
-    if (!ctx)
-        return;
-    for (int64_t i = 0; i < ctx->n_kv; i++)
-        gguf_kv_release(&ctx->kv[i]);
-    for (int64_t i = 0; i < ctx->n_t; i++)
-        gguf_tensor_release(&ctx->t[i]);
-    free(ctx->kv);
-    free(ctx->t);
-    gguf_index_free(&ctx->kv_index);
-    gguf_index_free(&ctx->t_index);
-    for (int i = 0; i < ctx->n_warnings; i++)
-        free(ctx->warnings[i]);
-    free(ctx->warnings);
-    free(ctx->hdr);
-    free(ctx->names);
-    free(ctx->path);
-    if (ctx->fd >= 0)
-        close(ctx->fd);
-    free(ctx);
-}
-
-/* ---- warnings ------------------------------------------------------------- */
-
-/* Records a one-line warning.  At most MAX_WARNINGS are kept, the last of
- * them saying that more were dropped; a failed allocation drops silently
- * (warnings are advisory). */
-void gguf_warn(gguf_ctx *ctx, const char *fmt, ...) {
-    if (!ctx || ctx->n_warnings >= MAX_WARNINGS)
-        return;
-    char *msg = NULL;
-    if (ctx->n_warnings == MAX_WARNINGS - 1) {
-        msg = strdup("further warnings were omitted");
-    } else {
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-            msg = NULL;
-        va_end(ap);
-    }
-    if (!msg)
-        return;
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
-    char **w = realloc(ctx->warnings, (size_t)(ctx->n_warnings + 1) * sizeof *w);
-    if (!w) {
-        free(msg);
-        return;
-    }
-    ctx->warnings = w;
-    ctx->warnings[ctx->n_warnings++] = msg;
-}
-
-int gguf_n_warnings(const gguf_ctx *ctx) { return ctx ? ctx->n_warnings : 0; }
-
-const char *gguf_warning(const gguf_ctx *ctx, int i) {
-    if (!ctx || i < 0 || i >= ctx->n_warnings)
-        return NULL;
-    return ctx->warnings[i];
-}
-
-/* ---- file-level getters ------------------------------------------------- */
-
-uint32_t gguf_version(const gguf_ctx *ctx) { return ctx ? ctx->version : 0; }
-uint32_t gguf_alignment(const gguf_ctx *ctx) { return ctx ? ctx->alignment : 0; }
-uint64_t gguf_data_offset(const gguf_ctx *ctx) { return ctx ? ctx->data_offset : 0; }
-uint64_t gguf_file_size(const gguf_ctx *ctx) { return ctx ? ctx->file_size : 0; }
-int gguf_fd(const gguf_ctx *ctx) { return ctx ? ctx->fd : -1; }
-const char *gguf_path(const gguf_ctx *ctx) { return ctx ? ctx->path : NULL; }
-
-/* ---- key/value pairs ------------------------------------------------------ */
-
-static const struct gguf_kv *kv_at(const gguf_ctx *ctx, int64_t i) {
-    if (!ctx || i < 0 || i >= ctx->n_kv)
-        return NULL;
-    return &ctx->kv[i];
-}
-
-static const char *ctx_key(const void *base, int64_t i, size_t *len) {
-    const gguf_ctx *ctx = base;
-    *len = (size_t)ctx->kv[i].key_len;
-    return ctx->kv[i].key;
-}
-
-int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx ? ctx->n_kv : 0; }
-
-int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len) {
-    if (!ctx || (!key && len))
-        return -1;
-    return gguf_index_find(&ctx->kv_index, key, len, ctx_key, ctx);
-}
-
-const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i, size_t *len) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (len)
-        *len = kv ? (size_t)kv->key_len : 0;
-    return kv ? kv->key : NULL;
-}
-
-uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    return kv ? kv->id : 0;
-}
-
-/* Ids increase with the index as read, and edits keep that order (a new
- * key goes last with the next id; renames keep their id): binary search,
- * with a linear scan as the fallback should the order ever be broken. */
-int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id) {
-    if (!ctx || id == 0)
-        return -1;
-    int64_t lo = 0, hi = ctx->n_kv;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (ctx->kv[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < ctx->n_kv && ctx->kv[lo].id == id)
-        return lo;
-    for (int64_t i = 0; i < ctx->n_kv; i++)
-        if (ctx->kv[i].id == id)
-            return i;
-    return -1;
-}
-
-enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    return kv ? (enum gguf_type)kv->type : GGUF_TYPE_COUNT;
-}
-
-enum gguf_type gguf_kv_arr_type(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    return kv && kv->type == GGUF_TYPE_ARRAY ? (enum gguf_type)kv->arr_type
-                                            : GGUF_TYPE_COUNT;
-}
-
-uint64_t gguf_kv_arr_n(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    return kv && kv->type == GGUF_TYPE_ARRAY ? kv->arr_n : 0;
-}
-
-const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (len)
-        *len = kv ? (size_t)kv->val_len : 0;
-    return kv ? kv->val : NULL;
-}
-
-const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf, size_t n) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (!buf || n == 0)
-        return buf;
-    const char *t = kv ? gguf_type_name((enum gguf_type)kv->type) : NULL;
-    if (!t)
-        snprintf(buf, n, "?");
-    else if (kv->type == GGUF_TYPE_ARRAY) {
-        const char *e = gguf_type_name((enum gguf_type)kv->arr_type);
-        snprintf(buf, n, "array[%s]", e ? e : "?");
-    } else
-        snprintf(buf, n, "%s", t);
-    return buf;
-}
-
-bool gguf_kv_get_u64(const gguf_ctx *ctx, int64_t i, uint64_t *out) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (!kv || !out)
-        return false;
-    size_t sz = gguf_type_size((enum gguf_type)kv->type);
-    if (!sz || kv->val_len < sz)
-        return false;
-    const uint8_t *p = kv->val;
-    switch (kv->type) {
-    case GGUF_TYPE_UINT8: *out = p[0]; return true;
-    case GGUF_TYPE_UINT16: *out = (uint64_t)p[0] | (uint64_t)p[1] << 8; return true;
-    case GGUF_TYPE_UINT32: *out = gguf_rd32(p); return true;
-    case GGUF_TYPE_UINT64: *out = gguf_rd64(p); return true;
-    default: return false;
-    }
-}
-
-bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i, int64_t *out) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (!kv || !out)
-        return false;
-    size_t sz = gguf_type_size((enum gguf_type)kv->type);
-    if (!sz || kv->val_len < sz)
-        return false;
-    const uint8_t *p = kv->val;
-    uint64_t u;
-    switch (kv->type) {
-    case GGUF_TYPE_INT8: *out = (int8_t)p[0]; return true;
-    case GGUF_TYPE_INT16: *out = (int16_t)(uint16_t)(p[0] | p[1] << 8); return true;
-    case GGUF_TYPE_INT32: *out = (int32_t)gguf_rd32(p); return true;
-    case GGUF_TYPE_INT64: *out = (int64_t)gguf_rd64(p); return true;
-    case GGUF_TYPE_UINT8:
-    case GGUF_TYPE_UINT16:
-    case GGUF_TYPE_UINT32:
-    case GGUF_TYPE_UINT64:
-        if (!gguf_kv_get_u64(ctx, i, &u) || u > INT64_MAX)
-            return false;
-        *out = (int64_t)u;
-        return true;
-    default: return false;
-    }
-}
-
-/* The string's bytes (not NUL-terminated: they point into the payload). */
-bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s, size_t *len) {
-    const struct gguf_kv *kv = kv_at(ctx, i);
-    if (!kv || kv->type != GGUF_TYPE_STRING || kv->val_len < 8)
-        return false;
-    uint64_t n = gguf_rd64(kv->val);
-    if (n > kv->val_len - 8)
-        return false;
-    if (s)
-        *s = (const char *)kv->val + 8;
-    if (len)
-        *len = (size_t)n;
-    return true;
-}
-
-/* ---- tensors ------------------------------------------------------------ */
-
-static const struct gguf_tensor *t_at(const gguf_ctx *ctx, int64_t i) {
-    if (!ctx || i < 0 || i >= ctx->n_t)
-        return NULL;
-    return &ctx->t[i];
-}
-
-int64_t gguf_n_tensors(const gguf_ctx *ctx) { return ctx ? ctx->n_t : 0; }
-
-int64_t gguf_find_tensor(const gguf_ctx *ctx, const char *name, size_t len) {
-    if (!ctx || (!name && len))
-        return -1;
-    return gguf_index_find(&ctx->t_index, name, len, ctx_tname, ctx);
-}
-
-const char *gguf_tensor_name(const gguf_ctx *ctx, int64_t i, size_t *len) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    if (len)
-        *len = t ? (size_t)t->name_len : 0;
-    return t ? t->name : NULL;
-}
-
-uint32_t gguf_tensor_type(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? t->type : UINT32_MAX;
-}
-
-uint32_t gguf_tensor_n_dims(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? t->n_dims : 0;
-}
-
-const int64_t *gguf_tensor_ne(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? t->ne : NULL;
-}
-
-uint64_t gguf_tensor_rel_offset(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? t->offset : 0;
-}
-
-uint64_t gguf_tensor_offset(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? ctx->data_offset + t->offset : 0;
-}
-
-uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i) {
-    const struct gguf_tensor *t = t_at(ctx, i);
-    return t ? t->size : 0;
-}

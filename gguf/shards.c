@@ -1,11 +1,11 @@
 /*
  * shards.c - split models: NAME-00001-of-00003.gguf, ... (gguf-split).
  *
- * Keys: split.no (uint16, 0-based), split.count (uint16), split.tensors.count
- * (int32, total over all shards).  Only the first shard carries the full
- * metadata; each shard holds its own tensors.  A set is opened whole and
- * checked for consistency, so a missing or foreign shard is named before
- * anything is mounted.
+ * The keys split.no, split.count and split.tensors.count, the naming and
+ * what gguf-split --merge writes: docs/format.md, Split sets.  Only the
+ * first shard carries the full metadata; each shard holds its own tensors.
+ * A set is opened whole and checked for consistency, so a missing or
+ * foreign shard is named before anything is mounted.
  */
 #include "internal.h"
 
@@ -30,6 +30,33 @@ void gguf_close_set(gguf_ctx **v, int n)
     for (int i = 0; i < n; i++)
         gguf_close(v[i]);
     free(v);
+}
+
+/* Shard n of count, v[n - 1], just opened after v[0..n-2]: its split.no
+ * and split.count keys agree with its place, and none of its tensors is in
+ * an earlier shard. */
+static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
+                                    struct gguf_error *err)
+{
+    int64_t sn = -1, sc = -1;
+    if (!get_int(v[n - 1], SPLIT_NO, &sn) || sn != n - 1 ||
+        !get_int(v[n - 1], SPLIT_COUNT, &sc) || sc != count)
+        return gguf_fail(err, GGUF_E_FORMAT, "split.no/split.count are "
+                         "%lld/%lld, expected %d/%d", (long long)sn,
+                         (long long)sc, n - 1, count);
+    int64_t nt = gguf_n_tensors(v[n - 1]);
+    for (int64_t i = 0; i < nt; i++) {
+        size_t tl;
+        const char *tn = gguf_tensor_name(v[n - 1], i, &tl);
+        for (int p = 0; p < n - 1; p++)
+            if (gguf_find_tensor(v[p], tn, tl) >= 0) {
+                char q[GGUF_QUOTE_MAX];
+                gguf_quote(q, sizeof q, tn, tl);
+                return gguf_fail(err, GGUF_E_FORMAT, "tensor '%s' is also "
+                                 "in shard %d", q, p + 1);
+            }
+    }
+    return GGUF_OK;
 }
 
 enum gguf_status gguf_open_set(const char *path, unsigned flags,
@@ -96,28 +123,9 @@ enum gguf_status gguf_open_set(const char *path, unsigned flags,
         if (st != GGUF_OK)
             goto fail;
         n++;
-        int64_t sn = -1, sc = -1;
-        if (!get_int(v[n - 1], SPLIT_NO, &sn) || sn != s - 1 ||
-            !get_int(v[n - 1], SPLIT_COUNT, &sc) || sc != count) {
-            st = gguf_fail(err, GGUF_E_FORMAT, "split.no/split.count are "
-                           "%lld/%lld, expected %d/%d", (long long)sn,
-                           (long long)sc, s - 1, count);
+        if ((st = check_shard(v, n, count, err)) != GGUF_OK)
             goto fail;
-        }
-        int64_t nt = gguf_n_tensors(v[n - 1]);
-        for (int64_t i = 0; i < nt; i++) {
-            size_t tl;
-            const char *tn = gguf_tensor_name(v[n - 1], i, &tl);
-            for (int p = 0; p < n - 1; p++)
-                if (gguf_find_tensor(v[p], tn, tl) >= 0) {
-                    char q[GGUF_QUOTE_MAX];
-                    gguf_quote(q, sizeof q, tn, tl);
-                    st = gguf_fail(err, GGUF_E_FORMAT, "tensor '%s' is also "
-                                   "in shard %d", q, p + 1);
-                    goto fail;
-                }
-        }
-        total += nt;
+        total += gguf_n_tensors(v[n - 1]);
     }
     snprintf(bad, bad_len, "%s", path);
     if (total != k_tensors) {

@@ -90,13 +90,6 @@ enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
     return n ? gguf_buf_add(out, z, n) : GGUF_E_INVAL;
 }
 
-static const char *key_name(const void *base, int64_t i, size_t *len)
-{
-    const gguf_ctx *ctx = base;
-    *len = (size_t)ctx->kv[i].key_len;
-    return ctx->kv[i].key;
-}
-
 enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
                                struct gguf_error *err)
 {
@@ -119,7 +112,7 @@ enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
     ctx->dirty = true;
     /* The index maps names to positions: rebuild it. */
     struct gguf_index fresh = {0};
-    if (gguf_index_build(&fresh, ctx->n_kv, key_name, ctx) != GGUF_OK) {
+    if (gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx) != GGUF_OK) {
         gguf_index_free(&fresh);
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory reindexing keys");
     }

@@ -1,7 +1,8 @@
 /*
  * types.c - the metadata value types and the ggml tensor type table.
  *
- * The ggml table is exactly the one in ggml-reference-facts.md (ids 0-39).
+ * The ggml table is exactly the one in docs/format.md, ggml tensor types
+ * (ids 0-39).
  * Ids 4, 5, 31-33 and 36-38 were removed from ggml and are unknown here, as
  * is everything from 40 up (forks and newer builds disagree about those).
  */

@@ -1,8 +1,8 @@
 /*
  * corrupt_cases.c - the table of handcrafted GGUF files: one case per rule
- * of ggml's reference reader (ggml-reference-facts.md), the looser cases
- * ggufs opens with a warning, truncations inside every region of the
- * header, and some valid edge files.
+ * of ggml's reference reader (docs/format.md, What ggml's reader refuses),
+ * the looser cases ggufs opens with a warning, truncations inside every
+ * region of the header, and some valid edge files.
  *
  * Messages are hand-written substrings of what ggufs must say; offsets in
  * them were worked out from the layouts below (header 24 bytes; a KV

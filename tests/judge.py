@@ -66,7 +66,8 @@ def require_fuse():
 
 
 def shared_models():
-    """The real GGUF files in /work/shared/models (GGUFS_SRCDIR/../shared)."""
+    """The real GGUF files in ../shared/models beside the source tree
+    (GGUFS_SRCDIR/../shared/models)."""
     src = os.environ.get("GGUFS_SRCDIR", "")
     d = os.path.join(src, "..", "shared", "models") if src else ""
     if not d or not os.path.isdir(d):

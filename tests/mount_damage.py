@@ -2,8 +2,9 @@
 """mount_damage: ggufs survives damaged GGUF files as they occur in the wild.
 
 Sources: every fixture of `$MKFIXTURE all` and copies of the real models in
-/work/shared/models.  Each source's header is walked here (Python, no ggufs
-code) to find its regions and fields, then damaged copies are made:
+../shared/models beside the source tree (GGUFS_SRCDIR/../shared/models).
+Each source's header is walked here (Python, no ggufs code) to find its
+regions and fields, then damaged copies are made:
 
   trunc     truncated at every region boundary (end of magic, version,
             counts, inside and at the end of each KV, each tensor info, the

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """mount_mount: every fixture ($MKFIXTURE all) and every real model in
-/work/shared/models is mounted with ggufs and compared, file by file and byte
-by byte, with what ggml's reference reader (tests/refdump) reports.
+../shared/models beside the source tree (GGUFS_SRCDIR/../shared/models) is
+mounted with ggufs and compared, file by file and byte by byte, with what
+ggml's reference reader (tests/refdump) reports.
 
 Environment (set by tests/meson.build): GGUFS, MKFIXTURE, REFDUMP,
 GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).

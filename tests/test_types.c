@@ -1,7 +1,7 @@
 /*
  * test_types - value type names/sizes, the ggml type table (checked against
- * a table written out here by hand from ggml-reference-facts.md) and
- * gguf_ggml_nbytes, including its overflow cases.
+ * a table written out here by hand from docs/format.md, ggml tensor types)
+ * and gguf_ggml_nbytes, including its overflow cases.
  */
 #include "gguf.h"
 
@@ -12,7 +12,7 @@
 
 struct want { uint32_t id; const char *name; uint32_t blck, size; };
 
-/* Transcribed from the table in ggml-reference-facts.md. */
+/* Transcribed from the table in docs/format.md, ggml tensor types. */
 static const struct want TABLE[] = {
     {0, "f32", 1, 4},          {1, "f16", 1, 2},
     {2, "q4_0", 32, 18},       {3, "q4_1", 32, 20},

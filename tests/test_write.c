@@ -6,7 +6,7 @@
  * Expected bytes never come from the code under test: the golden header is
  * assembled by hand below, round trips compare against the payloads the
  * test built itself, and identity checks compare against real files
- * written by llama.cpp's tools (/work/shared/models, located through
+ * written by llama.cpp's tools (../shared/models beside the source tree,
  * GGUFS_SRCDIR/../shared/models; skipped with a message when absent).
  */
 #include "gguf.h"
@@ -168,7 +168,7 @@ struct sample_tensor {
     const char *name;
     uint32_t type, n_dims;
     int64_t ne[4];
-    uint64_t size; /* computed by hand from the table in the spec */
+    uint64_t size; /* by hand from docs/format.md, ggml tensor types */
 };
 
 static const struct sample_tensor tensors[] = {
@@ -278,7 +278,8 @@ static gguf_ctx *reopen(const struct gguf_buf *b) {
 /* ---- golden bytes ------------------------------------------------------ */
 
 START_TEST(golden_header) {
-    /* One key and one tensor, laid out by hand per the spec. */
+    /* One key and one tensor, laid out by hand per docs/format.md, Byte
+     * layout. */
     struct bytes want = {0};
     b_add(&want, "GGUF", 4);
     b_u32(&want, 3);

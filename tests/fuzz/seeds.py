@@ -2,9 +2,10 @@
 """fuzz_seeds: the seed corpus of the fuzz targets, replayed without libFuzzer.
 
 mkfixture all writes the fixtures; mkseeds turns them, the real models in
-/work/shared/models, the corrupt-file table and handwritten samples into the
-corpus; fuzz_replay_header and fuzz_replay_text run every seed through the
-targets' properties (tests/fuzz/fuzz_*.c).  Every fixture must survive
+../shared/models beside the source tree (GGUFS_SRCDIR/../shared/models), the
+corrupt-file table and handwritten samples into the corpus;
+fuzz_replay_header and fuzz_replay_text run every seed through the targets'
+properties (tests/fuzz/fuzz_*.c).  Every fixture must survive
 open -> render -> parse -> write_header -> reopen unchanged.
 
 Environment (tests/meson.build): MKSEEDS, MKFIXTURE, REPLAY_HEADER,
