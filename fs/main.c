@@ -358,7 +358,7 @@ int main(int argc, char *argv[])
         goto out;
     }
     fs.ctx = fs.shards[0];
-    if (gfs_layout(&fs, &gerr) != 0) {
+    if (gfs_view_layout(&fs, &gerr) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
         goto out;
     }
@@ -495,19 +495,18 @@ out:
         pthread_join(sig_thread, NULL);
     }
     if (se)
-        fuse_session_destroy(se); /* runs gfs_destroy: the last commit */
+        fuse_session_destroy(se); /* runs gfs_op_destroy: the last commit */
     if (status == 0 && fs.commit_failed)
         status = EXIT_COMMIT;
     if (locks) {
-        gfs_fh_free_all(&fs);
         pthread_mutex_destroy(&fs.fh_lock);
-        gfs_edit_free(&fs);
+        gfs_meta_free(&fs);
         gfs_texts_free(&fs);
         gfs_text_put(fs.live);
         pthread_mutex_destroy(&fs.text_lock);
         pthread_rwlock_destroy(&fs.lock);
     }
-    gfs_layout_free(&fs);
+    gfs_view_layout_free(&fs);
     gguf_close_set(fs.shards, fs.n_shards);
     free(path);
     free(live_name);
