@@ -145,8 +145,8 @@ static void edited(struct gfs *fs, int64_t i)
     }
 }
 
-int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
-                   int quiet)
+int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
+                        size_t len, int quiet)
 {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
@@ -523,7 +523,8 @@ static int parse_type(const char *s, size_t n, enum gguf_type *t,
     return 1;
 }
 
-int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type, size_t len)
+int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
+                      size_t len)
 {
     enum gguf_type t, at;
     struct gguf_buf payload = {0}, back = {0};

@@ -67,7 +67,7 @@ static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
-                        struct fuse_file_info *fi)
+                           struct fuse_file_info *fi)
 {
     (void)fi;
     struct gfs *fs = gfs_of(req);
@@ -83,7 +83,7 @@ static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 }
 
 static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
-                        struct fuse_file_info *fi)
+                           struct fuse_file_info *fi)
 {
     switch (gfs_kind(ino)) {
     case GFS_ROOT:
@@ -118,7 +118,7 @@ static int add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
 }
 
 static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-                        off_t off, struct fuse_file_info *fi)
+                           off_t off, struct fuse_file_info *fi)
 {
     (void)fi;
     struct gfs *fs = gfs_of(req);
@@ -194,7 +194,7 @@ out:
 }
 
 static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-                      mode_t mode, dev_t rdev)
+                         mode_t mode, dev_t rdev)
 {
     (void)rdev;
     struct gfs *fs = gfs_of(req);
@@ -222,7 +222,7 @@ static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
  * it to learn whether the commit succeeded before it unmounts. */
 static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-                         struct fuse_file_info *fi)
+                            struct fuse_file_info *fi)
 {
     (void)datasync;
     (void)fi;
@@ -342,7 +342,7 @@ static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 static void gfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-                      mode_t mode)
+                         mode_t mode)
 {
     (void)parent;
     (void)name;
@@ -364,7 +364,7 @@ static void reply_xattr(fuse_req_t req, size_t size, int err,
 }
 
 static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                         size_t size)
+                            size_t size)
 {
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
@@ -387,7 +387,7 @@ static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 }
 
 static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                         const char *value, size_t size, int flags)
+                            const char *value, size_t size, int flags)
 {
     (void)flags;
     struct gfs *fs = gfs_of(req);
