@@ -35,8 +35,9 @@
  * hold `lock` for writing; everything else holds it for reading, tensor and
  * live-view reads included (through the reply), so that a commit cannot
  * move the data start or replace the fd under a read in flight, while
- * readers never wait for each other.  Reads of a key opened read-only take
- * no lock: they serve the text snapshot taken at open.
+ * readers never wait for each other.  Reads of a key take no lock but
+ * their handle's: they serve the text snapshot taken at open, or the
+ * draft of a writable open.
  */
 #ifndef GGUFS_FS_H
 #define GGUFS_FS_H

@@ -123,8 +123,8 @@ static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err)
     return gfs_errno(err);
 }
 
-/* The key a file name in meta/ stands for, or GGUF_E_INVAL if the name is
- * not the canonical escape of a valid key. */
+/* True, with the key in *key, if a file name in meta/ is the canonical
+ * escape of a valid key. */
 static int name_to_key(const char *name, struct gguf_buf *key)
 {
     struct gguf_buf canon = {0};
@@ -252,7 +252,8 @@ out:
 
 /* Names editors and tools give their temporary files: hidden (.x.swp,
  * .#x), #x#, x~, all digits (vim's 4913), sedXXXXXX, and x.tmp/.bak/.new/
- * .orig/.swp.  Only these may exist in meta/ without being keys. */
+ * .orig/.swp/.swx/.save.  Only these may exist in meta/ without being
+ * keys. */
 static int temp_like(const char *name)
 {
     size_t n = strlen(name);
