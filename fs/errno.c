@@ -1,9 +1,13 @@
 /*
- * errno.c - the one mapping from library statuses to errno values.
+ * errno.c - how failures are reported: the one mapping from library
+ * statuses to errno values, and the log.
  */
 #include "ggufs.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <syslog.h>
 
 int gfs_errno(const struct gguf_error *err)
 {
@@ -23,4 +27,17 @@ int gfs_errno(const struct gguf_error *err)
     case GGUF_E_BUSY: return EBUSY;
     }
     return EIO;
+}
+
+void gfs_log(struct gfs *fs, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (fs->foreground)
+        fprintf(stderr, "ggufs: %s\n", line);
+    else
+        syslog(LOG_NOTICE, "%s", line);
 }

@@ -15,11 +15,29 @@
  *                                   editor's temporary file): kept in
  *                                   memory, never committed
  *
- * Concurrency: handlers run on several threads.  `lock` (a rwlock) guards
- * the library context, the edits and the caches; edits and commits take it
- * for writing.  Tensor reads take it for reading only, so that a commit
- * cannot move the data start or replace the fd under a read in flight;
- * readers never wait for each other.
+ * Names say the layer:
+ *   gfs_op_<operation>  FUSE low-level handlers, gathered in gfs_ops (ops.c:
+ *                       the table and the tree's handlers; fileops.c: the
+ *                       handlers of open files)
+ *   gfs_fh_             open handles, struct gfs_fh (fileops.c)
+ *   gfs_meta_           changes through meta/ and the commit (metaedit.c)
+ *   gfs_view_           the live view: header, byte mapping, the merged
+ *                       layout of a shard set (liveview.c)
+ *   gfs_xattr_          extended attributes (xattr.c)
+ *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
+ *                       (tree.c); gfs_errno and gfs_log (errno.c)
+ *   gguf_               the library (gguf/gguf.h), owner of every rule of
+ *                       the format
+ * Static helpers have no prefix.
+ *
+ * Concurrency: handlers run on several threads.  struct gfs says which lock
+ * guards which fields and the order locks are taken in.  Edits and commits
+ * hold `lock` for writing; everything else holds it for reading, tensor and
+ * live-view reads included (through the reply), so that a commit cannot
+ * move the data start or replace the fd under a read in flight, while
+ * readers never wait for each other.  Reads of a key take no lock but
+ * their handle's: they serve the text snapshot taken at open, or the
+ * draft of a writable open.
  */
 #ifndef GGUFS_FS_H
 #define GGUFS_FS_H
@@ -66,19 +84,22 @@ struct gfs_ghost {
     int64_t pos;
 };
 
-/* Per-open state, in fi->fh. */
+/* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
-    struct gfs_fh *prev, *next; /* in gfs.open_fhs */
+    struct gfs_fh *prev, *next; /* in gfs.open_fhs; guarded by gfs.fh_lock */
+    /* Set at open, before the reply; read-only afterwards. */
     enum gfs_kind kind;
     fuse_ino_t ino;
     int shard;              /* tensors: the file that holds it */
     int drop;               /* evict the GGUF's pages once served: they were
-                               not cached before this open (see gfs_read) */
+                               not cached before this open (see reply_file
+                               in fileops.c) */
     uint64_t rel, size;     /* tensors: offset from the data start, bytes */
     struct gfs_text *text;  /* read-only opens of keys: snapshot at open;
                                the live view: its header at open */
-    /* Writable opens of keys: the text being written, applied at flush. */
     int writable;
+    /* Writable opens of keys: the text being written, applied at flush.
+     * Guarded by mu (first in the lock order, see struct gfs). */
     pthread_mutex_t mu;
     struct gguf_buf draft;
     int dirty;              /* draft differs from what was applied */
@@ -105,7 +126,23 @@ struct gfs_extent {
     uint64_t rel;        /* offset in that shard's data section */
 };
 
+/*
+ * The state of a mount.  Locks, in the order they are taken (never take
+ * one while holding a later one):
+ *
+ *   1. gfs_fh.mu      one open handle's draft
+ *   2. lock           rwlock: what the library contexts hold, the edits
+ *   3. fh_lock        the list of open handles     } leaves: nothing is
+ *      text_lock      the rendered-text caches     } taken while held
+ *
+ * So write and flush take fh->mu, then lock to check or apply the draft;
+ * create holds lock (write), then fh_lock to list its new handle; a stat
+ * of a key holds lock (read), then text_lock to render it.  The fields
+ * are grouped by the lock that guards them.
+ */
 struct gfs {
+    /* Set at mount, read-only while mounted: no lock.  The contexts'
+     * pointers never change; what they hold does (under lock). */
     gguf_ctx *ctx;           /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards;       /* every file of the set; shards[0] == ctx */
     int n_shards;
@@ -113,43 +150,56 @@ struct gfs {
     struct gfs_extent *ext;  /* shard sets: the merged data layout */
     uint64_t merged_data_size;
     const char *path;        /* absolute path of the GGUF */
-    struct stat st;          /* of the GGUF at mount: times for every file */
+    const char *live_name;   /* file name of the live view in the root, or
+                                NULL */
     uid_t uid;
     gid_t gid;
     int readonly;
+    int foreground;          /* gfs_log writes to stderr, not syslog */
+    unsigned commit_flags;
     double timeout;          /* entry/attr timeout, seconds */
 
+    /* Guarded by lock: held for reading to look, for writing to change
+     * (edits, commits).  It also guards the contents of ctx and shards. */
     pthread_rwlock_t lock;
-    struct gfs_text **texts; /* by kv id; NULL until rendered */
-    size_t n_texts;
-    pthread_mutex_t text_lock; /* guards texts[] and live under a read lock */
-    const char *live_name;   /* file name of the live view in the root */
-    struct gfs_text *live;   /* its header, for generation live_gen */
-    uint64_t live_gen;
-    uint64_t live_opened_gen; /* generation at the last open of the view */
-
-    /* Editing (guarded by lock held for writing). */
-    struct fuse_session *se;
-    int foreground;
-    unsigned commit_flags;
+    struct stat st;          /* of the GGUF, at mount and after each
+                                commit: times for every file */
     struct gfs_scratch *scratch;
     uint64_t next_scratch;
     struct gfs_ghost *ghosts;
-    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_resolve */
+    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
     char **errors;           /* by kv id: why the last edit was refused */
     size_t n_errors;
     uint64_t generation;     /* bumped by every applied edit */
     uint64_t saved_generation; /* edits already saved after a failed commit */
     char commit_msg[1024];   /* report of the last commit, user.ggufs.commit */
-    /* Open handles: the kernel sends no release for files still open when
-     * the mount goes away, so unmount applies their drafts and frees them. */
+    int commit_failed;
+
+    /* Guarded by text_lock, taken with lock held (for reading at least):
+     * readers render and cache texts concurrently. */
+    pthread_mutex_t text_lock;
+    struct gfs_text **texts; /* by kv id; NULL until rendered */
+    size_t n_texts;
+    struct gfs_text *live;   /* the live view's header, for generation
+                                live_gen */
+    uint64_t live_gen;
+    uint64_t live_opened_gen; /* generation at the last open of the view */
+
+    /* Guarded by fh_lock.  Open handles: the kernel sends no release for
+     * files still open when the mount goes away, so unmount applies their
+     * drafts and frees them (gfs_fh_close_all). */
     pthread_mutex_t fh_lock;
     struct gfs_fh *open_fhs;
-    int commit_failed;
 };
 
-/* tree.c */
+static inline struct gfs *gfs_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+/* tree.c: inodes, names, attributes and the cache of rendered meta files.
+ * Callers hold lock (read at least) unless noted. */
 enum gfs_kind gfs_kind(fuse_ino_t ino);
 /* Tensors are numbered across the shards of a set, in shard order. */
 int64_t gfs_n_tensors(const struct gfs *fs);
@@ -159,18 +209,22 @@ gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
                          int *shard);
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino);
 int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino);
-/* Fills st for ino; returns 0 or an errno.  Caller holds lock (read). */
+/* Fills st for ino; returns 0 or an errno. */
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
-/* Resolves a name in a directory to an inode; 0 or errno.  Caller holds
- * lock (read). */
+/* Fills a lookup reply for ino; 0 or errno. */
+int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
+/* How long the kernel may trust ino's attributes, seconds.  No lock. */
+double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
+/* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
 /* Returns the rendered text of kv index i with a new reference (release
  * with gfs_text_put), rendering it on first use; NULL and *err on failure.
- * Caller holds lock (read). */
+ * Takes text_lock. */
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
+/* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
-/* Drops the cached text of a key id (after an edit). Caller holds lock
+/* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
 void gfs_texts_free(struct gfs *fs);
@@ -180,66 +234,102 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 
-/* live.c: tensor numbering across shards and, for a shard set, the merged
- * layout of the live view.  0, or -1 with err. */
-int gfs_layout(struct gfs *fs, struct gguf_error *err);
-void gfs_layout_free(struct gfs *fs);
-/* Reads [off, off+n) of a shard set's merged data section into buf
- * (tensor bytes from their shards, zeros between); 0 or errno.  Caller
+/* liveview.c: the live view.  At mount: tensor numbering across shards
+ * and, for a shard set, the merged layout.  0, or -1 with err. */
+int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
+void gfs_view_layout_free(struct gfs *fs);
+/* Returns the view's header (a new reference) as a commit would write it
+ * now.  Caller holds lock (read); takes text_lock. */
+struct gfs_text *gfs_view_header(struct gfs *fs, int *err);
+/* Size of the live view; 0 or errno.  Caller holds lock (read). */
+int gfs_view_size(struct gfs *fs, uint64_t *size);
+/* Records an open of the view; true if its header is the one of the last
+ * open (the kernel may keep its page cache).  Caller holds lock (read). */
+int gfs_view_reopened(struct gfs *fs);
+/* Where bytes [off, off+size) of the view come from, clamped to its end:
+ * hdr_n bytes of the header from hdr_off, then data_n bytes of the data
+ * section from data_rel.  One file: that is the GGUF's bytes from
+ * data_pos, to be served from its fd.  Caller holds lock (read). */
+struct gfs_view_span {
+    size_t hdr_off, hdr_n;
+    uint64_t data_rel, data_n;
+    uint64_t data_pos;       /* one file: offset of data_rel in the GGUF */
+};
+void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
+                   size_t size, struct gfs_view_span *sp);
+/* A shard set's view: copies the span's bytes (hdr_n + data_n) into buf,
+ * the data from the shards' tensors, zeros between; 0 or errno.  Caller
  * holds lock (read). */
-int gfs_merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off);
+int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
+                  const struct gfs_view_span *sp, char *buf);
 
-/* live.c: the live view.  Returns its header (a new reference) as a commit
- * would write it now; the data section follows, mapped onto the GGUF's.
- * Caller holds lock (read). */
-struct gfs_text *gfs_live_header(struct gfs *fs, int *err);
-/* Size of the live view; 0 or errno. Caller holds lock (read). */
-int gfs_live_size(struct gfs *fs, uint64_t *size);
-
-/* xattr.c */
+/* xattr.c.  Caller holds lock (read). */
 /* Fills out with the value of attribute name on ino; 0 or errno. */
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out);
 /* Fills out with the NUL-separated attribute names of ino. */
 int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 
-/* edit.c: changes to meta/ (caller holds lock for writing unless noted) */
-void gfs_log(struct gfs *fs, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* metaedit.c: changes through meta/ and the commit.  Caller holds lock
+ * for writing unless noted. */
 /* After a rename that turns a temporary file into a key (sed -i, vim) or
  * back, the kernel keeps the source's inode number for the target name:
- * gfs_resolve maps such an old number to the object that now holds the
- * name.  Caller holds lock. */
-fuse_ino_t gfs_resolve(const struct gfs *fs, fuse_ino_t ino);
-struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name);
-struct gfs_scratch *gfs_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
+ * gfs_meta_resolve maps such an old number to the object that now holds
+ * the name.  Caller holds lock (read at least). */
+fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino);
+/* Scratch files by name or inode.  Caller holds lock (read at least). */
+struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name);
+struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
 /* Records (msg) or clears (NULL) the refusal reason shown in
- * user.gguf.error of key id. */
-void gfs_set_error(struct gfs *fs, uint32_t id, const char *msg);
-const char *gfs_get_error(struct gfs *fs, uint32_t id);
+ * user.gguf.error of key id; gfs_meta_get_error reads it (lock held for
+ * reading suffices). */
+void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg);
+const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being
  * written: bash's redirection flushes right after open). */
-int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
-                   int quiet);
-int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
-int gfs_unlink(struct gfs *fs, const char *name);
-int gfs_rename(struct gfs *fs, const char *from, const char *to,
-               unsigned flags);
-int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
-                 size_t len);
-int gfs_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
-/* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg.
- * Caller holds lock for writing. */
-int gfs_commit(struct gfs *fs);
-void gfs_edit_free(struct gfs *fs);
+int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
+                        size_t len, int quiet);
+int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
+int gfs_meta_unlink(struct gfs *fs, const char *name);
+int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
+                    unsigned flags);
+int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
+                      size_t len);
+int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
+/* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg. */
+int gfs_meta_commit(struct gfs *fs);
+void gfs_meta_free(struct gfs *fs);
 
-/* errno.c: the one place library statuses become errno values. */
+/* errno.c: how failures are reported. */
+/* The one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);
+/* One line to stderr (foreground) or syslog.  No lock. */
+void gfs_log(struct gfs *fs, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-/* ops.c */
+/* fileops.c: open files. */
+void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                   mode_t mode, struct fuse_file_info *fi);
+void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                 struct fuse_file_info *fi);
+void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
+                  off_t off, struct fuse_file_info *fi);
+void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                  struct fuse_file_info *fi);
+/* truncate/ftruncate of a key or scratch file ino to size: through fh (may
+ * be NULL), a writable key's draft is cut; otherwise the value itself
+ * changes.  0 or errno.  Takes fh->mu or lock (write). */
+int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
+                    off_t size);
+/* Unmount: applies the drafts of the handles the kernel never released,
+ * then frees them.  Only once the workers have stopped (destroy). */
+void gfs_fh_close_all(struct gfs *fs);
+
+/* ops.c: the handler table (the tree's handlers are static there). */
 extern const struct fuse_lowlevel_ops gfs_ops;
-/* Frees the handles the kernel never released (after the session ends). */
-void gfs_fh_free_all(struct gfs *fs);
 
 #endif

@@ -285,233 +285,310 @@ static void usage(const char *prog)
            prog, prog, prog);
 }
 
-int main(int argc, char *argv[])
-{
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    struct fuse_cmdline_opts co = {0};
-    struct gfs_opts o = { .timeout = 3600.0 };
-    struct gfs fs = {0};
-    struct gguf_error gerr = {0};
-    struct fuse_session *se = NULL;
-    char *path = NULL, *live_name = NULL;
-    int status = EXIT_USAGE, locks = 0, handlers = 0, mounted = 0;
+/* What main sets up, step by step; cleanup undoes whatever was done. */
+struct gfs_main {
+    struct fuse_args args;
+    struct fuse_cmdline_opts co;
+    struct gfs_opts o;
+    struct gfs fs;
+    char *path;              /* absolute path of the GGUF (fs.path) */
+    char *live_name;         /* fs.live_name when made here */
+    int locks;               /* fs's locks are initialised */
+    struct fuse_session *se;
+    int mounted;
+    struct gfs_sig sig;      /* shared with the signal thread */
+    pthread_t sig_thread;
+    int handlers;            /* sig_thread runs */
+};
 
-    if (argc == 3 && strcmp(argv[1], "-u") == 0)
-        return unmount_cmd(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--recover") == 0)
-        return recover_cmd(argv[2]);
-    if (fuse_opt_parse(&args, &o, gfs_opt_spec, gfs_opt_proc) == -1)
-        goto out;
-    if (fuse_parse_cmdline(&args, &co) != 0)
-        goto out;
-    if (co.show_help) {
-        usage(argv[0]);
+enum { GO_ON = -1 };
+
+/* Options: GO_ON, or the exit status (help, version, usage errors). */
+static int parse_options(struct gfs_main *m, const char *prog)
+{
+    if (fuse_opt_parse(&m->args, &m->o, gfs_opt_spec, gfs_opt_proc) == -1)
+        return EXIT_USAGE;
+    if (fuse_parse_cmdline(&m->args, &m->co) != 0)
+        return EXIT_USAGE;
+    if (m->co.show_help) {
+        usage(prog);
         fuse_cmdline_help();
         fuse_lowlevel_help();
-        status = 0;
-        goto out;
+        return 0;
     }
-    if (co.show_version) {
+    if (m->co.show_version) {
         printf("ggufs version %s\n", GGUFS_VERSION);
         fuse_lowlevel_version();
-        status = 0;
-        goto out;
+        return 0;
     }
-    if (!o.file || !o.mnt) {
+    if (!m->o.file || !m->o.mnt) {
         fprintf(stderr, "ggufs: usage: ggufs [options] FILE.gguf MOUNTPOINT "
                         "(see ggufs --help)\n");
-        goto out;
+        return EXIT_USAGE;
     }
+    return GO_ON;
+}
 
-    status = EXIT_BADFILE;
+/* A read-write mount first finishes a commit interrupted by a crash,
+ * before anything reads the file.  0 or -1. */
+static int recover_first(const struct gfs_main *m)
+{
+    struct gguf_error gerr = {0};
+    bool did = false;
+    if (gguf_recover(m->path, &did, &gerr) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
+        return -1;
+    }
+    if (did)
+        fprintf(stderr, "ggufs: %s: completed an interrupted commit\n",
+                m->o.file);
+    return 0;
+}
+
+/* One writer per file: read-write mounts lock it exclusively, read-only
+ * mounts shared.  The lock is held until the last commit is done.  0 or
+ * -1. */
+static int lock_gguf(const struct gfs_main *m)
+{
+    if (flock(gguf_fd(m->fs.ctx),
+              (m->o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+        return 0;
+    char where[4096];
+    if (find_mount(m->path, 1, where, sizeof where))
+        fprintf(stderr, "ggufs: %s: already mounted at %s\n", m->o.file,
+                where);
+    else
+        fprintf(stderr, "ggufs: %s: locked by another program (%s)\n",
+                m->o.file, strerror(errno));
+    return -1;
+}
+
+/* Open and check: the GGUF (or shard set) opened, validated, laid out and
+ * locked.  0, or -1 after one line on stderr. */
+static int open_gguf(struct gfs_main *m)
+{
+    struct gguf_error gerr = {0};
     /* Absolute: the daemon changes its directory to / when it detaches. */
-    path = realpath(o.file, NULL);
-    if (!path) {
-        fprintf(stderr, "ggufs: %s: %s\n", o.file, strerror(errno));
-        goto out;
+    m->path = realpath(m->o.file, NULL);
+    if (!m->path) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, strerror(errno));
+        return -1;
     }
-    unsigned flags = o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
+    unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     int fallback_ro = 0;
-    if (!o.readonly && access(path, R_OK) == 0 && access(path, W_OK) != 0) {
+    if (!m->o.readonly && access(m->path, R_OK) == 0 &&
+        access(m->path, W_OK) != 0) {
         fallback_ro = 1;
-        o.readonly = 1;
-        fuse_opt_add_arg(&args, "-oro");
+        m->o.readonly = 1;
+        fuse_opt_add_arg(&m->args, "-oro");
     }
-    if (!o.readonly) {
-        /* A commit interrupted by a crash is finished before anything
-         * reads the file. */
-        bool did = false;
-        if (gguf_recover(path, &did, &gerr) != GGUF_OK) {
-            fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
-            goto out;
-        }
-        if (did)
-            fprintf(stderr, "ggufs: %s: completed an interrupted commit\n",
-                    o.file);
+    if (!m->o.readonly) {
+        if (recover_first(m) != 0)
+            return -1;
         flags |= GGUF_OPEN_RDWR;
     }
     char bad[PATH_MAX + 64];
-    if (gguf_open_set(path, flags, &fs.shards, &fs.n_shards, bad, sizeof bad,
-                      &gerr) != GGUF_OK) {
+    if (gguf_open_set(m->path, flags, &m->fs.shards, &m->fs.n_shards, bad,
+                      sizeof bad, &gerr) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n",
-                strcmp(bad, path) == 0 ? o.file : bad, gerr.msg);
-        goto out;
+                strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg);
+        return -1;
     }
-    fs.ctx = fs.shards[0];
-    if (gfs_layout(&fs, &gerr) != 0) {
-        fprintf(stderr, "ggufs: %s: %s\n", o.file, gerr.msg);
-        goto out;
+    m->fs.ctx = m->fs.shards[0];
+    if (gfs_view_layout(&m->fs, &gerr) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
+        return -1;
     }
-    /* One writer per file: read-write mounts lock it exclusively, read-only
-     * mounts shared.  The lock is held until the last commit is done. */
-    if (flock(gguf_fd(fs.ctx), (o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
-        char where[4096];
-        if (find_mount(path, 1, where, sizeof where))
-            fprintf(stderr, "ggufs: %s: already mounted at %s\n", o.file,
-                    where);
-        else
-            fprintf(stderr, "ggufs: %s: locked by another program (%s)\n",
-                    o.file, strerror(errno));
-        goto out;
-    }
+    if (lock_gguf(m) != 0)
+        return -1;
     if (fallback_ro)
         fprintf(stderr, "ggufs: %s: warning: not writable, mounting "
-                        "read-only\n", o.file);
-    for (int sh = 0; sh < fs.n_shards; sh++)
-        for (int w = 0; w < gguf_n_warnings(fs.shards[sh]); w++)
+                        "read-only\n", m->o.file);
+    for (int sh = 0; sh < m->fs.n_shards; sh++)
+        for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
             fprintf(stderr, "ggufs: %s: warning: %s\n",
-                    sh ? gguf_path(fs.shards[sh]) : o.file,
-                    gguf_warning(fs.shards[sh], w));
-    if (fstat(gguf_fd(fs.ctx), &fs.st) != 0) {
-        fprintf(stderr, "ggufs: %s: %s\n", o.file, strerror(errno));
-        goto out;
+                    sh ? gguf_path(m->fs.shards[sh]) : m->o.file,
+                    gguf_warning(m->fs.shards[sh], w));
+    if (fstat(gguf_fd(m->fs.ctx), &m->fs.st) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, strerror(errno));
+        return -1;
     }
-    fs.path = path;
-    /* The live view is named like the source (model.gguf); for a shard
-     * set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf):
-     * clients such as node-llama-cpp see the -00001-of- pattern and go
-     * looking for the other shards beside it.  Never meta or tensors. */
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    return 0;
+}
+
+/* Naming: the live view is named like the source (model.gguf); for a
+ * shard set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf,
+ * as the library's gguf_split_name parses it): clients such as
+ * node-llama-cpp see the -00001-of- pattern and go looking for the other
+ * shards beside it.  Never meta or tensors; none if no name fits. */
+static void name_live_view(struct gfs_main *m)
+{
+    const char *base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1
+                                             : m->path;
     int sno, scount;
     size_t cut;
-    if (fs.n_shards > 1 && gguf_split_name(base, &sno, &scount, &cut) &&
+    if (m->fs.n_shards > 1 && gguf_split_name(base, &sno, &scount, &cut) &&
         cut > 0) {
-        live_name = malloc(cut + 6);
-        if (live_name)
-            sprintf(live_name, "%.*s.gguf", (int)cut, base);
-        base = live_name;
+        m->live_name = malloc(cut + 6);
+        if (m->live_name)
+            sprintf(m->live_name, "%.*s.gguf", (int)cut, base);
+        base = m->live_name;
     }
     if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
         strlen(base) <= 255)
-        fs.live_name = base;
-    fs.uid = getuid();
-    fs.gid = getgid();
-    fs.readonly = o.readonly;
-    fs.foreground = co.foreground;
-    fs.commit_flags = o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
-    fs.timeout = o.timeout;
-    pthread_rwlock_init(&fs.lock, NULL);
-    pthread_mutex_init(&fs.text_lock, NULL);
-    pthread_mutex_init(&fs.fh_lock, NULL);
-    locks = 1;
+        m->fs.live_name = base;
+}
 
-    status = EXIT_MOUNT;
+/* The rest of struct gfs, from the options, and its locks. */
+static void init_state(struct gfs_main *m)
+{
+    m->fs.path = m->path;
+    m->fs.uid = getuid();
+    m->fs.gid = getgid();
+    m->fs.readonly = m->o.readonly;
+    m->fs.foreground = m->co.foreground;
+    m->fs.commit_flags = m->o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
+    m->fs.timeout = m->o.timeout;
+    pthread_rwlock_init(&m->fs.lock, NULL);
+    pthread_mutex_init(&m->fs.text_lock, NULL);
+    pthread_mutex_init(&m->fs.fh_lock, NULL);
+    m->locks = 1;
+}
+
+/* The mountpoint is checked, and the mount named fuse.ggufs with the GGUF
+ * as source, like other FUSE filesystems.  0 or -1. */
+static int mount_options(struct gfs_main *m)
+{
     struct stat mst;
-    if (stat(o.mnt, &mst) != 0) {
-        fprintf(stderr, "ggufs: %s: %s\n", o.mnt, strerror(errno));
-        goto out;
+    if (stat(m->o.mnt, &mst) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.mnt, strerror(errno));
+        return -1;
     }
     if (!S_ISDIR(mst.st_mode)) {
-        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n", o.mnt);
-        goto out;
+        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n",
+                m->o.mnt);
+        return -1;
     }
-    /* fuse.ggufs with the GGUF as source, like other FUSE filesystems. */
-    if (fuse_opt_add_arg(&args, "-osubtype=ggufs") != 0 ||
-        fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
-        goto out;
+    if (fuse_opt_add_arg(&m->args, "-osubtype=ggufs") != 0 ||
+        fuse_opt_add_arg(&m->args, "-odefault_permissions") != 0)
+        return -1;
     char *fsname = NULL;
-    if (fuse_opt_add_opt_escaped(&fsname, path) != 0)
-        goto out;
+    if (fuse_opt_add_opt_escaped(&fsname, m->path) != 0)
+        return -1;
     char *fsopt = malloc(strlen(fsname) + 12);
     if (!fsopt) {
         free(fsname);
-        goto out;
+        return -1;
     }
     sprintf(fsopt, "-ofsname=%s", fsname);
     free(fsname);
-    int r = fuse_opt_add_arg(&args, fsopt);
+    int r = fuse_opt_add_arg(&m->args, fsopt);
     free(fsopt);
-    if (r != 0)
-        goto out;
+    return r != 0 ? -1 : 0;
+}
 
-    se = fuse_session_new(&args, &gfs_ops, sizeof gfs_ops, &fs);
-    if (!se)
-        goto out;
-    struct gfs_sig sc = { .se = se, .main = pthread_self() };
-    sigemptyset(&sc.set);
-    sigaddset(&sc.set, SIGTERM);
-    sigaddset(&sc.set, SIGINT);
-    sigaddset(&sc.set, SIGHUP);
+/* Serve: mount, detach, and run the session until unmount or a signal.
+ * Returns the exit status; cleanup undoes what was done. */
+static int serve(struct gfs_main *m)
+{
+    int r;
+    m->se = fuse_session_new(&m->args, &gfs_ops, sizeof gfs_ops, &m->fs);
+    if (!m->se)
+        return EXIT_MOUNT;
+    m->sig.se = m->se;
+    sigemptyset(&m->sig.set);
+    sigaddset(&m->sig.set, SIGTERM);
+    sigaddset(&m->sig.set, SIGINT);
+    sigaddset(&m->sig.set, SIGHUP);
     struct sigaction sa = { .sa_handler = gfs_wake };
     sigemptyset(&sa.sa_mask);
-    if (pthread_sigmask(SIG_BLOCK, &sc.set, NULL) != 0 ||
+    if (pthread_sigmask(SIG_BLOCK, &m->sig.set, NULL) != 0 ||
         sigaction(SIGUSR1, &sa, NULL) != 0 ||
         signal(SIGPIPE, SIG_IGN) == SIG_ERR)
-        goto out;
-    if (fuse_session_mount(se, o.mnt) != 0)
-        goto out;
-    mounted = 1;
-    raise_readahead(o.mnt);
+        return EXIT_MOUNT;
+    if (fuse_session_mount(m->se, m->o.mnt) != 0)
+        return EXIT_MOUNT;
+    m->mounted = 1;
+    raise_readahead(m->o.mnt);
     /* Returns in the parent only once the mount is in place. */
-    fuse_daemonize(co.foreground);
+    fuse_daemonize(m->co.foreground);
     /* After the fork of fuse_daemonize: threads do not survive it. */
-    sc.main = pthread_self();
-    pthread_t sig_thread;
-    if (pthread_create(&sig_thread, NULL, gfs_sig_thread, &sc) != 0)
-        goto out;
-    handlers = 1;
+    m->sig.main = pthread_self();
+    if (pthread_create(&m->sig_thread, NULL, gfs_sig_thread, &m->sig) != 0)
+        return EXIT_MOUNT;
+    m->handlers = 1;
 
-    if (co.singlethread) {
-        r = fuse_session_loop(se);
+    if (m->co.singlethread) {
+        r = fuse_session_loop(m->se);
     } else {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         if (!lc)
-            goto out;
-        fuse_loop_cfg_set_clone_fd(lc, (unsigned)co.clone_fd);
-        fuse_loop_cfg_set_max_threads(lc, co.max_threads ? co.max_threads : 8);
-        r = fuse_session_loop_mt(se, lc);
+            return EXIT_MOUNT;
+        fuse_loop_cfg_set_clone_fd(lc, (unsigned)m->co.clone_fd);
+        fuse_loop_cfg_set_max_threads(lc, m->co.max_threads ? m->co.max_threads
+                                                            : 8);
+        r = fuse_session_loop_mt(m->se, lc);
         fuse_loop_cfg_destroy(lc);
     }
     /* libfuse returns the signal number after SIGTERM/SIGINT/SIGHUP: a
      * clean end like an unmount. */
-    status = (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0
-                                                                    : EXIT_MOUNT;
+    return (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP) ? 0
+                                                                  : EXIT_MOUNT;
+}
 
-out:
-    if (mounted)
-        fuse_session_unmount(se);
-    if (handlers) {
-        pthread_cancel(sig_thread); /* sigwait is a cancellation point */
-        pthread_join(sig_thread, NULL);
+/* Cleanup: unmount, the last commit (destroy), and every resource; returns
+ * the final exit status. */
+static int cleanup(struct gfs_main *m, int status)
+{
+    if (m->mounted)
+        fuse_session_unmount(m->se);
+    if (m->handlers) {
+        pthread_cancel(m->sig_thread); /* sigwait is a cancellation point */
+        pthread_join(m->sig_thread, NULL);
     }
-    if (se)
-        fuse_session_destroy(se); /* runs gfs_destroy: the last commit */
-    if (status == 0 && fs.commit_failed)
+    if (m->se)
+        fuse_session_destroy(m->se); /* runs gfs_op_destroy: open handles
+                                        applied and freed, the last commit */
+    if (status == 0 && m->fs.commit_failed)
         status = EXIT_COMMIT;
-    if (locks) {
-        gfs_fh_free_all(&fs);
-        pthread_mutex_destroy(&fs.fh_lock);
-        gfs_edit_free(&fs);
-        gfs_texts_free(&fs);
-        gfs_text_put(fs.live);
-        pthread_mutex_destroy(&fs.text_lock);
-        pthread_rwlock_destroy(&fs.lock);
+    if (m->locks) {
+        pthread_mutex_destroy(&m->fs.fh_lock);
+        gfs_meta_free(&m->fs);
+        gfs_texts_free(&m->fs);
+        gfs_text_put(m->fs.live);
+        pthread_mutex_destroy(&m->fs.text_lock);
+        pthread_rwlock_destroy(&m->fs.lock);
     }
-    gfs_layout_free(&fs);
-    gguf_close_set(fs.shards, fs.n_shards);
-    free(path);
-    free(live_name);
-    free(co.mountpoint);
-    fuse_opt_free_args(&args);
+    gfs_view_layout_free(&m->fs);
+    gguf_close_set(m->fs.shards, m->fs.n_shards);
+    free(m->path);
+    free(m->live_name);
+    free(m->co.mountpoint);
+    fuse_opt_free_args(&m->args);
     return status;
+}
+
+int main(int argc, char *argv[])
+{
+    if (argc == 3 && strcmp(argv[1], "-u") == 0)
+        return unmount_cmd(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--recover") == 0)
+        return recover_cmd(argv[2]);
+
+    struct gfs_main m = { .args = FUSE_ARGS_INIT(argc, argv),
+                          .o = { .timeout = 3600.0 } };
+    int status = parse_options(&m, argv[0]);
+    if (status != GO_ON)
+        goto out;
+    status = EXIT_BADFILE;
+    if (open_gguf(&m) != 0)
+        goto out;
+    name_live_view(&m);
+    init_state(&m);
+    status = EXIT_MOUNT;
+    if (mount_options(&m) != 0)
+        goto out;
+    status = serve(&m);
+out:
+    return cleanup(&m, status);
 }

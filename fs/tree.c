@@ -126,7 +126,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
         return 0;
     case GFS_LIVE: {
         uint64_t size;
-        int err = gfs_live_size(fs, &size);
+        int err = gfs_view_size(fs, &size);
         if (err)
             return err;
         st->st_mode = S_IFREG | 0444;
@@ -171,7 +171,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
         return 0;
     }
     case GFS_SCRATCH: {
-        struct gfs_scratch *sc = gfs_scratch_by_ino(fs, ino);
+        struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
         if (!sc)
             return ENOENT;
         st->st_mode = S_IFREG | 0644;
@@ -184,6 +184,31 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
         break;
     }
     return ENOENT;
+}
+
+/* Meta files of a writable mount change size when an edit is applied (the
+ * text is rendered anew): never let the kernel trust a stale size. */
+double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino)
+{
+    enum gfs_kind k = gfs_kind(ino);
+    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH ||
+                          k == GFS_DIR_META || k == GFS_LIVE))
+        return 0.0;
+    return fs->timeout;
+}
+
+int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino,
+                   struct fuse_entry_param *e)
+{
+    memset(e, 0, sizeof *e);
+    int err = gfs_stat(fs, ino, &e->attr);
+    if (err)
+        return err;
+    e->ino = ino;
+    e->generation = 1;
+    e->attr_timeout = gfs_attr_timeout(fs, ino);
+    e->entry_timeout = fs->timeout;
+    return 0;
 }
 
 /* Maps a file name back to a key or tensor name.  Names are accepted only
@@ -243,7 +268,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
         }
         return ENOENT;
     case GFS_DIR_META: {
-        struct gfs_scratch *sc = gfs_scratch_find(fs, name);
+        struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
         if (sc) {
             *out = sc->ino;
             return 0;

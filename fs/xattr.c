@@ -80,7 +80,7 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
         if (i < 0)
             return ENOENT;
         if (strcmp(name, "user.gguf.error") == 0) {
-            const char *e = gfs_get_error(fs, gguf_kv_id(fs->ctx, i));
+            const char *e = gfs_meta_get_error(fs, gguf_kv_id(fs->ctx, i));
             return e ? add_str(out, e) : ENODATA;
         }
         if (strcmp(name, "user.gguf.type") != 0)
@@ -128,7 +128,7 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out)
         gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
         return ENOMEM;
     if (gfs_kind(ino) == GFS_KV &&
-        gfs_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
+        gfs_meta_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
         return ENOMEM;
     if (gfs_kind(ino) == GFS_ROOT && fs->commit_msg[0] &&

@@ -1,5 +1,5 @@
 /*
- * edit.c - changes made through meta/: values, new keys, removals, renames,
+ * metaedit.c - changes made through meta/: values, new keys, removals, renames,
  * type changes, editors' temporary files, and the commit that writes them
  * back into the GGUF.  Every change goes through the library, which
  * validates it; a refused change leaves the key as it was and records why
@@ -8,27 +8,12 @@
 #include "ggufs.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <time.h>
 
-void gfs_log(struct gfs *fs, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (fs->foreground)
-        fprintf(stderr, "ggufs: %s\n", line);
-    else
-        syslog(LOG_NOTICE, "%s", line);
-}
-
-fuse_ino_t gfs_resolve(const struct gfs *fs, fuse_ino_t ino)
+fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino)
 {
     for (int hops = 0; hops < 8; hops++) {
         size_t k = fs->n_aliases;
@@ -55,7 +40,7 @@ static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to)
     fs->n_aliases++;
 }
 
-struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name)
+struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name)
 {
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
         if (strcmp(s->name, name) == 0)
@@ -63,7 +48,7 @@ struct gfs_scratch *gfs_scratch_find(struct gfs *fs, const char *name)
     return NULL;
 }
 
-struct gfs_scratch *gfs_scratch_by_ino(struct gfs *fs, fuse_ino_t ino)
+struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino)
 {
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
         if (s->ino == ino)
@@ -104,7 +89,7 @@ static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name)
     return s;
 }
 
-void gfs_set_error(struct gfs *fs, uint32_t id, const char *msg)
+void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg)
 {
     if (id >= fs->n_errors) {
         if (!msg)
@@ -123,7 +108,7 @@ void gfs_set_error(struct gfs *fs, uint32_t id, const char *msg)
     fs->errors[id] = msg ? strdup(msg) : NULL;
 }
 
-const char *gfs_get_error(struct gfs *fs, uint32_t id)
+const char *gfs_meta_get_error(struct gfs *fs, uint32_t id)
 {
     return id < fs->n_errors ? fs->errors[id] : NULL;
 }
@@ -134,12 +119,12 @@ static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err)
     const char *key = i >= 0 ? gguf_kv_key(fs->ctx, i, &klen) : "?";
     gfs_log(fs, "%s: refused edit of '%s': %s", fs->path, key, err->msg);
     if (i >= 0)
-        gfs_set_error(fs, gguf_kv_id(fs->ctx, i), err->msg);
+        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), err->msg);
     return gfs_errno(err);
 }
 
-/* The key a file name in meta/ stands for, or GGUF_E_INVAL if the name is
- * not the canonical escape of a valid key. */
+/* True, with the key in *key, if a file name in meta/ is the canonical
+ * escape of a valid key. */
 static int name_to_key(const char *name, struct gguf_buf *key)
 {
     struct gguf_buf canon = {0};
@@ -156,12 +141,12 @@ static void edited(struct gfs *fs, int64_t i)
     fs->generation++;
     if (i >= 0) {
         gfs_text_forget(fs, gguf_kv_id(fs->ctx, i));
-        gfs_set_error(fs, gguf_kv_id(fs->ctx, i), NULL);
+        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), NULL);
     }
 }
 
-int gfs_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
-                   int quiet)
+int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
+                        size_t len, int quiet)
 {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
@@ -228,7 +213,7 @@ static int remove_key(struct gfs *fs, int64_t i)
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
         return refuse(fs, i, &err);
     gfs_text_forget(fs, id);
-    gfs_set_error(fs, id, NULL);
+    gfs_meta_set_error(fs, id, NULL);
     fs->generation++;
     return 0;
 }
@@ -267,7 +252,8 @@ out:
 
 /* Names editors and tools give their temporary files: hidden (.x.swp,
  * .#x), #x#, x~, all digits (vim's 4913), sedXXXXXX, and x.tmp/.bak/.new/
- * .orig/.swp.  Only these may exist in meta/ without being keys. */
+ * .orig/.swp/.swx/.save.  Only these may exist in meta/ without being
+ * keys. */
 static int temp_like(const char *name)
 {
     size_t n = strlen(name);
@@ -289,7 +275,7 @@ static int temp_like(const char *name)
     return 0;
 }
 
-int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
+int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
 {
     struct gguf_buf key = {0};
     int rc = 0;
@@ -319,7 +305,7 @@ int gfs_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
         rc = EINVAL;
         goto out;
     }
-    if (gfs_scratch_find(fs, name)) {
+    if (gfs_meta_scratch_find(fs, name)) {
         rc = EEXIST;
         goto out;
     }
@@ -334,9 +320,9 @@ out:
     return rc;
 }
 
-int gfs_unlink(struct gfs *fs, const char *name)
+int gfs_meta_unlink(struct gfs *fs, const char *name)
 {
-    struct gfs_scratch *s = gfs_scratch_find(fs, name);
+    struct gfs_scratch *s = gfs_meta_scratch_find(fs, name);
     if (s) {
         scratch_remove(fs, s);
         return 0;
@@ -361,7 +347,7 @@ static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
             return rc;
         created = 1;
     }
-    rc = gfs_apply_text(fs, i, (char *)s->data.p, s->data.len, 0);
+    rc = gfs_meta_apply_text(fs, i, (char *)s->data.p, s->data.len, 0);
     if (rc && created)
         remove_key(fs, i);
     if (!rc) {
@@ -372,16 +358,112 @@ static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
     return rc;
 }
 
-int gfs_rename(struct gfs *fs, const char *from, const char *to,
-               unsigned flags)
+/* rename(2) in meta/, one helper per case.  s: the source scratch file;
+ * ts: a scratch file already named `to` (replaced), or NULL. */
+
+/* scratch -> scratch: an editor renames its own files. */
+static int scratch_rename(struct gfs *fs, struct gfs_scratch *s,
+                          struct gfs_scratch *ts, const char *to)
+{
+    if (ts)
+        scratch_remove(fs, ts);
+    char *nn = strdup(to);
+    if (!nn)
+        return ENOMEM;
+    free(s->name);
+    s->name = nn;
+    return 0;
+}
+
+/* key -> scratch: vim's backup; the key leaves meta/, its text goes with
+ * the name. */
+static int key_to_scratch(struct gfs *fs, int64_t i, fuse_ino_t ino,
+                          struct gfs_scratch *ts, const char *to)
+{
+    int e = 0, rc;
+    struct gfs_text *t = gfs_text_get(fs, i, &e);
+    if (!t)
+        return e;
+    if (ts)
+        scratch_remove(fs, ts);
+    struct gfs_scratch *s = scratch_new(fs, to);
+    if (!s || gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK) {
+        if (s)
+            scratch_remove(fs, s);
+        gfs_text_put(t);
+        return ENOMEM;
+    }
+    gfs_text_put(t);
+    rc = remove_key(fs, i);
+    if (rc)
+        scratch_remove(fs, s);
+    else
+        add_alias(fs, ino, s->ino);
+    return rc;
+}
+
+/* key -> existing key: as with a temporary file, the target keeps its
+ * type and place and takes the source's text (sed -i's temporary name may
+ * itself be a valid key); the source goes. */
+static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti,
+                        const struct gguf_buf *tkey)
+{
+    int e = 0, rc;
+    size_t klen;
+    const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
+    struct gfs_text *t = gfs_text_get(fs, fi, &e);
+    if (!t)
+        return e;
+    rc = gfs_meta_apply_text(fs, ti, t->data, t->len, 0);
+    gfs_text_put(t);
+    if (rc)
+        return rc;
+    fi = gguf_find_key(fs->ctx, fkey, klen);
+    fuse_ino_t src_ino = GFS_INO_KV + gguf_kv_id(fs->ctx, fi);
+    if ((rc = remove_key(fs, fi)))
+        return rc;
+    ti = gguf_find_key(fs->ctx, (char *)tkey->p, tkey->len);
+    add_alias(fs, src_ino, GFS_INO_KV + gguf_kv_id(fs->ctx, ti));
+    return 0;
+}
+
+/* key -> new key name: the key is renamed in place (same id, same inode). */
+static int key_rename(struct gfs *fs, int64_t i, const struct gguf_buf *tkey)
+{
+    struct gguf_error err = {0};
+    uint32_t id = gguf_kv_id(fs->ctx, i);
+    if (gguf_rename_key(fs->ctx, i, (char *)tkey->p, tkey->len, &err) !=
+        GGUF_OK)
+        return refuse(fs, i, &err);
+    gfs_text_forget(fs, id);
+    fs->generation++;
+    return 0;
+}
+
+/* The layout of tensor data depends on general.alignment: it may not be
+ * renamed, nor replaced by a rename onto it. */
+static int alignment_renamed(struct gfs *fs, int64_t fi, int to_is_key,
+                             const struct gguf_buf *tkey)
+{
+    size_t klen;
+    const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
+    if (!gguf_key_is_alignment(fkey, klen) &&
+        !(to_is_key && gguf_key_is_alignment((char *)tkey->p, tkey->len)))
+        return 0;
+    gfs_log(fs, "%s: general.alignment cannot be renamed or replaced: "
+                "the tensor data layout depends on it", fs->path);
+    return 1;
+}
+
+int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
+                    unsigned flags)
 {
     struct gguf_buf tkey = {0};
-    struct gguf_error err = {0};
     int rc = 0;
     fuse_ino_t fino = 0, tino = 0;
     int to_is_key = name_to_key(to, &tkey);
-    struct gfs_scratch *fs_s = gfs_scratch_find(fs, from);
-    struct gfs_scratch *ts_s = gfs_scratch_find(fs, to);
+    struct gfs_scratch *fs_s = gfs_meta_scratch_find(fs, from);
+    struct gfs_scratch *ts_s = gfs_meta_scratch_find(fs, to);
     int64_t fi = -1, ti = -1;
 
     if (flags & ~(unsigned)RENAME_NOREPLACE) {
@@ -402,89 +484,20 @@ int gfs_rename(struct gfs *fs, const char *from, const char *to,
     if (strcmp(from, to) == 0)
         goto out;
 
-    if (fs_s && !to_is_key) { /* scratch -> scratch */
-        if (ts_s)
-            scratch_remove(fs, ts_s);
-        char *nn = strdup(to);
-        if (!nn) {
-            rc = ENOMEM;
-            goto out;
-        }
-        free(fs_s->name);
-        fs_s->name = nn;
-        goto out;
-    }
-    if (fs_s) { /* scratch -> key: the editor's save lands */
+    if (fs_s && !to_is_key) {
+        rc = scratch_rename(fs, fs_s, ts_s, to);
+    } else if (fs_s) { /* scratch -> key: the editor's save lands */
         rc = scratch_to_key(fs, fs_s, (char *)tkey.p, tkey.len);
-        goto out;
-    }
-    size_t klen;
-    const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
-    if (gguf_key_is_alignment(fkey, klen) ||
-        (to_is_key && gguf_key_is_alignment((char *)tkey.p, tkey.len))) {
-        gfs_log(fs, "%s: general.alignment cannot be renamed or replaced: "
-                    "the tensor data layout depends on it", fs->path);
+    } else if (alignment_renamed(fs, fi, to_is_key, &tkey)) {
         rc = EPERM;
-        goto out;
-    }
-    if (!to_is_key) { /* key -> scratch: vim's backup; the key leaves */
-        int e = 0;
-        struct gfs_text *t = gfs_text_get(fs, fi, &e);
-        if (!t) {
-            rc = e;
-            goto out;
-        }
+    } else if (!to_is_key) {
+        rc = key_to_scratch(fs, fi, fino, ts_s, to);
+    } else {
         if (ts_s)
             scratch_remove(fs, ts_s);
-        struct gfs_scratch *s = scratch_new(fs, to);
-        if (!s || gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK) {
-            if (s)
-                scratch_remove(fs, s);
-            gfs_text_put(t);
-            rc = ENOMEM;
-            goto out;
-        }
-        gfs_text_put(t);
-        rc = remove_key(fs, fi);
-        if (rc)
-            scratch_remove(fs, s);
-        else
-            add_alias(fs, fino, s->ino);
-        goto out;
+        rc = ti >= 0 ? key_onto_key(fs, fi, ti, &tkey)
+                     : key_rename(fs, fi, &tkey);
     }
-    /* key -> existing key: as with a temporary file, the target keeps its
-     * type and place and takes the source's text (sed -i's temporary name
-     * may itself be a valid key); the source goes. */
-    if (ts_s)
-        scratch_remove(fs, ts_s);
-    if (ti >= 0) {
-        int e = 0;
-        struct gfs_text *t = gfs_text_get(fs, fi, &e);
-        if (!t) {
-            rc = e;
-            goto out;
-        }
-        rc = gfs_apply_text(fs, ti, t->data, t->len, 0);
-        gfs_text_put(t);
-        if (rc)
-            goto out;
-        fi = gguf_find_key(fs->ctx, fkey, klen);
-        ti = gguf_find_key(fs->ctx, (char *)tkey.p, tkey.len);
-        fuse_ino_t src_ino = GFS_INO_KV + gguf_kv_id(fs->ctx, fi);
-        if ((rc = remove_key(fs, fi)))
-            goto out;
-        ti = gguf_find_key(fs->ctx, (char *)tkey.p, tkey.len);
-        add_alias(fs, src_ino, GFS_INO_KV + gguf_kv_id(fs->ctx, ti));
-        goto out;
-    }
-    uint32_t id = gguf_kv_id(fs->ctx, fi);
-    if (gguf_rename_key(fs->ctx, fi, (char *)tkey.p, tkey.len, &err) !=
-        GGUF_OK) {
-        rc = refuse(fs, fi, &err);
-        goto out;
-    }
-    gfs_text_forget(fs, id);
-    fs->generation++;
 out:
     gguf_buf_free(&tkey);
     return rc;
@@ -511,7 +524,8 @@ static int parse_type(const char *s, size_t n, enum gguf_type *t,
     return 1;
 }
 
-int gfs_set_type(struct gfs *fs, fuse_ino_t ino, const char *type, size_t len)
+int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
+                      size_t len)
 {
     enum gguf_type t, at;
     struct gguf_buf payload = {0}, back = {0};
@@ -575,9 +589,9 @@ out:
     return rc;
 }
 
-int gfs_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
+int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
 {
-    struct gfs_scratch *s = gfs_scratch_by_ino(fs, ino);
+    struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
@@ -604,14 +618,14 @@ int gfs_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
     } else {
         memset(b.p + b.len, 0, (size_t)size - b.len);
         b.len = (size_t)size;
-        rc = gfs_apply_text(fs, i, (char *)b.p, b.len, 0);
+        rc = gfs_meta_apply_text(fs, i, (char *)b.p, b.len, 0);
     }
     gfs_text_put(t);
     gguf_buf_free(&b);
     return rc;
 }
 
-int gfs_commit(struct gfs *fs)
+int gfs_meta_commit(struct gfs *fs)
 {
     struct gguf_commit_info info = {0};
     struct gguf_error err = {0};
@@ -648,7 +662,7 @@ int gfs_commit(struct gfs *fs)
     return 0;
 }
 
-void gfs_edit_free(struct gfs *fs)
+void gfs_meta_free(struct gfs *fs)
 {
     while (fs->scratch) {
         struct gfs_scratch *s = fs->scratch;

@@ -1,9 +1,14 @@
 /*
- * live.c - the live view: MNT/NAME.gguf, a complete GGUF whose header is
+ * liveview.c - the live view: MNT/NAME.gguf, a complete GGUF whose header is
  * what a commit would write now and whose data section is the backing
  * file's, served without copying.  Before any edit it is byte-identical to
  * the source; after `echo ... > meta/X` it is the file the commit would
  * produce, so llama.cpp can load edited metadata without waiting.
+ *
+ * This file owns the view's byte mapping: the header, then the data
+ * section (one file: the GGUF's own; a shard set: the merged layout, laid
+ * out once at mount from the library's gguf_merge), and the numbering of
+ * tensors across shards.  Prefix gfs_view_.
  */
 #include "ggufs.h"
 
@@ -12,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int gfs_layout(struct gfs *fs, struct gguf_error *err)
+int gfs_view_layout(struct gfs *fs, struct gguf_error *err)
 {
     int rc = -1;
     gguf_ctx *m = NULL;
@@ -55,7 +60,7 @@ out:
     return rc;
 }
 
-void gfs_layout_free(struct gfs *fs)
+void gfs_view_layout_free(struct gfs *fs)
 {
     free(fs->t_first);
     free(fs->ext);
@@ -63,7 +68,10 @@ void gfs_layout_free(struct gfs *fs)
     fs->ext = NULL;
 }
 
-int gfs_merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
+/* Reads [off, off+n) of a shard set's merged data section into buf
+ * (tensor bytes from their shards, zeros between); 0 or errno.  Caller
+ * holds lock (read). */
+static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
 {
     int64_t lo = 0, hi = gfs_n_tensors(fs);
     /* The last extent starting at or before off. */
@@ -114,7 +122,7 @@ int gfs_merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
     return done == n ? 0 : EIO;
 }
 
-struct gfs_text *gfs_live_header(struct gfs *fs, int *err)
+struct gfs_text *gfs_view_header(struct gfs *fs, int *err)
 {
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
@@ -159,17 +167,58 @@ out:
     return t;
 }
 
-int gfs_live_size(struct gfs *fs, uint64_t *size)
+/* Bytes of the view's data section: a shard set's merged one, else the
+ * GGUF's own. */
+static uint64_t data_size(const struct gfs *fs)
+{
+    if (fs->n_shards > 1)
+        return fs->merged_data_size;
+    uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
+    return fsz > d ? fsz - d : 0;
+}
+
+int gfs_view_size(struct gfs *fs, uint64_t *size)
 {
     int err = 0;
-    struct gfs_text *t = gfs_live_header(fs, &err);
+    struct gfs_text *t = gfs_view_header(fs, &err);
     if (!t)
         return err;
-    uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
-    if (fs->n_shards > 1)
-        *size = t->len + fs->merged_data_size;
-    else
-        *size = t->len + (fsz > d ? fsz - d : 0);
+    *size = t->len + data_size(fs);
     gfs_text_put(t);
     return 0;
+}
+
+int gfs_view_reopened(struct gfs *fs)
+{
+    pthread_mutex_lock(&fs->text_lock);
+    int same = fs->live_opened_gen == fs->generation;
+    fs->live_opened_gen = fs->generation;
+    pthread_mutex_unlock(&fs->text_lock);
+    return same;
+}
+
+void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
+                   size_t size, struct gfs_view_span *sp)
+{
+    uint64_t end = hdr_len + data_size(fs);
+    uint64_t o = off < end ? off : end;
+    uint64_t n = end - o < size ? end - o : size;
+    sp->hdr_off = o < hdr_len ? (size_t)o : hdr_len;
+    sp->hdr_n = o < hdr_len ? (hdr_len - o < n ? (size_t)(hdr_len - o)
+                                               : (size_t)n)
+                            : 0;
+    sp->data_n = n - sp->hdr_n;
+    /* Bytes of the data section follow the header's only once it ends. */
+    sp->data_rel = sp->data_n ? o + sp->hdr_n - hdr_len : 0;
+    sp->data_pos = gguf_data_offset(fs->ctx) + sp->data_rel;
+}
+
+int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
+                  const struct gfs_view_span *sp, char *buf)
+{
+    if (sp->hdr_n)
+        memcpy(buf, hdr->data + sp->hdr_off, sp->hdr_n);
+    if (!sp->data_n)
+        return 0;
+    return merged_read(fs, buf + sp->hdr_n, sp->data_n, sp->data_rel);
 }

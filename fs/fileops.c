@@ -1,0 +1,614 @@
+/*
+ * fileops.c - the FUSE handlers of open files (open, create, read, write,
+ * flush, release, fsync) and their per-open state, struct gfs_fh.
+ *
+ * Reads of tensors and of the one-file live view reply with a
+ * file-descriptor buffer on the GGUF itself, so libfuse reads (or splices)
+ * straight from the backing file without our own copy.  A writable open of
+ * a key edits a private draft, applied at flush and release.
+ *
+ * Locks (see struct gfs): fh->mu, then fs->lock, then fs->fh_lock or
+ * fs->text_lock.
+ */
+#include "ggufs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
+ * big files in 2 MiB folios, and POSIX_FADV_DONTNEED skips partial ones. */
+#define GFS_DROP_CHUNK (UINT64_C(2) << 20)
+
+/* True if [off, off+len) of fd is entirely in the page cache (cachestat,
+ * Linux 6.5+); false when unknown. */
+static int range_cached(int fd, uint64_t off, uint64_t len)
+{
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+    struct { uint64_t off, len; } range = { off, len };
+    struct { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+                      nr_recently_evicted; } cs;
+    if (len == 0)
+        return 1;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+        return 0;
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
+    return cs.nr_cache >= pages;
+}
+
+static struct gfs_fh *fh_of(const struct fuse_file_info *fi)
+{
+    return (struct gfs_fh *)(uintptr_t)fi->fh;
+}
+
+/* A new handle for ino, listed in fs->open_fhs.  Takes fh_lock: the caller
+ * may hold fs->lock, not fh_lock. */
+static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino)
+{
+    struct gfs_fh *fh = calloc(1, sizeof *fh);
+    if (fh) {
+        fh->kind = gfs_kind(ino);
+        fh->ino = ino;
+        pthread_mutex_init(&fh->mu, NULL);
+        pthread_mutex_lock(&fs->fh_lock);
+        fh->next = fs->open_fhs;
+        if (fh->next)
+            fh->next->prev = fh;
+        fs->open_fhs = fh;
+        pthread_mutex_unlock(&fs->fh_lock);
+    }
+    return fh;
+}
+
+static void fh_free(struct gfs *fs, struct gfs_fh *fh)
+{
+    if (!fh)
+        return;
+    pthread_mutex_lock(&fs->fh_lock);
+    if (fh->prev)
+        fh->prev->next = fh->next;
+    else
+        fs->open_fhs = fh->next;
+    if (fh->next)
+        fh->next->prev = fh->prev;
+    pthread_mutex_unlock(&fs->fh_lock);
+    gfs_text_put(fh->text);
+    gguf_buf_free(&fh->draft);
+    pthread_mutex_destroy(&fh->mu);
+    free(fh);
+}
+
+/* Applies a writable handle's draft to the key; 0 or errno.  A flush
+ * (quiet) that fails leaves the draft pending: the file may still be
+ * written to through a dup'ed descriptor.  The last word is release's.
+ * Takes fh->mu, then fs->lock for writing. */
+static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet)
+{
+    int err = 0;
+    pthread_mutex_lock(&fh->mu);
+    if (fh->writable && fh->kind == GFS_KV && fh->dirty && !fh->bad &&
+        (fh->written || !quiet)) {
+        pthread_rwlock_wrlock(&fs->lock);
+        int64_t i = gfs_kv_index(fs, fh->ino);
+        err = i < 0 ? ENOENT
+                    : gfs_meta_apply_text(fs, i, (char *)fh->draft.p,
+                                          fh->draft.len, quiet);
+        pthread_rwlock_unlock(&fs->lock);
+        if (!err || !quiet)
+            fh->dirty = 0;
+        if (err && !quiet)
+            fh->bad = 1;
+    } else if (fh->bad) {
+        err = EINVAL;
+    }
+    pthread_mutex_unlock(&fh->mu);
+    return err;
+}
+
+void gfs_fh_close_all(struct gfs *fs)
+{
+    /* One handle at a time: fh_lock is a leaf, so it is not held while
+     * fh_apply takes fh->mu and fs->lock.  The workers have stopped, so
+     * no release frees the head between the two sections. */
+    for (;;) {
+        pthread_mutex_lock(&fs->fh_lock);
+        struct gfs_fh *fh = fs->open_fhs;
+        pthread_mutex_unlock(&fs->fh_lock);
+        if (!fh)
+            break;
+        if (fh->writable)
+            fh_apply(fs, fh, 0);
+        fh_free(fs, fh);
+    }
+}
+
+/* The open of each kind of file: prepare fh, set fi's cache flags; 0 or
+ * errno.  Caller holds fs->lock (read, or write for O_TRUNC of scratch
+ * files). */
+
+static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
+                       struct fuse_file_info *fi, int wants_write)
+{
+    int64_t i = gfs_tensor_index(fs, fh->ino);
+    if (i < 0)
+        return ENOENT;
+    if (wants_write)
+        return fs->readonly ? EROFS : EACCES;
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
+    fh->rel = gguf_tensor_rel_offset(c, j);
+    fh->size = gguf_tensor_size(c, j);
+    /* Tensor bytes never change while mounted: keep the page cache.  Then
+     * the GGUF's own copy of bytes that were not cached before is dead
+     * weight (the kernel would hold every byte twice). */
+    fi->keep_cache = 1;
+    fi->noflush = 1;
+    fh->drop = !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
+    return 0;
+}
+
+static int open_kv(struct gfs *fs, struct gfs_fh *fh,
+                   struct fuse_file_info *fi, int wants_write)
+{
+    int err = 0;
+    int64_t i = gfs_kv_index(fs, fh->ino);
+    if (i < 0)
+        return ENOENT;
+    if (wants_write && fs->readonly)
+        return EROFS;
+    struct gfs_text *t = gfs_text_get(fs, i, &err);
+    if (!t)
+        return err;
+    /* On a read-write mount the kernel's page cache of a meta file would
+     * show one opener's unapplied writes to another: every read and write
+     * comes to us instead, readers see applied values only. */
+    fi->direct_io = !fs->readonly;
+    if (!wants_write) {
+        fh->text = t;
+        return 0;
+    }
+    /* A writable open edits a private draft, applied at flush. */
+    fh->writable = 1;
+    if (fi->flags & O_TRUNC)
+        fh->dirty = 1;
+    else if (gguf_buf_add(&fh->draft, t->data, t->len) != GGUF_OK)
+        err = ENOMEM;
+    gfs_text_put(t);
+    return err;
+}
+
+static int open_view(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write)
+{
+    int err = 0;
+    if (wants_write)
+        return fs->readonly ? EROFS : EACCES;
+    if (!(fh->text = gfs_view_header(fs, &err)))
+        return err;
+    fi->noflush = 1;
+    if (fs->n_shards == 1) {
+        uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
+        fh->drop = fsz > d && !range_cached(gguf_fd(fs->ctx), d, fsz - d);
+    }
+    /* Keep the page cache only while the header has not changed since the
+     * last open: an edit must show up in a fresh open (and mmap). */
+    fi->keep_cache = gfs_view_reopened(fs);
+    return 0;
+}
+
+static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
+{
+    int wants_write = (fi->flags & O_ACCMODE) != O_RDONLY ||
+                      (fi->flags & O_TRUNC);
+    switch (fh->kind) {
+    case GFS_TENSOR:
+        return open_tensor(fs, fh, fi, wants_write);
+    case GFS_KV:
+        return open_kv(fs, fh, fi, wants_write);
+    case GFS_LIVE:
+        return open_view(fs, fh, fi, wants_write);
+    case GFS_SCRATCH:
+        if (!gfs_meta_scratch_by_ino(fs, fh->ino))
+            return ENOENT;
+        if (wants_write && fs->readonly)
+            return EROFS;
+        fh->writable = wants_write;
+        return 0;
+    case GFS_NONE:
+        return ENOENT;
+    default:
+        return EISDIR;
+    }
+}
+
+static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
+                       struct gfs_fh *fh, const struct fuse_entry_param *e)
+{
+    fi->fh = (uintptr_t)fh;
+    int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+    if (r == -ENOENT)
+        fh_free(gfs_of(req), fh); /* interrupted: no release will come */
+}
+
+void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct gfs *fs = gfs_of(req);
+    pthread_rwlock_rdlock(&fs->lock);
+    ino = gfs_meta_resolve(fs, ino);
+    pthread_rwlock_unlock(&fs->lock);
+    struct gfs_fh *fh = fh_new(fs, ino);
+    if (!fh) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int trunc_scratch = fh->kind == GFS_SCRATCH && (fi->flags & O_TRUNC);
+    if (trunc_scratch)
+        pthread_rwlock_wrlock(&fs->lock);
+    else
+        pthread_rwlock_rdlock(&fs->lock);
+    int err = fh_open(fs, fh, fi);
+    if (!err && trunc_scratch && !fs->readonly)
+        err = gfs_meta_truncate(fs, ino, 0);
+    pthread_rwlock_unlock(&fs->lock);
+    if (err) {
+        fh_free(fs, fh);
+        fuse_reply_err(req, err);
+        return;
+    }
+    reply_open(req, fi, fh, NULL);
+}
+
+void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                   mode_t mode, struct fuse_file_info *fi)
+{
+    (void)mode;
+    struct gfs *fs = gfs_of(req);
+    struct fuse_entry_param e;
+    struct gfs_fh *fh = NULL;
+    fuse_ino_t ino = 0;
+    int err;
+
+    if (fs->readonly) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    if (gfs_kind(parent) != GFS_DIR_META) {
+        fuse_reply_err(req, gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES);
+        return;
+    }
+    pthread_rwlock_wrlock(&fs->lock);
+    err = gfs_meta_create(fs, name, &ino);
+    if (!err && !(fh = fh_new(fs, ino)))
+        err = ENOMEM;
+    if (!err)
+        err = fh_open(fs, fh, fi);
+    if (!err)
+        err = gfs_fill_entry(fs, ino, &e);
+    pthread_rwlock_unlock(&fs->lock);
+    if (err) {
+        fh_free(fs, fh);
+        fuse_reply_err(req, err);
+        return;
+    }
+    reply_open(req, fi, fh, &e);
+}
+
+/* Reads.  Nothing of fh may be touched once the reply is sent: the kernel
+ * can release the handle on another thread right then.  So each reader
+ * holds its own reference on a text and copies a draft's bytes out first. */
+
+static void reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
+                        size_t size)
+{
+    size_t o = (uint64_t)off < len ? (size_t)off : len;
+    size_t n = len - o < size ? len - o : size;
+    fuse_reply_buf(req, (const char *)p + o, n);
+}
+
+/* Replies with mem_n bytes at mem (may be 0), then n bytes of fd from pos,
+ * which libfuse reads (or splices) straight from the file; if drop,
+ * evicts the GGUF's copy of what was served.  A reply must be complete:
+ * the kernel takes a short read for EOF.  Caller holds fs->lock (read): a
+ * commit must not move the data start or replace the fd meanwhile. */
+static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
+                       uint64_t pos, uint64_t n, int drop)
+{
+    struct {
+        struct fuse_bufvec v;
+        struct fuse_buf more;
+    } bv = { .v = FUSE_BUFVEC_INIT(0) };
+    struct fuse_buf *fb = &bv.v.buf[0];
+    if (mem_n) {
+        fb->mem = (void *)mem;
+        fb->size = mem_n;
+        fb->flags = 0;
+        fb = &bv.more;
+    }
+    if (n || !mem_n) {
+        bv.v.count = mem_n ? 2 : 1;
+        fb->size = n;
+        fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+        fb->fd = fd;
+        fb->pos = (off_t)pos;
+    }
+    fuse_reply_data(req, &bv.v, FUSE_BUF_SPLICE_MOVE);
+    if (drop && n) {
+        /* The bytes now live in the mount's page cache: drop the GGUF's
+         * copy a whole chunk at a time, once a (sequential) read has
+         * passed the chunk's end. */
+        uint64_t c0 = pos / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        uint64_t c1 = (pos + n) / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        if (c1 > c0)
+            posix_fadvise(fd, (off_t)c0, (off_t)(c1 - c0), POSIX_FADV_DONTNEED);
+    }
+}
+
+/* A key opened read-only: the text snapshot taken at open. */
+static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
+                      size_t size)
+{
+    struct gfs_text *t = fh->text;
+    atomic_fetch_add(&t->refs, 1);
+    reply_bytes(req, t->data, t->len, off, size);
+    gfs_text_put(t);
+}
+
+/* A key opened for writing: its draft. */
+static void read_draft(fuse_req_t req, struct gfs_fh *fh, off_t off,
+                       size_t size)
+{
+    pthread_mutex_lock(&fh->mu);
+    size_t o = (uint64_t)off < fh->draft.len ? (size_t)off : fh->draft.len;
+    size_t n = fh->draft.len - o < size ? fh->draft.len - o : size;
+    char *copy = malloc(n ? n : 1);
+    if (copy && n)
+        memcpy(copy, fh->draft.p + o, n);
+    pthread_mutex_unlock(&fh->mu);
+    if (copy)
+        fuse_reply_buf(req, copy, n);
+    else
+        fuse_reply_err(req, ENOMEM);
+    free(copy);
+}
+
+/* An editor's temporary file.  Caller holds fs->lock (read). */
+static void read_scratch(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                         off_t off, size_t size)
+{
+    struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, fh->ino);
+    if (sc)
+        reply_bytes(req, sc->data.p, sc->data.len, off, size);
+    else
+        fuse_reply_err(req, ENOENT);
+}
+
+/* A tensor: straight from its shard.  Caller holds fs->lock (read). */
+static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                        off_t off, size_t size)
+{
+    uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
+    uint64_t n = fh->size - o < size ? fh->size - o : size;
+    gguf_ctx *c = fs->shards[fh->shard];
+    reply_file(req, NULL, 0, gguf_fd(c), gguf_data_offset(c) + fh->rel + o,
+               n, fh->drop);
+}
+
+/* The live view: its header as at open, then the data section (see
+ * gfs_view_span).  One file's section is the GGUF's own, served from its
+ * fd; a shard set's merged section gathers pieces of several files, so it
+ * is copied.  Caller holds fs->lock (read). */
+static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                      off_t off, size_t size)
+{
+    struct gfs_text *hdr = fh->text;
+    struct gfs_view_span sp;
+    int drop = fh->drop;
+
+    atomic_fetch_add(&hdr->refs, 1);
+    gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
+    if (fs->n_shards == 1) {
+        reply_file(req, hdr->data + sp.hdr_off, sp.hdr_n, gguf_fd(fs->ctx),
+                   sp.data_pos, sp.data_n, drop);
+    } else {
+        char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);
+        int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
+        if (err)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_buf(req, buf, sp.hdr_n + sp.data_n);
+        free(buf);
+    }
+    gfs_text_put(hdr);
+}
+
+void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                 struct fuse_file_info *fi)
+{
+    (void)ino;
+    struct gfs *fs = gfs_of(req);
+    struct gfs_fh *fh = fh_of(fi);
+
+    if (off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (fh->kind == GFS_KV) {
+        if (fh->writable)
+            read_draft(req, fh, off, size);
+        else
+            read_text(req, fh, off, size);
+        return;
+    }
+    pthread_rwlock_rdlock(&fs->lock);
+    if (fh->kind == GFS_SCRATCH)
+        read_scratch(req, fs, fh, off, size);
+    else if (fh->kind == GFS_LIVE)
+        read_view(req, fs, fh, off, size);
+    else
+        read_tensor(req, fs, fh, off, size);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+/* Writes into buf at off, zero-filling any gap. */
+static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off)
+{
+    size_t end = (size_t)off + n;
+    if (end > b->len) {
+        if (gguf_buf_reserve(b, end - b->len) != GGUF_OK)
+            return ENOMEM;
+        if ((size_t)off > b->len)
+            memset(b->p + b->len, 0, (size_t)off - b->len);
+        b->len = end;
+    }
+    memcpy(b->p + off, p, n);
+    return 0;
+}
+
+static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
+                         size_t n, off_t off)
+{
+    pthread_rwlock_wrlock(&fs->lock);
+    struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
+    int err = sc ? buf_pwrite(&sc->data, p, n, off) : ENOENT;
+    if (sc)
+        clock_gettime(CLOCK_REALTIME, &sc->mtime);
+    pthread_rwlock_unlock(&fs->lock);
+    return err;
+}
+
+/* Validates the draft's complete lines now, so a shell sees EINVAL at
+ * write; a refusal marks the handle bad and is recorded on the key.
+ * Caller holds fh->mu; takes fs->lock. */
+static int draft_check(struct gfs *fs, struct gfs_fh *fh)
+{
+    struct gguf_error gerr = {0};
+    int err = 0;
+    pthread_rwlock_rdlock(&fs->lock);
+    int64_t i = gfs_kv_index(fs, fh->ino);
+    if (i < 0) {
+        err = ENOENT;
+    } else if (gguf_text_check_prefix(gguf_kv_type(fs->ctx, i),
+                                      gguf_kv_arr_type(fs->ctx, i),
+                                      (char *)fh->draft.p, fh->draft.len,
+                                      &fh->checked, &gerr) != GGUF_OK) {
+        fh->bad = 1;
+        err = gfs_errno(&gerr);
+        size_t klen;
+        const char *key = gguf_kv_key(fs->ctx, i, &klen);
+        gfs_log(fs, "%s: refused write to '%s': %s", fs->path, key, gerr.msg);
+        pthread_rwlock_unlock(&fs->lock);
+        pthread_rwlock_wrlock(&fs->lock);
+        i = gfs_kv_index(fs, fh->ino);
+        if (i >= 0)
+            gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), gerr.msg);
+    }
+    pthread_rwlock_unlock(&fs->lock);
+    return err;
+}
+
+void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
+                  off_t off, struct fuse_file_info *fi)
+{
+    (void)ino; /* fh->ino was resolved at open */
+    struct gfs *fs = gfs_of(req);
+    struct gfs_fh *fh = fh_of(fi);
+    int err = 0;
+
+    if (off < 0 || (uint64_t)off > (UINT64_C(1) << 40)) {
+        fuse_reply_err(req, EFBIG);
+        return;
+    }
+    if (fh->kind == GFS_SCRATCH) {
+        err = write_scratch(fs, fh->ino, p, n, off);
+        goto out;
+    }
+    if (fh->kind != GFS_KV || !fh->writable) {
+        err = EBADF;
+        goto out;
+    }
+    pthread_mutex_lock(&fh->mu);
+    if (fh->bad) {
+        err = EINVAL;
+        goto unlock;
+    }
+    if ((size_t)off < fh->checked)
+        fh->checked = 0; /* rewriting validated text: check again */
+    if ((err = buf_pwrite(&fh->draft, p, n, off)))
+        goto unlock;
+    fh->dirty = 1;
+    fh->written = 1;
+    err = draft_check(fs, fh);
+unlock:
+    pthread_mutex_unlock(&fh->mu);
+out:
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_write(req, n);
+}
+
+int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
+                    off_t size)
+{
+    int err = 0;
+    if (!fh || fh->kind != GFS_KV || !fh->writable) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_meta_truncate(fs, ino, size);
+        pthread_rwlock_unlock(&fs->lock);
+        return err;
+    }
+    pthread_mutex_lock(&fh->mu);
+    size_t ns = (size_t)size;
+    if (ns <= fh->draft.len) {
+        fh->draft.len = ns;
+    } else if (gguf_buf_reserve(&fh->draft, ns - fh->draft.len) == GGUF_OK) {
+        memset(fh->draft.p + fh->draft.len, 0, ns - fh->draft.len);
+        fh->draft.len = ns;
+    } else {
+        err = ENOMEM;
+    }
+    if (fh->checked > ns)
+        fh->checked = 0;
+    fh->dirty = 1;
+    fh->written = 1;
+    pthread_mutex_unlock(&fh->mu);
+    return err;
+}
+
+void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    fuse_reply_err(req, fh_apply(gfs_of(req), fh_of(fi), 1));
+}
+
+void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    struct gfs_fh *fh = fh_of(fi);
+    fh_apply(gfs_of(req), fh, 0);
+    fh_free(gfs_of(req), fh);
+    fuse_reply_err(req, 0);
+}
+
+void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                  struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync;
+    struct gfs *fs = gfs_of(req);
+    struct gfs_fh *fh = fh_of(fi);
+    int err = fh->kind == GFS_KV ? fh_apply(fs, fh, 0) : 0;
+    if (!err && !fs->readonly && fh->kind == GFS_KV) {
+        pthread_rwlock_wrlock(&fs->lock);
+        err = gfs_meta_commit(fs);
+        pthread_rwlock_unlock(&fs->lock);
+    }
+    fuse_reply_err(req, err);
+}
