@@ -26,14 +26,17 @@
 
 /* True if [off, off+len) of fd is entirely in the page cache (cachestat,
  * Linux 6.5+); false when unknown. */
-static int range_cached(int fd, uint64_t off, uint64_t len)
-{
+static int range_cached(int fd, uint64_t off, uint64_t len) {
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif
-    struct { uint64_t off, len; } range = { off, len };
-    struct { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
-                      nr_recently_evicted; } cs;
+    struct {
+        uint64_t off, len;
+    } range = {off, len};
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+            nr_recently_evicted;
+    } cs;
     if (len == 0)
         return 1;
     if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
@@ -43,15 +46,13 @@ static int range_cached(int fd, uint64_t off, uint64_t len)
     return cs.nr_cache >= pages;
 }
 
-static struct gfs_fh *fh_of(const struct fuse_file_info *fi)
-{
+static struct gfs_fh *fh_of(const struct fuse_file_info *fi) {
     return (struct gfs_fh *)(uintptr_t)fi->fh;
 }
 
 /* A new handle for ino, listed in fs->open_fhs.  Takes fh_lock: the caller
  * may hold fs->lock, not fh_lock. */
-static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino)
-{
+static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino) {
     struct gfs_fh *fh = calloc(1, sizeof *fh);
     if (fh) {
         fh->kind = gfs_kind(ino);
@@ -67,8 +68,7 @@ static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino)
     return fh;
 }
 
-static void fh_free(struct gfs *fs, struct gfs_fh *fh)
-{
+static void fh_free(struct gfs *fs, struct gfs_fh *fh) {
     if (!fh)
         return;
     pthread_mutex_lock(&fs->fh_lock);
@@ -89,8 +89,7 @@ static void fh_free(struct gfs *fs, struct gfs_fh *fh)
  * (quiet) that fails leaves the draft pending: the file may still be
  * written to through a dup'ed descriptor.  The last word is release's.
  * Takes fh->mu, then fs->lock for writing. */
-static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet)
-{
+static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
     int err = 0;
     pthread_mutex_lock(&fh->mu);
     if (fh->writable && fh->kind == GFS_KV && fh->dirty && !fh->bad &&
@@ -112,8 +111,7 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet)
     return err;
 }
 
-void gfs_fh_close_all(struct gfs *fs)
-{
+void gfs_fh_close_all(struct gfs *fs) {
     /* One handle at a time: fh_lock is a leaf, so it is not held while
      * fh_apply takes fh->mu and fs->lock.  The workers have stopped, so
      * no release frees the head between the two sections. */
@@ -134,8 +132,7 @@ void gfs_fh_close_all(struct gfs *fs)
  * files). */
 
 static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
-                       struct fuse_file_info *fi, int wants_write)
-{
+                       struct fuse_file_info *fi, int wants_write) {
     int64_t i = gfs_tensor_index(fs, fh->ino);
     if (i < 0)
         return ENOENT;
@@ -154,9 +151,8 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
     return 0;
 }
 
-static int open_kv(struct gfs *fs, struct gfs_fh *fh,
-                   struct fuse_file_info *fi, int wants_write)
-{
+static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
+                   int wants_write) {
     int err = 0;
     int64_t i = gfs_kv_index(fs, fh->ino);
     if (i < 0)
@@ -185,8 +181,7 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh,
 }
 
 static int open_view(struct gfs *fs, struct gfs_fh *fh,
-                     struct fuse_file_info *fi, int wants_write)
-{
+                     struct fuse_file_info *fi, int wants_write) {
     int err = 0;
     if (wants_write)
         return fs->readonly ? EROFS : EACCES;
@@ -203,10 +198,10 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
     return 0;
 }
 
-static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
-{
-    int wants_write = (fi->flags & O_ACCMODE) != O_RDONLY ||
-                      (fi->flags & O_TRUNC);
+static int fh_open(struct gfs *fs, struct gfs_fh *fh,
+                   struct fuse_file_info *fi) {
+    int wants_write =
+        (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
     switch (fh->kind) {
     case GFS_TENSOR:
         return open_tensor(fs, fh, fi, wants_write);
@@ -229,16 +224,14 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi)
 }
 
 static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
-                       struct gfs_fh *fh, const struct fuse_entry_param *e)
-{
+                       struct gfs_fh *fh, const struct fuse_entry_param *e) {
     fi->fh = (uintptr_t)fh;
     int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
     if (r == -ENOENT)
         fh_free(gfs_of(req), fh); /* interrupted: no release will come */
 }
 
-void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
+void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct gfs *fs = gfs_of(req);
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
@@ -266,8 +259,7 @@ void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-                   mode_t mode, struct fuse_file_info *fi)
-{
+                   mode_t mode, struct fuse_file_info *fi) {
     (void)mode;
     struct gfs *fs = gfs_of(req);
     struct fuse_entry_param e;
@@ -305,8 +297,7 @@ void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
  * holds its own reference on a text and copies a draft's bytes out first. */
 
 static void reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
-                        size_t size)
-{
+                        size_t size) {
     size_t o = (uint64_t)off < len ? (size_t)off : len;
     size_t n = len - o < size ? len - o : size;
     fuse_reply_buf(req, (const char *)p + o, n);
@@ -318,12 +309,11 @@ static void reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
  * the kernel takes a short read for EOF.  Caller holds fs->lock (read): a
  * commit must not move the data start or replace the fd meanwhile. */
 static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
-                       uint64_t pos, uint64_t n, int drop)
-{
+                       uint64_t pos, uint64_t n, int drop) {
     struct {
         struct fuse_bufvec v;
         struct fuse_buf more;
-    } bv = { .v = FUSE_BUFVEC_INIT(0) };
+    } bv = {.v = FUSE_BUFVEC_INIT(0)};
     struct fuse_buf *fb = &bv.v.buf[0];
     if (mem_n) {
         fb->mem = (void *)mem;
@@ -352,8 +342,7 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
 
 /* A key opened read-only: the text snapshot taken at open. */
 static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
-                      size_t size)
-{
+                      size_t size) {
     struct gfs_text *t = fh->text;
     atomic_fetch_add(&t->refs, 1);
     reply_bytes(req, t->data, t->len, off, size);
@@ -362,8 +351,7 @@ static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
 
 /* A key opened for writing: its draft. */
 static void read_draft(fuse_req_t req, struct gfs_fh *fh, off_t off,
-                       size_t size)
-{
+                       size_t size) {
     pthread_mutex_lock(&fh->mu);
     size_t o = (uint64_t)off < fh->draft.len ? (size_t)off : fh->draft.len;
     size_t n = fh->draft.len - o < size ? fh->draft.len - o : size;
@@ -380,8 +368,7 @@ static void read_draft(fuse_req_t req, struct gfs_fh *fh, off_t off,
 
 /* An editor's temporary file.  Caller holds fs->lock (read). */
 static void read_scratch(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                         off_t off, size_t size)
-{
+                         off_t off, size_t size) {
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, fh->ino);
     if (sc)
         reply_bytes(req, sc->data.p, sc->data.len, off, size);
@@ -391,13 +378,12 @@ static void read_scratch(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 
 /* A tensor: straight from its shard.  Caller holds fs->lock (read). */
 static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                        off_t off, size_t size)
-{
+                        off_t off, size_t size) {
     uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     gguf_ctx *c = fs->shards[fh->shard];
-    reply_file(req, NULL, 0, gguf_fd(c), gguf_data_offset(c) + fh->rel + o,
-               n, fh->drop);
+    reply_file(req, NULL, 0, gguf_fd(c), gguf_data_offset(c) + fh->rel + o, n,
+               fh->drop);
 }
 
 /* The live view: its header as at open, then the data section (see
@@ -405,8 +391,7 @@ static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
  * fd; a shard set's merged section gathers pieces of several files, so it
  * is copied.  Caller holds fs->lock (read). */
 static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                      off_t off, size_t size)
-{
+                      off_t off, size_t size) {
     struct gfs_text *hdr = fh->text;
     struct gfs_view_span sp;
     int drop = fh->drop;
@@ -429,8 +414,7 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 }
 
 void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                 struct fuse_file_info *fi)
-{
+                 struct fuse_file_info *fi) {
     (void)ino;
     struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
@@ -457,8 +441,7 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* Writes into buf at off, zero-filling any gap. */
-static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off)
-{
+static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off) {
     size_t end = (size_t)off + n;
     if (end > b->len) {
         if (gguf_buf_reserve(b, end - b->len) != GGUF_OK)
@@ -472,8 +455,7 @@ static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off)
 }
 
 static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
-                         size_t n, off_t off)
-{
+                         size_t n, off_t off) {
     pthread_rwlock_wrlock(&fs->lock);
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
     int err = sc ? buf_pwrite(&sc->data, p, n, off) : ENOENT;
@@ -486,8 +468,7 @@ static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
 /* Validates the draft's complete lines now, so a shell sees EINVAL at
  * write; a refusal marks the handle bad and is recorded on the key.
  * Caller holds fh->mu; takes fs->lock. */
-static int draft_check(struct gfs *fs, struct gfs_fh *fh)
-{
+static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
     struct gguf_error gerr = {0};
     int err = 0;
     pthread_rwlock_rdlock(&fs->lock);
@@ -514,8 +495,7 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh)
 }
 
 void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
-                  off_t off, struct fuse_file_info *fi)
-{
+                  off_t off, struct fuse_file_info *fi) {
     (void)ino; /* fh->ino was resolved at open */
     struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
@@ -555,8 +535,7 @@ out:
 }
 
 int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                    off_t size)
-{
+                    off_t size) {
     int err = 0;
     if (!fh || fh->kind != GFS_KV || !fh->writable) {
         pthread_rwlock_wrlock(&fs->lock);
@@ -582,14 +561,12 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
     return err;
 }
 
-void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
+void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     fuse_reply_err(req, fh_apply(gfs_of(req), fh_of(fi), 1));
 }
 
-void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
+void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
     fh_apply(gfs_of(req), fh, 0);
@@ -598,8 +575,7 @@ void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-                  struct fuse_file_info *fi)
-{
+                  struct fuse_file_info *fi) {
     (void)ino;
     (void)datasync;
     struct gfs *fs = gfs_of(req);

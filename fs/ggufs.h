@@ -59,8 +59,16 @@
 #define GFS_INO_KV (UINT64_C(2) << 32)
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
 
-enum gfs_kind { GFS_NONE, GFS_ROOT, GFS_DIR_META, GFS_DIR_TENSORS,
-                GFS_TENSOR, GFS_KV, GFS_SCRATCH, GFS_LIVE };
+enum gfs_kind {
+    GFS_NONE,
+    GFS_ROOT,
+    GFS_DIR_META,
+    GFS_DIR_TENSORS,
+    GFS_TENSOR,
+    GFS_KV,
+    GFS_SCRATCH,
+    GFS_LIVE
+};
 
 /* A file in meta/ whose name is not a valid key: vim's 4913 and .swp, sed's
  * temporary file.  Editors need them; only a rename onto a key name turns
@@ -90,24 +98,24 @@ struct gfs_fh {
     /* Set at open, before the reply; read-only afterwards. */
     enum gfs_kind kind;
     fuse_ino_t ino;
-    int shard;              /* tensors: the file that holds it */
-    int drop;               /* evict the GGUF's pages once served: they were
-                               not cached before this open (see reply_file
-                               in fileops.c) */
-    uint64_t rel, size;     /* tensors: offset from the data start, bytes */
-    struct gfs_text *text;  /* read-only opens of keys: snapshot at open;
-                               the live view: its header at open */
+    int shard;             /* tensors: the file that holds it */
+    int drop;              /* evict the GGUF's pages once served: they were
+                              not cached before this open (see reply_file
+                              in fileops.c) */
+    uint64_t rel, size;    /* tensors: offset from the data start, bytes */
+    struct gfs_text *text; /* read-only opens of keys: snapshot at open;
+                              the live view: its header at open */
     int writable;
     /* Writable opens of keys: the text being written, applied at flush.
      * Guarded by mu (first in the lock order, see struct gfs). */
     pthread_mutex_t mu;
     struct gguf_buf draft;
-    int dirty;              /* draft differs from what was applied */
-    int written;            /* a write or truncate reached the draft: only
-                               then may a flush apply it (bash flushes
-                               right after open, before writing) */
-    int bad;                /* a write was refused: never apply */
-    size_t checked;         /* draft bytes validated so far */
+    int dirty;      /* draft differs from what was applied */
+    int written;    /* a write or truncate reached the draft: only
+                       then may a flush apply it (bash flushes
+                       right after open, before writing) */
+    int bad;        /* a write was refused: never apply */
+    size_t checked; /* draft bytes validated so far */
 };
 
 /* A rendered meta file: immutable once made, shared by the cache and by
@@ -123,7 +131,7 @@ struct gfs_extent {
     uint64_t merged_rel; /* offset in the merged data section */
     uint64_t size;       /* tensor bytes; zero padding follows up to the next */
     int shard;
-    uint64_t rel;        /* offset in that shard's data section */
+    uint64_t rel; /* offset in that shard's data section */
 };
 
 /*
@@ -143,37 +151,37 @@ struct gfs_extent {
 struct gfs {
     /* Set at mount, read-only while mounted: no lock.  The contexts'
      * pointers never change; what they hold does (under lock). */
-    gguf_ctx *ctx;           /* the (first) GGUF: metadata, edits, commit */
-    gguf_ctx **shards;       /* every file of the set; shards[0] == ctx */
+    gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
+    gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
     int n_shards;
-    int64_t *t_first;        /* global index of each shard's first tensor */
-    struct gfs_extent *ext;  /* shard sets: the merged data layout */
+    int64_t *t_first;       /* global index of each shard's first tensor */
+    struct gfs_extent *ext; /* shard sets: the merged data layout */
     uint64_t merged_data_size;
-    const char *path;        /* absolute path of the GGUF */
-    const char *live_name;   /* file name of the live view in the root, or
-                                NULL */
+    const char *path;      /* absolute path of the GGUF */
+    const char *live_name; /* file name of the live view in the root, or
+                              NULL */
     uid_t uid;
     gid_t gid;
     int readonly;
-    int foreground;          /* gfs_log writes to stderr, not syslog */
+    int foreground; /* gfs_log writes to stderr, not syslog */
     unsigned commit_flags;
-    double timeout;          /* entry/attr timeout, seconds */
+    double timeout; /* entry/attr timeout, seconds */
 
     /* Guarded by lock: held for reading to look, for writing to change
      * (edits, commits).  It also guards the contents of ctx and shards. */
     pthread_rwlock_t lock;
-    struct stat st;          /* of the GGUF, at mount and after each
-                                commit: times for every file */
+    struct stat st; /* of the GGUF, at mount and after each
+                       commit: times for every file */
     struct gfs_scratch *scratch;
     uint64_t next_scratch;
     struct gfs_ghost *ghosts;
     fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
-    char **errors;           /* by kv id: why the last edit was refused */
+    char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
-    uint64_t generation;     /* bumped by every applied edit */
+    uint64_t generation;       /* bumped by every applied edit */
     uint64_t saved_generation; /* edits already saved after a failed commit */
-    char commit_msg[1024];   /* report of the last commit, user.ggufs.commit */
+    char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
     int commit_failed;
 
     /* Guarded by text_lock, taken with lock held (for reading at least):
@@ -181,8 +189,8 @@ struct gfs {
     pthread_mutex_t text_lock;
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
-    struct gfs_text *live;   /* the live view's header, for generation
-                                live_gen */
+    struct gfs_text *live; /* the live view's header, for generation
+                              live_gen */
     uint64_t live_gen;
     uint64_t live_opened_gen; /* generation at the last open of the view */
 
@@ -193,8 +201,7 @@ struct gfs {
     struct gfs_fh *open_fhs;
 };
 
-static inline struct gfs *gfs_of(fuse_req_t req)
-{
+static inline struct gfs *gfs_of(fuse_req_t req) {
     return fuse_req_userdata(req);
 }
 
@@ -253,7 +260,7 @@ int gfs_view_reopened(struct gfs *fs);
 struct gfs_view_span {
     size_t hdr_off, hdr_n;
     uint64_t data_rel, data_n;
-    uint64_t data_pos;       /* one file: offset of data_rel in the GGUF */
+    uint64_t data_pos; /* one file: offset of data_rel in the GGUF */
 };
 void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
                    size_t size, struct gfs_view_span *sp);
@@ -288,8 +295,8 @@ const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being
  * written: bash's redirection flushes right after open). */
-int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
-                        size_t len, int quiet);
+int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
+                        int quiet);
 int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
 int gfs_meta_unlink(struct gfs *fs, const char *name);
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,

@@ -17,8 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int gfs_view_layout(struct gfs *fs, struct gguf_error *err)
-{
+int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
     int rc = -1;
     gguf_ctx *m = NULL;
     fs->t_first = calloc((size_t)fs->n_shards + 1, sizeof *fs->t_first);
@@ -60,8 +59,7 @@ out:
     return rc;
 }
 
-void gfs_view_layout_free(struct gfs *fs)
-{
+void gfs_view_layout_free(struct gfs *fs) {
     free(fs->t_first);
     free(fs->ext);
     fs->t_first = NULL;
@@ -71,8 +69,7 @@ void gfs_view_layout_free(struct gfs *fs)
 /* Reads [off, off+n) of a shard set's merged data section into buf
  * (tensor bytes from their shards, zeros between); 0 or errno.  Caller
  * holds lock (read). */
-static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
-{
+static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
     int64_t lo = 0, hi = gfs_n_tensors(fs);
     /* The last extent starting at or before off. */
     while (hi - lo > 1) {
@@ -86,9 +83,9 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
     for (int64_t g = lo; done < n; g++) {
         uint64_t pos = off + done;
         uint64_t start = g < gfs_n_tensors(fs) ? fs->ext[g].merged_rel
-                                                : fs->merged_data_size;
+                                               : fs->merged_data_size;
         uint64_t next = g + 1 < gfs_n_tensors(fs) ? fs->ext[g + 1].merged_rel
-                                                   : fs->merged_data_size;
+                                                  : fs->merged_data_size;
         if (g >= gfs_n_tensors(fs) || pos >= next) {
             if (g >= gfs_n_tensors(fs))
                 break;
@@ -101,8 +98,8 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
         uint64_t in = pos - start;
         const struct gfs_extent *e = &fs->ext[g];
         if (in < e->size) {
-            size_t m = e->size - in < n - done ? (size_t)(e->size - in)
-                                               : n - done;
+            size_t m =
+                e->size - in < n - done ? (size_t)(e->size - in) : n - done;
             gguf_ctx *c = fs->shards[e->shard];
             ssize_t r = pread(gguf_fd(c), buf + done, m,
                               (off_t)(gguf_data_offset(c) + e->rel + in));
@@ -122,8 +119,7 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off)
     return done == n ? 0 : EIO;
 }
 
-struct gfs_text *gfs_view_header(struct gfs *fs, int *err)
-{
+struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
     struct gguf_error gerr = {0};
@@ -139,8 +135,8 @@ struct gfs_text *gfs_view_header(struct gfs *fs, int *err)
         /* The merged file gguf-split --merge would write, from the current
          * (edited) keys of the first shard. */
         gguf_ctx *m = gguf_merge(fs->shards, fs->n_shards, &gerr);
-        enum gguf_status st = m ? gguf_write_header(m, 0, &b, &gerr)
-                                : gerr.code;
+        enum gguf_status st =
+            m ? gguf_write_header(m, 0, &b, &gerr) : gerr.code;
         gguf_close(m);
         if (st != GGUF_OK) {
             *err = gfs_errno(&gerr);
@@ -169,16 +165,14 @@ out:
 
 /* Bytes of the view's data section: a shard set's merged one, else the
  * GGUF's own. */
-static uint64_t data_size(const struct gfs *fs)
-{
+static uint64_t data_size(const struct gfs *fs) {
     if (fs->n_shards > 1)
         return fs->merged_data_size;
     uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
     return fsz > d ? fsz - d : 0;
 }
 
-int gfs_view_size(struct gfs *fs, uint64_t *size)
-{
+int gfs_view_size(struct gfs *fs, uint64_t *size) {
     int err = 0;
     struct gfs_text *t = gfs_view_header(fs, &err);
     if (!t)
@@ -188,8 +182,7 @@ int gfs_view_size(struct gfs *fs, uint64_t *size)
     return 0;
 }
 
-int gfs_view_reopened(struct gfs *fs)
-{
+int gfs_view_reopened(struct gfs *fs) {
     pthread_mutex_lock(&fs->text_lock);
     int same = fs->live_opened_gen == fs->generation;
     fs->live_opened_gen = fs->generation;
@@ -198,15 +191,13 @@ int gfs_view_reopened(struct gfs *fs)
 }
 
 void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
-                   size_t size, struct gfs_view_span *sp)
-{
+                   size_t size, struct gfs_view_span *sp) {
     uint64_t end = hdr_len + data_size(fs);
     uint64_t o = off < end ? off : end;
     uint64_t n = end - o < size ? end - o : size;
     sp->hdr_off = o < hdr_len ? (size_t)o : hdr_len;
-    sp->hdr_n = o < hdr_len ? (hdr_len - o < n ? (size_t)(hdr_len - o)
-                                               : (size_t)n)
-                            : 0;
+    sp->hdr_n =
+        o < hdr_len ? (hdr_len - o < n ? (size_t)(hdr_len - o) : (size_t)n) : 0;
     sp->data_n = n - sp->hdr_n;
     /* Bytes of the data section follow the header's only once it ends. */
     sp->data_rel = sp->data_n ? o + sp->hdr_n - hdr_len : 0;
@@ -214,8 +205,7 @@ void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
 }
 
 int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
-                  const struct gfs_view_span *sp, char *buf)
-{
+                  const struct gfs_view_span *sp, char *buf) {
     if (sp->hdr_n)
         memcpy(buf, hdr->data + sp->hdr_off, sp->hdr_n);
     if (!sp->data_n)

@@ -26,29 +26,28 @@ enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
 enum { KEY_RO, KEY_MAX_READ };
 
 struct gfs_opts {
-    const char *file;   /* first non-option argument */
-    const char *mnt;    /* second: checked by us, for a one-line error */
+    const char *file; /* first non-option argument */
+    const char *mnt;  /* second: checked by us, for a one-line error */
     int allow_nested;
     int readonly;
     int no_insert;
     double timeout;
 };
 
-#define GFS_OPT(t, p, v) { t, offsetof(struct gfs_opts, p), v }
+#define GFS_OPT(t, p, v)                                                       \
+    { t, offsetof(struct gfs_opts, p), v }
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("timeout=%lf", timeout, 0),
     GFS_OPT("no_insert_range", no_insert, 1),
     FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
-    FUSE_OPT_END
-};
+    FUSE_OPT_END};
 
 /* Takes the first non-option as the GGUF and the second as the mountpoint;
  * leaves every other option to libfuse. */
 static int gfs_opt_proc(void *data, const char *arg, int key,
-                        struct fuse_args *outargs)
-{
+                        struct fuse_args *outargs) {
     (void)outargs;
     struct gfs_opts *o = data;
     if (key == KEY_MAX_READ) {
@@ -77,8 +76,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
 /* Finds a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
  * (by_source = 0) or by its GGUF path (by_source = 1); copies the other
  * field into out.  Returns 1 if found. */
-static int find_mount(const char *what, int by_source, char *out, size_t n)
-{
+static int find_mount(const char *what, int by_source, char *out, size_t n) {
     FILE *f = fopen("/proc/self/mountinfo", "r");
     char line[8192];
     int found = 0;
@@ -96,8 +94,10 @@ static int find_mount(const char *what, int by_source, char *out, size_t n)
         for (char *fld = mnt; fld; fld = fld == mnt ? src : NULL) {
             char *r = fld, *w = fld;
             while (*r) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
-                    *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] &&
+                    r[3]) {
+                    *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 +
+                                  (r[3] - '0'));
                     r += 4;
                 } else {
                     *w++ = *r++;
@@ -116,8 +116,7 @@ static int find_mount(const char *what, int by_source, char *out, size_t n)
 
 /* True while pid runs; a zombie (a daemon run with -f by a parent that has
  * not reaped it yet) counts as gone. */
-static int process_alive(pid_t pid)
-{
+static int process_alive(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
     FILE *f = fopen(path, "r");
@@ -133,8 +132,7 @@ static int process_alive(pid_t pid)
 /* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
  * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
  * commit succeeded. */
-static int unmount_cmd(const char *arg)
-{
+static int unmount_cmd(const char *arg) {
     char *mnt = realpath(arg, NULL);
     char src[4096], msg[1024] = "";
     int status = EXIT_MOUNT, dfd = -1, commit_err = 0;
@@ -198,8 +196,7 @@ out:
  * 128 KiB, which caps every read request).  Needs root; silently skipped
  * otherwise.  The device number comes from mountinfo: a stat of the
  * mountpoint would block, as nothing serves it yet. */
-static void raise_readahead(const char *mnt)
-{
+static void raise_readahead(const char *mnt) {
     char *real = realpath(mnt, NULL);
     FILE *f = fopen("/proc/self/mountinfo", "r");
     char line[8192], dev[64] = "";
@@ -240,13 +237,11 @@ struct gfs_sig {
     pthread_t main;
 };
 
-static void gfs_wake(int sig)
-{
+static void gfs_wake(int sig) {
     (void)sig;
 }
 
-static void *gfs_sig_thread(void *arg)
-{
+static void *gfs_sig_thread(void *arg) {
     struct gfs_sig *c = arg;
     int sig = 0;
     if (sigwait(&c->set, &sig) == 0) {
@@ -256,8 +251,7 @@ static void *gfs_sig_thread(void *arg)
     return NULL;
 }
 
-static int recover_cmd(const char *file)
-{
+static int recover_cmd(const char *file) {
     struct gguf_error err = {0};
     bool did = false;
     if (gguf_recover(file, &did, &err) != GGUF_OK) {
@@ -269,20 +263,20 @@ static int recover_cmd(const char *file)
     return 0;
 }
 
-static void usage(const char *prog)
-{
-    printf("usage: %s [options] FILE.gguf MOUNTPOINT\n"
-           "       %s -u MOUNTPOINT        commit, unmount, report\n"
-           "       %s --recover FILE.gguf  finish an interrupted commit\n\n"
-           "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
-           "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
-           "ggufs options:\n"
-           "    -o allow_nested        accept arrays of arrays (ggml rejects them)\n"
-           "    -o timeout=SECONDS     attribute and entry cache timeout (default 3600)\n"
-           "    -o ro                  read-only: every change fails with EROFS\n"
-           "    -o no_insert_range     grow headers by rewriting the file, not by\n"
-           "                           inserting blocks\n\n",
-           prog, prog, prog);
+static void usage(const char *prog) {
+    printf(
+        "usage: %s [options] FILE.gguf MOUNTPOINT\n"
+        "       %s -u MOUNTPOINT        commit, unmount, report\n"
+        "       %s --recover FILE.gguf  finish an interrupted commit\n\n"
+        "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
+        "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
+        "ggufs options:\n"
+        "    -o allow_nested        accept arrays of arrays (ggml rejects them)\n"
+        "    -o timeout=SECONDS     attribute and entry cache timeout (default 3600)\n"
+        "    -o ro                  read-only: every change fails with EROFS\n"
+        "    -o no_insert_range     grow headers by rewriting the file, not by\n"
+        "                           inserting blocks\n\n",
+        prog, prog, prog);
 }
 
 /* What main sets up, step by step; cleanup undoes whatever was done. */
@@ -291,21 +285,20 @@ struct gfs_main {
     struct fuse_cmdline_opts co;
     struct gfs_opts o;
     struct gfs fs;
-    char *path;              /* absolute path of the GGUF (fs.path) */
-    char *live_name;         /* fs.live_name when made here */
-    int locks;               /* fs's locks are initialised */
+    char *path;      /* absolute path of the GGUF (fs.path) */
+    char *live_name; /* fs.live_name when made here */
+    int locks;       /* fs's locks are initialised */
     struct fuse_session *se;
     int mounted;
-    struct gfs_sig sig;      /* shared with the signal thread */
+    struct gfs_sig sig; /* shared with the signal thread */
     pthread_t sig_thread;
-    int handlers;            /* sig_thread runs */
+    int handlers; /* sig_thread runs */
 };
 
 enum { GO_ON = -1 };
 
 /* Options: GO_ON, or the exit status (help, version, usage errors). */
-static int parse_options(struct gfs_main *m, const char *prog)
-{
+static int parse_options(struct gfs_main *m, const char *prog) {
     if (fuse_opt_parse(&m->args, &m->o, gfs_opt_spec, gfs_opt_proc) == -1)
         return EXIT_USAGE;
     if (fuse_parse_cmdline(&m->args, &m->co) != 0)
@@ -331,8 +324,7 @@ static int parse_options(struct gfs_main *m, const char *prog)
 
 /* A read-write mount first finishes a commit interrupted by a crash,
  * before anything reads the file.  0 or -1. */
-static int recover_first(const struct gfs_main *m)
-{
+static int recover_first(const struct gfs_main *m) {
     struct gguf_error gerr = {0};
     bool did = false;
     if (gguf_recover(m->path, &did, &gerr) != GGUF_OK) {
@@ -348,15 +340,13 @@ static int recover_first(const struct gfs_main *m)
 /* One writer per file: read-write mounts lock it exclusively, read-only
  * mounts shared.  The lock is held until the last commit is done.  0 or
  * -1. */
-static int lock_gguf(const struct gfs_main *m)
-{
+static int lock_gguf(const struct gfs_main *m) {
     if (flock(gguf_fd(m->fs.ctx),
               (m->o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
         return 0;
     char where[4096];
     if (find_mount(m->path, 1, where, sizeof where))
-        fprintf(stderr, "ggufs: %s: already mounted at %s\n", m->o.file,
-                where);
+        fprintf(stderr, "ggufs: %s: already mounted at %s\n", m->o.file, where);
     else
         fprintf(stderr, "ggufs: %s: locked by another program (%s)\n",
                 m->o.file, strerror(errno));
@@ -365,8 +355,7 @@ static int lock_gguf(const struct gfs_main *m)
 
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and
  * locked.  0, or -1 after one line on stderr. */
-static int open_gguf(struct gfs_main *m)
-{
+static int open_gguf(struct gfs_main *m) {
     struct gguf_error gerr = {0};
     /* Absolute: the daemon changes its directory to / when it detaches. */
     m->path = realpath(m->o.file, NULL);
@@ -402,8 +391,10 @@ static int open_gguf(struct gfs_main *m)
     if (lock_gguf(m) != 0)
         return -1;
     if (fallback_ro)
-        fprintf(stderr, "ggufs: %s: warning: not writable, mounting "
-                        "read-only\n", m->o.file);
+        fprintf(stderr,
+                "ggufs: %s: warning: not writable, mounting "
+                "read-only\n",
+                m->o.file);
     for (int sh = 0; sh < m->fs.n_shards; sh++)
         for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
             fprintf(stderr, "ggufs: %s: warning: %s\n",
@@ -421,10 +412,9 @@ static int open_gguf(struct gfs_main *m)
  * as the library's gguf_split_name parses it): clients such as
  * node-llama-cpp see the -00001-of- pattern and go looking for the other
  * shards beside it.  Never meta or tensors; none if no name fits. */
-static void name_live_view(struct gfs_main *m)
-{
-    const char *base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1
-                                             : m->path;
+static void name_live_view(struct gfs_main *m) {
+    const char *base =
+        strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
     int sno, scount;
     size_t cut;
     if (m->fs.n_shards > 1 && gguf_split_name(base, &sno, &scount, &cut) &&
@@ -440,8 +430,7 @@ static void name_live_view(struct gfs_main *m)
 }
 
 /* The rest of struct gfs, from the options, and its locks. */
-static void init_state(struct gfs_main *m)
-{
+static void init_state(struct gfs_main *m) {
     m->fs.path = m->path;
     m->fs.uid = getuid();
     m->fs.gid = getgid();
@@ -457,16 +446,14 @@ static void init_state(struct gfs_main *m)
 
 /* The mountpoint is checked, and the mount named fuse.ggufs with the GGUF
  * as source, like other FUSE filesystems.  0 or -1. */
-static int mount_options(struct gfs_main *m)
-{
+static int mount_options(struct gfs_main *m) {
     struct stat mst;
     if (stat(m->o.mnt, &mst) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.mnt, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(mst.st_mode)) {
-        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n",
-                m->o.mnt);
+        fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n", m->o.mnt);
         return -1;
     }
     if (fuse_opt_add_arg(&m->args, "-osubtype=ggufs") != 0 ||
@@ -489,8 +476,7 @@ static int mount_options(struct gfs_main *m)
 
 /* Serve: mount, detach, and run the session until unmount or a signal.
  * Returns the exit status; cleanup undoes what was done. */
-static int serve(struct gfs_main *m)
-{
+static int serve(struct gfs_main *m) {
     int r;
     m->se = fuse_session_new(&m->args, &gfs_ops, sizeof gfs_ops, &m->fs);
     if (!m->se)
@@ -500,7 +486,7 @@ static int serve(struct gfs_main *m)
     sigaddset(&m->sig.set, SIGTERM);
     sigaddset(&m->sig.set, SIGINT);
     sigaddset(&m->sig.set, SIGHUP);
-    struct sigaction sa = { .sa_handler = gfs_wake };
+    struct sigaction sa = {.sa_handler = gfs_wake};
     sigemptyset(&sa.sa_mask);
     if (pthread_sigmask(SIG_BLOCK, &m->sig.set, NULL) != 0 ||
         sigaction(SIGUSR1, &sa, NULL) != 0 ||
@@ -538,8 +524,7 @@ static int serve(struct gfs_main *m)
 
 /* Cleanup: unmount, the last commit (destroy), and every resource; returns
  * the final exit status. */
-static int cleanup(struct gfs_main *m, int status)
-{
+static int cleanup(struct gfs_main *m, int status) {
     if (m->mounted)
         fuse_session_unmount(m->se);
     if (m->handlers) {
@@ -568,15 +553,14 @@ static int cleanup(struct gfs_main *m, int status)
     return status;
 }
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
     if (argc == 3 && strcmp(argv[1], "-u") == 0)
         return unmount_cmd(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--recover") == 0)
         return recover_cmd(argv[2]);
 
-    struct gfs_main m = { .args = FUSE_ARGS_INIT(argc, argv),
-                          .o = { .timeout = 3600.0 } };
+    struct gfs_main m = {.args = FUSE_ARGS_INIT(argc, argv),
+                         .o = {.timeout = 3600.0}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)
         goto out;

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino)
-{
+fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino) {
     for (int hops = 0; hops < 8; hops++) {
         size_t k = fs->n_aliases;
         while (k > 0 && fs->aliases[k - 1][0] != ino)
@@ -26,12 +25,10 @@ fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino)
     return ino;
 }
 
-static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to)
-{
+static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to) {
     if (from == to)
         return;
-    fuse_ino_t (*na)[2] = realloc(fs->aliases,
-                                  (fs->n_aliases + 1) * sizeof *na);
+    fuse_ino_t(*na)[2] = realloc(fs->aliases, (fs->n_aliases + 1) * sizeof *na);
     if (!na)
         return;
     na[fs->n_aliases][0] = from;
@@ -40,24 +37,21 @@ static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to)
     fs->n_aliases++;
 }
 
-struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name)
-{
+struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name) {
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
         if (strcmp(s->name, name) == 0)
             return s;
     return NULL;
 }
 
-struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino)
-{
+struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
         if (s->ino == ino)
             return s;
     return NULL;
 }
 
-static void scratch_free(struct gfs_scratch *s)
-{
+static void scratch_free(struct gfs_scratch *s) {
     if (!s)
         return;
     free(s->name);
@@ -65,8 +59,7 @@ static void scratch_free(struct gfs_scratch *s)
     free(s);
 }
 
-static void scratch_remove(struct gfs *fs, struct gfs_scratch *s)
-{
+static void scratch_remove(struct gfs *fs, struct gfs_scratch *s) {
     for (struct gfs_scratch **pp = &fs->scratch; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
@@ -75,8 +68,7 @@ static void scratch_remove(struct gfs *fs, struct gfs_scratch *s)
         }
 }
 
-static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name)
-{
+static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name) {
     struct gfs_scratch *s = calloc(1, sizeof *s);
     if (!s || !(s->name = strdup(name))) {
         free(s);
@@ -89,8 +81,7 @@ static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name)
     return s;
 }
 
-void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg)
-{
+void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg) {
     if (id >= fs->n_errors) {
         if (!msg)
             return;
@@ -108,13 +99,11 @@ void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg)
     fs->errors[id] = msg ? strdup(msg) : NULL;
 }
 
-const char *gfs_meta_get_error(struct gfs *fs, uint32_t id)
-{
+const char *gfs_meta_get_error(struct gfs *fs, uint32_t id) {
     return id < fs->n_errors ? fs->errors[id] : NULL;
 }
 
-static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err)
-{
+static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err) {
     size_t klen;
     const char *key = i >= 0 ? gguf_kv_key(fs->ctx, i, &klen) : "?";
     gfs_log(fs, "%s: refused edit of '%s': %s", fs->path, key, err->msg);
@@ -125,8 +114,7 @@ static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err)
 
 /* True, with the key in *key, if a file name in meta/ is the canonical
  * escape of a valid key. */
-static int name_to_key(const char *name, struct gguf_buf *key)
-{
+static int name_to_key(const char *name, struct gguf_buf *key) {
     struct gguf_buf canon = {0};
     int ok = gguf_name_unescape(name, strlen(name), key, NULL) == GGUF_OK &&
              gguf_key_valid((char *)key->p, key->len) &&
@@ -136,8 +124,7 @@ static int name_to_key(const char *name, struct gguf_buf *key)
     return ok;
 }
 
-static void edited(struct gfs *fs, int64_t i)
-{
+static void edited(struct gfs *fs, int64_t i) {
     fs->generation++;
     if (i >= 0) {
         gfs_text_forget(fs, gguf_kv_id(fs->ctx, i));
@@ -145,9 +132,8 @@ static void edited(struct gfs *fs, int64_t i)
     }
 }
 
-int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
-                        size_t len, int quiet)
-{
+int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
+                        int quiet) {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
     size_t klen;
@@ -155,8 +141,8 @@ int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text,
     enum gguf_type type = gguf_kv_type(fs->ctx, i);
     int rc = 0;
 
-    if (gguf_parse_text(type, gguf_kv_arr_type(fs->ctx, i), text, len,
-                        &payload, &err) != GGUF_OK) {
+    if (gguf_parse_text(type, gguf_kv_arr_type(fs->ctx, i), text, len, &payload,
+                        &err) != GGUF_OK) {
         rc = quiet ? gfs_errno(&err) : refuse(fs, i, &err);
         goto out;
     }
@@ -175,8 +161,7 @@ out:
     return rc;
 }
 
-static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n)
-{
+static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n) {
     for (struct gfs_ghost *g = fs->ghosts; g; g = g->next)
         if (g->klen == n && memcmp(g->key, k, n) == 0)
             return g;
@@ -184,14 +169,15 @@ static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n)
 }
 
 /* Removes kv i, remembering its type and place under its name. */
-static int remove_key(struct gfs *fs, int64_t i)
-{
+static int remove_key(struct gfs *fs, int64_t i) {
     struct gguf_error err = {0};
     size_t klen;
     const char *key = gguf_kv_key(fs->ctx, i, &klen);
     if (gguf_key_is_alignment(key, klen)) {
-        gfs_log(fs, "%s: general.alignment cannot be removed: the tensor "
-                    "data layout depends on it", fs->path);
+        gfs_log(fs,
+                "%s: general.alignment cannot be removed: the tensor "
+                "data layout depends on it",
+                fs->path);
         return EPERM;
     }
     struct gfs_ghost *g = ghost_find(fs, key, klen);
@@ -220,8 +206,7 @@ static int remove_key(struct gfs *fs, int64_t i)
 
 /* Adds key with the zero value of its type: a ghost's type and place if
  * the key existed before, else an empty string at the end. */
-static int add_key(struct gfs *fs, const char *key, size_t klen, int64_t *out)
-{
+static int add_key(struct gfs *fs, const char *key, size_t klen, int64_t *out) {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
     struct gfs_ghost *g = ghost_find(fs, key, klen);
@@ -254,11 +239,10 @@ out:
  * .#x), #x#, x~, all digits (vim's 4913), sedXXXXXX, and x.tmp/.bak/.new/
  * .orig/.swp/.swx/.save.  Only these may exist in meta/ without being
  * keys. */
-static int temp_like(const char *name)
-{
+static int temp_like(const char *name) {
     size_t n = strlen(name);
-    static const char *const suffixes[] = { ".tmp", ".bak", ".new", ".orig",
-                                            ".swp", ".swx", ".save" };
+    static const char *const suffixes[] = {".tmp", ".bak", ".new", ".orig",
+                                           ".swp", ".swx", ".save"};
     if (n == 0)
         return 0;
     if (name[0] == '.' || name[0] == '#' || name[n - 1] == '~')
@@ -275,8 +259,7 @@ static int temp_like(const char *name)
     return 0;
 }
 
-int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
-{
+int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino) {
     struct gguf_buf key = {0};
     int rc = 0;
     if (name_to_key(name, &key)) {
@@ -300,8 +283,10 @@ int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino)
      * refused, so no edit is silently dropped; editors' names are kept in
      * memory. */
     if (!temp_like(name)) {
-        gfs_log(fs, "%s: '%s' is not a valid key name (ASCII lower_snake_case "
-                    "segments joined by '.')", fs->path, name);
+        gfs_log(fs,
+                "%s: '%s' is not a valid key name (ASCII lower_snake_case "
+                "segments joined by '.')",
+                fs->path, name);
         rc = EINVAL;
         goto out;
     }
@@ -320,8 +305,7 @@ out:
     return rc;
 }
 
-int gfs_meta_unlink(struct gfs *fs, const char *name)
-{
+int gfs_meta_unlink(struct gfs *fs, const char *name) {
     struct gfs_scratch *s = gfs_meta_scratch_find(fs, name);
     if (s) {
         scratch_remove(fs, s);
@@ -338,8 +322,7 @@ int gfs_meta_unlink(struct gfs *fs, const char *name)
 /* The text of a scratch file becomes the value of key (existing: its type
  * and place; ghost: likewise; new: a string at the end). */
 static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
-                          const char *key, size_t klen)
-{
+                          const char *key, size_t klen) {
     int64_t i = gguf_find_key(fs->ctx, key, klen);
     int created = 0, rc;
     if (i < 0) {
@@ -363,8 +346,7 @@ static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
 
 /* scratch -> scratch: an editor renames its own files. */
 static int scratch_rename(struct gfs *fs, struct gfs_scratch *s,
-                          struct gfs_scratch *ts, const char *to)
-{
+                          struct gfs_scratch *ts, const char *to) {
     if (ts)
         scratch_remove(fs, ts);
     char *nn = strdup(to);
@@ -378,8 +360,7 @@ static int scratch_rename(struct gfs *fs, struct gfs_scratch *s,
 /* key -> scratch: vim's backup; the key leaves meta/, its text goes with
  * the name. */
 static int key_to_scratch(struct gfs *fs, int64_t i, fuse_ino_t ino,
-                          struct gfs_scratch *ts, const char *to)
-{
+                          struct gfs_scratch *ts, const char *to) {
     int e = 0, rc;
     struct gfs_text *t = gfs_text_get(fs, i, &e);
     if (!t)
@@ -406,8 +387,7 @@ static int key_to_scratch(struct gfs *fs, int64_t i, fuse_ino_t ino,
  * type and place and takes the source's text (sed -i's temporary name may
  * itself be a valid key); the source goes. */
 static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti,
-                        const struct gguf_buf *tkey)
-{
+                        const struct gguf_buf *tkey) {
     int e = 0, rc;
     size_t klen;
     const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
@@ -428,8 +408,7 @@ static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti,
 }
 
 /* key -> new key name: the key is renamed in place (same id, same inode). */
-static int key_rename(struct gfs *fs, int64_t i, const struct gguf_buf *tkey)
-{
+static int key_rename(struct gfs *fs, int64_t i, const struct gguf_buf *tkey) {
     struct gguf_error err = {0};
     uint32_t id = gguf_kv_id(fs->ctx, i);
     if (gguf_rename_key(fs->ctx, i, (char *)tkey->p, tkey->len, &err) !=
@@ -443,21 +422,21 @@ static int key_rename(struct gfs *fs, int64_t i, const struct gguf_buf *tkey)
 /* The layout of tensor data depends on general.alignment: it may not be
  * renamed, nor replaced by a rename onto it. */
 static int alignment_renamed(struct gfs *fs, int64_t fi, int to_is_key,
-                             const struct gguf_buf *tkey)
-{
+                             const struct gguf_buf *tkey) {
     size_t klen;
     const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
     if (!gguf_key_is_alignment(fkey, klen) &&
         !(to_is_key && gguf_key_is_alignment((char *)tkey->p, tkey->len)))
         return 0;
-    gfs_log(fs, "%s: general.alignment cannot be renamed or replaced: "
-                "the tensor data layout depends on it", fs->path);
+    gfs_log(fs,
+            "%s: general.alignment cannot be renamed or replaced: "
+            "the tensor data layout depends on it",
+            fs->path);
     return 1;
 }
 
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
-                    unsigned flags)
-{
+                    unsigned flags) {
     struct gguf_buf tkey = {0};
     int rc = 0;
     fuse_ino_t fino = 0, tino = 0;
@@ -506,8 +485,7 @@ out:
 /* Parses a type name as shown in user.gguf.type ("uint32",
  * "array[string]"); false if unknown.  Arrays of arrays cannot be made. */
 static int parse_type(const char *s, size_t n, enum gguf_type *t,
-                      enum gguf_type *at)
-{
+                      enum gguf_type *at) {
     if (n > 7 && memcmp(s, "array[", 6) == 0 && s[n - 1] == ']') {
         int e = gguf_type_from_name(s + 6, n - 7);
         if (e < 0)
@@ -525,8 +503,7 @@ static int parse_type(const char *s, size_t n, enum gguf_type *t,
 }
 
 int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
-                      size_t len)
-{
+                      size_t len) {
     enum gguf_type t, at;
     struct gguf_buf payload = {0}, back = {0};
     struct gguf_error err = {0};
@@ -564,20 +541,23 @@ int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
      * type exactly when its text parses and renders back unchanged. */
     if (!(cur = gfs_text_get(fs, i, &e)))
         return e;
-    if (gguf_parse_text(t, at, cur->data, cur->len, &payload, &err) != GGUF_OK ||
+    if (gguf_parse_text(t, at, cur->data, cur->len, &payload, &err) !=
+            GGUF_OK ||
         gguf_render(t, payload.p, payload.len, &back, &err) != GGUF_OK) {
         rc = refuse(fs, i, &err);
         goto out;
     }
     if (back.len != cur->len || memcmp(back.p, cur->data, back.len) != 0) {
-        gguf_fail(&err, GGUF_E_RANGE, "value is not representable exactly "
-                  "as %.*s", (int)len, type);
+        gguf_fail(&err, GGUF_E_RANGE,
+                  "value is not representable exactly "
+                  "as %.*s",
+                  (int)len, type);
         rc = refuse(fs, i, &err);
         goto out;
     }
 set:
-    if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len,
-                         &err) != GGUF_OK) {
+    if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len, &err) !=
+        GGUF_OK) {
         rc = refuse(fs, i, &err);
         goto out;
     }
@@ -589,8 +569,7 @@ out:
     return rc;
 }
 
-int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
-{
+int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
         if ((size_t)size > s->data.len &&
@@ -610,8 +589,9 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
         return e;
     struct gguf_buf b = {0};
     int rc = 0;
-    if (gguf_buf_add(&b, t->data, (size_t)size < t->len ? (size_t)size
-                                                         : t->len) != GGUF_OK ||
+    if (gguf_buf_add(&b, t->data,
+                     (size_t)size < t->len ? (size_t)size : t->len) !=
+            GGUF_OK ||
         ((size_t)size > b.len &&
          gguf_buf_reserve(&b, (size_t)size - b.len) != GGUF_OK)) {
         rc = ENOMEM;
@@ -625,8 +605,7 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size)
     return rc;
 }
 
-int gfs_meta_commit(struct gfs *fs)
-{
+int gfs_meta_commit(struct gfs *fs) {
     struct gguf_commit_info info = {0};
     struct gguf_error err = {0};
     struct timespec t0, t1;
@@ -650,8 +629,9 @@ int gfs_meta_commit(struct gfs *fs)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fstat(gguf_fd(fs->ctx), &fs->st);
     fs->commit_failed = 0;
-    static const char *const how[] = { "nothing to do", "in place",
-        "grown by inserting blocks", "grown by rewriting the file" };
+    static const char *const how[] = {"nothing to do", "in place",
+                                      "grown by inserting blocks",
+                                      "grown by rewriting the file"};
     snprintf(fs->commit_msg, sizeof fs->commit_msg,
              "%s: committed (%s), data at %llu, %.1f ms", fs->path,
              how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0],
@@ -662,8 +642,7 @@ int gfs_meta_commit(struct gfs *fs)
     return 0;
 }
 
-void gfs_meta_free(struct gfs *fs)
-{
+void gfs_meta_free(struct gfs *fs) {
     while (fs->scratch) {
         struct gfs_scratch *s = fs->scratch;
         fs->scratch = s->next;

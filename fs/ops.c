@@ -14,8 +14,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-static void gfs_op_init(void *userdata, struct fuse_conn_info *conn)
-{
+static void gfs_op_init(void *userdata, struct fuse_conn_info *conn) {
     (void)userdata;
     /* Large requests: libfuse sizes its buffers from max_write; 252 pages
      * keeps a reply under the 1 MiB at which libfuse 3.14 stops splicing.
@@ -34,8 +33,7 @@ static void gfs_op_init(void *userdata, struct fuse_conn_info *conn)
  * the GGUF (gfs_meta_commit says where) and makes ggufs exit non-zero.
  * Files still open when the mount goes away get no release: their writes
  * must not be lost, so they are applied first. */
-static void gfs_op_destroy(void *userdata)
-{
+static void gfs_op_destroy(void *userdata) {
     struct gfs *fs = userdata;
     gfs_fh_close_all(fs);
     pthread_rwlock_wrlock(&fs->lock);
@@ -43,8 +41,7 @@ static void gfs_op_destroy(void *userdata)
     pthread_rwlock_unlock(&fs->lock);
 }
 
-static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
+static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     struct gfs *fs = gfs_of(req);
     struct fuse_entry_param e;
     fuse_ino_t ino = 0;
@@ -67,8 +64,7 @@ static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
-                           struct fuse_file_info *fi)
-{
+                           struct fuse_file_info *fi) {
     (void)fi;
     struct gfs *fs = gfs_of(req);
     struct stat st;
@@ -83,8 +79,7 @@ static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 }
 
 static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
-                           struct fuse_file_info *fi)
-{
+                           struct fuse_file_info *fi) {
     switch (gfs_kind(ino)) {
     case GFS_ROOT:
     case GFS_DIR_META:
@@ -104,9 +99,9 @@ static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
 
 /* Appends one entry if it fits; returns 0 when the buffer is full. */
 static int add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                      const char *name, fuse_ino_t ino, mode_t mode, off_t next)
-{
-    struct stat st = { .st_ino = ino, .st_mode = mode };
+                      const char *name, fuse_ino_t ino, mode_t mode,
+                      off_t next) {
+    struct stat st = {.st_ino = ino, .st_mode = mode};
     size_t need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
     if (b->len + need > max)
         return 0;
@@ -118,8 +113,7 @@ static int add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
 }
 
 static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-                           off_t off, struct fuse_file_info *fi)
-{
+                           off_t off, struct fuse_file_info *fi) {
     (void)fi;
     struct gfs *fs = gfs_of(req);
     struct gguf_buf out = {0}, name = {0};
@@ -128,9 +122,10 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
     pthread_rwlock_rdlock(&fs->lock);
     /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
-    int64_t n = kind == GFS_ROOT ? (fs->live_name ? 3 : 2)
-              : kind == GFS_DIR_META ? gguf_n_kv(fs->ctx)
-              : kind == GFS_DIR_TENSORS ? gfs_n_tensors(fs) : -1;
+    int64_t n = kind == GFS_ROOT          ? (fs->live_name ? 3 : 2)
+                : kind == GFS_DIR_META    ? gguf_n_kv(fs->ctx)
+                : kind == GFS_DIR_TENSORS ? gfs_n_tensors(fs)
+                                          : -1;
     if (n < 0) {
         err = ENOTDIR;
         goto out;
@@ -194,8 +189,7 @@ out:
 }
 
 static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-                         mode_t mode, dev_t rdev)
-{
+                         mode_t mode, dev_t rdev) {
     (void)rdev;
     struct gfs *fs = gfs_of(req);
     struct fuse_entry_param e;
@@ -222,8 +216,7 @@ static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
  * it to learn whether the commit succeeded before it unmounts. */
 static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-                            struct fuse_file_info *fi)
-{
+                            struct fuse_file_info *fi) {
     (void)datasync;
     (void)fi;
     struct gfs *fs = gfs_of(req);
@@ -242,8 +235,7 @@ static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 /* Modes and owners are fixed; editors (sed -i, vim) copy them onto their
  * temporary file, so a change to the same values succeeds.  0 or errno. */
 static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
-                         const struct stat *attr, int to_set)
-{
+                         const struct stat *attr, int to_set) {
     struct stat st;
     pthread_rwlock_rdlock(&fs->lock);
     int err = gfs_stat(fs, ino, &st);
@@ -261,8 +253,7 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
 
 /* truncate and ftruncate (fi: the open file, may be NULL). */
 static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
-                        struct fuse_file_info *fi)
-{
+                        struct fuse_file_info *fi) {
     enum gfs_kind kind = gfs_kind(ino);
     if (fs->readonly)
         return EROFS;
@@ -275,8 +266,7 @@ static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
 }
 
 static void gfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-                           int to_set, struct fuse_file_info *fi)
-{
+                           int to_set, struct fuse_file_info *fi) {
     struct gfs *fs = gfs_of(req);
     struct stat st;
     int err = 0;
@@ -304,8 +294,7 @@ static void gfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
         fuse_reply_attr(req, &st, gfs_attr_timeout(fs, ino));
 }
 
-static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent)
-{
+static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent) {
     if (fs->readonly)
         return EROFS;
     if (gfs_kind(parent) == GFS_DIR_META)
@@ -313,8 +302,7 @@ static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent)
     return gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES;
 }
 
-static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
+static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
     struct gfs *fs = gfs_of(req);
     int err = meta_change_allowed(fs, parent);
     if (!err) {
@@ -327,8 +315,7 @@ static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                           fuse_ino_t newparent, const char *newname,
-                          unsigned int flags)
-{
+                          unsigned int flags) {
     struct gfs *fs = gfs_of(req);
     int err = meta_change_allowed(fs, parent);
     if (!err && newparent != parent)
@@ -342,8 +329,7 @@ static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 static void gfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-                         mode_t mode)
-{
+                         mode_t mode) {
     (void)parent;
     (void)name;
     (void)mode;
@@ -351,8 +337,7 @@ static void gfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, int err,
-                        const struct gguf_buf *b)
-{
+                        const struct gguf_buf *b) {
     if (err)
         fuse_reply_err(req, err);
     else if (size == 0)
@@ -364,8 +349,7 @@ static void reply_xattr(fuse_req_t req, size_t size, int err,
 }
 
 static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                            size_t size)
-{
+                            size_t size) {
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
     pthread_rwlock_rdlock(&fs->lock);
@@ -375,8 +359,7 @@ static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     gguf_buf_free(&b);
 }
 
-static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
-{
+static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
     pthread_rwlock_rdlock(&fs->lock);
@@ -387,8 +370,7 @@ static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 }
 
 static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                            const char *value, size_t size, int flags)
-{
+                            const char *value, size_t size, int flags) {
     (void)flags;
     struct gfs *fs = gfs_of(req);
     int err;
@@ -409,15 +391,14 @@ static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     fuse_reply_err(req, err);
 }
 
-static void gfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
+static void gfs_op_removexattr(fuse_req_t req, fuse_ino_t ino,
+                               const char *name) {
     (void)ino;
     (void)name;
     fuse_reply_err(req, gfs_of(req)->readonly ? EROFS : ENOTSUP);
 }
 
-static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
-{
+static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino) {
     (void)ino;
     struct gfs *fs = gfs_of(req);
     struct statvfs sv;
@@ -425,8 +406,7 @@ static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
     sv.f_bsize = sv.f_frsize = 4096;
     pthread_rwlock_rdlock(&fs->lock); /* a commit refreshes fs->st */
     sv.f_blocks = ((uint64_t)fs->st.st_size + 4095) / 4096;
-    sv.f_files = 3 + (uint64_t)gguf_n_kv(fs->ctx) +
-                 (uint64_t)gfs_n_tensors(fs);
+    sv.f_files = 3 + (uint64_t)gguf_n_kv(fs->ctx) + (uint64_t)gfs_n_tensors(fs);
     pthread_rwlock_unlock(&fs->lock);
     sv.f_namemax = 255;
     if (fs->readonly)

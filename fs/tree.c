@@ -8,14 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum gfs_kind gfs_kind(fuse_ino_t ino)
-{
+enum gfs_kind gfs_kind(fuse_ino_t ino) {
     switch (ino) {
-    case GFS_INO_ROOT: return GFS_ROOT;
-    case GFS_INO_META: return GFS_DIR_META;
-    case GFS_INO_TENSORS: return GFS_DIR_TENSORS;
-    case GFS_INO_LIVE: return GFS_LIVE;
-    default: break;
+    case GFS_INO_ROOT:
+        return GFS_ROOT;
+    case GFS_INO_META:
+        return GFS_DIR_META;
+    case GFS_INO_TENSORS:
+        return GFS_DIR_TENSORS;
+    case GFS_INO_LIVE:
+        return GFS_LIVE;
+    default:
+        break;
     }
     if (ino >= GFS_INO_SCRATCH)
         return GFS_SCRATCH;
@@ -26,14 +30,12 @@ enum gfs_kind gfs_kind(fuse_ino_t ino)
     return GFS_NONE;
 }
 
-int64_t gfs_n_tensors(const struct gfs *fs)
-{
+int64_t gfs_n_tensors(const struct gfs *fs) {
     return fs->t_first[fs->n_shards];
 }
 
 gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
-                         int *shard)
-{
+                         int *shard) {
     int s = 0;
     while (s + 1 < fs->n_shards && g >= fs->t_first[s + 1])
         s++;
@@ -43,8 +45,7 @@ gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
     return fs->shards[s];
 }
 
-static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len)
-{
+static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len) {
     for (int s = 0; s < fs->n_shards; s++) {
         int64_t i = gguf_find_tensor(fs->shards[s], name, len);
         if (i >= 0)
@@ -54,8 +55,7 @@ static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len)
 }
 
 /* Tensor index of ino, or -1 if ino is not a tensor of this file. */
-int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino)
-{
+int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino) {
     if (gfs_kind(ino) != GFS_TENSOR)
         return -1;
     uint64_t i = ino - GFS_INO_TENSOR;
@@ -63,8 +63,7 @@ int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino)
 }
 
 /* Current kv index of ino, or -1 if the key is gone (removed) or hidden. */
-int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino)
-{
+int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino) {
     if (gfs_kind(ino) != GFS_KV)
         return -1;
     int64_t i = gguf_find_id(fs->ctx, (uint32_t)(ino - GFS_INO_KV));
@@ -73,15 +72,13 @@ int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino)
     return i;
 }
 
-int gfs_kv_hidden(const struct gfs *fs, int64_t i)
-{
+int gfs_kv_hidden(const struct gfs *fs, int64_t i) {
     size_t len;
     const char *k = gguf_kv_key(fs->ctx, i, &len);
     return gguf_key_is_filler(k, len);
 }
 
-int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
-{
+int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out) {
     size_t len;
     const char *k = gguf_kv_key(fs->ctx, i, &len);
     out->len = 0;
@@ -91,8 +88,7 @@ int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
     return 0;
 }
 
-int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
-{
+int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out) {
     size_t len;
     int64_t j;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
@@ -104,8 +100,7 @@ int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out)
     return 0;
 }
 
-static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino)
-{
+static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
     memset(st, 0, sizeof *st);
     st->st_ino = ino;
     st->st_uid = fs->uid;
@@ -116,8 +111,7 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino)
     st->st_blksize = 4096;
 }
 
-int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
-{
+int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
     switch (gfs_kind(ino)) {
     case GFS_ROOT:
@@ -188,18 +182,15 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st)
 
 /* Meta files of a writable mount change size when an edit is applied (the
  * text is rendered anew): never let the kernel trust a stale size. */
-double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino)
-{
+double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     enum gfs_kind k = gfs_kind(ino);
-    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH ||
-                          k == GFS_DIR_META || k == GFS_LIVE))
+    if (!fs->readonly &&
+        (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META || k == GFS_LIVE))
         return 0.0;
     return fs->timeout;
 }
 
-int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino,
-                   struct fuse_entry_param *e)
-{
+int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     memset(e, 0, sizeof *e);
     int err = gfs_stat(fs, ino, &e->attr);
     if (err)
@@ -214,8 +205,7 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino,
 /* Maps a file name back to a key or tensor name.  Names are accepted only
  * in their canonical escaped form, so every key has exactly one path;
  * hashed long names are resolved by scanning. */
-static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors)
-{
+static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
     size_t nlen = strlen(name);
     struct gguf_buf raw = {0}, canon = {0};
     int64_t found = -1;
@@ -249,8 +239,7 @@ out:
 }
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
-                    fuse_ino_t *out)
-{
+                    fuse_ino_t *out) {
     int64_t i;
     switch (gfs_kind(parent)) {
     case GFS_ROOT:
@@ -296,8 +285,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return ENOENT;
 }
 
-static struct gfs_text *text_new(const struct gguf_buf *b)
-{
+static struct gfs_text *text_new(const struct gguf_buf *b) {
     struct gfs_text *t = malloc(sizeof *t + b->len);
     if (!t)
         return NULL;
@@ -308,14 +296,12 @@ static struct gfs_text *text_new(const struct gguf_buf *b)
     return t;
 }
 
-void gfs_text_put(struct gfs_text *t)
-{
+void gfs_text_put(struct gfs_text *t) {
     if (t && atomic_fetch_sub(&t->refs, 1) == 1)
         free(t);
 }
 
-struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err)
-{
+struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
     uint32_t id = gguf_kv_id(fs->ctx, i);
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
@@ -358,8 +344,7 @@ out:
     return t;
 }
 
-void gfs_text_forget(struct gfs *fs, uint32_t id)
-{
+void gfs_text_forget(struct gfs *fs, uint32_t id) {
     pthread_mutex_lock(&fs->text_lock);
     if (id < fs->n_texts) {
         gfs_text_put(fs->texts[id]);
@@ -368,8 +353,7 @@ void gfs_text_forget(struct gfs *fs, uint32_t id)
     pthread_mutex_unlock(&fs->text_lock);
 }
 
-void gfs_texts_free(struct gfs *fs)
-{
+void gfs_texts_free(struct gfs *fs) {
     for (size_t i = 0; i < fs->n_texts; i++)
         gfs_text_put(fs->texts[i]);
     free(fs->texts);

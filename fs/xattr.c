@@ -18,18 +18,19 @@
 #include <unistd.h>
 
 static const char *const tensor_attrs[] = {
-    "user.gguf.type", "user.gguf.shape", "user.gguf.offset", "user.gguf.size",
+    "user.gguf.type",
+    "user.gguf.shape",
+    "user.gguf.offset",
+    "user.gguf.size",
 };
-static const char *const kv_attrs[] = { "user.gguf.type" };
+static const char *const kv_attrs[] = {"user.gguf.type"};
 
-static int add_str(struct gguf_buf *out, const char *s)
-{
+static int add_str(struct gguf_buf *out, const char *s) {
     return gguf_buf_add(out, s, strlen(s)) == GGUF_OK ? 0 : ENOMEM;
 }
 
 static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
-                       struct gguf_buf *out)
-{
+                       struct gguf_buf *out) {
     char tmp[64];
     int64_t i;
     int shard;
@@ -67,8 +68,7 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
 }
 
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
-                  struct gguf_buf *out)
-{
+                  struct gguf_buf *out) {
     int64_t i;
     switch (gfs_kind(ino)) {
     case GFS_TENSOR:
@@ -101,8 +101,7 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
     }
 }
 
-int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out)
-{
+int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     const char *const *names = NULL;
     size_t n = 0;
     switch (gfs_kind(ino)) {

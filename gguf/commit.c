@@ -123,21 +123,26 @@ static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
     if (sb->st_dev != ctx->dev || ps.st_dev != ctx->dev)
         say(what, sizeof what, "device %llu -> %llu",
             (unsigned long long)ctx->dev,
-            (unsigned long long)(ps.st_dev != ctx->dev ? ps.st_dev : sb->st_dev));
+            (unsigned long long)(ps.st_dev != ctx->dev ? ps.st_dev
+                                                       : sb->st_dev));
     if (sb->st_ino != ctx->ino || ps.st_ino != ctx->ino)
         say(what, sizeof what, "inode %llu -> %llu (replaced)",
             (unsigned long long)ctx->ino,
-            (unsigned long long)(ps.st_ino != ctx->ino ? ps.st_ino : sb->st_ino));
+            (unsigned long long)(ps.st_ino != ctx->ino ? ps.st_ino
+                                                       : sb->st_ino));
     if ((uint64_t)sb->st_size != ctx->file_size)
         say(what, sizeof what, "size %llu -> %llu",
-            (unsigned long long)ctx->file_size, (unsigned long long)sb->st_size);
+            (unsigned long long)ctx->file_size,
+            (unsigned long long)sb->st_size);
     if (mtime_ns(sb) != ctx->mtime_ns)
         say(what, sizeof what, "mtime %lld ns -> %lld ns",
-            (unsigned long long)ctx->mtime_ns, (unsigned long long)mtime_ns(sb));
+            (unsigned long long)ctx->mtime_ns,
+            (unsigned long long)mtime_ns(sb));
     if (what[0])
         return gguf_fail(err, GGUF_E_CHANGED,
                          "the file changed since it was opened (%s); reopen it "
-                         "and edit again", what);
+                         "and edit again",
+                         what);
     return GGUF_OK;
 }
 
@@ -171,13 +176,13 @@ static void adopt(gguf_ctx *ctx, uint64_t data_offset) {
 struct commit {
     gguf_ctx *ctx;
     struct gguf_commit_info *info;
-    struct stat sb;           /* fstat of ctx->fd, checked unchanged */
-    char *jpath;              /* PATH.ggufs-journal */
-    struct gguf_buf nh;       /* the planned header, [0, d2) */
-    uint64_t d2;              /* its data offset */
-    uint8_t *old;             /* the file's bytes [0, D) */
+    struct stat sb;     /* fstat of ctx->fd, checked unchanged */
+    char *jpath;        /* PATH.ggufs-journal */
+    struct gguf_buf nh; /* the planned header, [0, d2) */
+    uint64_t d2;        /* its data offset */
+    uint8_t *old;       /* the file's bytes [0, D) */
     struct gguf_faults faults;
-    bool locked;              /* holds the commit lock on ctx->fd */
+    bool locked; /* holds the commit lock on ctx->fd */
 };
 
 /* Journaled in-place or insert commit of c->nh (for data offset D + k).
@@ -190,10 +195,16 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
     enum gguf_status st;
     enum gguf_jnl_stage stage = GGUF_JNL_UNTOUCHED;
     struct gguf_jnl j = {
-        .op = op, .dev = (uint64_t)c->sb.st_dev, .ino = (uint64_t)c->sb.st_ino,
-        .orig_size = (uint64_t)c->sb.st_size, .k = k,
-        .orig_mtime_ns = mtime_ns(&c->sb), .old_hdr = c->old,
-        .old_len = ctx->data_offset, .new_hdr = c->nh.p, .new_len = c->nh.len,
+        .op = op,
+        .dev = (uint64_t)c->sb.st_dev,
+        .ino = (uint64_t)c->sb.st_ino,
+        .orig_size = (uint64_t)c->sb.st_size,
+        .k = k,
+        .orig_mtime_ns = mtime_ns(&c->sb),
+        .old_hdr = c->old,
+        .old_len = ctx->data_offset,
+        .new_hdr = c->nh.p,
+        .new_len = c->nh.len,
     };
 
     *unsupported = false;
@@ -214,7 +225,8 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
         size_t m = strlen(err->msg);
         snprintf(err->msg + m, sizeof err->msg - m,
                  "; undoing failed too (%s): %s is kept and recovery "
-                 "(remount) will complete the commit", e2.msg, c->jpath);
+                 "(remount) will complete the commit",
+                 e2.msg, c->jpath);
         goto out;
     }
     adopt(ctx, ctx->data_offset + k);
@@ -228,9 +240,9 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
     gguf_ctx *ctx = c->ctx;
     int nfd = -1;
     uint64_t copied = 0;
-    enum gguf_status st = gguf_rewrite_file(ctx->fd, ctx->path, &c->sb,
-                                            ctx->data_offset, c->nh.p, c->d2,
-                                            &c->faults, &nfd, &copied, err);
+    enum gguf_status st =
+        gguf_rewrite_file(ctx->fd, ctx->path, &c->sb, ctx->data_offset, c->nh.p,
+                          c->d2, &c->faults, &nfd, &copied, err);
     if (nfd >= 0) {
         close(ctx->fd); /* also releases the locks on the replaced file */
         ctx->fd = nfd;
@@ -267,7 +279,8 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
     if (gguf_path_exists(c->jpath))
         return gguf_fail(err, GGUF_E_BUSY,
                          "%s exists: an interrupted commit must be recovered "
-                         "first (remounting does it)", c->jpath);
+                         "first (remounting does it)",
+                         c->jpath);
     return GGUF_OK;
 }
 
@@ -277,8 +290,8 @@ static enum gguf_status in_place(struct commit *c, struct gguf_error *err) {
     gguf_ctx *ctx = c->ctx;
     uint64_t d = ctx->data_offset;
     bool unused;
-    enum gguf_status st = read_old_header(ctx->fd, d, (uint64_t)c->sb.st_size,
-                                          &c->old, err);
+    enum gguf_status st =
+        read_old_header(ctx->fd, d, (uint64_t)c->sb.st_size, &c->old, err);
     if (st != GGUF_OK)
         return st;
     if (memcmp(c->old, c->nh.p, (size_t)d) == 0) {

@@ -93,7 +93,8 @@ void gguf_warn(gguf_ctx *ctx, const char *fmt, ...) {
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
-    char **w = realloc(ctx->warnings, (size_t)(ctx->n_warnings + 1) * sizeof *w);
+    char **w =
+        realloc(ctx->warnings, (size_t)(ctx->n_warnings + 1) * sizeof *w);
     if (!w) {
         free(msg);
         return;
@@ -102,7 +103,9 @@ void gguf_warn(gguf_ctx *ctx, const char *fmt, ...) {
     ctx->warnings[ctx->n_warnings++] = msg;
 }
 
-int gguf_n_warnings(const gguf_ctx *ctx) { return ctx ? ctx->n_warnings : 0; }
+int gguf_n_warnings(const gguf_ctx *ctx) {
+    return ctx ? ctx->n_warnings : 0;
+}
 
 const char *gguf_warning(const gguf_ctx *ctx, int i) {
     if (!ctx || i < 0 || i >= ctx->n_warnings)
@@ -112,12 +115,24 @@ const char *gguf_warning(const gguf_ctx *ctx, int i) {
 
 /* ---- file-level getters ------------------------------------------------- */
 
-uint32_t gguf_version(const gguf_ctx *ctx) { return ctx ? ctx->version : 0; }
-uint32_t gguf_alignment(const gguf_ctx *ctx) { return ctx ? ctx->alignment : 0; }
-uint64_t gguf_data_offset(const gguf_ctx *ctx) { return ctx ? ctx->data_offset : 0; }
-uint64_t gguf_file_size(const gguf_ctx *ctx) { return ctx ? ctx->file_size : 0; }
-int gguf_fd(const gguf_ctx *ctx) { return ctx ? ctx->fd : -1; }
-const char *gguf_path(const gguf_ctx *ctx) { return ctx ? ctx->path : NULL; }
+uint32_t gguf_version(const gguf_ctx *ctx) {
+    return ctx ? ctx->version : 0;
+}
+uint32_t gguf_alignment(const gguf_ctx *ctx) {
+    return ctx ? ctx->alignment : 0;
+}
+uint64_t gguf_data_offset(const gguf_ctx *ctx) {
+    return ctx ? ctx->data_offset : 0;
+}
+uint64_t gguf_file_size(const gguf_ctx *ctx) {
+    return ctx ? ctx->file_size : 0;
+}
+int gguf_fd(const gguf_ctx *ctx) {
+    return ctx ? ctx->fd : -1;
+}
+const char *gguf_path(const gguf_ctx *ctx) {
+    return ctx ? ctx->path : NULL;
+}
 
 /* ---- key/value pairs ------------------------------------------------------ */
 
@@ -127,7 +142,9 @@ static const struct gguf_kv *kv_at(const gguf_ctx *ctx, int64_t i) {
     return &ctx->kv[i];
 }
 
-int64_t gguf_n_kv(const gguf_ctx *ctx) { return ctx ? ctx->n_kv : 0; }
+int64_t gguf_n_kv(const gguf_ctx *ctx) {
+    return ctx ? ctx->n_kv : 0;
+}
 
 int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len) {
     if (!ctx || (!key && len))
@@ -177,7 +194,7 @@ enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i) {
 enum gguf_type gguf_kv_arr_type(const gguf_ctx *ctx, int64_t i) {
     const struct gguf_kv *kv = kv_at(ctx, i);
     return kv && kv->type == GGUF_TYPE_ARRAY ? (enum gguf_type)kv->arr_type
-                                            : GGUF_TYPE_COUNT;
+                                             : GGUF_TYPE_COUNT;
 }
 
 uint64_t gguf_kv_arr_n(const gguf_ctx *ctx, int64_t i) {
@@ -192,7 +209,8 @@ const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len) {
     return kv ? kv->val : NULL;
 }
 
-const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf, size_t n) {
+const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf,
+                             size_t n) {
     const struct gguf_kv *kv = kv_at(ctx, i);
     if (!buf || n == 0)
         return buf;
@@ -216,11 +234,20 @@ bool gguf_kv_get_u64(const gguf_ctx *ctx, int64_t i, uint64_t *out) {
         return false;
     const uint8_t *p = kv->val;
     switch (kv->type) {
-    case GGUF_TYPE_UINT8: *out = p[0]; return true;
-    case GGUF_TYPE_UINT16: *out = (uint64_t)p[0] | (uint64_t)p[1] << 8; return true;
-    case GGUF_TYPE_UINT32: *out = gguf_rd32(p); return true;
-    case GGUF_TYPE_UINT64: *out = gguf_rd64(p); return true;
-    default: return false;
+    case GGUF_TYPE_UINT8:
+        *out = p[0];
+        return true;
+    case GGUF_TYPE_UINT16:
+        *out = (uint64_t)p[0] | (uint64_t)p[1] << 8;
+        return true;
+    case GGUF_TYPE_UINT32:
+        *out = gguf_rd32(p);
+        return true;
+    case GGUF_TYPE_UINT64:
+        *out = gguf_rd64(p);
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -234,10 +261,18 @@ bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i, int64_t *out) {
     const uint8_t *p = kv->val;
     uint64_t u;
     switch (kv->type) {
-    case GGUF_TYPE_INT8: *out = (int8_t)p[0]; return true;
-    case GGUF_TYPE_INT16: *out = (int16_t)(uint16_t)(p[0] | p[1] << 8); return true;
-    case GGUF_TYPE_INT32: *out = (int32_t)gguf_rd32(p); return true;
-    case GGUF_TYPE_INT64: *out = (int64_t)gguf_rd64(p); return true;
+    case GGUF_TYPE_INT8:
+        *out = (int8_t)p[0];
+        return true;
+    case GGUF_TYPE_INT16:
+        *out = (int16_t)(uint16_t)(p[0] | p[1] << 8);
+        return true;
+    case GGUF_TYPE_INT32:
+        *out = (int32_t)gguf_rd32(p);
+        return true;
+    case GGUF_TYPE_INT64:
+        *out = (int64_t)gguf_rd64(p);
+        return true;
     case GGUF_TYPE_UINT8:
     case GGUF_TYPE_UINT16:
     case GGUF_TYPE_UINT32:
@@ -246,12 +281,14 @@ bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i, int64_t *out) {
             return false;
         *out = (int64_t)u;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
 /* The string's bytes (not NUL-terminated: they point into the payload). */
-bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s, size_t *len) {
+bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s,
+                     size_t *len) {
     const struct gguf_kv *kv = kv_at(ctx, i);
     if (!kv || kv->type != GGUF_TYPE_STRING || kv->val_len < 8)
         return false;
@@ -273,7 +310,9 @@ static const struct gguf_tensor *t_at(const gguf_ctx *ctx, int64_t i) {
     return &ctx->t[i];
 }
 
-int64_t gguf_n_tensors(const gguf_ctx *ctx) { return ctx ? ctx->n_t : 0; }
+int64_t gguf_n_tensors(const gguf_ctx *ctx) {
+    return ctx ? ctx->n_t : 0;
+}
 
 int64_t gguf_find_tensor(const gguf_ctx *ctx, const char *name, size_t len) {
     if (!ctx || (!name && len))

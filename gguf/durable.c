@@ -98,8 +98,9 @@ enum gguf_status gguf_pread_full(int fd, void *buf, uint64_t n, uint64_t off,
         if (r == 0)
             return gguf_fail(err, GGUF_E_CHANGED,
                              "reading %s: the file ends at %llu, before the "
-                             "%llu bytes expected", what,
-                             (unsigned long long)off, (unsigned long long)n);
+                             "%llu bytes expected",
+                             what, (unsigned long long)off,
+                             (unsigned long long)n);
         p += r;
         n -= (uint64_t)r;
         off += (uint64_t)r;
@@ -167,7 +168,9 @@ uint64_t gguf_free_bytes(int fd) {
  * unlocked rather than not at all. */
 enum gguf_status gguf_commit_lock(int fd, bool lock, struct gguf_error *err) {
     struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK,
-                       .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+                       .l_whence = SEEK_SET,
+                       .l_start = 0,
+                       .l_len = 0};
     if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
         return GGUF_OK;
     if (errno == EAGAIN || errno == EACCES)

@@ -67,7 +67,9 @@ void gguf_tensor_release(struct gguf_tensor *t) {
     t->own_name = false;
 }
 
-bool gguf_dirty(const gguf_ctx *ctx) { return ctx && ctx->dirty; }
+bool gguf_dirty(const gguf_ctx *ctx) {
+    return ctx && ctx->dirty;
+}
 
 /* The specification's rule for keys (docs/format.md, Value types): ASCII
  * lower_snake_case segments joined by '.', at most 65535 bytes.  Empty segments ("a..b", ".a", "a.") are not segments. */
@@ -97,7 +99,8 @@ static enum gguf_status grow_kv(gguf_ctx *ctx, struct gguf_error *err) {
     int64_t cap = ctx->cap_kv ? ctx->cap_kv * 2 : 16;
     struct gguf_kv *p = realloc(ctx->kv, (size_t)cap * sizeof *p);
     if (!p)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory growing the key list");
+        return gguf_fail(err, GGUF_E_NOMEM,
+                         "out of memory growing the key list");
     ctx->kv = p;
     ctx->cap_kv = cap;
     return GGUF_OK;
@@ -131,9 +134,10 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
     if (st != GGUF_OK)
         goto out;
     if (used != len) {
-        st = gguf_fail(err, GGUF_E_INVAL,
-                       "value of key '%s' is %llu bytes long but %zu were given",
-                       q, (unsigned long long)used, len);
+        st =
+            gguf_fail(err, GGUF_E_INVAL,
+                      "value of key '%s' is %llu bytes long but %zu were given",
+                      q, (unsigned long long)used, len);
         goto out;
     }
 
@@ -165,9 +169,15 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
     if (st != GGUF_OK)
         goto out;
     ctx->kv[ctx->n_kv] = (struct gguf_kv){
-        .key = kcopy, .key_len = klen, .val = vcopy, .val_len = len,
-        .type = (uint32_t)type, .arr_type = arr_type, .arr_n = arr_n,
-        .id = ctx->next_id, .flags = GGUF_KV_OWN_KEY | GGUF_KV_OWN_VAL,
+        .key = kcopy,
+        .key_len = klen,
+        .val = vcopy,
+        .val_len = len,
+        .type = (uint32_t)type,
+        .arr_type = arr_type,
+        .arr_n = arr_n,
+        .id = ctx->next_id,
+        .flags = GGUF_KV_OWN_KEY | GGUF_KV_OWN_VAL,
     };
     ctx->n_kv++;
     st = rebuild_index(ctx, false);
@@ -198,14 +208,17 @@ enum gguf_status gguf_set_payload(gguf_ctx *ctx, const char *key, size_t klen,
                                   enum gguf_type type, const uint8_t *payload,
                                   size_t len, struct gguf_error *err) {
     if (!ctx || !key || (!payload && len))
-        return gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_set_payload");
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "missing argument to gguf_set_payload");
     if (klen == 0)
         return gguf_fail(err, GGUF_E_INVAL, "empty key");
     if ((uint64_t)klen > GGUF_MAX_STRING)
-        return gguf_fail(err, GGUF_E_RANGE, "key of %zu bytes is longer than %llu",
-                         klen, (unsigned long long)GGUF_MAX_STRING);
+        return gguf_fail(err, GGUF_E_RANGE,
+                         "key of %zu bytes is longer than %llu", klen,
+                         (unsigned long long)GGUF_MAX_STRING);
     if ((unsigned)type >= GGUF_TYPE_COUNT)
-        return gguf_fail(err, GGUF_E_INVAL, "unknown value type %u", (unsigned)type);
+        return gguf_fail(err, GGUF_E_INVAL, "unknown value type %u",
+                         (unsigned)type);
 
     /* Rewriting a value with the bytes it already has is a no-op (the
      * context is not marked dirty): editors that save unchanged files, even
@@ -238,11 +251,13 @@ enum gguf_status gguf_set_alignment(gguf_ctx *ctx, uint32_t alignment,
                          "are laid out");
     uint8_t p[4];
     gguf_wr32(p, alignment);
-    int64_t i = gguf_find_key(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY));
+    int64_t i =
+        gguf_find_key(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY));
     if (i >= 0 && same_value(ctx, i, GGUF_TYPE_UINT32, p, sizeof p))
         return GGUF_OK;
-    enum gguf_status st = set_kv(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY),
-                                 GGUF_TYPE_UINT32, p, sizeof p, err);
+    enum gguf_status st =
+        set_kv(ctx, GGUF_ALIGNMENT_KEY, strlen(GGUF_ALIGNMENT_KEY),
+               GGUF_TYPE_UINT32, p, sizeof p, err);
     if (st == GGUF_OK)
         ctx->alignment = alignment;
     return st;
@@ -289,7 +304,8 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
     char q[GGUF_QUOTE_MAX];
 
     if (!ctx || !key) {
-        st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_rename_key");
+        st =
+            gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_rename_key");
         goto out;
     }
     if (i < 0 || i >= ctx->n_kv) {
@@ -302,8 +318,9 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
         goto out;
     }
     if ((uint64_t)klen > GGUF_MAX_STRING) {
-        st = gguf_fail(err, GGUF_E_RANGE, "key of %zu bytes is longer than %llu",
-                       klen, (unsigned long long)GGUF_MAX_STRING);
+        st =
+            gguf_fail(err, GGUF_E_RANGE, "key of %zu bytes is longer than %llu",
+                      klen, (unsigned long long)GGUF_MAX_STRING);
         goto out;
     }
     struct gguf_kv *kv = &ctx->kv[i];
@@ -360,7 +377,8 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     char q[GGUF_QUOTE_MAX];
 
     if (!ctx || !name || (!ne && n_dims)) {
-        st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_add_tensor");
+        st =
+            gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_add_tensor");
         goto out;
     }
     gguf_quote(q, sizeof q, name, nlen);
@@ -371,8 +389,8 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     }
     if (nlen == 0 || nlen > GGUF_MAX_TENSOR_NAME) {
         st = gguf_fail(err, GGUF_E_INVAL,
-                       "tensor name '%s' is %zu bytes long; 1 to %d allowed",
-                       q, nlen, GGUF_MAX_TENSOR_NAME);
+                       "tensor name '%s' is %zu bytes long; 1 to %d allowed", q,
+                       nlen, GGUF_MAX_TENSOR_NAME);
         goto out;
     }
     if (gguf_find_tensor(ctx, name, nlen) >= 0) {
@@ -380,41 +398,43 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         goto out;
     }
     if (n_dims > GGUF_MAX_DIMS) {
-        st = gguf_fail(err, GGUF_E_INVAL, "tensor '%s' has %u dimensions; at most %d",
-                       q, n_dims, GGUF_MAX_DIMS);
+        st = gguf_fail(err, GGUF_E_INVAL,
+                       "tensor '%s' has %u dimensions; at most %d", q, n_dims,
+                       GGUF_MAX_DIMS);
         goto out;
     }
     if (!gguf_ggml_type_known(ggml_type)) {
-        st = gguf_fail(err, GGUF_E_INVAL, "tensor '%s' has unknown ggml type %u",
-                       q, ggml_type);
+        st = gguf_fail(err, GGUF_E_INVAL,
+                       "tensor '%s' has unknown ggml type %u", q, ggml_type);
         goto out;
     }
     int64_t full[GGUF_MAX_DIMS] = {1, 1, 1, 1};
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] < 0) {
             st = gguf_fail(err, GGUF_E_INVAL,
-                           "tensor '%s' has negative dimension %u (%lld)", q,
-                           d, (long long)ne[d]);
+                           "tensor '%s' has negative dimension %u (%lld)", q, d,
+                           (long long)ne[d]);
             goto out;
         }
         full[d] = ne[d];
     }
     uint64_t size = 0;
     if (!gguf_ggml_nbytes(ggml_type, n_dims, full, &size)) {
-        st = gguf_fail(err, GGUF_E_INVAL,
-                       "tensor '%s': shape does not fit type %s (first dimension "
-                       "must be a multiple of %u, size must fit 64 bits)",
-                       q, gguf_ggml_type_name(ggml_type),
-                       gguf_ggml_blck_size(ggml_type));
+        st = gguf_fail(
+            err, GGUF_E_INVAL,
+            "tensor '%s': shape does not fit type %s (first dimension "
+            "must be a multiple of %u, size must fit 64 bits)",
+            q, gguf_ggml_type_name(ggml_type), gguf_ggml_blck_size(ggml_type));
         goto out;
     }
     uint32_t a = gguf_ctx_alignment(ctx);
     uint64_t offset = 0;
     if (ctx->n_t > 0) {
         const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];
-        if (prev->size > UINT64_MAX - a || prev->offset > UINT64_MAX - a -
-                                                         gguf_align_up(prev->size, a)) {
-            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows", q);
+        if (prev->size > UINT64_MAX - a ||
+            prev->offset > UINT64_MAX - a - gguf_align_up(prev->size, a)) {
+            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows",
+                           q);
             goto out;
         }
         offset = prev->offset + gguf_align_up(prev->size, a);
@@ -424,7 +444,8 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         int64_t cap = ctx->cap_t ? ctx->cap_t * 2 : 16;
         struct gguf_tensor *p = realloc(ctx->t, (size_t)cap * sizeof *p);
         if (!p) {
-            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory adding tensor '%s'", q);
+            st = gguf_fail(err, GGUF_E_NOMEM,
+                           "out of memory adding tensor '%s'", q);
             goto out;
         }
         ctx->t = p;
@@ -432,8 +453,13 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     }
     struct gguf_tensor *t = &ctx->t[ctx->n_t];
     *t = (struct gguf_tensor){
-        .name = ncopy, .name_len = nlen, .n_dims = n_dims, .type = ggml_type,
-        .offset = offset, .size = size, .own_name = true,
+        .name = ncopy,
+        .name_len = nlen,
+        .n_dims = n_dims,
+        .type = ggml_type,
+        .offset = offset,
+        .size = size,
+        .own_name = true,
     };
     memcpy(t->ne, full, sizeof full);
     ctx->n_t++;

@@ -34,19 +34,32 @@ enum gguf_status gguf_fail(struct gguf_error *err, enum gguf_status code,
 
 const char *gguf_status_name(enum gguf_status s) {
     switch (s) {
-    case GGUF_OK: return "ok";
-    case GGUF_E_IO: return "I/O error";
-    case GGUF_E_NOMEM: return "out of memory";
-    case GGUF_E_FORMAT: return "invalid GGUF file";
-    case GGUF_E_UNSUPPORTED: return "unsupported GGUF file";
-    case GGUF_E_INVAL: return "invalid argument";
-    case GGUF_E_RANGE: return "value out of range";
-    case GGUF_E_NOTFOUND: return "not found";
-    case GGUF_E_EXISTS: return "already exists";
-    case GGUF_E_PERM: return "not permitted";
-    case GGUF_E_CHANGED: return "file changed";
-    case GGUF_E_NOSPACE: return "no space left";
-    case GGUF_E_BUSY: return "busy";
+    case GGUF_OK:
+        return "ok";
+    case GGUF_E_IO:
+        return "I/O error";
+    case GGUF_E_NOMEM:
+        return "out of memory";
+    case GGUF_E_FORMAT:
+        return "invalid GGUF file";
+    case GGUF_E_UNSUPPORTED:
+        return "unsupported GGUF file";
+    case GGUF_E_INVAL:
+        return "invalid argument";
+    case GGUF_E_RANGE:
+        return "value out of range";
+    case GGUF_E_NOTFOUND:
+        return "not found";
+    case GGUF_E_EXISTS:
+        return "already exists";
+    case GGUF_E_PERM:
+        return "not permitted";
+    case GGUF_E_CHANGED:
+        return "file changed";
+    case GGUF_E_NOSPACE:
+        return "no space left";
+    case GGUF_E_BUSY:
+        return "busy";
     }
     return "unknown status";
 }
@@ -66,13 +79,18 @@ const char *gguf_quote(char *buf, size_t n, const char *s, size_t len) {
         size_t plen, adv = 1;
         size_t ulen = u[i] >= 0x80 ? gguf_utf8_seq(u + i, len - i) : 0;
         if (u[i] == '\\' || u[i] == '\'') {
-            piece[0] = '\\'; piece[1] = (char)u[i]; plen = 2;
+            piece[0] = '\\';
+            piece[1] = (char)u[i];
+            plen = 2;
         } else if (u[i] >= 0x20 && u[i] < 0x7f) {
-            piece[0] = (char)u[i]; plen = 1;
+            piece[0] = (char)u[i];
+            plen = 1;
         } else if (ulen) {
-            memcpy(piece, u + i, ulen); plen = adv = ulen;
+            memcpy(piece, u + i, ulen);
+            plen = adv = ulen;
         } else {
-            snprintf(piece, sizeof piece, "\\x%02x", u[i]); plen = 4;
+            snprintf(piece, sizeof piece, "\\x%02x", u[i]);
+            plen = 4;
         }
         if (o + plen > room) {
             memcpy(buf + o, "...", 3);

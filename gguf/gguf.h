@@ -44,10 +44,10 @@
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_DIMS 4
-#define GGUF_MAX_TENSOR_NAME 63            /* bytes; ggml rejects 64+ */
+#define GGUF_MAX_TENSOR_NAME 63             /* bytes; ggml rejects 64+ */
 #define GGUF_MAX_STRING (UINT64_C(1) << 30) /* ggml rejects longer strings */
 #define GGUF_MAX_ARRAY (UINT64_C(1) << 30)  /* and arrays with more elements */
-#define GGUF_MAX_NESTING 8                  /* arrays of arrays, deepest level */
+#define GGUF_MAX_NESTING 8 /* arrays of arrays, deepest level */
 /* Key of the filler KV that absorbs slack when a header is rewritten in
  * place.  Hidden from listings; docs/format.md, The filler key
  * ggufs.padding. */
@@ -75,9 +75,9 @@ enum gguf_type {
 
 enum gguf_status {
     GGUF_OK = 0,
-    GGUF_E_IO,          /* a system call failed; gguf_error.sys_errno says why */
-    GGUF_E_NOMEM,       /* allocation failed */
-    GGUF_E_FORMAT,      /* the file is not a valid GGUF (corrupt, truncated) */
+    GGUF_E_IO,     /* a system call failed; gguf_error.sys_errno says why */
+    GGUF_E_NOMEM,  /* allocation failed */
+    GGUF_E_FORMAT, /* the file is not a valid GGUF (corrupt, truncated) */
     GGUF_E_UNSUPPORTED, /* valid but not handled: big-endian, v1 */
     GGUF_E_INVAL,       /* bad argument: unparsable text, bad key name */
     GGUF_E_RANGE,       /* value does not fit the type */
@@ -91,8 +91,8 @@ enum gguf_status {
 
 struct gguf_error {
     enum gguf_status code;
-    int sys_errno;  /* errno for GGUF_E_IO / NOSPACE, else 0 */
-    char msg[512];  /* one line, no trailing newline, no file name prefix */
+    int sys_errno; /* errno for GGUF_E_IO / NOSPACE, else 0 */
+    char msg[512]; /* one line, no trailing newline, no file name prefix */
 };
 
 /* A growable byte buffer; zero-initialise, free with gguf_buf_free. */
@@ -130,7 +130,7 @@ size_t gguf_type_size(enum gguf_type t);
 bool gguf_ggml_type_known(uint32_t ggml_type);
 /* Lower-case ggml name ("f32", "q4_K", "bf16"); NULL if unknown. */
 const char *gguf_ggml_type_name(uint32_t ggml_type);
-int gguf_ggml_type_from_name(const char *name); /* -1 if unknown */
+int gguf_ggml_type_from_name(const char *name);   /* -1 if unknown */
 uint32_t gguf_ggml_blck_size(uint32_t ggml_type); /* 0 if unknown */
 uint32_t gguf_ggml_type_size(uint32_t ggml_type); /* bytes per block */
 /* Bytes of a tensor of that type and shape; false on overflow, unknown
@@ -156,8 +156,9 @@ bool gguf_split_name(const char *path, int *no, int *count, size_t *cut);
 /* ---- opening (gguf/read.c; gguf_new, gguf_close: gguf/ctx.c) ------- */
 
 enum gguf_open_flags {
-    GGUF_OPEN_RDWR = 1 << 0,          /* open fd O_RDWR (for commits) */
-    GGUF_OPEN_ALLOW_NESTED = 1 << 1,  /* accept arrays of arrays (ggml doesn't) */
+    GGUF_OPEN_RDWR = 1 << 0, /* open fd O_RDWR (for commits) */
+    GGUF_OPEN_ALLOW_NESTED = 1
+                             << 1, /* accept arrays of arrays (ggml doesn't) */
 };
 
 /* Reads and validates the header of the GGUF file at path (never the
@@ -217,9 +218,12 @@ const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len);
 const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf,
                              size_t n);
 /* Typed accessors: return false (and leave *out alone) on a wrong type. */
-bool gguf_kv_get_u64(const gguf_ctx *ctx, int64_t i, uint64_t *out); /* any unsigned int */
-bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i, int64_t *out);  /* any int that fits */
-bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s, size_t *len);
+bool gguf_kv_get_u64(const gguf_ctx *ctx, int64_t i,
+                     uint64_t *out); /* any unsigned int */
+bool gguf_kv_get_i64(const gguf_ctx *ctx, int64_t i,
+                     int64_t *out); /* any int that fits */
+bool gguf_kv_get_str(const gguf_ctx *ctx, int64_t i, const char **s,
+                     size_t *len);
 
 /* ---- tensors ------------------------------------------------------ */
 

@@ -24,44 +24,44 @@ enum gguf_kv_flags {
 };
 
 struct gguf_kv {
-    const char *key;    /* NUL-terminated; in ctx->names or owned */
+    const char *key; /* NUL-terminated; in ctx->names or owned */
     uint64_t key_len;
     const uint8_t *val; /* payload; in ctx->hdr or owned */
     uint64_t val_len;
-    uint32_t type;      /* enum gguf_type */
-    uint32_t arr_type;  /* element type for arrays, else GGUF_TYPE_COUNT */
-    uint64_t arr_n;     /* element count for arrays, else 0 */
-    uint32_t id;        /* stable id, unique within the context */
-    uint32_t flags;     /* enum gguf_kv_flags */
+    uint32_t type;     /* enum gguf_type */
+    uint32_t arr_type; /* element type for arrays, else GGUF_TYPE_COUNT */
+    uint64_t arr_n;    /* element count for arrays, else 0 */
+    uint32_t id;       /* stable id, unique within the context */
+    uint32_t flags;    /* enum gguf_kv_flags */
 };
 
 struct gguf_tensor {
     const char *name; /* NUL-terminated; in ctx->names or owned */
     uint64_t name_len;
     uint32_t n_dims;
-    uint32_t type;    /* ggml type id */
+    uint32_t type; /* ggml type id */
     int64_t ne[GGUF_MAX_DIMS];
-    uint64_t offset;  /* relative to the data section */
-    uint64_t size;    /* bytes */
+    uint64_t offset; /* relative to the data section */
+    uint64_t size;   /* bytes */
     bool own_name;
 };
 
 /* Open-addressing hash index over names (keys or tensor names). */
 struct gguf_index {
-    int64_t *slot; /* -1 for empty, else an index into the kv/tensor array */
+    int64_t *slot;  /* -1 for empty, else an index into the kv/tensor array */
     size_t n_slots; /* power of two, 0 when empty */
 };
 
 struct gguf_ctx {
-    char *path;        /* NULL for memory contexts */
-    int fd;            /* -1 for memory contexts */
-    dev_t dev;         /* identity of the file when opened (for commits) */
+    char *path; /* NULL for memory contexts */
+    int fd;     /* -1 for memory contexts */
+    dev_t dev;  /* identity of the file when opened (for commits) */
     ino_t ino;
     int64_t mtime_ns;
 
-    uint8_t *hdr;      /* header bytes [0, hdr_len) as read */
+    uint8_t *hdr; /* header bytes [0, hdr_len) as read */
     size_t hdr_len;
-    char *names;       /* NUL-terminated copies of keys and tensor names */
+    char *names; /* NUL-terminated copies of keys and tensor names */
 
     uint32_t version;
     uint32_t alignment;
@@ -91,8 +91,10 @@ static inline uint64_t gguf_rd64(const uint8_t *p) {
     return (uint64_t)gguf_rd32(p) | (uint64_t)gguf_rd32(p + 4) << 32;
 }
 static inline void gguf_wr32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
 }
 static inline void gguf_wr64(uint8_t *p, uint64_t v) {
     gguf_wr32(p, (uint32_t)v);
@@ -125,8 +127,8 @@ int64_t gguf_index_find(const struct gguf_index *ix, const char *s, size_t len,
  * growing it to keep the load at most 1/2.  If an equal name is present,
  * nothing is added and *dup is its index; else *dup = -1. */
 enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
-                                const char *(*name)(const void *base,
-                                                    int64_t i, size_t *len),
+                                const char *(*name)(const void *base, int64_t i,
+                                                    size_t *len),
                                 const void *base, int64_t *dup);
 
 /* ---- payload validation (payload.c) ---------------------------------- */
@@ -139,8 +141,7 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
 enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
                                     uint64_t len, bool allow_nested,
                                     uint64_t *used, const char *where,
-                                    uint64_t file_off,
-                                    struct gguf_error *err);
+                                    uint64_t file_off, struct gguf_error *err);
 /* The reader's form of gguf_payload_check.  Bounds and messages use len
  * (the bytes from p to the end of the file); only [p, p+avail) is in memory
  * (avail <= len).  If the value continues past avail, returns GGUF_OK with
@@ -159,10 +160,9 @@ struct gguf_pscan {
     uint8_t odd_val;    /* and its value */
 };
 enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
-                                   uint64_t avail, uint64_t len,
-                                   unsigned flags, struct gguf_pscan *out,
-                                   const char *where, uint64_t file_off,
-                                   struct gguf_error *err);
+                                   uint64_t avail, uint64_t len, unsigned flags,
+                                   struct gguf_pscan *out, const char *where,
+                                   uint64_t file_off, struct gguf_error *err);
 
 /* ---- layout rules (keys.c; the public ones are in gguf.h) ------------ */
 
@@ -298,8 +298,8 @@ enum gguf_jnl_stage {
 /* Journal bytes of j; the last GGUF_JNL_TRAILER bytes (checksum and end
  * mark) must reach the disk last.  Appends to out. */
 #define GGUF_JNL_TRAILER 16
-enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j,
-                                 struct gguf_buf *out, struct gguf_error *err);
+enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j, struct gguf_buf *out,
+                                 struct gguf_error *err);
 /* Parses a journal read whole into p[0, n).  *complete is false for
  * anything without a valid trailer and checksum (then GGUF_OK).  A
  * complete journal of an unknown version or with an inconsistent plan is
@@ -311,8 +311,8 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
  * it durable: body, trailer, fsync, directory fsync.  Until this returns
  * GGUF_OK the GGUF must not be touched; on failure no journal is left. */
 enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
-                                const struct gguf_jnl *j,
-                                struct gguf_faults *f, struct gguf_error *err);
+                                const struct gguf_jnl *j, struct gguf_faults *f,
+                                struct gguf_error *err);
 /* Removes the journal of a finished (or fully undone) commit, durably. */
 enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
                                struct gguf_faults *f, struct gguf_error *err);
@@ -322,8 +322,8 @@ enum gguf_status gguf_jnl_read(const char *jpath, uint8_t **out, uint64_t *n,
 /* Carries out j on fd: the insert unless `inserted`, then the new header,
  * fsync.  On failure *stage says what the file holds (see above);
  * GGUF_JNL_NO_INSERT is the one answer to "is insert-range supported". */
-enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
-                                bool inserted, struct gguf_faults *f,
+enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j, bool inserted,
+                                struct gguf_faults *f,
                                 enum gguf_jnl_stage *stage,
                                 struct gguf_error *err);
 /* Undoes what gguf_jnl_apply did up to stage (the journal must still be in
@@ -395,8 +395,8 @@ static inline enum gguf_status gguf_text_room(struct gguf_buf *b, size_t n) {
         return GGUF_OK;
     return gguf_buf_reserve(b, n);
 }
-static inline enum gguf_status gguf_text_put(struct gguf_buf *b,
-                                             const void *p, size_t n) {
+static inline enum gguf_status gguf_text_put(struct gguf_buf *b, const void *p,
+                                             size_t n) {
     if (n == 0)
         return GGUF_OK;
     enum gguf_status st = gguf_text_room(b, n);

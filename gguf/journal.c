@@ -54,8 +54,8 @@ static uint64_t jnl_hash(const uint8_t *p, uint64_t n) {
     return h;
 }
 
-enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j,
-                                 struct gguf_buf *out, struct gguf_error *err) {
+enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j, struct gguf_buf *out,
+                                 struct gguf_error *err) {
     uint64_t total = (uint64_t)JNL_FIXED + GGUF_JNL_TRAILER;
     if (j->old_len > SIZE_MAX / 4 || j->new_len > SIZE_MAX / 4)
         return gguf_fail(err, GGUF_E_NOMEM, "header too large for a journal");
@@ -108,7 +108,8 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
     if (version != JNL_VERSION)
         return gguf_fail(err, GGUF_E_UNSUPPORTED,
                          "journal format version %u is not %u: written by "
-                         "another ggufs version", version, JNL_VERSION);
+                         "another ggufs version",
+                         version, JNL_VERSION);
     j->op = gguf_rd32(p + 12);
     j->dev = gguf_rd64(p + 16);
     j->ino = gguf_rd64(p + 24);
@@ -121,9 +122,9 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
     if (j->old_len > room || j->new_len != room - j->old_len)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "journal header lengths %llu + %llu do not match its "
-                         "size %llu", (unsigned long long)j->old_len,
-                         (unsigned long long)j->new_len,
-                         (unsigned long long)n);
+                         "size %llu",
+                         (unsigned long long)j->old_len,
+                         (unsigned long long)j->new_len, (unsigned long long)n);
     bool ok = false;
     if (j->op == GGUF_JNL_INPLACE)
         ok = j->k == 0 && j->old_len == j->new_len;
@@ -133,8 +134,8 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
     if (!ok || j->new_len == 0)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "journal plan is inconsistent (op %u, k %llu, "
-                         "header %llu -> %llu bytes)", j->op,
-                         (unsigned long long)j->k,
+                         "header %llu -> %llu bytes)",
+                         j->op, (unsigned long long)j->k,
                          (unsigned long long)j->old_len,
                          (unsigned long long)j->new_len);
     j->old_hdr = p + JNL_FIXED;
@@ -148,8 +149,7 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
  * failure no journal is left behind: the GGUF was not touched yet, so none
  * is needed. */
 enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
-                                const struct gguf_jnl *j,
-                                struct gguf_faults *f,
+                                const struct gguf_jnl *j, struct gguf_faults *f,
                                 struct gguf_error *err) {
     enum gguf_status st;
     struct gguf_buf b = {0};
@@ -164,7 +164,8 @@ enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
         if (errno == EEXIST)
             st = gguf_fail(err, GGUF_E_BUSY,
                            "%s exists: an interrupted commit must be "
-                           "recovered first", jpath);
+                           "recovered first",
+                           jpath);
         else
             st = gguf_sys_fail(err, errno, "cannot create %s", jpath);
         goto out;
@@ -250,8 +251,8 @@ static bool insert_unsupported(int e) {
 
 /* Steps (fault points): [insert-range, fsync] for inserts, then the new
  * header in two halves (so a kill can land mid-header), then fsync. */
-enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
-                                bool inserted, struct gguf_faults *f,
+enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j, bool inserted,
+                                struct gguf_faults *f,
                                 enum gguf_jnl_stage *stage,
                                 struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
@@ -271,7 +272,8 @@ enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j,
         *stage = GGUF_JNL_INSERTED;
         gguf_fault_point(f, "fsync after insert-range");
         if (fsync(fd) < 0) {
-            st = gguf_sys_fail(err, errno, "cannot sync the file after the insert");
+            st = gguf_sys_fail(err, errno,
+                               "cannot sync the file after the insert");
             goto out;
         }
     }

@@ -18,8 +18,7 @@
 
 #define LIVE_HEADROOM_MIN (UINT64_C(64) << 10)
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
+static uint64_t gcd(uint64_t a, uint64_t b) {
     while (b) {
         uint64_t t = a % b;
         a = b;
@@ -29,8 +28,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 }
 
 /* Least common multiple, or 0 when it would exceed 1 GiB (nonsense). */
-static uint64_t lcm(uint64_t a, uint64_t b)
-{
+static uint64_t lcm(uint64_t a, uint64_t b) {
     if (!a || !b)
         return a ? a : b;
     uint64_t l = a / gcd(a, b) * b;
@@ -39,8 +37,7 @@ static uint64_t lcm(uint64_t a, uint64_t b)
 
 /* The multiple a grown data start moves by: the alignment (align > 0)
  * and the filesystem's block sizes. */
-static uint64_t grow_unit(int fd, uint32_t align)
-{
+static uint64_t grow_unit(int fd, uint32_t align) {
     struct statfs sfs;
     struct stat sb;
     uint64_t u = align;
@@ -55,8 +52,7 @@ static uint64_t grow_unit(int fd, uint32_t align)
 
 /* The data start a growing commit chooses. */
 static enum gguf_status grown_offset(const gguf_ctx *ctx, uint64_t *d2,
-                                     struct gguf_error *err)
-{
+                                     struct gguf_error *err) {
     uint64_t unit = grow_unit(ctx->fd, gguf_ctx_alignment(ctx));
     uint64_t h = gguf_header_size(ctx), d = ctx->data_offset;
     uint64_t room = h / 8 > LIVE_HEADROOM_MIN ? h / 8 : LIVE_HEADROOM_MIN;
@@ -71,8 +67,7 @@ static enum gguf_status grown_offset(const gguf_ctx *ctx, uint64_t *d2,
  * padding holds.  A file without tensors may end before the padded data
  * start. */
 static enum gguf_status own_header(const gguf_ctx *ctx, struct gguf_buf *out,
-                                   struct gguf_error *err)
-{
+                                   struct gguf_error *err) {
     enum gguf_status st;
     uint64_t d = ctx->data_offset;
 
@@ -95,20 +90,19 @@ static enum gguf_status own_header(const gguf_ctx *ctx, struct gguf_buf *out,
 /* A header for data at d must be exactly d bytes: gguf_write_header's
  * contract, checked because a commit writes these bytes over [0, d). */
 static enum gguf_status check_len(const struct gguf_buf *hdr, uint64_t d,
-                                  struct gguf_error *err)
-{
+                                  struct gguf_error *err) {
     if (hdr->len == d)
         return GGUF_OK;
     return gguf_fail(err, GGUF_E_RANGE,
                      "the header writer made %zu bytes for a data offset of "
-                     "%llu", hdr->len, (unsigned long long)d);
+                     "%llu",
+                     hdr->len, (unsigned long long)d);
 }
 
 enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
                                   enum gguf_plan_how *how,
                                   uint64_t *data_offset,
-                                  struct gguf_error *err)
-{
+                                  struct gguf_error *err) {
     struct gguf_error fit = {0};
     enum gguf_status st;
     uint64_t d = ctx->data_offset, d2 = 0;
@@ -148,8 +142,7 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
 
 enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
                                   uint64_t *data_offset,
-                                  struct gguf_error *err)
-{
+                                  struct gguf_error *err) {
     enum gguf_plan_how how;
     return gguf_plan_commit(ctx, out, &how, data_offset, err);
 }

@@ -28,20 +28,18 @@
 #include <string.h>
 
 #define NAME_MAX_BYTES 255
-#define HASH_SUFFIX 18 /* "%~" + 16 hex digits */
+#define HASH_SUFFIX 18                         /* "%~" + 16 hex digits */
 #define CUT_MAX (NAME_MAX_BYTES - HASH_SUFFIX) /* 237 */
 
 static const char HEXU[] = "0123456789ABCDEF";
 
-static enum gguf_status add_pct(struct gguf_buf *out, uint8_t c)
-{
+static enum gguf_status add_pct(struct gguf_buf *out, uint8_t c) {
     char e[3] = {'%', HEXU[c >> 4], HEXU[c & 15]};
     return gguf_buf_add(out, e, 3);
 }
 
 enum gguf_status gguf_name_escape(const char *name, size_t len,
-                                  struct gguf_buf *out)
-{
+                                  struct gguf_buf *out) {
     const uint8_t *s = (const uint8_t *)name;
     size_t start = out->len;
     enum gguf_status st = GGUF_OK;
@@ -50,7 +48,8 @@ enum gguf_status gguf_name_escape(const char *name, size_t len,
         return gguf_buf_add(out, "%2E", 3);
     if (len == 2 && s[0] == '.' && s[1] == '.')
         return gguf_buf_add(out, "%2E%2E", 6);
-    if ((st = gguf_buf_reserve(out, len < 256 ? len + 1 : 256)) != GGUF_OK) /* never NULL: out->p + start below */
+    if ((st = gguf_buf_reserve(out, len < 256 ? len + 1 : 256)) !=
+        GGUF_OK) /* never NULL: out->p + start below */
         return st;
 
     /* Escape, but stop producing once past NAME_MAX: the rest would be cut
@@ -102,8 +101,7 @@ fail:
 }
 
 /* A printable copy of at most 64 bytes of s for messages. */
-static const char *shown(const char *s, size_t n, char *o)
-{
+static const char *shown(const char *s, size_t n, char *o) {
     size_t k = 0;
     for (size_t i = 0; i < n && i < 64; i++)
         o[k++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
@@ -117,8 +115,7 @@ static const char *shown(const char *s, size_t n, char *o)
 
 enum gguf_status gguf_name_unescape(const char *fname, size_t len,
                                     struct gguf_buf *out,
-                                    struct gguf_error *err)
-{
+                                    struct gguf_error *err) {
     size_t start = out->len;
     enum gguf_status st;
     struct gguf_buf canon = {0};
@@ -151,7 +148,8 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
             out->len = start;
             return gguf_fail(err, GGUF_E_INVAL,
                              "malformed %%-escape at byte %zu of a file name "
-                             "(expected %%HH)", i);
+                             "(expected %%HH)",
+                             i);
         }
         out->p[out->len++] = (uint8_t)(h << 4 | l);
         i += 2;
@@ -170,7 +168,8 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
         out->len = start;
         st = gguf_fail(err, GGUF_E_INVAL,
                        "file name '%s' is not in canonical form "
-                       "(expected '%s')", shown(fname, len, s1),
+                       "(expected '%s')",
+                       shown(fname, len, s1),
                        shown((const char *)canon.p, canon.len, s2));
         gguf_buf_free(&canon);
         return st;

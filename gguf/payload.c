@@ -37,16 +37,19 @@ struct scan {
 #define U(x) ((unsigned long long)(x))
 
 /* End of the file as an absolute offset, for messages. */
-static uint64_t file_end(const struct scan *s) { return s->file_off + s->len; }
+static uint64_t file_end(const struct scan *s) {
+    return s->file_off + s->len;
+}
 
 /* k bytes at pos: SCAN_OK if they are in memory, SCAN_MORE if they are in
  * the file but not yet read, SCAN_ERR (with a message about `what`) if the
  * file ends first. */
 static int have(struct scan *s, uint64_t pos, uint64_t k, const char *what) {
     if (pos > s->len || k > s->len - pos) {
-        gguf_fail(s->err, GGUF_E_FORMAT,
-                  "key '%s': %s at offset %llu runs past the end of the file (%llu)",
-                  s->wq, what, U(s->file_off + pos), U(file_end(s)));
+        gguf_fail(
+            s->err, GGUF_E_FORMAT,
+            "key '%s': %s at offset %llu runs past the end of the file (%llu)",
+            s->wq, what, U(s->file_off + pos), U(file_end(s)));
         return SCAN_ERR;
     }
     if (k > s->avail - pos) {
@@ -89,15 +92,17 @@ static int string_at(struct scan *s, uint64_t *pos) {
         return r;
     uint64_t n = gguf_rd64(s->p + *pos);
     if (n > GGUF_MAX_STRING) {
-        gguf_fail(s->err, GGUF_E_FORMAT,
-                  "key '%s': string length %llu at offset %llu exceeds the maximum (%llu)",
-                  s->wq, U(n), U(s->file_off + *pos), U(GGUF_MAX_STRING));
+        gguf_fail(
+            s->err, GGUF_E_FORMAT,
+            "key '%s': string length %llu at offset %llu exceeds the maximum (%llu)",
+            s->wq, U(n), U(s->file_off + *pos), U(GGUF_MAX_STRING));
         return SCAN_ERR;
     }
     if (n > s->len - *pos - 8) {
-        gguf_fail(s->err, GGUF_E_FORMAT,
-                  "key '%s': string length %llu at offset %llu runs past the end of the file (%llu)",
-                  s->wq, U(n), U(s->file_off + *pos), U(file_end(s)));
+        gguf_fail(
+            s->err, GGUF_E_FORMAT,
+            "key '%s': string length %llu at offset %llu runs past the end of the file (%llu)",
+            s->wq, U(n), U(s->file_off + *pos), U(file_end(s)));
         return SCAN_ERR;
     }
     if (n > s->avail - *pos - 8) {
@@ -127,31 +132,35 @@ static int array_at(struct scan *s, uint64_t *pos, int depth) {
     if (et == GGUF_TYPE_ARRAY) {
         if (!(s->flags & GGUF_PCHECK_NESTED)) {
             gguf_fail(s->err, GGUF_E_FORMAT,
-                      "key '%s' is an array of arrays, which ggml rejects", s->wq);
+                      "key '%s' is an array of arrays, which ggml rejects",
+                      s->wq);
             return SCAN_ERR;
         }
         /* This array is at level depth+1; its elements would be deeper. */
         if (depth + 1 >= GGUF_MAX_NESTING) {
-            gguf_fail(s->err, GGUF_E_FORMAT,
-                      "key '%s': arrays nested more than %d levels deep at offset %llu",
-                      s->wq, GGUF_MAX_NESTING, U(at));
+            gguf_fail(
+                s->err, GGUF_E_FORMAT,
+                "key '%s': arrays nested more than %d levels deep at offset %llu",
+                s->wq, GGUF_MAX_NESTING, U(at));
             return SCAN_ERR;
         }
     }
     if (n > GGUF_MAX_ARRAY) {
-        gguf_fail(s->err, GGUF_E_FORMAT,
-                  "key '%s': array of %llu elements at offset %llu exceeds the maximum (%llu)",
-                  s->wq, U(n), U(at), U(GGUF_MAX_ARRAY));
+        gguf_fail(
+            s->err, GGUF_E_FORMAT,
+            "key '%s': array of %llu elements at offset %llu exceeds the maximum (%llu)",
+            s->wq, U(n), U(at), U(GGUF_MAX_ARRAY));
         return SCAN_ERR;
     }
     /* n <= 2^30 and min_size <= 12: the product cannot overflow. */
     uint64_t least = n * min_size(et), left = s->len - start - 12;
     if (least > left) {
-        gguf_fail(s->err, GGUF_E_FORMAT,
-                  "key '%s': array of %llu %s elements at offset %llu needs at least "
-                  "%llu bytes, past the end of the file (%llu)",
-                  s->wq, U(n), gguf_type_name((enum gguf_type)et), U(at),
-                  U(least), U(file_end(s)));
+        gguf_fail(
+            s->err, GGUF_E_FORMAT,
+            "key '%s': array of %llu %s elements at offset %llu needs at least "
+            "%llu bytes, past the end of the file (%llu)",
+            s->wq, U(n), gguf_type_name((enum gguf_type)et), U(at), U(least),
+            U(file_end(s)));
         return SCAN_ERR;
     }
     uint64_t p = start + 12;
@@ -193,13 +202,14 @@ static int value_at(struct scan *s, uint32_t type, uint64_t *pos, int depth) {
     default:
         if (type >= GGUF_TYPE_COUNT) {
             gguf_fail(s->err, GGUF_E_FORMAT,
-                      "key '%s' at offset %llu has unknown value type %u", s->wq,
-                      U(s->file_off + *pos), type);
+                      "key '%s' at offset %llu has unknown value type %u",
+                      s->wq, U(s->file_off + *pos), type);
             return SCAN_ERR;
         }
         {
             char what[32];
-            snprintf(what, sizeof what, "%s value", gguf_type_name((enum gguf_type)type));
+            snprintf(what, sizeof what, "%s value",
+                     gguf_type_name((enum gguf_type)type));
             uint64_t k = gguf_type_size((enum gguf_type)type);
             r = have(s, *pos, k, what);
             if (r == SCAN_OK)
@@ -210,13 +220,18 @@ static int value_at(struct scan *s, uint32_t type, uint64_t *pos, int depth) {
 }
 
 enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
-                                   uint64_t avail, uint64_t len,
-                                   unsigned flags, struct gguf_pscan *out,
-                                   const char *where, uint64_t file_off,
-                                   struct gguf_error *err) {
+                                   uint64_t avail, uint64_t len, unsigned flags,
+                                   struct gguf_pscan *out, const char *where,
+                                   uint64_t file_off, struct gguf_error *err) {
     struct scan s = {
-        .p = p, .avail = avail < len ? avail : len, .len = len, .flags = flags,
-        .where = where ? where : "?", .file_off = file_off, .err = err, .out = out,
+        .p = p,
+        .avail = avail < len ? avail : len,
+        .len = len,
+        .flags = flags,
+        .where = where ? where : "?",
+        .file_off = file_off,
+        .err = err,
+        .out = out,
     };
     *out = (struct gguf_pscan){0};
     if (!p && s.avail) /* NULL with bytes claimed present: refuse, never read */
@@ -234,14 +249,13 @@ enum gguf_status gguf_payload_scan(enum gguf_type type, const uint8_t *p,
 enum gguf_status gguf_payload_check(enum gguf_type type, const uint8_t *p,
                                     uint64_t len, bool allow_nested,
                                     uint64_t *used, const char *where,
-                                    uint64_t file_off,
-                                    struct gguf_error *err) {
+                                    uint64_t file_off, struct gguf_error *err) {
     struct gguf_pscan out;
     /* With everything in memory (avail == len) the scan never asks for
      * more; the check below only guards that contract. */
-    enum gguf_status st = gguf_payload_scan(type, p, len, len,
-                                            allow_nested ? GGUF_PCHECK_NESTED : 0,
-                                            &out, where, file_off, err);
+    enum gguf_status st = gguf_payload_scan(
+        type, p, len, len, allow_nested ? GGUF_PCHECK_NESTED : 0, &out, where,
+        file_off, err);
     if (st != GGUF_OK)
         return st;
     if (out.need)

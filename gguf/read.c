@@ -41,15 +41,19 @@
 
 /* ---- the parser's state -------------------------------------------- */
 
-struct kv_off { uint64_t start, name, val; };   /* file, pool, file offsets */
-struct t_off { uint64_t start, name; };
+struct kv_off {
+    uint64_t start, name, val;
+}; /* file, pool, file offsets */
+struct t_off {
+    uint64_t start, name;
+};
 
 struct parse {
     gguf_ctx *ctx;
-    int fd;             /* source: fd >= 0, else mem */
+    int fd; /* source: fd >= 0, else mem */
     const uint8_t *mem;
-    uint64_t size;      /* file size */
-    uint8_t *buf;       /* bytes [0, have) of the file */
+    uint64_t size; /* file size */
+    uint8_t *buf;  /* bytes [0, have) of the file */
     uint64_t have;
     uint64_t pos;
     unsigned flags;
@@ -57,7 +61,7 @@ struct parse {
     struct kv_off *koff; /* in step with ctx->kv and ctx->t */
     struct t_off *toff;
     int64_t cap_koff, cap_toff;
-    bool t_name_nul;    /* some tensor name contains a NUL byte */
+    bool t_name_nul; /* some tensor name contains a NUL byte */
     struct gguf_error *err;
 };
 
@@ -86,10 +90,12 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
     if (target > pr->size)
         target = pr->size;
     if (target > SIZE_MAX)
-        return fail(pr, GGUF_E_NOMEM, "header of %llu bytes does not fit in memory", U(target));
+        return fail(pr, GGUF_E_NOMEM,
+                    "header of %llu bytes does not fit in memory", U(target));
     uint8_t *b = realloc(pr->buf, (size_t)target);
     if (!b)
-        return fail(pr, GGUF_E_NOMEM, "out of memory reading %llu header bytes", U(target));
+        return fail(pr, GGUF_E_NOMEM, "out of memory reading %llu header bytes",
+                    U(target));
     pr->buf = b;
     if (pr->fd < 0) {
         memcpy(b + pr->have, pr->mem + pr->have, (size_t)(target - pr->have));
@@ -107,9 +113,10 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
             return fail(pr, GGUF_E_IO, "reading the header at offset %llu: %s",
                         U(pr->have), strerror(errno));
         if (n == 0)
-            return fail(pr, GGUF_E_CHANGED,
-                        "the file shrank while its header was read (end at %llu, expected %llu)",
-                        U(pr->have), U(pr->size));
+            return fail(
+                pr, GGUF_E_CHANGED,
+                "the file shrank while its header was read (end at %llu, expected %llu)",
+                U(pr->have), U(pr->size));
         pr->have += (uint64_t)n;
     }
     return GGUF_OK;
@@ -163,7 +170,8 @@ static const char *pool_str(const struct parse *pr, uint64_t off) {
 
 /* ---- header, keys ---------------------------------------------------- */
 
-static enum gguf_status parse_header(struct parse *pr, uint64_t *n_t, uint64_t *n_kv) {
+static enum gguf_status parse_header(struct parse *pr, uint64_t *n_t,
+                                     uint64_t *n_kv) {
     gguf_ctx *ctx = pr->ctx;
     uint64_t F = pr->size;
     enum gguf_status st = fill(pr, F < FIRST_CHUNK ? F : FIRST_CHUNK);
@@ -171,49 +179,60 @@ static enum gguf_status parse_header(struct parse *pr, uint64_t *n_t, uint64_t *
         return st;
     if (F < 4)
         return fail(pr, GGUF_E_FORMAT,
-                    "file is %llu bytes long, too short for the GGUF magic", U(F));
+                    "file is %llu bytes long, too short for the GGUF magic",
+                    U(F));
     if (memcmp(pr->buf, GGUF_MAGIC, 4) != 0) {
         char q[GGUF_QUOTE_MAX];
-        return fail(pr, GGUF_E_FORMAT, "bad magic '%s' at offset 0 (expected 'GGUF')",
+        return fail(pr, GGUF_E_FORMAT,
+                    "bad magic '%s' at offset 0 (expected 'GGUF')",
                     gguf_quote(q, sizeof q, (const char *)pr->buf, 4));
     }
     if (F < 8)
         return fail(pr, GGUF_E_FORMAT,
-                    "version at offset 4 runs past the end of the file (%llu)", U(F));
+                    "version at offset 4 runs past the end of the file (%llu)",
+                    U(F));
     uint32_t v = gguf_rd32(pr->buf + 4);
     if (v == 0)
         return fail(pr, GGUF_E_FORMAT, "bad GGUF version 0 at offset 4");
     if ((v & 0xffff) == 0)
-        return fail(pr, GGUF_E_UNSUPPORTED,
-                    "version field at offset 4 reads 0x%08x: a big-endian GGUF file? "
-                    "only little-endian files are supported", v);
+        return fail(
+            pr, GGUF_E_UNSUPPORTED,
+            "version field at offset 4 reads 0x%08x: a big-endian GGUF file? "
+            "only little-endian files are supported",
+            v);
     if (v == 1)
-        return fail(pr, GGUF_E_UNSUPPORTED,
-                    "GGUF version 1 is not supported (ggml dropped it; versions 2 and 3 are)");
+        return fail(
+            pr, GGUF_E_UNSUPPORTED,
+            "GGUF version 1 is not supported (ggml dropped it; versions 2 and 3 are)");
     if (v > 3)
-        return fail(pr, GGUF_E_FORMAT,
-                    "GGUF version %u at offset 4 is not known (versions 2 and 3 are)", v);
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "GGUF version %u at offset 4 is not known (versions 2 and 3 are)",
+            v);
     ctx->version = v;
     if (F < HEADER_BYTES)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor and key counts at offset 8 run past the end of the file (%llu)",
-                    U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor and key counts at offset 8 run past the end of the file (%llu)",
+            U(F));
     *n_t = gguf_rd64(pr->buf + 8);
     *n_kv = gguf_rd64(pr->buf + 16);
     /* Bound the counts by the bytes present before anything is sized by
      * them (this also refuses what ggml reads as negative int64). */
     uint64_t rem = F - HEADER_BYTES;
     if (*n_kv > rem / MIN_KV_BYTES)
-        return fail(pr, GGUF_E_FORMAT,
-                    "key count %llu at offset 16 cannot fit in the file: %llu bytes follow "
-                    "the header and each key/value pair needs at least %d",
-                    U(*n_kv), U(rem), MIN_KV_BYTES);
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "key count %llu at offset 16 cannot fit in the file: %llu bytes follow "
+            "the header and each key/value pair needs at least %d",
+            U(*n_kv), U(rem), MIN_KV_BYTES);
     rem -= *n_kv * MIN_KV_BYTES;
     if (*n_t > rem / MIN_TENSOR_BYTES)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor count %llu at offset 8 cannot fit in the file: %llu bytes are "
-                    "left after the header and %llu keys, and each tensor info needs at least %d",
-                    U(*n_t), U(rem), U(*n_kv), MIN_TENSOR_BYTES);
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor count %llu at offset 8 cannot fit in the file: %llu bytes are "
+            "left after the header and %llu keys, and each tensor info needs at least %d",
+            U(*n_t), U(rem), U(*n_kv), MIN_TENSOR_BYTES);
     pr->pos = HEADER_BYTES;
     return GGUF_OK;
 }
@@ -225,21 +244,24 @@ static enum gguf_status name_at(struct parse *pr, const char *what, int64_t i,
                                 uint64_t *len) {
     uint64_t F = pr->size, at = pr->pos;
     if (F - at < 8)
-        return fail(pr, GGUF_E_FORMAT,
-                    "%s %lld: name length at offset %llu runs past the end of the file (%llu)",
-                    what, I(i), U(at), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "%s %lld: name length at offset %llu runs past the end of the file (%llu)",
+            what, I(i), U(at), U(F));
     enum gguf_status st = fill(pr, at + 8);
     if (st != GGUF_OK)
         return st;
     uint64_t n = gguf_rd64(pr->buf + at);
     if (n > GGUF_MAX_STRING)
-        return fail(pr, GGUF_E_FORMAT,
-                    "%s %lld: string length %llu at offset %llu exceeds the maximum (%llu)",
-                    what, I(i), U(n), U(at), U(GGUF_MAX_STRING));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "%s %lld: string length %llu at offset %llu exceeds the maximum (%llu)",
+            what, I(i), U(n), U(at), U(GGUF_MAX_STRING));
     if (n > F - at - 8)
-        return fail(pr, GGUF_E_FORMAT,
-                    "%s %lld: string length %llu at offset %llu runs past the end of the file (%llu)",
-                    what, I(i), U(n), U(at), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "%s %lld: string length %llu at offset %llu runs past the end of the file (%llu)",
+            what, I(i), U(n), U(at), U(F));
     *len = n;
     return GGUF_OK;
 }
@@ -252,7 +274,8 @@ static enum gguf_status parse_kv(struct parse *pr, int64_t i) {
     if (st != GGUF_OK)
         return st;
     if (klen == 0)
-        return fail(pr, GGUF_E_FORMAT, "key %lld at offset %llu is empty", I(i), U(start));
+        return fail(pr, GGUF_E_FORMAT, "key %lld at offset %llu is empty", I(i),
+                    U(start));
     if ((st = fill(pr, start + 8 + klen)) != GGUF_OK ||
         (st = pool_add(pr, start + 8, klen, &off)) != GGUF_OK)
         return st;
@@ -260,8 +283,10 @@ static enum gguf_status parse_kv(struct parse *pr, int64_t i) {
         !grow((void **)&pr->koff, &pr->cap_koff, i, sizeof *pr->koff))
         return fail(pr, GGUF_E_NOMEM, "out of memory for %lld keys", I(i + 1));
     struct gguf_kv *kv = &ctx->kv[i];
-    *kv = (struct gguf_kv){.key_len = klen, .type = GGUF_TYPE_COUNT,
-                           .arr_type = GGUF_TYPE_COUNT, .id = (uint32_t)(i + 1)};
+    *kv = (struct gguf_kv){.key_len = klen,
+                           .type = GGUF_TYPE_COUNT,
+                           .arr_type = GGUF_TYPE_COUNT,
+                           .id = (uint32_t)(i + 1)};
     pr->koff[i] = (struct kv_off){.start = start, .name = off};
     gguf_quote(q, sizeof q, pool_str(pr, off), klen);
 
@@ -269,25 +294,29 @@ static enum gguf_status parse_kv(struct parse *pr, int64_t i) {
     if (gguf_index_add(&ctx->kv_index, i, parse_key, pr, &dup) != GGUF_OK)
         return fail(pr, GGUF_E_NOMEM, "out of memory indexing keys");
     if (dup >= 0)
-        return fail(pr, GGUF_E_FORMAT, "duplicate key '%s' at offset %llu (first at offset %llu)",
+        return fail(pr, GGUF_E_FORMAT,
+                    "duplicate key '%s' at offset %llu (first at offset %llu)",
                     q, U(start), U(pr->koff[dup].start));
     pr->pos = start + 8 + klen;
 
     if (F - pr->pos < 4)
-        return fail(pr, GGUF_E_FORMAT,
-                    "key '%s': value type at offset %llu runs past the end of the file (%llu)",
-                    q, U(pr->pos), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "key '%s': value type at offset %llu runs past the end of the file (%llu)",
+            q, U(pr->pos), U(F));
     if ((st = fill(pr, pr->pos + 4)) != GGUF_OK)
         return st;
     uint32_t type = gguf_rd32(pr->buf + pr->pos);
     if (type >= GGUF_TYPE_COUNT)
-        return fail(pr, GGUF_E_FORMAT, "key '%s' at offset %llu has unknown value type %u",
-                    q, U(pr->pos), type);
+        return fail(pr, GGUF_E_FORMAT,
+                    "key '%s' at offset %llu has unknown value type %u", q,
+                    U(pr->pos), type);
     pr->pos += 4;
 
     /* The value: scan what is in memory, read more when asked, repeat. */
-    unsigned fl = GGUF_PCHECK_ANY_BOOL |
-                  ((pr->flags & GGUF_OPEN_ALLOW_NESTED) ? GGUF_PCHECK_NESTED : 0);
+    unsigned fl =
+        GGUF_PCHECK_ANY_BOOL |
+        ((pr->flags & GGUF_OPEN_ALLOW_NESTED) ? GGUF_PCHECK_NESTED : 0);
     struct gguf_pscan out;
     for (;;) {
         st = gguf_payload_scan((enum gguf_type)type, pr->buf + pr->pos,
@@ -308,12 +337,16 @@ static enum gguf_status parse_kv(struct parse *pr, int64_t i) {
         kv->arr_n = gguf_rd64(pr->buf + pr->pos + 4);
     }
     if (out.odd_bools == 1)
-        gguf_warn(ctx, "key '%s' has bool byte %u at offset %llu (ggml reads any nonzero byte as true)",
-                  q, out.odd_val, U(out.odd_off));
+        gguf_warn(
+            ctx,
+            "key '%s' has bool byte %u at offset %llu (ggml reads any nonzero byte as true)",
+            q, out.odd_val, U(out.odd_off));
     else if (out.odd_bools > 1)
-        gguf_warn(ctx, "key '%s' has %llu bool bytes other than 0 and 1, the first (%u) at "
-                  "offset %llu (ggml reads any nonzero byte as true)",
-                  q, U(out.odd_bools), out.odd_val, U(out.odd_off));
+        gguf_warn(
+            ctx,
+            "key '%s' has %llu bool bytes other than 0 and 1, the first (%u) at "
+            "offset %llu (ggml reads any nonzero byte as true)",
+            q, U(out.odd_bools), out.odd_val, U(out.odd_off));
     pr->pos += out.used;
     ctx->n_kv = i + 1;
     return GGUF_OK;
@@ -331,18 +364,23 @@ static enum gguf_status parse_alignment(struct parse *pr) {
         if (kv->type != GGUF_TYPE_UINT32) {
             char t[48];
             if (kv->type == GGUF_TYPE_ARRAY)
-                snprintf(t, sizeof t, "array[%s]", gguf_type_name(kv->arr_type));
+                snprintf(t, sizeof t, "array[%s]",
+                         gguf_type_name(kv->arr_type));
             else
                 snprintf(t, sizeof t, "%s", gguf_type_name(kv->type));
             return fail(pr, GGUF_E_FORMAT,
-                        "key '" GGUF_ALIGNMENT_KEY "' must be a uint32 power of two, found %s "
-                        "(at offset %llu)", t, U(pr->koff[i].start));
+                        "key '" GGUF_ALIGNMENT_KEY
+                        "' must be a uint32 power of two, found %s "
+                        "(at offset %llu)",
+                        t, U(pr->koff[i].start));
         }
         uint32_t a = gguf_rd32(pr->buf + pr->koff[i].val);
         if (a == 0 || (a & (a - 1)) != 0)
             return fail(pr, GGUF_E_FORMAT,
-                        "key '" GGUF_ALIGNMENT_KEY "' must be a uint32 power of two, found %u "
-                        "(at offset %llu)", a, U(pr->koff[i].start));
+                        "key '" GGUF_ALIGNMENT_KEY
+                        "' must be a uint32 power of two, found %u "
+                        "(at offset %llu)",
+                        a, U(pr->koff[i].start));
         ctx->alignment = a;
         break;
     }
@@ -365,16 +403,18 @@ static enum gguf_status tensor_name(struct parse *pr, int64_t i, char *q) {
         if ((st = fill(pr, start + 8 + 48)) != GGUF_OK)
             return st;
         gguf_quote(q, 80, (const char *)pr->buf + start + 8, 48);
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor %lld at offset %llu: name '%s' is %llu bytes long (at most %d)",
-                    I(i), U(start), q, U(nlen), GGUF_MAX_TENSOR_NAME);
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor %lld at offset %llu: name '%s' is %llu bytes long (at most %d)",
+            I(i), U(start), q, U(nlen), GGUF_MAX_TENSOR_NAME);
     }
     if ((st = fill(pr, start + 8 + nlen)) != GGUF_OK ||
         (st = pool_add(pr, start + 8, nlen, &off)) != GGUF_OK)
         return st;
     if (!grow((void **)&ctx->t, &ctx->cap_t, i, sizeof *ctx->t) ||
         !grow((void **)&pr->toff, &pr->cap_toff, i, sizeof *pr->toff))
-        return fail(pr, GGUF_E_NOMEM, "out of memory for %lld tensors", I(i + 1));
+        return fail(pr, GGUF_E_NOMEM, "out of memory for %lld tensors",
+                    I(i + 1));
     ctx->t[i] = (struct gguf_tensor){.name_len = nlen, .ne = {1, 1, 1, 1}};
     pr->toff[i] = (struct t_off){.start = start, .name = off};
     if (strlen(pool_str(pr, off)) != nlen)
@@ -385,9 +425,10 @@ static enum gguf_status tensor_name(struct parse *pr, int64_t i, char *q) {
     if (gguf_index_add(&ctx->t_index, i, parse_tname_c, pr, &dup) != GGUF_OK)
         return fail(pr, GGUF_E_NOMEM, "out of memory indexing tensors");
     if (dup >= 0)
-        return fail(pr, GGUF_E_FORMAT,
-                    "duplicate tensor '%s' at offset %llu (first at offset %llu)",
-                    q, U(start), U(pr->toff[dup].start));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "duplicate tensor '%s' at offset %llu (first at offset %llu)", q,
+            U(start), U(pr->toff[dup].start));
     pr->pos = start + 8 + nlen;
     return GGUF_OK;
 }
@@ -400,28 +441,33 @@ static enum gguf_status tensor_shape(struct parse *pr, struct gguf_tensor *t,
     uint64_t F = pr->size;
     enum gguf_status st;
     if (F - pr->pos < 4)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s': dimension count at offset %llu runs past the end of the file (%llu)",
-                    q, U(pr->pos), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s': dimension count at offset %llu runs past the end of the file (%llu)",
+            q, U(pr->pos), U(F));
     if ((st = fill(pr, pr->pos + 4)) != GGUF_OK)
         return st;
     uint32_t n_dims = gguf_rd32(pr->buf + pr->pos);
     if (n_dims > GGUF_MAX_DIMS)
-        return fail(pr, GGUF_E_FORMAT, "tensor '%s' has %u dimensions (at most %d), at offset %llu",
-                    q, n_dims, GGUF_MAX_DIMS, U(pr->pos));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s' has %u dimensions (at most %d), at offset %llu", q,
+            n_dims, GGUF_MAX_DIMS, U(pr->pos));
     pr->pos += 4;
     if (F - pr->pos < 8 * (uint64_t)n_dims)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s': dimensions at offset %llu run past the end of the file (%llu)",
-                    q, U(pr->pos), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s': dimensions at offset %llu run past the end of the file (%llu)",
+            q, U(pr->pos), U(F));
     if ((st = fill(pr, pr->pos + 8 * (uint64_t)n_dims)) != GGUF_OK)
         return st;
     t->n_dims = n_dims;
     for (uint32_t j = 0; j < n_dims; j++) {
         t->ne[j] = (int64_t)gguf_rd64(pr->buf + pr->pos + 8 * j);
         if (t->ne[j] < 0)
-            return fail(pr, GGUF_E_FORMAT, "tensor '%s' dimension %u is negative (%lld)",
-                        q, j, I(t->ne[j]));
+            return fail(pr, GGUF_E_FORMAT,
+                        "tensor '%s' dimension %u is negative (%lld)", q, j,
+                        I(t->ne[j]));
     }
     pr->pos += 8 * (uint64_t)n_dims;
     /* ggml's test, on exact values: INT64_MAX / ne[k] <= ne[0]*...*ne[k-1]
@@ -431,9 +477,11 @@ static enum gguf_status tensor_shape(struct parse *pr, struct gguf_tensor *t,
         int64_t prod = ne[0];
         for (int k = 1; k < GGUF_MAX_DIMS; k++) {
             if (INT64_MAX / ne[k] <= prod)
-                return fail(pr, GGUF_E_FORMAT,
-                            "tensor '%s' has too many elements: shape (%lld, %lld, %lld, %lld) "
-                            "overflows int64", q, I(ne[0]), I(ne[1]), I(ne[2]), I(ne[3]));
+                return fail(
+                    pr, GGUF_E_FORMAT,
+                    "tensor '%s' has too many elements: shape (%lld, %lld, %lld, %lld) "
+                    "overflows int64",
+                    q, I(ne[0]), I(ne[1]), I(ne[2]), I(ne[3]));
             prod *= ne[k];
         }
     }
@@ -450,9 +498,10 @@ static enum gguf_status tensor_type(struct parse *pr, struct gguf_tensor *t,
     enum gguf_status st;
     const int64_t *ne = t->ne;
     if (F - pr->pos < 4)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s': type at offset %llu runs past the end of the file (%llu)",
-                    q, U(pr->pos), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s': type at offset %llu runs past the end of the file (%llu)",
+            q, U(pr->pos), U(F));
     if ((st = fill(pr, pr->pos + 4)) != GGUF_OK)
         return st;
     uint32_t type = gguf_rd32(pr->buf + pr->pos);
@@ -460,22 +509,28 @@ static enum gguf_status tensor_type(struct parse *pr, struct gguf_tensor *t,
     if (gguf_ggml_type_known(type)) {
         uint32_t blck = gguf_ggml_blck_size(type);
         if (ne[0] % blck != 0)
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' of type %s has %lld elements per row, not a multiple "
-                        "of the block size (%u)", q, gguf_ggml_type_name(type), I(ne[0]), blck);
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' of type %s has %lld elements per row, not a multiple "
+                "of the block size (%u)",
+                q, gguf_ggml_type_name(type), I(ne[0]), blck);
         if (!gguf_ggml_nbytes(type, GGUF_MAX_DIMS, ne, &t->size))
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' of type %s and shape (%lld, %lld, %lld, %lld) has a size "
-                        "in bytes that overflows 64 bits", q, gguf_ggml_type_name(type),
-                        I(ne[0]), I(ne[1]), I(ne[2]), I(ne[3]));
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' of type %s and shape (%lld, %lld, %lld, %lld) has a size "
+                "in bytes that overflows 64 bits",
+                q, gguf_ggml_type_name(type), I(ne[0]), I(ne[1]), I(ne[2]),
+                I(ne[3]));
     } else if (type < 40) {
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s' has ggml type %u, which was removed from ggml (at offset %llu)",
-                    q, type, U(pr->pos));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s' has ggml type %u, which was removed from ggml (at offset %llu)",
+            q, type, U(pr->pos));
     } else if (type > INT32_MAX) {
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s' has ggml type %u, not a valid type id (at offset %llu)",
-                    q, type, U(pr->pos));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s' has ggml type %u, not a valid type id (at offset %llu)",
+            q, type, U(pr->pos));
     }
     pr->pos += 4;
     return GGUF_OK;
@@ -493,9 +548,10 @@ static enum gguf_status parse_tensor(struct parse *pr, int64_t i) {
         return st;
     struct gguf_tensor *t = &ctx->t[i];
     if (F - pr->pos < 8)
-        return fail(pr, GGUF_E_FORMAT,
-                    "tensor '%s': data offset at offset %llu runs past the end of the file (%llu)",
-                    q, U(pr->pos), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "tensor '%s': data offset at offset %llu runs past the end of the file (%llu)",
+            q, U(pr->pos), U(F));
     if ((st = fill(pr, pr->pos + 8)) != GGUF_OK)
         return st;
     t->offset = gguf_rd64(pr->buf + pr->pos);
@@ -530,13 +586,16 @@ static enum gguf_status check_offsets(struct parse *pr, uint64_t room) {
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
         if (t->offset % A != 0)
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' has offset %llu, not a multiple of the alignment (%llu)",
-                        tq(pr, i, q), U(t->offset), U(A));
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' has offset %llu, not a multiple of the alignment (%llu)",
+                tq(pr, i, q), U(t->offset), U(A));
         if (t->offset > room)
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' has offset %llu (data section at %llu), past the end of "
-                        "the file (%llu)", tq(pr, i, q), U(t->offset), U(D), U(F));
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' has offset %llu (data section at %llu), past the end of "
+                "the file (%llu)",
+                tq(pr, i, q), U(t->offset), U(D), U(F));
     }
     return GGUF_OK;
 }
@@ -564,11 +623,16 @@ static enum gguf_status size_unknown(struct parse *pr, const int64_t *ord,
         t->size = limit - t->offset;
         bool empty = !t->ne[0] || !t->ne[1] || !t->ne[2] || !t->ne[3];
         if (t->size == 0 && !empty)
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' has unknown ggml type %u and no bytes before %s, so its "
-                        "size cannot be known", tq(pr, ord[k], q), t->type, from);
-        gguf_warn(ctx, "tensor '%s' has unknown ggml type %u; its size (%llu bytes) is taken "
-                  "from %s", tq(pr, ord[k], q), t->type, U(t->size), from);
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' has unknown ggml type %u and no bytes before %s, so its "
+                "size cannot be known",
+                tq(pr, ord[k], q), t->type, from);
+        gguf_warn(
+            ctx,
+            "tensor '%s' has unknown ggml type %u; its size (%llu bytes) is taken "
+            "from %s",
+            tq(pr, ord[k], q), t->type, U(t->size), from);
     }
     return GGUF_OK;
 }
@@ -586,12 +650,14 @@ static enum gguf_status check_extents(struct parse *pr, const int64_t *ord,
         if (t->size > room - t->offset) {
             uint64_t start = D + t->offset; /* <= F */
             if (t->size <= UINT64_MAX - start)
-                return fail(pr, GGUF_E_FORMAT,
-                            "tensor '%s' data ends at %llu, past the end of the file (%llu)",
-                            tq(pr, i, q), U(start + t->size), U(F));
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' data (%llu bytes at %llu) runs past the end of the file (%llu)",
-                        tq(pr, i, q), U(t->size), U(start), U(F));
+                return fail(
+                    pr, GGUF_E_FORMAT,
+                    "tensor '%s' data ends at %llu, past the end of the file (%llu)",
+                    tq(pr, i, q), U(start + t->size), U(F));
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' data (%llu bytes at %llu) runs past the end of the file (%llu)",
+                tq(pr, i, q), U(t->size), U(start), U(F));
         }
     }
     int64_t prev = -1;
@@ -602,10 +668,11 @@ static enum gguf_status check_extents(struct parse *pr, const int64_t *ord,
             continue;
         if (prev >= 0 && t->offset < prev_end) {
             const struct gguf_tensor *p = &ctx->t[prev];
-            return fail(pr, GGUF_E_FORMAT,
-                        "tensor '%s' data at %llu overlaps tensor '%s' (%llu to %llu)",
-                        tq(pr, ord[k], q), U(D + t->offset), tq(pr, prev, q2),
-                        U(D + p->offset), U(D + prev_end));
+            return fail(
+                pr, GGUF_E_FORMAT,
+                "tensor '%s' data at %llu overlaps tensor '%s' (%llu to %llu)",
+                tq(pr, ord[k], q), U(D + t->offset), tq(pr, prev, q2),
+                U(D + p->offset), U(D + prev_end));
         }
         if (t->offset + t->size > prev_end) { /* <= room: no overflow */
             prev_end = t->offset + t->size;
@@ -624,9 +691,11 @@ static void check_contiguous(struct parse *pr) {
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
         if (t->offset != expect) {
-            gguf_warn(ctx, "tensor data is not contiguous: tensor '%s' has offset %llu, "
-                      "expected %llu (ggml rejects this layout)",
-                      tq(pr, i, q), U(t->offset), U(expect));
+            gguf_warn(
+                ctx,
+                "tensor data is not contiguous: tensor '%s' has offset %llu, "
+                "expected %llu (ggml rejects this layout)",
+                tq(pr, i, q), U(t->offset), U(expect));
             return;
         }
         /* size <= room < 2^63, A <= 2^31: no overflow */
@@ -645,13 +714,16 @@ static enum gguf_status check_data(struct parse *pr) {
     if (n == 0)
         return GGUF_OK;
     if (D > F)
-        return fail(pr, GGUF_E_FORMAT,
-                    "data section starts at %llu (tensor infos end at %llu, padded to %llu), "
-                    "past the end of the file (%llu)", U(D), U(pr->pos), U(A), U(F));
+        return fail(
+            pr, GGUF_E_FORMAT,
+            "data section starts at %llu (tensor infos end at %llu, padded to %llu), "
+            "past the end of the file (%llu)",
+            U(D), U(pr->pos), U(A), U(F));
     uint64_t room = F - D; /* bytes of the data section present */
     if ((st = check_offsets(pr, room)) != GGUF_OK)
         goto out;
-    if ((uint64_t)n > SIZE_MAX / sizeof *ord || !(ord = malloc((size_t)n * sizeof *ord))) {
+    if ((uint64_t)n > SIZE_MAX / sizeof *ord ||
+        !(ord = malloc((size_t)n * sizeof *ord))) {
         st = fail(pr, GGUF_E_NOMEM, "out of memory sorting %lld tensors", I(n));
         goto out;
     }
@@ -704,18 +776,23 @@ static enum gguf_status parse_file(struct parse *pr) {
     ctx->next_id = (uint32_t)ctx->n_kv + 1;
     /* The tensor index was keyed on C-string names for ggml's duplicate
      * rule; lookups use whole names. */
-    if (pr->t_name_nul && gguf_index_build(&ctx->t_index, ctx->n_t, gguf_ctx_tensor_name, ctx) != GGUF_OK)
+    if (pr->t_name_nul &&
+        gguf_index_build(&ctx->t_index, ctx->n_t, gguf_ctx_tensor_name, ctx) !=
+            GGUF_OK)
         return fail(pr, GGUF_E_NOMEM, "out of memory indexing tensors");
     return GGUF_OK;
 }
-
 
 /* Parses from fd (>= 0) or mem into ctx; frees the parser's leftovers. */
 static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
                                    uint64_t size, unsigned flags,
                                    struct gguf_error *err) {
-    struct parse pr = {.ctx = ctx, .fd = fd, .mem = mem, .size = size,
-                       .flags = flags, .err = err};
+    struct parse pr = {.ctx = ctx,
+                       .fd = fd,
+                       .mem = mem,
+                       .size = size,
+                       .flags = flags,
+                       .err = err};
     enum gguf_status st = parse_file(&pr);
     free(pr.buf);
     gguf_buf_free(&pr.names);
@@ -742,13 +819,16 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     *out = NULL;
     /* O_NONBLOCK so that a FIFO given by mistake cannot hang the open; it
      * is cleared again once the file is known to be regular. */
-    fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
+    fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+                        O_NONBLOCK);
     if (fd < 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot open the file: %s", strerror(errno));
+        st = gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
+                       strerror(errno));
         goto out;
     }
     if (fstat(fd, &sb) != 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot stat the file: %s", strerror(errno));
+        st = gguf_fail(err, GGUF_E_IO, "cannot stat the file: %s",
+                       strerror(errno));
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
@@ -757,7 +837,8 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot set the file's flags: %s", strerror(errno));
+        st = gguf_fail(err, GGUF_E_IO, "cannot set the file's flags: %s",
+                       strerror(errno));
         goto out;
     }
     if (!(ctx = gguf_ctx_alloc()) || !(ctx->path = strdup(path))) {
@@ -768,7 +849,8 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     fd = -1;
     ctx->dev = sb.st_dev;
     ctx->ino = sb.st_ino;
-    ctx->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    ctx->mtime_ns =
+        (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     st = parse_into(ctx, ctx->fd, NULL, (uint64_t)sb.st_size, flags, err);
 out:
     if (fd >= 0)
@@ -797,4 +879,3 @@ enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
     *out = ctx;
     return GGUF_OK;
 }
-

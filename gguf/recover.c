@@ -219,8 +219,10 @@ enum gguf_status gguf_recover(const char *path, bool *did,
      * commit that is running right now is not stale. */
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        st = gguf_sys_fail(err, errno, "cannot open %s to recover an "
-                           "interrupted commit", path);
+        st = gguf_sys_fail(err, errno,
+                           "cannot open %s to recover an "
+                           "interrupted commit",
+                           path);
         goto out;
     }
     st = gguf_commit_lock(fd, true, err);

@@ -56,8 +56,9 @@ static enum gguf_status copy_data(int in, uint64_t from, uint64_t to, int out,
                     continue;
                 }
                 if (r < 0) {
-                    st = gguf_sys_fail(err, errno, "copying tensor data at %llu",
-                                       (unsigned long long)start);
+                    st =
+                        gguf_sys_fail(err, errno, "copying tensor data at %llu",
+                                      (unsigned long long)start);
                     goto out;
                 }
                 if (r == 0) {
@@ -71,7 +72,8 @@ static enum gguf_status copy_data(int in, uint64_t from, uint64_t to, int out,
                 continue;
             }
             if (!buf && !(buf = malloc(COPY_CHUNK))) {
-                st = gguf_fail(err, GGUF_E_NOMEM, "out of memory for a copy buffer");
+                st = gguf_fail(err, GGUF_E_NOMEM,
+                               "out of memory for a copy buffer");
                 goto out;
             }
             st = gguf_pread_full(in, buf, n, start, "tensor data", err);
@@ -119,7 +121,8 @@ static int held_flock(int fd) {
 static enum gguf_status check_room(int fd, const struct stat *sb, uint64_t d2,
                                    uint64_t tail, struct gguf_error *err) {
     if (tail > (uint64_t)INT64_MAX - d2)
-        return gguf_fail(err, GGUF_E_RANGE, "the grown file would be too large");
+        return gguf_fail(err, GGUF_E_RANGE,
+                         "the grown file would be too large");
     uint64_t need = d2 + (uint64_t)sb->st_blocks * 512;
     uint64_t avail = gguf_free_bytes(fd);
     if (avail < need) {
@@ -239,4 +242,3 @@ out:
     free(npath);
     return st;
 }
-

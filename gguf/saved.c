@@ -67,8 +67,8 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
     if (listing)
         size += gguf_kv_record_size(REMOVED_KEY_LEN, list_bytes);
     uint64_t padded = gguf_align_up(size, gguf_ctx_alignment(ctx));
-    enum gguf_status st = padded > SIZE_MAX ? GGUF_E_NOMEM
-                                            : gguf_buf_reserve(b, (size_t)padded);
+    enum gguf_status st =
+        padded > SIZE_MAX ? GGUF_E_NOMEM : gguf_buf_reserve(b, (size_t)padded);
     if (st != GGUF_OK)
         return gguf_fail(err, st, "out of memory saving the edits");
 
@@ -111,12 +111,14 @@ static enum gguf_status write_edits_at(const char *prefix,
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm) == 0)
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
     for (int i = 1; fd < 0; i++) {
-        int w = i == 1 ? snprintf(name, sizeof name, "%s.ggufs-edits-%s.gguf",
-                                  prefix, stamp)
-                       : snprintf(name, sizeof name,
-                                  "%s.ggufs-edits-%s-%d.gguf", prefix, stamp, i);
+        int w = i == 1
+                    ? snprintf(name, sizeof name, "%s.ggufs-edits-%s.gguf",
+                               prefix, stamp)
+                    : snprintf(name, sizeof name, "%s.ggufs-edits-%s-%d.gguf",
+                               prefix, stamp, i);
         if (w < 0 || (size_t)w >= sizeof name || (size_t)w >= n) {
-            st = gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
+            st =
+                gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
             goto out;
         }
         fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -154,7 +156,8 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
     if (!err)
         err = &scratch; /* its errno chooses the fallback directory */
     if (!ctx || !out || n == 0) {
-        st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_save_edits");
+        st =
+            gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_save_edits");
         goto out;
     }
     out[0] = '\0';

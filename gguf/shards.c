@@ -17,14 +17,12 @@
 #define SPLIT_COUNT "split.count"
 #define SPLIT_TENSORS "split.tensors.count"
 
-static bool get_int(const gguf_ctx *ctx, const char *key, int64_t *v)
-{
+static bool get_int(const gguf_ctx *ctx, const char *key, int64_t *v) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
     return i >= 0 && gguf_kv_get_i64(ctx, i, v);
 }
 
-void gguf_close_set(gguf_ctx **v, int n)
-{
+void gguf_close_set(gguf_ctx **v, int n) {
     if (!v)
         return;
     for (int i = 0; i < n; i++)
@@ -36,14 +34,14 @@ void gguf_close_set(gguf_ctx **v, int n)
  * and split.count keys agree with its place, and none of its tensors is in
  * an earlier shard. */
 static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
-                                    struct gguf_error *err)
-{
+                                    struct gguf_error *err) {
     int64_t sn = -1, sc = -1;
     if (!get_int(v[n - 1], SPLIT_NO, &sn) || sn != n - 1 ||
         !get_int(v[n - 1], SPLIT_COUNT, &sc) || sc != count)
-        return gguf_fail(err, GGUF_E_FORMAT, "split.no/split.count are "
-                         "%lld/%lld, expected %d/%d", (long long)sn,
-                         (long long)sc, n - 1, count);
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "split.no/split.count are "
+                         "%lld/%lld, expected %d/%d",
+                         (long long)sn, (long long)sc, n - 1, count);
     int64_t nt = gguf_n_tensors(v[n - 1]);
     for (int64_t i = 0; i < nt; i++) {
         size_t tl;
@@ -52,8 +50,10 @@ static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
             if (gguf_find_tensor(v[p], tn, tl) >= 0) {
                 char q[GGUF_QUOTE_MAX];
                 gguf_quote(q, sizeof q, tn, tl);
-                return gguf_fail(err, GGUF_E_FORMAT, "tensor '%s' is also "
-                                 "in shard %d", q, p + 1);
+                return gguf_fail(err, GGUF_E_FORMAT,
+                                 "tensor '%s' is also "
+                                 "in shard %d",
+                                 q, p + 1);
             }
     }
     return GGUF_OK;
@@ -61,8 +61,7 @@ static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
 
 enum gguf_status gguf_open_set(const char *path, unsigned flags,
                                gguf_ctx ***out, int *n_out, char *bad,
-                               size_t bad_len, struct gguf_error *err)
-{
+                               size_t bad_len, struct gguf_error *err) {
     gguf_ctx **v = NULL;
     enum gguf_status st;
     int no = 0, count = 0, n = 0;
@@ -82,24 +81,31 @@ enum gguf_status gguf_open_set(const char *path, unsigned flags,
     if (!keyed && !(named && count > 1))
         goto done; /* a single file (or a merged one: split.count = 0) */
     if (!keyed) {
-        st = gguf_fail(err, GGUF_E_FORMAT, "named as shard %d of %d but has "
-                       "no split.count key", no, count);
+        st = gguf_fail(err, GGUF_E_FORMAT,
+                       "named as shard %d of %d but has "
+                       "no split.count key",
+                       no, count);
         goto fail;
     }
     if (!named) {
-        st = gguf_fail(err, GGUF_E_FORMAT, "split.count is %lld but the file "
+        st = gguf_fail(err, GGUF_E_FORMAT,
+                       "split.count is %lld but the file "
                        "name does not end in -NNNNN-of-MMMMM.gguf",
                        (long long)k_count);
         goto fail;
     }
     if (no != 1 || (get_int(v[0], SPLIT_NO, &k_no) && k_no != 0)) {
-        st = gguf_fail(err, GGUF_E_INVAL, "this is shard %d of %d: mount the "
-                       "first shard (-00001-of-%05d.gguf)", no, count, count);
+        st = gguf_fail(err, GGUF_E_INVAL,
+                       "this is shard %d of %d: mount the "
+                       "first shard (-00001-of-%05d.gguf)",
+                       no, count, count);
         goto fail;
     }
     if (k_count != count) {
-        st = gguf_fail(err, GGUF_E_FORMAT, "split.count is %lld but the name "
-                       "says %d shards", (long long)k_count, count);
+        st = gguf_fail(err, GGUF_E_FORMAT,
+                       "split.count is %lld but the name "
+                       "says %d shards",
+                       (long long)k_count, count);
         goto fail;
     }
     if (!get_int(v[0], SPLIT_TENSORS, &k_tensors) || k_tensors < 0) {
@@ -129,9 +135,10 @@ enum gguf_status gguf_open_set(const char *path, unsigned flags,
     }
     snprintf(bad, bad_len, "%s", path);
     if (total != k_tensors) {
-        st = gguf_fail(err, GGUF_E_FORMAT, "the shards hold %lld tensors but "
-                       "split.tensors.count is %lld", (long long)total,
-                       (long long)k_tensors);
+        st = gguf_fail(err, GGUF_E_FORMAT,
+                       "the shards hold %lld tensors but "
+                       "split.tensors.count is %lld",
+                       (long long)total, (long long)k_tensors);
         goto fail;
     }
 done:
@@ -145,8 +152,7 @@ fail:
     return st;
 }
 
-gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err)
-{
+gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err) {
     gguf_ctx *m = gguf_new(gguf_version(v[0]));
     uint8_t zero_u16[2] = {0, 0};
     if (!m) {

@@ -63,8 +63,7 @@
 
 /* ---- output helpers (the rest: internal.h) ------------------------- */
 
-static enum gguf_status put32(struct gguf_buf *b, uint32_t v)
-{
+static enum gguf_status put32(struct gguf_buf *b, uint32_t v) {
     enum gguf_status st = gguf_text_room(b, 4);
     if (st != GGUF_OK)
         return st;
@@ -73,8 +72,7 @@ static enum gguf_status put32(struct gguf_buf *b, uint32_t v)
     return GGUF_OK;
 }
 
-static enum gguf_status put64(struct gguf_buf *b, uint64_t v)
-{
+static enum gguf_status put64(struct gguf_buf *b, uint64_t v) {
     enum gguf_status st = gguf_text_room(b, 8);
     if (st != GGUF_OK)
         return st;
@@ -83,8 +81,7 @@ static enum gguf_status put64(struct gguf_buf *b, uint64_t v)
     return GGUF_OK;
 }
 
-static const char *tname(enum gguf_type t)
-{
+static const char *tname(enum gguf_type t) {
     const char *n = gguf_type_name(t);
     return n ? n : "?";
 }
@@ -93,8 +90,7 @@ static const char *tname(enum gguf_type t)
 
 static _Atomic(locale_t) c_loc;
 
-static locale_t enter_c_locale(void)
-{
+static locale_t enter_c_locale(void) {
     locale_t l = atomic_load(&c_loc);
     if (!l) {
         locale_t n = newlocale(LC_ALL_MASK, "C", (locale_t)0);
@@ -111,16 +107,14 @@ static locale_t enter_c_locale(void)
     return uselocale(l);
 }
 
-static void leave_c_locale(locale_t old)
-{
+static void leave_c_locale(locale_t old) {
     if (old)
         uselocale(old);
 }
 
 /* ---- numbers: formatting ------------------------------------------- */
 
-static size_t fmt_i64(int64_t v, char *o)
-{
+static size_t fmt_i64(int64_t v, char *o) {
     if (v < 0) {
         o[0] = '-';
         return 1 + gguf_fmt_u64((uint64_t)0 - (uint64_t)v, o + 1);
@@ -130,34 +124,41 @@ static size_t fmt_i64(int64_t v, char *o)
 
 /* Formats one scalar of fixed-size type t at p; returns the length (o: 48
  * bytes), 0 if t is not a fixed-size type. */
-static size_t fmt_scalar(enum gguf_type t, const uint8_t *p, char *o)
-{
+static size_t fmt_scalar(enum gguf_type t, const uint8_t *p, char *o) {
     switch (t) {
-    case GGUF_TYPE_UINT8: return gguf_fmt_u64(p[0], o);
-    case GGUF_TYPE_INT8: return fmt_i64((int8_t)p[0], o);
-    case GGUF_TYPE_UINT16: return gguf_fmt_u64((uint16_t)(p[0] | p[1] << 8), o);
+    case GGUF_TYPE_UINT8:
+        return gguf_fmt_u64(p[0], o);
+    case GGUF_TYPE_INT8:
+        return fmt_i64((int8_t)p[0], o);
+    case GGUF_TYPE_UINT16:
+        return gguf_fmt_u64((uint16_t)(p[0] | p[1] << 8), o);
     case GGUF_TYPE_INT16:
         return fmt_i64((int16_t)(uint16_t)(p[0] | p[1] << 8), o);
-    case GGUF_TYPE_UINT32: return gguf_fmt_u64(gguf_rd32(p), o);
-    case GGUF_TYPE_INT32: return fmt_i64((int32_t)gguf_rd32(p), o);
-    case GGUF_TYPE_UINT64: return gguf_fmt_u64(gguf_rd64(p), o);
-    case GGUF_TYPE_INT64: return fmt_i64((int64_t)gguf_rd64(p), o);
-    case GGUF_TYPE_FLOAT32: return gguf_fmt_float(gguf_rd32(p), true, o);
-    case GGUF_TYPE_FLOAT64: return gguf_fmt_float(gguf_rd64(p), false, o);
+    case GGUF_TYPE_UINT32:
+        return gguf_fmt_u64(gguf_rd32(p), o);
+    case GGUF_TYPE_INT32:
+        return fmt_i64((int32_t)gguf_rd32(p), o);
+    case GGUF_TYPE_UINT64:
+        return gguf_fmt_u64(gguf_rd64(p), o);
+    case GGUF_TYPE_INT64:
+        return fmt_i64((int64_t)gguf_rd64(p), o);
+    case GGUF_TYPE_FLOAT32:
+        return gguf_fmt_float(gguf_rd32(p), true, o);
+    case GGUF_TYPE_FLOAT64:
+        return gguf_fmt_float(gguf_rd64(p), false, o);
     case GGUF_TYPE_BOOL:
         /* A byte other than 0 or 1 is outside the specification; ggml
          * reads any nonzero byte as true, and so do we (the one lossy
          * case; docs/format.md, Value types). */
         memcpy(o, p[0] ? "true" : "false", p[0] ? 4 : 5);
         return p[0] ? 4 : 5;
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
-static bool is_fixed(enum gguf_type t)
-{
-    return t < GGUF_TYPE_COUNT && t != GGUF_TYPE_STRING &&
-           t != GGUF_TYPE_ARRAY;
+static bool is_fixed(enum gguf_type t) {
+    return t < GGUF_TYPE_COUNT && t != GGUF_TYPE_STRING && t != GGUF_TYPE_ARRAY;
 }
 
 /* ---- rendering ----------------------------------------------------- */
@@ -167,22 +168,19 @@ struct rd {
     size_t n, i;
 };
 
-static bool rd_has(const struct rd *r, uint64_t k)
-{
+static bool rd_has(const struct rd *r, uint64_t k) {
     return k <= r->n - r->i;
 }
 
 static enum gguf_status bad_payload(struct gguf_error *err, const char *what,
-                                    size_t off)
-{
+                                    size_t off) {
     return gguf_fail(err, GGUF_E_FORMAT, "malformed value: %s at byte %zu",
                      what, off);
 }
 
 static enum gguf_status render_scalar_at(struct rd *r, enum gguf_type t,
                                          struct gguf_buf *out,
-                                         struct gguf_error *err)
-{
+                                         struct gguf_error *err) {
     size_t sz = gguf_type_size(t);
     if (!rd_has(r, sz))
         return bad_payload(err, "truncated element", r->i);
@@ -200,8 +198,7 @@ static enum gguf_status render_scalar_at(struct rd *r, enum gguf_type t,
 /* An inner array at r in the bracketed one-line form. */
 static enum gguf_status render_inline(struct rd *r, int level,
                                       struct gguf_buf *out,
-                                      struct gguf_error *err)
-{
+                                      struct gguf_error *err) {
     enum gguf_status st;
     if (level > GGUF_MAX_NESTING)
         return bad_payload(err, "arrays nested too deeply", r->i);
@@ -247,8 +244,7 @@ static enum gguf_status render_inline(struct rd *r, int level,
 }
 
 static enum gguf_status render_array(struct rd *r, struct gguf_buf *out,
-                                     struct gguf_error *err)
-{
+                                     struct gguf_error *err) {
     enum gguf_status st;
     if (!rd_has(r, 12))
         return bad_payload(err, "truncated array header", r->i);
@@ -302,8 +298,7 @@ static enum gguf_status render_array(struct rd *r, struct gguf_buf *out,
 
 static enum gguf_status render(enum gguf_type type, const uint8_t *p,
                                size_t len, struct gguf_buf *out,
-                               struct gguf_error *err)
-{
+                               struct gguf_error *err) {
     enum gguf_status st;
     struct rd r = {p, len, 0};
     if (type == GGUF_TYPE_STRING) {
@@ -313,7 +308,8 @@ static enum gguf_status render(enum gguf_type type, const uint8_t *p,
         if (sl != len - 8)
             return gguf_fail(err, GGUF_E_FORMAT,
                              "malformed value: string length %" PRIu64
-                             " but %zu bytes follow", sl, len - 8);
+                             " but %zu bytes follow",
+                             sl, len - 8);
         if ((st = gguf_text_room(out, len - 7)) != GGUF_OK)
             return st;
         memcpy(out->p + out->len, p + 8, len - 8);
@@ -340,8 +336,7 @@ static enum gguf_status render(enum gguf_type type, const uint8_t *p,
 
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
-                             struct gguf_error *err)
-{
+                             struct gguf_error *err) {
     size_t mark = out->len;
     locale_t old = enter_c_locale();
     enum gguf_status st = render(type, payload, len, out, err);
@@ -358,8 +353,7 @@ enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
 
 /* Parses an integer of type t; GGUF_OK, GGUF_E_INVAL or GGUF_E_RANGE. */
 static enum gguf_status parse_int(const char *s, size_t n, enum gguf_type t,
-                                  uint64_t *out)
-{
+                                  uint64_t *out) {
     size_t i = 0;
     bool neg = false;
     if (n && s[0] == '-') {
@@ -401,18 +395,16 @@ static enum gguf_status parse_int(const char *s, size_t n, enum gguf_type t,
 /* Parses one scalar of fixed-size type t from s[0..n) and appends its
  * bytes.  Messages: "line L: 'x' is not a T" / "line L: x is out of range
  * for T". */
-static enum gguf_status parse_scalar(enum gguf_type t, const char *s,
-                                     size_t n, struct gguf_buf *out,
-                                     struct gguf_error *err, uint64_t line)
-{
+static enum gguf_status parse_scalar(enum gguf_type t, const char *s, size_t n,
+                                     struct gguf_buf *out,
+                                     struct gguf_error *err, uint64_t line) {
     uint64_t v = 0;
     enum gguf_status st;
     switch (t) {
     case GGUF_TYPE_BOOL:
         if ((n == 4 && !memcmp(s, "true", 4)) || (n == 1 && s[0] == '1'))
             v = 1, st = GGUF_OK;
-        else if ((n == 5 && !memcmp(s, "false", 5)) ||
-                 (n == 1 && s[0] == '0'))
+        else if ((n == 5 && !memcmp(s, "false", 5)) || (n == 1 && s[0] == '0'))
             v = 0, st = GGUF_OK;
         else
             st = GGUF_E_INVAL;
@@ -428,11 +420,12 @@ static enum gguf_status parse_scalar(enum gguf_type t, const char *s,
     }
     char sn[200];
     if (st == GGUF_E_INVAL)
-        return gguf_fail(err, st, "line %" PRIu64 ": '%s' is not a%s %s",
-                         line, gguf_text_snippet(s, n, sn, sizeof sn),
+        return gguf_fail(err, st, "line %" PRIu64 ": '%s' is not a%s %s", line,
+                         gguf_text_snippet(s, n, sn, sizeof sn),
                          t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 ||
-                         t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64
-                             ? "n" : "",
+                                 t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64
+                             ? "n"
+                             : "",
                          tname(t));
     if (st == GGUF_E_RANGE)
         return gguf_fail(err, st, "line %" PRIu64 ": %s is out of range for %s",
@@ -453,26 +446,23 @@ static enum gguf_status parse_scalar(enum gguf_type t, const char *s,
 /* ---- parsing ------------------------------------------------------- */
 
 static enum gguf_status too_long(struct gguf_error *err, uint64_t line,
-                                 uint64_t n)
-{
+                                 uint64_t n) {
     return gguf_fail(err, GGUF_E_RANGE,
                      "line %" PRIu64 ": string of %" PRIu64
-                     " bytes is longer than %" PRIu64, line, n,
-                     (uint64_t)GGUF_MAX_STRING);
+                     " bytes is longer than %" PRIu64,
+                     line, n, (uint64_t)GGUF_MAX_STRING);
 }
 
 /* The "TYPE[" that opens a bracketed inner array at s[*pos..n): *et is
  * the element type, *pos moves past the '['.  Also refuses an array that
  * would be nested too deeply at this level. */
-static enum gguf_status parse_inline_head(const char *s, size_t n,
-                                          size_t *pos, int level,
-                                          uint64_t line, int *et,
-                                          struct gguf_error *err)
-{
+static enum gguf_status parse_inline_head(const char *s, size_t n, size_t *pos,
+                                          int level, uint64_t line, int *et,
+                                          struct gguf_error *err) {
     size_t i = *pos, t0 = i;
     char sn[200];
-    while (i < n && ((s[i] >= 'a' && s[i] <= 'z') ||
-                     (s[i] >= '0' && s[i] <= '9')))
+    while (i < n &&
+           ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
         i++;
     if (i - t0 == 5 && !memcmp(s + t0, "array", 5))
         *et = GGUF_TYPE_ARRAY;
@@ -495,8 +485,8 @@ static enum gguf_status parse_inline_head(const char *s, size_t n,
         (*et == GGUF_TYPE_ARRAY && level >= GGUF_MAX_NESTING))
         return gguf_fail(err, GGUF_E_INVAL,
                          "line %" PRIu64 ", column %zu: arrays nested more "
-                         "than %d levels deep", line, t0 + 1,
-                         GGUF_MAX_NESTING);
+                         "than %d levels deep",
+                         line, t0 + 1, GGUF_MAX_NESTING);
     *pos = i + 1;
     return GGUF_OK;
 }
@@ -508,18 +498,18 @@ static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
 
 /* One element of type et at s[*pos..n) inside a bracketed inner array;
  * *pos moves past it. */
-static enum gguf_status parse_inline_elem(const char *s, size_t n,
-                                          size_t *pos, int et, int level,
-                                          uint64_t line, struct gguf_buf *out,
-                                          struct gguf_error *err)
-{
+static enum gguf_status parse_inline_elem(const char *s, size_t n, size_t *pos,
+                                          int et, int level, uint64_t line,
+                                          struct gguf_buf *out,
+                                          struct gguf_error *err) {
     enum gguf_status st;
     size_t i = *pos;
     if (et == GGUF_TYPE_STRING) {
         if (s[i] != '"')
             return gguf_fail(err, GGUF_E_INVAL,
                              "line %" PRIu64 ", column %zu: expected '\"' "
-                             "to start a string", line, i + 1);
+                             "to start a string",
+                             line, i + 1);
         size_t used = 0, at = out->len;
         if ((st = put64(out, 0)) != GGUF_OK ||
             (st = gguf_text_unescape(s + i + 1, n - i - 1, true, &used, out,
@@ -548,8 +538,7 @@ static enum gguf_status parse_inline_elem(const char *s, size_t n,
 static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
                                      int level, uint64_t line,
                                      struct gguf_buf *out,
-                                     struct gguf_error *err)
-{
+                                     struct gguf_error *err) {
     enum gguf_status st;
     size_t i = *pos;
     char sn[200];
@@ -597,7 +586,8 @@ static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
             break;
         return gguf_fail(err, GGUF_E_INVAL,
                          "line %" PRIu64 ", column %zu: expected ',' or ']', "
-                         "found '%s'", line, i + 1,
+                         "found '%s'",
+                         line, i + 1,
                          gguf_text_snippet(s + i, 1, sn, sizeof sn));
     }
     return gguf_fail(err, GGUF_E_INVAL,
@@ -606,8 +596,7 @@ static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
 
 static enum gguf_status parse_array(enum gguf_type et, const char *text,
                                     size_t len, struct gguf_buf *out,
-                                    struct gguf_error *err)
-{
+                                    struct gguf_error *err) {
     enum gguf_status st;
     if (et >= GGUF_TYPE_COUNT)
         return gguf_fail(err, GGUF_E_INVAL, "unknown array element type %u",
@@ -620,18 +609,18 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
     if (len && text[len - 1] != '\n')
         return gguf_fail(err, GGUF_E_INVAL,
                          "line %" PRIu64 ": last line is incomplete "
-                         "(no trailing newline)", lines + 1);
+                         "(no trailing newline)",
+                         lines + 1);
     if (lines > GGUF_MAX_ARRAY)
         return gguf_fail(err, GGUF_E_RANGE,
                          "array of %" PRIu64
                          " elements is longer than %" PRIu64,
                          lines, (uint64_t)GGUF_MAX_ARRAY);
-    size_t est = et == GGUF_TYPE_STRING ? len + (size_t)lines * 8
-               : et == GGUF_TYPE_ARRAY ? len
-                                       : (size_t)lines * gguf_type_size(et);
+    size_t est = et == GGUF_TYPE_STRING  ? len + (size_t)lines * 8
+                 : et == GGUF_TYPE_ARRAY ? len
+                                         : (size_t)lines * gguf_type_size(et);
     if ((st = gguf_text_room(out, 12 + est)) != GGUF_OK ||
-        (st = put32(out, et)) != GGUF_OK ||
-        (st = put64(out, lines)) != GGUF_OK)
+        (st = put32(out, et)) != GGUF_OK || (st = put64(out, lines)) != GGUF_OK)
         return st;
     const char *q = text, *e = text + len;
     for (uint64_t ln = 1; ln <= lines; ln++) {
@@ -653,11 +642,12 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
                 return st;
             if (pos != n) {
                 char sn[200];
-                return gguf_fail(err, GGUF_E_INVAL,
-                                 "line %" PRIu64 ", column %zu: unexpected "
-                                 "'%s' after the array", ln, pos + 1,
-                                 gguf_text_snippet(q + pos, n - pos, sn,
-                                                   sizeof sn));
+                return gguf_fail(
+                    err, GGUF_E_INVAL,
+                    "line %" PRIu64 ", column %zu: unexpected "
+                    "'%s' after the array",
+                    ln, pos + 1,
+                    gguf_text_snippet(q + pos, n - pos, sn, sizeof sn));
             }
         } else if ((st = parse_scalar(et, q, n, out, err, ln)) != GGUF_OK) {
             return st;
@@ -669,8 +659,7 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
 
 static enum gguf_status parse(enum gguf_type type, enum gguf_type arr_type,
                               const char *text, size_t len,
-                              struct gguf_buf *out, struct gguf_error *err)
-{
+                              struct gguf_buf *out, struct gguf_error *err) {
     enum gguf_status st;
     if (type == GGUF_TYPE_ARRAY)
         return parse_array(arr_type, text, len, out, err);
@@ -695,8 +684,7 @@ static enum gguf_status parse(enum gguf_type type, enum gguf_type arr_type,
 
 enum gguf_status gguf_parse_text(enum gguf_type type, enum gguf_type arr_type,
                                  const char *text, size_t len,
-                                 struct gguf_buf *out, struct gguf_error *err)
-{
+                                 struct gguf_buf *out, struct gguf_error *err) {
     size_t mark = out->len;
     if (!text) /* an empty gguf_buf: NULL + 0 is undefined in C (UBSan) */
         text = "";

@@ -13,8 +13,7 @@
 #include <string.h>
 
 /* Could text (no newline) still grow into a valid scalar of this type? */
-static bool plausible_prefix(enum gguf_type type, const char *s, size_t n)
-{
+static bool plausible_prefix(enum gguf_type type, const char *s, size_t n) {
     switch (type) {
     case GGUF_TYPE_BOOL:
         return (n <= 4 && strncmp(s, "true", n) == 0) ||
@@ -23,7 +22,8 @@ static bool plausible_prefix(enum gguf_type type, const char *s, size_t n)
     case GGUF_TYPE_FLOAT32:
     case GGUF_TYPE_FLOAT64:
         for (size_t i = 0; i < n; i++)
-            if (!strchr("0123456789abcdefABCDEF+-.nityNITYxXpP()", s[i]) || !s[i])
+            if (!strchr("0123456789abcdefABCDEF+-.nityNITYxXpP()", s[i]) ||
+                !s[i])
                 return false;
         return true;
     default: /* integers; "-0" is a valid unsigned value, so '-' may lead */
@@ -38,8 +38,7 @@ enum gguf_status gguf_text_check_prefix(enum gguf_type type,
                                         enum gguf_type arr_type,
                                         const char *text, size_t len,
                                         size_t *checked,
-                                        struct gguf_error *err)
-{
+                                        struct gguf_error *err) {
     struct gguf_buf scratch = {0};
     enum gguf_status st = GGUF_OK;
 
@@ -77,8 +76,7 @@ out:
 }
 
 enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
-                                   struct gguf_buf *out)
-{
+                                   struct gguf_buf *out) {
     uint8_t z[12] = {0};
     if (type == GGUF_TYPE_ARRAY) {
         gguf_wr32(z, (uint32_t)arr_type); /* count stays 0 */
@@ -91,8 +89,7 @@ enum gguf_status gguf_zero_payload(enum gguf_type type, enum gguf_type arr_type,
 }
 
 enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
-                               struct gguf_error *err)
-{
+                               struct gguf_error *err) {
     if (i < 0 || i >= ctx->n_kv)
         return gguf_fail(err, GGUF_E_NOTFOUND, "no key at index %lld",
                          (long long)i);
@@ -112,7 +109,8 @@ enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
     ctx->dirty = true;
     /* The index maps names to positions: rebuild it. */
     struct gguf_index fresh = {0};
-    if (gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx) != GGUF_OK) {
+    if (gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx) !=
+        GGUF_OK) {
         gguf_index_free(&fresh);
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory reindexing keys");
     }

@@ -13,8 +13,7 @@
 
 /* ---- messages ------------------------------------------------------ */
 
-const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz)
-{
+const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz) {
     size_t k = 0, i;
     for (i = 0; i < n && i < 40 && k + 8 < osz; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -43,8 +42,7 @@ const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz)
 
 /* ---- UTF-8 --------------------------------------------------------- */
 
-size_t gguf_utf8_seq(const uint8_t *s, size_t n)
-{
+size_t gguf_utf8_seq(const uint8_t *s, size_t n) {
     uint8_t c = s[0];
     if (c < 0x80)
         return 1;
@@ -75,8 +73,7 @@ size_t gguf_utf8_seq(const uint8_t *s, size_t n)
     return k;
 }
 
-bool gguf_utf8_valid(const uint8_t *s, size_t len)
-{
+bool gguf_utf8_valid(const uint8_t *s, size_t len) {
     size_t i = 0;
     while (i < len) {
         if (s[i] < 0x80) {
@@ -94,8 +91,7 @@ bool gguf_utf8_valid(const uint8_t *s, size_t len)
 /* ---- escaping ------------------------------------------------------ */
 
 enum gguf_status gguf_text_escape(const uint8_t *s, size_t n, bool quoted,
-                                  struct gguf_buf *out)
-{
+                                  struct gguf_buf *out) {
     enum gguf_status st = gguf_text_room(out, n + 2);
     if (st != GGUF_OK)
         return st;
@@ -121,11 +117,21 @@ enum gguf_status gguf_text_escape(const uint8_t *s, size_t n, bool quoted,
         size_t k = 2;
         o[0] = '\\';
         switch (c) {
-        case '\\': o[1] = '\\'; break;
-        case '"': o[1] = '"'; break;
-        case '\n': o[1] = 'n'; break;
-        case '\r': o[1] = 'r'; break;
-        case '\t': o[1] = 't'; break;
+        case '\\':
+            o[1] = '\\';
+            break;
+        case '"':
+            o[1] = '"';
+            break;
+        case '\n':
+            o[1] = 'n';
+            break;
+        case '\r':
+            o[1] = 'r';
+            break;
+        case '\t':
+            o[1] = 't';
+            break;
         default:
             o[1] = 'x';
             o[2] = (uint8_t)gguf_hexdigit(c >> 4);
@@ -139,8 +145,7 @@ enum gguf_status gguf_text_escape(const uint8_t *s, size_t n, bool quoted,
 }
 
 enum gguf_status gguf_escape_line(const uint8_t *s, size_t len,
-                                  struct gguf_buf *out)
-{
+                                  struct gguf_buf *out) {
     size_t mark = out->len;
     enum gguf_status st = gguf_text_escape(s, len, false, out);
     if (st != GGUF_OK)
@@ -149,8 +154,7 @@ enum gguf_status gguf_escape_line(const uint8_t *s, size_t len,
 }
 
 /* "line N, column C: " / "column C: " prefix for messages. */
-static void where(char *w, size_t n, uint64_t line, size_t col)
-{
+static void where(char *w, size_t n, uint64_t line, size_t col) {
     if (line)
         snprintf(w, n, "line %" PRIu64 ", column %zu: ", line, col);
     else
@@ -160,8 +164,7 @@ static void where(char *w, size_t n, uint64_t line, size_t col)
 enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
                                     size_t *used, struct gguf_buf *out,
                                     struct gguf_error *err, uint64_t line,
-                                    size_t col0)
-{
+                                    size_t col0) {
     char w[64];
     enum gguf_status st = gguf_text_room(out, n);
     if (st != GGUF_OK)
@@ -200,10 +203,18 @@ enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
         }
         uint8_t c;
         switch (s[i + 1]) {
-        case '\\': c = '\\'; break;
-        case 'n': c = '\n'; break;
-        case 'r': c = '\r'; break;
-        case 't': c = '\t'; break;
+        case '\\':
+            c = '\\';
+            break;
+        case 'n':
+            c = '\n';
+            break;
+        case 'r':
+            c = '\r';
+            break;
+        case 't':
+            c = '\t';
+            break;
         case '"':
             if (!quoted)
                 goto unknown;
@@ -216,21 +227,19 @@ enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
                 char sn[200];
                 where(w, sizeof w, line, col0 + i);
                 return gguf_fail(err, GGUF_E_INVAL,
-                                 "%sincomplete escape '%s' (expected \\xHH)",
-                                 w, gguf_text_snippet(s + i,
-                                                      n - i < 4 ? n - i : 4,
-                                                      sn, sizeof sn));
+                                 "%sincomplete escape '%s' (expected \\xHH)", w,
+                                 gguf_text_snippet(s + i, n - i < 4 ? n - i : 4,
+                                                   sn, sizeof sn));
             }
             c = (uint8_t)(h << 4 | l);
             i += 2;
             break;
         }
         default:
-        unknown: {
+        unknown : {
             char sn[64];
             where(w, sizeof w, line, col0 + i);
-            return gguf_fail(err, GGUF_E_INVAL,
-                             "%sunknown escape '%s'", w,
+            return gguf_fail(err, GGUF_E_INVAL, "%sunknown escape '%s'", w,
                              gguf_text_snippet(s + i, 2, sn, sizeof sn));
         }
         }
@@ -242,8 +251,7 @@ enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
 
 enum gguf_status gguf_unescape_line(const char *s, size_t len,
                                     struct gguf_buf *out,
-                                    struct gguf_error *err)
-{
+                                    struct gguf_error *err) {
     size_t mark = out->len;
     enum gguf_status st =
         gguf_text_unescape(s, len, false, NULL, out, err, 0, 1);

@@ -26,8 +26,7 @@
 
 /* ---- integers and reading back --------------------------------------- */
 
-size_t gguf_fmt_u64(uint64_t v, char *o)
-{
+size_t gguf_fmt_u64(uint64_t v, char *o) {
     char t[24];
     size_t k = 0, n = 0;
     do {
@@ -41,8 +40,7 @@ size_t gguf_fmt_u64(uint64_t v, char *o)
 
 /* Does the decimal d0.d1d2...e<x10> (nd digits) read back to v? */
 static bool reads_back(const char *dig, int nd, int x10, bool neg, double v,
-                       bool f32)
-{
+                       bool f32) {
     char s[48];
     size_t k = 0;
     if (neg)
@@ -70,8 +68,7 @@ static bool reads_back(const char *dig, int nd, int x10, bool neg, double v,
 /* The p significant digits of |v| correctly rounded (printf %e), into
  * dig (no point, no sign, NUL-terminated), with the decimal exponent of the
  * first digit in *x10. */
-static void digits_at(double v, int p, char *dig, int *x10)
-{
+static void digits_at(double v, int p, char *dig, int *x10) {
     char s[64];
     snprintf(s, sizeof s, "%.*e", p - 1, fabs(v));
     /* s is D[.DDD]e[+-]XX; the decimal point may be locale-specific */
@@ -88,8 +85,7 @@ static void digits_at(double v, int p, char *dig, int *x10)
 
 /* Shortest digits by search with printf and strtod: the slow fallback of
  * shortest() (never expected to be used, kept for safety). */
-static int shortest_slow(double v, bool f32, char *dig, int *x10)
-{
+static int shortest_slow(double v, bool f32, char *dig, int *x10) {
     int maxp = f32 ? 9 : 17;
     char d[32];
     int x;
@@ -128,8 +124,7 @@ struct bn {
     uint32_t w[BN_WORDS];
 };
 
-static void bn_set(struct bn *a, uint64_t v)
-{
+static void bn_set(struct bn *a, uint64_t v) {
     a->n = 0;
     while (v) {
         a->w[a->n++] = (uint32_t)v;
@@ -137,8 +132,7 @@ static void bn_set(struct bn *a, uint64_t v)
     }
 }
 
-static bool bn_mul_small(struct bn *a, uint32_t m)
-{
+static bool bn_mul_small(struct bn *a, uint32_t m) {
     uint64_t c = 0;
     for (int i = 0; i < a->n; i++) {
         c += (uint64_t)a->w[i] * m;
@@ -153,8 +147,7 @@ static bool bn_mul_small(struct bn *a, uint32_t m)
     return true;
 }
 
-static bool bn_shl(struct bn *a, int k)
-{
+static bool bn_shl(struct bn *a, int k) {
     if (a->n == 0 || k == 0)
         return true;
     int ws = k / 32, bs = k % 32;
@@ -174,18 +167,17 @@ static bool bn_shl(struct bn *a, int k)
     return true;
 }
 
-static bool bn_mul_pow10(struct bn *a, int k)
-{
-    static const uint32_t p10[] = {1, 10, 100, 1000, 10000, 100000, 1000000,
-                                   10000000, 100000000, 1000000000};
+static bool bn_mul_pow10(struct bn *a, int k) {
+    static const uint32_t p10[] = {1,         10,        100,     1000,
+                                   10000,     100000,    1000000, 10000000,
+                                   100000000, 1000000000};
     for (; k >= 9; k -= 9)
         if (!bn_mul_small(a, p10[9]))
             return false;
     return bn_mul_small(a, p10[k]);
 }
 
-static int bn_cmp(const struct bn *a, const struct bn *b)
-{
+static int bn_cmp(const struct bn *a, const struct bn *b) {
     if (a->n != b->n)
         return a->n < b->n ? -1 : 1;
     for (int i = a->n - 1; i >= 0; i--)
@@ -195,13 +187,11 @@ static int bn_cmp(const struct bn *a, const struct bn *b)
 }
 
 /* c = a + b */
-static bool bn_add(struct bn *c, const struct bn *a, const struct bn *b)
-{
+static bool bn_add(struct bn *c, const struct bn *a, const struct bn *b) {
     int n = a->n > b->n ? a->n : b->n;
     uint64_t carry = 0;
     for (int i = 0; i < n; i++) {
-        carry += (uint64_t)(i < a->n ? a->w[i] : 0) +
-                 (i < b->n ? b->w[i] : 0);
+        carry += (uint64_t)(i < a->n ? a->w[i] : 0) + (i < b->n ? b->w[i] : 0);
         c->w[i] = (uint32_t)carry;
         carry >>= 32;
     }
@@ -215,8 +205,7 @@ static bool bn_add(struct bn *c, const struct bn *a, const struct bn *b)
 }
 
 /* a -= b, with a >= b */
-static void bn_sub(struct bn *a, const struct bn *b)
-{
+static void bn_sub(struct bn *a, const struct bn *b) {
     int64_t borrow = 0;
     for (int i = 0; i < a->n; i++) {
         int64_t x = (int64_t)a->w[i] - (i < b->n ? b->w[i] : 0) - borrow;
@@ -233,9 +222,8 @@ static void bn_sub(struct bn *a, const struct bn *b)
  * fewest that identify it under round-half-even reading (strtod's), and of
  * those the closest.  Returns the digit count, 0 if the numbers got too big
  * (cannot happen for float32/float64, but then the caller falls back). */
-static int dragon(double v, uint64_t f, int e, int prec, int min_e,
-                  char *dig, int *x10)
-{
+static int dragon(double v, uint64_t f, int e, int prec, int min_e, char *dig,
+                  int *x10) {
     struct bn r, s, mp, mm, t;
     bool even = (f & 1) == 0;
     bool asym = f == UINT64_C(1) << (prec - 1) && e > min_e;
@@ -318,8 +306,7 @@ __extension__ typedef unsigned __int128 u128;
  * intermediate stays below 2^124 (most float32 and ordinary float64 values);
  * 0 if they would not, then the caller uses dragon(). */
 static int dragon128(double v, uint64_t f, int e, int prec, int min_e,
-                     char *dig, int *x10)
-{
+                     char *dig, int *x10) {
     const u128 lim = (u128)1 << 123; /* 10 * lim < 2^127 */
     bool even = (f & 1) == 0;
     bool asym = f == UINT64_C(1) << (prec - 1) && e > min_e;
@@ -411,8 +398,7 @@ static int dragon128(double v, uint64_t f, int e, int prec, int min_e,
 /* Test hook: how many floats needed shortest_slow() because the exact
  * algorithm failed or disagreed with strtod (tests expect none). */
 static atomic_ulong float_fallbacks;
-unsigned long gguf_text_float_fallbacks(void)
-{
+unsigned long gguf_text_float_fallbacks(void) {
     return atomic_load(&float_fallbacks);
 }
 
@@ -420,8 +406,7 @@ unsigned long gguf_text_float_fallbacks(void)
  * by its bits, with the decimal exponent of the first digit; returns their
  * count.  The result is checked with strtod/strtof, so it always reads
  * back. */
-static int shortest(uint64_t bits, bool f32, double v, char *dig, int *x10)
-{
+static int shortest(uint64_t bits, bool f32, double v, char *dig, int *x10) {
     int mbits = f32 ? 23 : 52;
     int bias = f32 ? 150 : 1075; /* exponent bias + mantissa bits */
     uint64_t m = bits & ((UINT64_C(1) << mbits) - 1);
@@ -449,8 +434,7 @@ static int shortest(uint64_t bits, bool f32, double v, char *dig, int *x10)
 
 /* The non-finite value with mantissa mant (inf, or a NaN) after the sign
  * already at o[0, k); returns the length. */
-static size_t fmt_nonfinite(uint64_t mant, int mbits, char *o, size_t k)
-{
+static size_t fmt_nonfinite(uint64_t mant, int mbits, char *o, size_t k) {
     if (mant == 0) {
         memcpy(o + k, "inf", 3);
         return k + 3;
@@ -475,8 +459,7 @@ static size_t fmt_nonfinite(uint64_t mant, int mbits, char *o, size_t k)
 
 /* The nd digits dig (first digit's decimal exponent x) at o[k, ...):
  * fixed notation for x in -4..16, else scientific; returns the length. */
-static size_t place_digits(const char *dig, int nd, int x, char *o, size_t k)
-{
+static size_t place_digits(const char *dig, int nd, int x, char *o, size_t k) {
     if (x > -5 && x < 17) {
         if (x >= 0) {
             for (int i = 0; i <= x; i++)
@@ -511,8 +494,7 @@ static size_t place_digits(const char *dig, int nd, int x, char *o, size_t k)
     return k;
 }
 
-size_t gguf_fmt_float(uint64_t bits, bool f32, char *o)
-{
+size_t gguf_fmt_float(uint64_t bits, bool f32, char *o) {
     int mbits = f32 ? 23 : 52;
     uint64_t emax = f32 ? 0xff : 0x7ff;
     bool neg = (bits >> (f32 ? 31 : 63)) & 1;
@@ -552,8 +534,7 @@ size_t gguf_fmt_float(uint64_t bits, bool f32, char *o)
 
 /* ---- parsing ----------------------------------------------------------- */
 
-static bool ci_eq(const char *s, size_t n, const char *lit)
-{
+static bool ci_eq(const char *s, size_t n, const char *lit) {
     size_t m = strlen(lit);
     if (n != m)
         return false;
@@ -570,10 +551,9 @@ static bool ci_eq(const char *s, size_t n, const char *lit)
 /* The mantissa bits of "nan(0xHEX)" in r[0, m), which starts with "nan"
  * in any case: non-zero and fitting in mbits. */
 static enum gguf_status parse_nan_payload(const char *r, size_t m, int mbits,
-                                          uint64_t *mant)
-{
-    if (m < 8 || r[3] != '(' || r[4] != '0' ||
-        (r[5] != 'x' && r[5] != 'X') || r[m - 1] != ')')
+                                          uint64_t *mant) {
+    if (m < 8 || r[3] != '(' || r[4] != '0' || (r[5] != 'x' && r[5] != 'X') ||
+        r[m - 1] != ')')
         return GGUF_E_INVAL;
     uint64_t v = 0;
     bool big = false;
@@ -595,8 +575,7 @@ static enum gguf_status parse_nan_payload(const char *r, size_t m, int mbits,
 
 /* A finite value in s[0, n) as strtod/strtof read it, whole. */
 static enum gguf_status parse_finite(const char *s, size_t n, bool f32,
-                                     uint64_t *out)
-{
+                                     uint64_t *out) {
     char small[128];
     char *b = n < sizeof small ? small : malloc(n + 1);
     if (!b)
@@ -634,8 +613,7 @@ static enum gguf_status parse_finite(const char *s, size_t n, bool f32,
 }
 
 enum gguf_status gguf_parse_float(const char *s, size_t n, bool f32,
-                                  uint64_t *out)
-{
+                                  uint64_t *out) {
     int mbits = f32 ? 23 : 52;
     uint64_t expall = f32 ? UINT64_C(0xff) << 23 : UINT64_C(0x7ff) << 52;
     uint64_t sign = UINT64_C(1) << (f32 ? 31 : 63);

@@ -42,7 +42,8 @@ int gguf_type_from_name(const char *name, size_t len) {
     for (int t = 0; t < GGUF_TYPE_COUNT; t++) {
         if (t == GGUF_TYPE_ARRAY)
             continue; /* only scalars and "string" */
-        if (strlen(value_names[t]) == len && memcmp(value_names[t], name, len) == 0)
+        if (strlen(value_names[t]) == len &&
+            memcmp(value_names[t], name, len) == 0)
             return t;
     }
     return -1;
@@ -64,24 +65,39 @@ struct ggml_type_info {
 
 #define GGML_N_TYPES 40
 static const struct ggml_type_info ggml_types[GGML_N_TYPES] = {
-    [0] = {"f32", 1, 4},          [1] = {"f16", 1, 2},
-    [2] = {"q4_0", 32, 18},       [3] = {"q4_1", 32, 20},
+    [0] = {"f32", 1, 4},
+    [1] = {"f16", 1, 2},
+    [2] = {"q4_0", 32, 18},
+    [3] = {"q4_1", 32, 20},
     /* 4, 5: q4_2, q4_3, removed */
-    [6] = {"q5_0", 32, 22},       [7] = {"q5_1", 32, 24},
-    [8] = {"q8_0", 32, 34},       [9] = {"q8_1", 32, 36},
-    [10] = {"q2_K", 256, 84},     [11] = {"q3_K", 256, 110},
-    [12] = {"q4_K", 256, 144},    [13] = {"q5_K", 256, 176},
-    [14] = {"q6_K", 256, 210},    [15] = {"q8_K", 256, 292},
-    [16] = {"iq2_xxs", 256, 66},  [17] = {"iq2_xs", 256, 74},
-    [18] = {"iq3_xxs", 256, 98},  [19] = {"iq1_s", 256, 50},
-    [20] = {"iq4_nl", 32, 18},    [21] = {"iq3_s", 256, 110},
-    [22] = {"iq2_s", 256, 82},    [23] = {"iq4_xs", 256, 136},
-    [24] = {"i8", 1, 1},          [25] = {"i16", 1, 2},
-    [26] = {"i32", 1, 4},         [27] = {"i64", 1, 8},
-    [28] = {"f64", 1, 8},         [29] = {"iq1_m", 256, 56},
+    [6] = {"q5_0", 32, 22},
+    [7] = {"q5_1", 32, 24},
+    [8] = {"q8_0", 32, 34},
+    [9] = {"q8_1", 32, 36},
+    [10] = {"q2_K", 256, 84},
+    [11] = {"q3_K", 256, 110},
+    [12] = {"q4_K", 256, 144},
+    [13] = {"q5_K", 256, 176},
+    [14] = {"q6_K", 256, 210},
+    [15] = {"q8_K", 256, 292},
+    [16] = {"iq2_xxs", 256, 66},
+    [17] = {"iq2_xs", 256, 74},
+    [18] = {"iq3_xxs", 256, 98},
+    [19] = {"iq1_s", 256, 50},
+    [20] = {"iq4_nl", 32, 18},
+    [21] = {"iq3_s", 256, 110},
+    [22] = {"iq2_s", 256, 82},
+    [23] = {"iq4_xs", 256, 136},
+    [24] = {"i8", 1, 1},
+    [25] = {"i16", 1, 2},
+    [26] = {"i32", 1, 4},
+    [27] = {"i64", 1, 8},
+    [28] = {"f64", 1, 8},
+    [29] = {"iq1_m", 256, 56},
     [30] = {"bf16", 1, 2},
     /* 31-33: q4_0_4_4, q4_0_4_8, q4_0_8_8, removed */
-    [34] = {"tq1_0", 256, 54},    [35] = {"tq2_0", 256, 66},
+    [34] = {"tq1_0", 256, 54},
+    [35] = {"tq2_0", 256, 66},
     /* 36-38: iq4_nl_4_4, iq4_nl_4_8, iq4_nl_8_8, removed */
     [39] = {"mxfp4", 32, 17},
 };
@@ -92,7 +108,9 @@ static const struct ggml_type_info *ggml_info(uint32_t t) {
     return &ggml_types[t];
 }
 
-bool gguf_ggml_type_known(uint32_t ggml_type) { return ggml_info(ggml_type) != NULL; }
+bool gguf_ggml_type_known(uint32_t ggml_type) {
+    return ggml_info(ggml_type) != NULL;
+}
 
 const char *gguf_ggml_type_name(uint32_t ggml_type) {
     const struct ggml_type_info *ti = ggml_info(ggml_type);

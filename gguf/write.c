@@ -126,9 +126,10 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
         goto check;
     }
     if (*target % a != 0)
-        return gguf_fail(err, GGUF_E_RANGE,
-                         "data offset %llu is not a multiple of the alignment %u",
-                         (unsigned long long)*target, a);
+        return gguf_fail(
+            err, GGUF_E_RANGE,
+            "data offset %llu is not a multiple of the alignment %u",
+            (unsigned long long)*target, a);
     if (*target < padded)
         return gguf_fail(err, GGUF_E_RANGE,
                          "header needs %llu bytes (%llu padded), more than the "
@@ -149,9 +150,11 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
         if (*str_len > GGUF_MAX_STRING)
             return gguf_fail(err, GGUF_E_RANGE,
                              "%llu bytes of header slack are too many for a "
-                             "filler string", (unsigned long long)slack);
+                             "filler string",
+                             (unsigned long long)slack);
         *mode = FILL_STRING;
-    } else if (slack >= FILLER_U8 && gguf_align_up(h + FILLER_U8, a) == *target) {
+    } else if (slack >= FILLER_U8 &&
+               gguf_align_up(h + FILLER_U8, a) == *target) {
         *mode = FILL_U8;
     } else {
         return gguf_fail(err, GGUF_E_RANGE,
@@ -165,7 +168,8 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
     }
 check:
     if (*target > SIZE_MAX)
-        return gguf_fail(err, GGUF_E_NOMEM, "header of %llu bytes does not fit in memory",
+        return gguf_fail(err, GGUF_E_NOMEM,
+                         "header of %llu bytes does not fit in memory",
                          (unsigned long long)*target);
     return GGUF_OK;
 }
@@ -179,7 +183,8 @@ enum gguf_status gguf_write_header(const gguf_ctx *ctx, uint64_t target,
     uint64_t str_len;
 
     if (!ctx || !out)
-        return gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_write_header");
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "missing argument to gguf_write_header");
     st = plan(ctx, &target, &mode, &filler, &str_len, err);
     if (st != GGUF_OK)
         goto out;
@@ -211,8 +216,8 @@ enum gguf_status gguf_write_header(const gguf_ctx *ctx, uint64_t target,
         memset(p, ' ', (size_t)str_len);
         p += str_len;
     } else if (mode == FILL_U8) {
-        p = gguf_put_kv(p, GGUF_FILLER_KEY, FILLER_KEY_LEN, GGUF_TYPE_UINT8,
-                        "", 1);
+        p = gguf_put_kv(p, GGUF_FILLER_KEY, FILLER_KEY_LEN, GGUF_TYPE_UINT8, "",
+                        1);
     }
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
@@ -249,7 +254,8 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
     int fd = -1;
 
     if (!ctx || !path) {
-        st = gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_write_file");
+        st =
+            gguf_fail(err, GGUF_E_INVAL, "missing argument to gguf_write_file");
         goto out;
     }
     st = gguf_write_header(ctx, 0, &hdr, err);
@@ -304,7 +310,8 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         const void *p = data(u, i);
         if (!p)
             continue;
-        st = gguf_pwrite_full(fd, p, t->size, data_start + t->offset, t->name, err);
+        st = gguf_pwrite_full(fd, p, t->size, data_start + t->offset, t->name,
+                              err);
         if (st != GGUF_OK)
             goto out;
     }
