@@ -226,7 +226,8 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
 /* Files beside the GGUF at PATH: PATH.ggufs-journal (the plan of an
  * in-place or insert commit, present from before the file is touched until
  * after it is synced; layout: journal.c) and PATH.ggufs-new (a rewritten
- * copy before its rename).  The rules: commit.c. */
+ * copy before its rename), as gguf_sidecar_path names them (a long PATH
+ * is shortened).  The rules: commit.c. */
 #define GGUF_JOURNAL_SUFFIX ".ggufs-journal"
 #define GGUF_NEWFILE_SUFFIX ".ggufs-new"
 
@@ -259,8 +260,17 @@ enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
 /* fsyncs the directory holding path (makes creates, renames, unlinks
  * durable). */
 enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
-/* malloc'ed path + suffix, or NULL. */
-char *gguf_path_with(const char *path, const char *suffix);
+/* The path of the file named by suffix beside the GGUF at path: the same
+ * directory, the GGUF's base name, then suffix; but where that name would
+ * exceed GGUF_NAME_MAX bytes, the base name is cut (at a UTF-8 boundary)
+ * so that the cut, "~", 16 hex digits of the 64-bit FNV-1a hash of the
+ * whole base name (GGUF_SIDECAR_HASH bytes in all) and suffix make exactly
+ * as much as fits.  Every file ggufs creates beside a GGUF is named by this
+ * function, and recovery finds them by it.  malloc'ed; NULL if out of
+ * memory or suffix alone is too long. */
+#define GGUF_NAME_MAX 255    /* NAME_MAX of Linux file systems */
+#define GGUF_SIDECAR_HASH 17 /* "~" and 16 hex digits */
+char *gguf_sidecar_path(const char *path, const char *suffix);
 /* True if something (even a dangling symlink) is at path. */
 bool gguf_path_exists(const char *path);
 /* Bytes free on fd's filesystem for this user; UINT64_MAX if unknown. */
