@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -127,6 +128,44 @@ void gfs_fh_close_all(struct gfs *fs) {
     }
 }
 
+/* A read-only mount serves what it read at mount: the metadata in memory,
+ * the data from the file.  If the GGUF at its path is no longer that file
+ * (another inode: replaced or removed; or another size or mtime: written
+ * in place), meta/ and the live view's header would be old while data
+ * reads are new.  So each open stats the path (one stat per open, never
+ * per read: a read only tests the flag) and, once a change is seen, every
+ * open and read fails with EIO and one line says why.  Read-write mounts
+ * hold the file locked, and their commit refuses a changed file.  No lock:
+ * fs->st does not change on a read-only mount.  0 or EIO. */
+static int file_changed(struct gfs *fs) {
+    if (!fs->readonly)
+        return 0;
+    if (atomic_load(&fs->changed))
+        return EIO;
+    struct stat sb;
+    char what[160] = "";
+    if (stat(fs->path, &sb) != 0)
+        snprintf(what, sizeof what, "it is gone (%s)", strerror(errno));
+    else if (sb.st_dev != fs->st.st_dev || sb.st_ino != fs->st.st_ino)
+        snprintf(what, sizeof what, "it was replaced (inode %llu, was %llu)",
+                 (unsigned long long)sb.st_ino,
+                 (unsigned long long)fs->st.st_ino);
+    else if (sb.st_size != fs->st.st_size)
+        snprintf(what, sizeof what, "its size is %lld bytes, was %lld",
+                 (long long)sb.st_size, (long long)fs->st.st_size);
+    else if (sb.st_mtim.tv_sec != fs->st.st_mtim.tv_sec ||
+             sb.st_mtim.tv_nsec != fs->st.st_mtim.tv_nsec)
+        snprintf(what, sizeof what, "it was modified (mtime changed)");
+    if (!what[0])
+        return 0;
+    if (!atomic_exchange(&fs->changed, 1))
+        gfs_log(fs,
+                "%s: changed since it was mounted read-only: %s; reads "
+                "fail with EIO until it is mounted again",
+                fs->path, what);
+    return EIO;
+}
+
 /* The open of each kind of file: prepare fh, set fi's cache flags; 0 or
  * errno.  Caller holds fs->lock (read, or write for O_TRUNC of scratch
  * files). */
@@ -233,6 +272,11 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
 
 void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct gfs *fs = gfs_of(req);
+    int changed = file_changed(fs);
+    if (changed) {
+        fuse_reply_err(req, changed);
+        return;
+    }
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
@@ -421,6 +465,10 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
     if (off < 0) {
         fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (atomic_load(&fs->changed)) { /* set by gguf_changed at an open */
+        fuse_reply_err(req, EIO);
         return;
     }
     if (fh->kind == GFS_KV) {

@@ -166,6 +166,9 @@ struct gfs {
     int foreground; /* gfs_log writes to stderr, not syslog */
     unsigned commit_flags;
     double timeout; /* entry/attr timeout, seconds */
+    /* Read-only mounts: set once an open finds the GGUF changed since the
+     * mount (fileops.c, file_changed); every open and read fails then. */
+    atomic_int changed;
 
     /* Guarded by lock: held for reading to look, for writing to change
      * (edits, commits).  It also guards the contents of ctx and shards. */

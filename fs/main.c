@@ -4,14 +4,20 @@
  * "ggufs: FILE: what is wrong" and exits non-zero with no mount left behind.
  *
  * Exit statuses: 0 success; 1 the GGUF cannot be used (unreadable, invalid,
- * unsupported, locked by another mount); 2 usage error; 3 the mount itself
- * failed; 4 a commit failed (the edits were saved beside the GGUF).
+ * unsupported, locked by another mount, missing for --recover); 2 usage
+ * error (found before anything is opened: unknown options, bad numbers,
+ * missing or extra arguments); 3 the mount itself failed, or -u could not
+ * unmount; 4 a commit failed (the edits were saved beside the GGUF).
+ * man/ggufs.1, EXIT STATUS, is the contract; tests/cli.py checks it.
  */
 #include "ggufs.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fuse_log.h>
 #include <limits.h>
+#include <math.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -23,7 +29,10 @@
 #include <unistd.h>
 
 enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
-enum { KEY_RO, KEY_MAX_READ };
+enum { KEY_RO, KEY_MAX_READ, KEY_TIMEOUT, KEY_MAX_THREADS, KEY_MAX_IDLE };
+
+#define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
+#define THREADS_MAX 100000       /* libfuse 3.14 ignores larger values */
 
 struct gfs_opts {
     const char *file; /* first non-option argument */
@@ -38,39 +47,139 @@ struct gfs_opts {
     { t, offsetof(struct gfs_opts, p), v }
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
-    GFS_OPT("timeout=%lf", timeout, 0),
     GFS_OPT("no_insert_range", no_insert, 1),
-    FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
-    FUSE_OPT_END};
+    /* libfuse's own numeric options, checked here (its sscanf takes "-5"
+     * as 4294967291) and then passed on */
+    FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
+    FUSE_OPT_KEY("max_idle_threads=", KEY_MAX_IDLE), FUSE_OPT_END};
 
-/* Takes the first non-option as the GGUF and the second as the mountpoint;
- * leaves every other option to libfuse. */
+/* ---- usage errors ----------------------------------------------------
+ * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,
+ * whoever finds it: our option table, libfuse's parsers (their fuse_log
+ * messages are caught while the command line is checked), or main. */
+
+static char usage_msg[512]; /* the first problem found; "" if none */
+
+/* Records the first usage problem (later ones are consequences). */
+static void usage_note(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void usage_note(const char *fmt, ...) {
+    if (usage_msg[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(usage_msg, sizeof usage_msg, fmt, ap);
+    va_end(ap);
+}
+
+/* fuse_log while the command line is checked: errors are kept (libfuse
+ * writes one message in several calls), the rest goes to stderr. */
+static char fuse_msg[512];
+static void catch_fuse_log(enum fuse_log_level level, const char *fmt,
+                           va_list ap) {
+    if (level > FUSE_LOG_ERR) {
+        vfprintf(stderr, fmt, ap);
+        return;
+    }
+    size_t n = strlen(fuse_msg);
+    if (n + 1 < sizeof fuse_msg)
+        vsnprintf(fuse_msg + n, sizeof fuse_msg - n, fmt, ap);
+}
+
+/* Prints the usage error (ours, else libfuse's first line without its
+ * "fuse: " prefix, else a generic one) and returns EXIT_USAGE. */
+static int usage_error(void) {
+    const char *m = usage_msg;
+    char *nl = strchr(fuse_msg, '\n');
+    if (nl)
+        *nl = '\0';
+    if (!m[0] && fuse_msg[0]) {
+        m = fuse_msg;
+        if (strncmp(m, "fuse: ", 6) == 0)
+            m += 6;
+    }
+    if (!m[0])
+        m = "invalid command line";
+    fprintf(stderr, "ggufs: %s (see ggufs --help)\n", m);
+    return EXIT_USAGE;
+}
+
+/* A whole decimal number in [lo, hi] (no sign, no spaces); 0 or -1. */
+static int parse_count(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = (*s >= '0' && *s <= '9') ? strtol(s, &end, 10) : -1;
+    if (!end || *end || errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The numeric options: each checked in full, refused with one line. */
+static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
+    const char *eq = strchr(arg, '=');
+    const char *val = eq ? eq + 1 : "";
+    long n;
+    if (key == KEY_TIMEOUT) {
+        char *end = NULL;
+        double t = *val ? strtod(val, &end) : -1;
+        if (!end || *end || !isfinite(t) || t < 0 || t > TIMEOUT_MAX) {
+            usage_note("-o %s: the timeout is a number of seconds from 0 to "
+                       "%.0f",
+                       arg, TIMEOUT_MAX);
+            return -1;
+        }
+        o->timeout = t;
+        return 0;
+    }
+    long lo = key == KEY_MAX_THREADS ? 1 : 0;
+    if (parse_count(val, lo, THREADS_MAX, &n) != 0) {
+        usage_note("-o %s: expected a whole number from %ld to %d", arg, lo,
+                   THREADS_MAX);
+        return -1;
+    }
+    return 1; /* libfuse's: keep it */
+}
+
+/* Takes the first non-option as the GGUF and the second as the mountpoint
+ * (a third is a usage error); checks numeric options; leaves every other
+ * option to libfuse, whose parsers check them (check_fuse_options). */
 static int gfs_opt_proc(void *data, const char *arg, int key,
                         struct fuse_args *outargs) {
     (void)outargs;
     struct gfs_opts *o = data;
-    if (key == KEY_MAX_READ) {
+    switch (key) {
+    case KEY_MAX_READ:
         /* libfuse 3.14 mounts with it, then ends the session at start-up
          * ("init() and fuse_session_new() requested different maximum read
          * size"): refuse it here rather than leave a dead mount. */
-        fprintf(stderr, "ggufs: -o max_read is not supported (libfuse 3.14 "
-                        "fails with it); requests are up to 1008 KiB anyway\n");
+        usage_note("-o max_read is not supported (libfuse 3.14 fails with "
+                   "it); requests are up to 1008 KiB anyway");
         return -1;
-    }
-    if (key == KEY_RO) {
+    case KEY_TIMEOUT:
+    case KEY_MAX_THREADS:
+    case KEY_MAX_IDLE:
+        return numeric_opt(o, arg, key);
+    case KEY_RO:
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
+    case FUSE_OPT_KEY_NONOPT:
+        if (!o->file) {
+            o->file = arg;
+            return 0;
+        }
+        if (!o->mnt) {
+            o->mnt = arg;
+            return 0;
+        }
+        usage_note("unexpected argument '%s' after FILE.gguf and MOUNTPOINT",
+                   arg);
+        return -1;
+    default:
+        return 1;
     }
-    if (key == FUSE_OPT_KEY_NONOPT && !o->file) {
-        o->file = arg;
-        return 0;
-    }
-    if (key == FUSE_OPT_KEY_NONOPT && !o->mnt) {
-        o->mnt = arg;
-        return 0;
-    }
-    return 1;
 }
 
 /* Finds a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
@@ -251,9 +360,21 @@ static void *gfs_sig_thread(void *arg) {
     return NULL;
 }
 
+/* ggufs --recover FILE.  The file must exist: a commit never leaves it
+ * missing (a rewrite renames over it), so a missing file is a wrong
+ * name, not "nothing to recover". */
 static int recover_cmd(const char *file) {
     struct gguf_error err = {0};
+    struct stat sb;
     bool did = false;
+    if (stat(file, &sb) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+        return EXIT_BADFILE;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "ggufs: %s: not a regular file\n", file);
+        return EXIT_BADFILE;
+    }
     if (gguf_recover(file, &did, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         return EXIT_BADFILE;
@@ -267,7 +388,8 @@ static void usage(const char *prog) {
     printf(
         "usage: %s [options] FILE.gguf MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
-        "       %s --recover FILE.gguf  finish an interrupted commit\n\n"
+        "       %s --recover FILE.gguf  finish an interrupted commit\n"
+        "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
         "ggufs options:\n"
@@ -297,29 +419,63 @@ struct gfs_main {
 
 enum { GO_ON = -1 };
 
+/* The options libfuse will be given, checked now by its own parser (a
+ * session made and dropped, nothing mounted): an unknown option is a
+ * usage error before the GGUF is opened, not a failed mount after.  0 or
+ * -1 (the message caught in fuse_msg). */
+static int check_fuse_options(const struct fuse_args *args) {
+    struct fuse_args copy = FUSE_ARGS_INIT(0, NULL);
+    int r = -1;
+    for (int i = 0; i < args->argc; i++)
+        if (fuse_opt_add_arg(&copy, args->argv[i]) != 0)
+            goto out;
+    struct fuse_session *se =
+        fuse_session_new(&copy, &gfs_ops, sizeof gfs_ops, NULL);
+    if (se) {
+        fuse_session_destroy(se);
+        r = 0;
+    }
+out:
+    fuse_opt_free_args(&copy);
+    return r;
+}
+
 /* Options: GO_ON, or the exit status (help, version, usage errors). */
 static int parse_options(struct gfs_main *m, const char *prog) {
-    if (fuse_opt_parse(&m->args, &m->o, gfs_opt_spec, gfs_opt_proc) == -1)
-        return EXIT_USAGE;
-    if (fuse_parse_cmdline(&m->args, &m->co) != 0)
-        return EXIT_USAGE;
+    int status = GO_ON;
+    fuse_set_log_func(catch_fuse_log);
+    if (fuse_opt_parse(&m->args, &m->o, gfs_opt_spec, gfs_opt_proc) == -1 ||
+        fuse_parse_cmdline(&m->args, &m->co) != 0) {
+        status = usage_error();
+        goto out;
+    }
     if (m->co.show_help) {
         usage(prog);
         fuse_cmdline_help();
         fuse_lowlevel_help();
-        return 0;
+        status = 0;
+        goto out;
     }
     if (m->co.show_version) {
+        /* Ours first: libfuse's lines come partly from fusermount3, a
+         * child that writes straight to the same stdout. */
         printf("ggufs version %s\n", GGUFS_VERSION);
+        fflush(stdout);
         fuse_lowlevel_version();
-        return 0;
+        status = 0;
+        goto out;
     }
     if (!m->o.file || !m->o.mnt) {
-        fprintf(stderr, "ggufs: usage: ggufs [options] FILE.gguf MOUNTPOINT "
-                        "(see ggufs --help)\n");
-        return EXIT_USAGE;
+        usage_note("%s", m->o.file ? "missing MOUNTPOINT after FILE.gguf"
+                                   : "missing FILE.gguf and MOUNTPOINT");
+        status = usage_error();
+        goto out;
     }
-    return GO_ON;
+    if (check_fuse_options(&m->args) != 0)
+        status = usage_error();
+out:
+    fuse_set_log_func(NULL); /* libfuse's own again, for the mount */
+    return status;
 }
 
 /* A read-write mount first finishes a commit interrupted by a crash,
@@ -554,10 +710,16 @@ static int cleanup(struct gfs_main *m, int status) {
 }
 
 int main(int argc, char *argv[]) {
-    if (argc == 3 && strcmp(argv[1], "-u") == 0)
-        return unmount_cmd(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--recover") == 0)
-        return recover_cmd(argv[2]);
+    if (argc >= 2 &&
+        (strcmp(argv[1], "-u") == 0 || strcmp(argv[1], "--recover") == 0)) {
+        int u = argv[1][1] == 'u';
+        if (argc != 3) {
+            usage_note("%s takes exactly one %s", argv[1],
+                       u ? "MOUNTPOINT" : "FILE.gguf");
+            return usage_error();
+        }
+        return u ? unmount_cmd(argv[2]) : recover_cmd(argv[2]);
+    }
 
     struct gfs_main m = {.args = FUSE_ARGS_INIT(argc, argv),
                          .o = {.timeout = 3600.0}};

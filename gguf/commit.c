@@ -266,7 +266,7 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
         return gguf_fail(err, GGUF_E_INVAL,
                          "the file was opened read-only (GGUF_OPEN_RDWR is "
                          "needed to commit)");
-    c->jpath = gguf_path_with(ctx->path, GGUF_JOURNAL_SUFFIX);
+    c->jpath = gguf_sidecar_path(ctx->path, GGUF_JOURNAL_SUFFIX);
     if (!c->jpath)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     enum gguf_status st = gguf_commit_lock(ctx->fd, true, err);

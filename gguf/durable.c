@@ -108,12 +108,43 @@ enum gguf_status gguf_pread_full(int fd, void *buf, uint64_t n, uint64_t off,
     return GGUF_OK;
 }
 
-char *gguf_path_with(const char *path, const char *suffix) {
-    size_t a = strlen(path), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
+/* The one rule for names ggufs makes beside a GGUF (journal, new file,
+ * saved edits): they must stay within NAME_MAX however long the model's
+ * name is, stay recognisable (the base name's start is kept), and differ
+ * for two models whose long names share that start (the hash is of the
+ * whole base name).  A cut never splits a valid UTF-8 sequence, so a name
+ * that was valid UTF-8 stays so. */
+char *gguf_sidecar_path(const char *path, const char *suffix) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = path + dir;
+    size_t blen = strlen(base), slen = strlen(suffix);
+    size_t keep = blen;
+    char mark[GGUF_SIDECAR_HASH + 1] = "";
+
+    if (slen + GGUF_SIDECAR_HASH > GGUF_NAME_MAX)
+        return NULL; /* our suffixes are short; a caller's bug */
+    if (blen + slen > GGUF_NAME_MAX) {
+        size_t room = GGUF_NAME_MAX - slen - GGUF_SIDECAR_HASH;
+        const uint8_t *b = (const uint8_t *)base;
+        keep = 0;
+        while (keep < blen) {
+            size_t k = gguf_utf8_seq(b + keep, blen - keep);
+            if (!k)
+                k = 1; /* an invalid byte stands alone */
+            if (keep + k > room)
+                break;
+            keep += k;
+        }
+        snprintf(mark, sizeof mark, "~%016llx",
+                 (unsigned long long)gguf_hash(base, blen));
+    }
+    size_t mlen = strlen(mark);
+    char *s = malloc(dir + keep + mlen + slen + 1);
     if (s) {
-        memcpy(s, path, a);
-        memcpy(s + a, suffix, b + 1);
+        memcpy(s, path, dir + keep);
+        memcpy(s + dir + keep, mark, mlen);
+        memcpy(s + dir + keep + mlen, suffix, slen + 1);
     }
     return s;
 }

@@ -226,7 +226,8 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
 /* Files beside the GGUF at PATH: PATH.ggufs-journal (the plan of an
  * in-place or insert commit, present from before the file is touched until
  * after it is synced; layout: journal.c) and PATH.ggufs-new (a rewritten
- * copy before its rename).  The rules: commit.c. */
+ * copy before its rename), as gguf_sidecar_path names them (a long PATH
+ * is shortened).  The rules: commit.c. */
 #define GGUF_JOURNAL_SUFFIX ".ggufs-journal"
 #define GGUF_NEWFILE_SUFFIX ".ggufs-new"
 
@@ -259,8 +260,17 @@ enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
 /* fsyncs the directory holding path (makes creates, renames, unlinks
  * durable). */
 enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
-/* malloc'ed path + suffix, or NULL. */
-char *gguf_path_with(const char *path, const char *suffix);
+/* The path of the file named by suffix beside the GGUF at path: the same
+ * directory, the GGUF's base name, then suffix; but where that name would
+ * exceed GGUF_NAME_MAX bytes, the base name is cut (at a UTF-8 boundary)
+ * so that the cut, "~", 16 hex digits of the 64-bit FNV-1a hash of the
+ * whole base name (GGUF_SIDECAR_HASH bytes in all) and suffix make exactly
+ * as much as fits.  Every file ggufs creates beside a GGUF is named by this
+ * function, and recovery finds them by it.  malloc'ed; NULL if out of
+ * memory or suffix alone is too long. */
+#define GGUF_NAME_MAX 255    /* NAME_MAX of Linux file systems */
+#define GGUF_SIDECAR_HASH 17 /* "~" and 16 hex digits */
+char *gguf_sidecar_path(const char *path, const char *suffix);
 /* True if something (even a dangling symlink) is at path. */
 bool gguf_path_exists(const char *path);
 /* Bytes free on fd's filesystem for this user; UINT64_MAX if unknown. */
@@ -416,14 +426,31 @@ static inline enum gguf_status gguf_text_put1(struct gguf_buf *b, uint8_t c) {
     return GGUF_OK;
 }
 
+/* text.c.  gguf_parse_text of text that begins at line `first` of a larger
+ * text (gguf_text_check_prefix's complete lines): messages name lines of
+ * the whole.  gguf_text_bad_value: the one message for a scalar that is
+ * not of its type (st GGUF_E_INVAL: "line L: 'x' is not a T") or out of its
+ * range (GGUF_E_RANGE: "line L: x is out of range for T"), x shown by
+ * gguf_text_snippet; returns st. */
+enum gguf_status gguf_parse_text_from(enum gguf_type type,
+                                      enum gguf_type arr_type, const char *text,
+                                      size_t len, uint64_t first,
+                                      struct gguf_buf *out,
+                                      struct gguf_error *err);
+enum gguf_status gguf_text_bad_value(struct gguf_error *err,
+                                     enum gguf_status st, uint64_t line,
+                                     const char *s, size_t n, enum gguf_type t);
+
 /* textesc.c.  gguf_utf8_seq: length (1..4) of the valid UTF-8 sequence at
  * s[0..n), 0 if none (strict: no overlongs, surrogates or code points above
  * U+10FFFF); names.c and error.c use it too. */
 size_t gguf_utf8_seq(const uint8_t *s, size_t n);
-/* A short, printable rendition of s[0, n) for messages, in o (osz bytes):
- * at most 40 bytes of s, "\n" for a newline, other control bytes, the
- * single quote, the backslash and non-ASCII as \xHH, "..." when cut.
- * Returns o. */
+/* A short rendition of s[0, n) for messages, as the user typed it, in o
+ * (osz bytes, >= 8 for any output): at most 40 bytes of s (never a cut
+ * UTF-8 sequence), printable ASCII (the backslash and the quote included)
+ * and valid UTF-8 as they are, "\n", "\r" and "\t" for those control
+ * bytes, \xHH for other control bytes and for bytes that are not valid
+ * UTF-8, then "..." when cut.  Returns o. */
 const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz);
 /* Appends s[0, n) escaped so that it is one line; in quoted mode (strings
  * inside a bracketed inner array) '"' is escaped too. */

@@ -73,6 +73,7 @@ static enum gguf_status check_state(int fd, const char *path,
                                     bool *inserted, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     uint8_t *have = NULL;
+    char *jname = NULL;
 
     if (fstat(fd, sb) < 0) {
         st = gguf_sys_fail(err, errno, "cannot stat %s", path);
@@ -88,18 +89,21 @@ static enum gguf_status check_state(int fd, const char *path,
     st = gguf_pread_full(fd, have, n, 0, "the header", err);
     if (st != GGUF_OK)
         goto out;
-    if (!jnl_matches(j, size, have, n, inserted))
+    if (!jnl_matches(j, size, have, n, inserted)) {
+        jname = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
         st = gguf_fail(err, GGUF_E_CHANGED,
                        "the file (%llu bytes) is not in a state the journal "
                        "of an interrupted commit leads to (from %llu bytes, "
                        "%s); it was changed since: check it, then remove "
-                       "the journal %s" GGUF_JOURNAL_SUFFIX,
+                       "the journal %s",
                        (unsigned long long)size,
                        (unsigned long long)j->orig_size,
                        j->op == GGUF_JNL_INSERT ? "inserting before the header"
                                                 : "header in place",
-                       path);
+                       jname ? jname : path);
+    }
 out:
+    free(jname);
     free(have);
     return st;
 }
@@ -204,8 +208,8 @@ enum gguf_status gguf_recover(const char *path, bool *did,
         st = gguf_fail(err, GGUF_E_INVAL, "missing path to gguf_recover");
         goto out;
     }
-    jpath = gguf_path_with(path, GGUF_JOURNAL_SUFFIX);
-    npath = gguf_path_with(path, GGUF_NEWFILE_SUFFIX);
+    jpath = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
+    npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
     if (!jpath || !npath) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;

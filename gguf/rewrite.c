@@ -168,7 +168,7 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    uint64_t *copied, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_error scratch;
-    char *npath = gguf_path_with(path, GGUF_NEWFILE_SUFFIX);
+    char *npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
     int nfd = -1;
     bool created = false;
     uint64_t size = (uint64_t)sb->st_size;

@@ -6,8 +6,9 @@
  * out) plus, when keys of the file on disk are gone from ctx, REMOVED_KEY:
  * an array of their names (a rename shows as the old name removed and the
  * new one present).  It is written beside the GGUF as
- * PATH.ggufs-edits-STAMP[-N].gguf, or in $TMPDIR (else /tmp) under the
- * GGUF's base name when that directory is not writable.  Its records are
+ * PATH.ggufs-edits-STAMP[-N].gguf (shortened as gguf_sidecar_path says
+ * when too long), or in $TMPDIR (else /tmp) under the GGUF's base name
+ * when that directory is not writable.  Its records are
  * laid out by write.c's gguf_put_* functions.
  */
 #include "internal.h"
@@ -95,14 +96,16 @@ static enum gguf_status serialize_edits(const gguf_ctx *ctx,
     return GGUF_OK;
 }
 
-/* Creates the edits file under prefix (a path prefix; the name gets a
- * timestamp and, on a clash, a counter) exclusively, writes and syncs it.
- * The name is put in out only if it fits. */
+/* Creates the edits file beside prefix (a path; the name gets a timestamp
+ * and, on a clash, a counter, and is shortened by gguf_sidecar_path like
+ * every name beside a GGUF) exclusively, writes and syncs it.  The name is
+ * put in out only if it fits. */
 static enum gguf_status write_edits_at(const char *prefix,
                                        const struct gguf_buf *b, char *out,
                                        size_t n, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    char stamp[32], name[PATH_MAX];
+    char stamp[32], suffix[64];
+    char *name = NULL;
     time_t now = time(NULL);
     struct tm tm;
     int fd = -1;
@@ -111,12 +114,18 @@ static enum gguf_status write_edits_at(const char *prefix,
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm) == 0)
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
     for (int i = 1; fd < 0; i++) {
-        int w = i == 1
-                    ? snprintf(name, sizeof name, "%s.ggufs-edits-%s.gguf",
-                               prefix, stamp)
-                    : snprintf(name, sizeof name, "%s.ggufs-edits-%s-%d.gguf",
-                               prefix, stamp, i);
-        if (w < 0 || (size_t)w >= sizeof name || (size_t)w >= n) {
+        if (i == 1)
+            snprintf(suffix, sizeof suffix, ".ggufs-edits-%s.gguf", stamp);
+        else
+            snprintf(suffix, sizeof suffix, ".ggufs-edits-%s-%d.gguf", stamp,
+                     i);
+        free(name);
+        name = gguf_sidecar_path(prefix, suffix);
+        if (!name) {
+            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+            goto out;
+        }
+        if (strlen(name) >= n) {
             st =
                 gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
             goto out;
@@ -142,6 +151,7 @@ static enum gguf_status write_edits_at(const char *prefix,
 out:
     if (fd >= 0)
         close(fd);
+    free(name);
     return st;
 }
 

@@ -25,11 +25,17 @@
  *             per line in the bracketed form TYPE[e1, e2] (strings quoted).
  *
  * Parsing (text -> payload) decisions, part of the user contract:
- *   - strings: the whole text minus one trailing "\n" if present.
- *   - integers: [-]DIGITS with at most one trailing "\n".  No spaces, no '+',
- *     no hex.  Leading zeros are accepted ("007" is 7).  A negative number for
- *     an unsigned type is out of range (GGUF_E_RANGE), except "-0" which is 0.
- *   - bool: true, false, 1, 0 (lower case), optional "\n".
+ *   - strings: the whole text minus one trailing "\n" if present.  A CR
+ *     before it stays a byte of the string: "a\r\n" is "a\r".  Rendering
+ *     writes a string's bytes raw, so a string that ends in CR renders as
+ *     "...\r\n"; taking that CR as part of the line end would lose it.
+ *   - numbers and bools are one line: the text, minus one trailing line end
+ *     ("\n" or "\r\n"), must hold no newline ("1\n2\n" is refused as two
+ *     lines, naming the second).
+ *   - integers: [-]DIGITS and the line end.  No spaces, no '+', no hex.
+ *     Leading zeros are accepted ("007" is 7).  A negative number for an
+ *     unsigned type is out of range (GGUF_E_RANGE), except "-0" which is 0.
+ *   - bool: true, false, 1, 0 (lower case), and the line end.
  *   - floats: whatever strtod/strtof accepts for a finite value (decimal or
  *     hex, optional sign, exponent) but no leading white space or trailing
  *     junk; overflow of the type is GGUF_E_RANGE, underflow rounds (to a
@@ -37,9 +43,15 @@
  *     [+-]inf, [+-]infinity, [+-]nan (case-insensitive) and
  *     [+-]nan(0xHEX) with HEX the non-zero mantissa bits (either case).
  *   - arrays: the text is empty or ends in "\n"; each line is one element;
- *     an empty line is an empty string in a string array and an error
- *     otherwise.  Raw bytes in string lines (a tab, a CR, invalid UTF-8) are
- *     taken as they are; only '\' starts an escape.
+ *     a line ends in "\n" or "\r\n", for every element type (the renderer
+ *     never writes a raw CR in an array: string elements escape it as
+ *     "\r", so this loses nothing).  An empty line is an empty string in a
+ *     string array and an error otherwise.  Other raw bytes in string lines
+ *     (a tab, a CR not before the newline, invalid UTF-8) are taken as they
+ *     are; only '\' starts an escape.
+ *   - messages name lines of the whole text (1-based; gguf_text_check_prefix
+ *     counts from the start of the file too) and show the offending bytes
+ *     as typed (gguf_text_snippet).
  *   - bracketed inner arrays: the type name and '[' must be adjacent; any
  *     number of spaces is accepted after '[', around each element and before
  *     ']' (the renderer writes exactly ", " between elements and no other
@@ -155,6 +167,11 @@ static size_t fmt_scalar(enum gguf_type t, const uint8_t *p, char *o) {
     default:
         return 0;
     }
+}
+
+static bool is_signed(enum gguf_type t) {
+    return t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 ||
+           t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64;
 }
 
 static bool is_fixed(enum gguf_type t) {
@@ -375,8 +392,7 @@ static enum gguf_status parse_int(const char *s, size_t n, enum gguf_type t,
     }
     if (over)
         return GGUF_E_RANGE;
-    bool sgn = t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 ||
-               t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64;
+    bool sgn = is_signed(t);
     unsigned bits = (unsigned)gguf_type_size(t) * 8;
     if (sgn) {
         uint64_t lim = UINT64_C(1) << (bits - 1); /* |min| */
@@ -392,9 +408,21 @@ static enum gguf_status parse_int(const char *s, size_t n, enum gguf_type t,
     return GGUF_OK;
 }
 
+enum gguf_status gguf_text_bad_value(struct gguf_error *err,
+                                     enum gguf_status st, uint64_t line,
+                                     const char *s, size_t n,
+                                     enum gguf_type t) {
+    char sn[200];
+    gguf_text_snippet(s, n, sn, sizeof sn);
+    if (st == GGUF_E_RANGE)
+        return gguf_fail(err, st, "line %" PRIu64 ": %s is out of range for %s",
+                         line, sn, tname(t));
+    return gguf_fail(err, GGUF_E_INVAL, "line %" PRIu64 ": '%s' is not a%s %s",
+                     line, sn, is_signed(t) ? "n" : "", tname(t));
+}
+
 /* Parses one scalar of fixed-size type t from s[0..n) and appends its
- * bytes.  Messages: "line L: 'x' is not a T" / "line L: x is out of range
- * for T". */
+ * bytes.  Messages: gguf_text_bad_value's. */
 static enum gguf_status parse_scalar(enum gguf_type t, const char *s, size_t n,
                                      struct gguf_buf *out,
                                      struct gguf_error *err, uint64_t line) {
@@ -418,19 +446,8 @@ static enum gguf_status parse_scalar(enum gguf_type t, const char *s, size_t n,
     default:
         st = parse_int(s, n, t, &v);
     }
-    char sn[200];
-    if (st == GGUF_E_INVAL)
-        return gguf_fail(err, st, "line %" PRIu64 ": '%s' is not a%s %s", line,
-                         gguf_text_snippet(s, n, sn, sizeof sn),
-                         t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 ||
-                                 t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64
-                             ? "n"
-                             : "",
-                         tname(t));
-    if (st == GGUF_E_RANGE)
-        return gguf_fail(err, st, "line %" PRIu64 ": %s is out of range for %s",
-                         line, gguf_text_snippet(s, n, sn, sizeof sn),
-                         tname(t));
+    if (st == GGUF_E_INVAL || st == GGUF_E_RANGE)
+        return gguf_text_bad_value(err, st, line, s, n, t);
     if (st != GGUF_OK)
         return st;
     size_t sz = gguf_type_size(t);
@@ -584,18 +601,23 @@ static enum gguf_status parse_inline(const char *s, size_t n, size_t *pos,
         }
         if (i == n)
             break;
-        return gguf_fail(err, GGUF_E_INVAL,
-                         "line %" PRIu64 ", column %zu: expected ',' or ']', "
-                         "found '%s'",
-                         line, i + 1,
-                         gguf_text_snippet(s + i, 1, sn, sizeof sn));
+        return gguf_fail(
+            err, GGUF_E_INVAL,
+            "line %" PRIu64 ", column %zu: expected ',' or ']', "
+            "found '%s'",
+            line, i + 1,
+            gguf_text_snippet(s + i,
+                              gguf_utf8_seq((const uint8_t *)s + i, n - i), sn,
+                              sizeof sn));
     }
     return gguf_fail(err, GGUF_E_INVAL,
                      "line %" PRIu64 ", column %zu: missing ']'", line, n + 1);
 }
 
+/* An array's text; its first line is line `first` of the whole text. */
 static enum gguf_status parse_array(enum gguf_type et, const char *text,
-                                    size_t len, struct gguf_buf *out,
+                                    size_t len, uint64_t first,
+                                    struct gguf_buf *out,
                                     struct gguf_error *err) {
     enum gguf_status st;
     if (et >= GGUF_TYPE_COUNT)
@@ -610,7 +632,7 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
         return gguf_fail(err, GGUF_E_INVAL,
                          "line %" PRIu64 ": last line is incomplete "
                          "(no trailing newline)",
-                         lines + 1);
+                         first + lines);
     if (lines > GGUF_MAX_ARRAY)
         return gguf_fail(err, GGUF_E_RANGE,
                          "array of %" PRIu64
@@ -623,9 +645,12 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
         (st = put32(out, et)) != GGUF_OK || (st = put64(out, lines)) != GGUF_OK)
         return st;
     const char *q = text, *e = text + len;
-    for (uint64_t ln = 1; ln <= lines; ln++) {
+    for (uint64_t k = 0; k < lines; k++) {
+        uint64_t ln = first + k;
         const char *nl = memchr(q, '\n', (size_t)(e - q));
         size_t n = (size_t)(nl - q);
+        if (n && q[n - 1] == '\r')
+            n--; /* a "\r\n" line end */
         if (et == GGUF_TYPE_STRING) {
             size_t at = out->len;
             if ((st = put64(out, 0)) != GGUF_OK ||
@@ -658,12 +683,13 @@ static enum gguf_status parse_array(enum gguf_type et, const char *text,
 }
 
 static enum gguf_status parse(enum gguf_type type, enum gguf_type arr_type,
-                              const char *text, size_t len,
+                              const char *text, size_t len, uint64_t first,
                               struct gguf_buf *out, struct gguf_error *err) {
     enum gguf_status st;
     if (type == GGUF_TYPE_ARRAY)
-        return parse_array(arr_type, text, len, out, err);
-    if (len && text[len - 1] == '\n')
+        return parse_array(arr_type, text, len, first, out, err);
+    bool nl = len && text[len - 1] == '\n';
+    if (nl)
         len--;
     if (type == GGUF_TYPE_STRING) {
         if (len > GGUF_MAX_STRING)
@@ -679,17 +705,39 @@ static enum gguf_status parse(enum gguf_type type, enum gguf_type arr_type,
     if (!is_fixed(type))
         return gguf_fail(err, GGUF_E_INVAL, "unknown value type %u",
                          (unsigned)type);
-    return parse_scalar(type, text, len, out, err, 1);
+    if (nl && len && text[len - 1] == '\r')
+        len--; /* a "\r\n" line end */
+    const char *extra = memchr(text, '\n', len);
+    if (extra) {
+        uint64_t lines = 2;
+        for (const char *q = extra + 1, *e = text + len;
+             q < e && (q = memchr(q, '\n', (size_t)(e - q))); q++)
+            lines++;
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "line %" PRIu64 ": a%s %s value is one line; the "
+                         "text has %" PRIu64 " lines",
+                         first + 1, is_signed(type) ? "n" : "", tname(type),
+                         lines);
+    }
+    return parse_scalar(type, text, len, out, err, first);
 }
 
 enum gguf_status gguf_parse_text(enum gguf_type type, enum gguf_type arr_type,
                                  const char *text, size_t len,
                                  struct gguf_buf *out, struct gguf_error *err) {
+    return gguf_parse_text_from(type, arr_type, text, len, 1, out, err);
+}
+
+enum gguf_status gguf_parse_text_from(enum gguf_type type,
+                                      enum gguf_type arr_type, const char *text,
+                                      size_t len, uint64_t first,
+                                      struct gguf_buf *out,
+                                      struct gguf_error *err) {
     size_t mark = out->len;
     if (!text) /* an empty gguf_buf: NULL + 0 is undefined in C (UBSan) */
         text = "";
     locale_t old = enter_c_locale();
-    enum gguf_status st = parse(type, arr_type, text, len, out, err);
+    enum gguf_status st = parse(type, arr_type, text, len, first, out, err);
     leave_c_locale(old);
     if (st != GGUF_OK) {
         out->len = mark;

@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Could text (no newline) still grow into a valid scalar of this type? */
+/* Could text (no newline) still grow into a valid scalar of this type?
+ * A final CR may be the start of a "\r\n" line end. */
 static bool plausible_prefix(enum gguf_type type, const char *s, size_t n) {
+    if (n && s[n - 1] == '\r')
+        n--;
     switch (type) {
     case GGUF_TYPE_BOOL:
         return (n <= 4 && strncmp(s, "true", n) == 0) ||
@@ -56,10 +59,23 @@ enum gguf_status gguf_text_check_prefix(enum gguf_type type,
             }
         if (!nl)
             return GGUF_OK;
-        st = gguf_parse_text(type, arr_type, text + *checked,
-                             (size_t)(nl - (text + *checked)), &scratch, err);
-        if (st == GGUF_OK)
+        const char *from = text + *checked;
+        st = gguf_parse_text(type, arr_type, from, (size_t)(nl - from),
+                             &scratch, err);
+        if (st == GGUF_OK) {
             *checked = (size_t)(nl - text);
+        } else if (*checked > 0 && st != GGUF_E_NOMEM) {
+            /* Messages name lines of the whole text: count the lines
+             * checked before (only now, on the way out, to keep checks
+             * linear) and parse again from there for the message. */
+            uint64_t first = 1;
+            for (const char *q = text;
+                 q < from && (q = memchr(q, '\n', (size_t)(from - q))); q++)
+                first++;
+            scratch.len = 0;
+            st = gguf_parse_text_from(type, arr_type, from, (size_t)(nl - from),
+                                      first, &scratch, err);
+        }
         goto out;
     }
     const char *nl = memchr(text, '\n', len);
@@ -68,8 +84,7 @@ enum gguf_status gguf_text_check_prefix(enum gguf_type type,
         goto out;
     }
     if (!plausible_prefix(type, text, len))
-        st = gguf_fail(err, GGUF_E_INVAL, "'%.*s' is not a %s",
-                       len > 40 ? 40 : (int)len, text, gguf_type_name(type));
+        st = gguf_text_bad_value(err, GGUF_E_INVAL, 1, text, len, type);
 out:
     gguf_buf_free(&scratch);
     return st;

@@ -14,29 +14,37 @@
 /* ---- messages ------------------------------------------------------ */
 
 const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz) {
-    size_t k = 0, i;
-    for (i = 0; i < n && i < 40 && k + 8 < osz; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {
-            if (c == '\n') {
-                o[k++] = '\\';
-                o[k++] = 'n';
-            } else {
-                o[k++] = '\\';
-                o[k++] = 'x';
-                o[k++] = gguf_hexdigit(c >> 4);
-                o[k++] = gguf_hexdigit(c & 15);
-            }
-        } else {
+    const uint8_t *u = (const uint8_t *)s;
+    size_t k = 0, i = 0;
+    while (i < n && osz >= 8 && k + 8 < osz) {
+        uint8_t c = u[i];
+        size_t seq = c >= 0x80 ? gguf_utf8_seq(u + i, n - i) : 0;
+        size_t adv = seq ? seq : 1;
+        if (i + adv > 40)
+            break;
+        if (seq) { /* valid UTF-8: as typed */
+            memcpy(o + k, u + i, seq);
+            k += seq;
+        } else if (c >= 0x20 && c < 0x7f) { /* printable ASCII, '\' too */
             o[k++] = (char)c;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            o[k++] = '\\';
+            o[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else { /* other control bytes, invalid UTF-8 */
+            o[k++] = '\\';
+            o[k++] = 'x';
+            o[k++] = gguf_hexdigit(c >> 4);
+            o[k++] = gguf_hexdigit(c & 15);
         }
+        i += adv;
     }
-    if (i < n) {
+    if (i < n && osz >= 8) {
         o[k++] = '.';
         o[k++] = '.';
         o[k++] = '.';
     }
-    o[k] = 0;
+    if (osz)
+        o[k] = 0;
     return o;
 }
 
@@ -239,8 +247,12 @@ enum gguf_status gguf_text_unescape(const char *s, size_t n, bool quoted,
         unknown : {
             char sn[64];
             where(w, sizeof w, line, col0 + i);
-            return gguf_fail(err, GGUF_E_INVAL, "%sunknown escape '%s'", w,
-                             gguf_text_snippet(s + i, 2, sn, sizeof sn));
+            return gguf_fail(
+                err, GGUF_E_INVAL, "%sunknown escape '%s'", w,
+                gguf_text_snippet(
+                    s + i,
+                    1 + gguf_utf8_seq((const uint8_t *)s + i + 1, n - i - 1),
+                    sn, sizeof sn));
         }
         }
         if ((st = gguf_text_put1(out, c)) != GGUF_OK)

@@ -2,8 +2,9 @@
  * test_names.c - key/tensor name <-> file name escaping (gguf/names.c).
  * Expected file names are written by hand; the hash of long names is
  * checked against an independent FNV-1a (with the published test vectors).
+ * Also the names of files made beside a GGUF (gguf_sidecar_path).
  */
-#include "gguf.h"
+#include "internal.h" /* gguf_sidecar_path */
 
 #include <check.h>
 #include <stdio.h>
@@ -410,6 +411,125 @@ START_TEST(random_roundtrip)
 }
 END_TEST
 
+/* ---- names beside a GGUF (gguf_sidecar_path) ------------------------ */
+
+/* The base name of a sidecar path (after the last '/'). */
+static const char *base_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Expected name for a base that does not fit: its first `keep` bytes,
+ * "~", the hash of the whole base, the suffix.  Written by hand. */
+static void expect_sidecar_hashed(const char *got, const char *base, size_t keep,
+                          const char *suffix)
+{
+    char want[600];
+    snprintf(want, sizeof want, "%.*s~%016llx%s", (int)keep, base,
+             (unsigned long long)fnv1a(base, strlen(base)), suffix);
+    ck_assert_str_eq(base_of(got), want);
+}
+
+START_TEST(sidecar_short)
+{
+    char *p = gguf_sidecar_path("/d/m.gguf", ".ggufs-journal");
+    ck_assert_str_eq(p, "/d/m.gguf.ggufs-journal");
+    free(p);
+    p = gguf_sidecar_path("m.gguf", ".ggufs-new");
+    ck_assert_str_eq(p, "m.gguf.ggufs-new");
+    free(p);
+    p = gguf_sidecar_path("/a.b/c", ".x");
+    ck_assert_str_eq(p, "/a.b/c.x");
+    free(p);
+}
+END_TEST
+
+START_TEST(sidecar_limit)
+{
+    static const char *suffixes[] = {".ggufs-journal", ".ggufs-new",
+                                     ".ggufs-edits-20260101-120000.gguf",
+                                     ".ggufs-edits-20260101-120000-1000.gguf"};
+    char path[600], base[300];
+    for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
+        const char *suf = suffixes[k];
+        size_t sl = strlen(suf);
+        for (size_t bl = 200; bl <= 255; bl++) {
+            memset(base, 'm', bl);
+            base[bl] = 0;
+            snprintf(path, sizeof path, "/some/dir/%s", base);
+            char *p = gguf_sidecar_path(path, suf);
+            ck_assert_ptr_nonnull(p);
+            ck_assert(strncmp(p, "/some/dir/", 10) == 0);
+            ck_assert_uint_le(strlen(base_of(p)), 255);
+            if (bl + sl <= 255) /* fits: unchanged */
+                ck_assert_str_eq(base_of(p) + bl, suf);
+            else /* exactly 255: the cut, the hash, the suffix */
+                expect_sidecar_hashed(p, base, 255 - sl - 17, suf);
+            free(p);
+        }
+    }
+    /* a suffix that cannot fit with a hash is a caller's error */
+    char longsuf[260];
+    memset(longsuf, 's', 240);
+    longsuf[240] = 0;
+    ck_assert_ptr_null(gguf_sidecar_path("/d/m", longsuf));
+}
+END_TEST
+
+START_TEST(sidecar_utf8)
+{
+    /* 2-byte and 3-byte characters: the cut never splits one */
+    static const char *chars[] = {"\xc3\xa9", "\xe2\x82\xac", "a\xe2\x82\xac",
+                                  "\xf0\x9f\x98\x80"};
+    for (size_t c = 0; c < sizeof chars / sizeof chars[0]; c++) {
+        char base[300] = "", path[320];
+        while (strlen(base) + strlen(chars[c]) < 250)
+            strcat(base, chars[c]);
+        snprintf(path, sizeof path, "/d/%s", base);
+        char *p = gguf_sidecar_path(path, ".ggufs-journal");
+        const char *b = base_of(p);
+        size_t n = strlen(b);
+        ck_assert_uint_le(n, 255);
+        ck_assert_uint_ge(n, 255 - 3);
+        ck_assert_msg(gguf_utf8_valid((const uint8_t *)b, n),
+                      "sidecar name of %s-base is not valid UTF-8", chars[c]);
+        size_t keep = n - 17 - strlen(".ggufs-journal");
+        ck_assert(memcmp(b, base, keep) == 0);
+        expect_sidecar_hashed(p, base, keep, ".ggufs-journal");
+        free(p);
+    }
+    /* invalid UTF-8 bytes are cut like single bytes */
+    char base[300], path[320];
+    memset(base, 0xff, 250);
+    base[250] = 0;
+    snprintf(path, sizeof path, "/d/%s", base);
+    char *p = gguf_sidecar_path(path, ".ggufs-new");
+    expect_sidecar_hashed(p, base, 255 - 17 - 10, ".ggufs-new");
+    free(p);
+}
+END_TEST
+
+START_TEST(sidecar_distinct)
+{
+    /* long names that differ only after the cut get different names;
+     * the same name always gets the same one (recovery finds it) */
+    char a[300], b[300];
+    memset(a, 'x', 250);
+    a[250] = 0;
+    memcpy(b, a, 251);
+    b[249] = 'y';
+    char *pa = gguf_sidecar_path(a, ".ggufs-journal");
+    char *pb = gguf_sidecar_path(b, ".ggufs-journal");
+    char *pa2 = gguf_sidecar_path(a, ".ggufs-journal");
+    ck_assert_str_ne(pa, pb);
+    ck_assert_str_eq(pa, pa2);
+    free(pa);
+    free(pb);
+    free(pa2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("names");
@@ -423,6 +543,10 @@ int main(void)
     tcase_add_test(tc, long_names);
     tcase_add_test(tc, long_names_distinct);
     tcase_add_test(tc, random_roundtrip);
+    tcase_add_test(tc, sidecar_short);
+    tcase_add_test(tc, sidecar_limit);
+    tcase_add_test(tc, sidecar_utf8);
+    tcase_add_test(tc, sidecar_distinct);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

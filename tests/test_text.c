@@ -678,8 +678,8 @@ START_TEST(reject_bad_texts)
     REJECT(GGUF_TYPE_INT64, "9223372036854775808", GGUF_E_RANGE, NULL);
     REJECT(GGUF_TYPE_INT64, "-9223372036854775809", GGUF_E_RANGE, NULL);
     static const char *junk[] = {
-        "", "\n", "\n\n", "1\n\n", " 1", "1 ", "+1", "0x10", "1.0", "1e3",
-        "-", "--1", "1-", "one", "1\r", "\r1", "12\n3",
+        "", "\n", "\r\n", "1\r\r", " 1", "1 ", "+1", "0x10", "1.0", "1e3",
+        "-", "--1", "1-", "one", "1\r", "\r1", "1\r\r\n", " 1\r\n",
     };
     for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
         REJECT(GGUF_TYPE_UINT32, junk[i], GGUF_E_INVAL, "is not a uint32");
@@ -689,7 +689,7 @@ START_TEST(reject_bad_texts)
                   NULL);
 
     static const char *badbool[] = {"yes", "no", "TRUE", "True", "2", "",
-                                    "true\n\n", " true", "t", "01", "-1",
+                                    "true\r", " true", "t", "01", "-1",
                                     "true ", "\n"};
     for (size_t i = 0; i < sizeof badbool / sizeof badbool[0]; i++)
         REJECT(GGUF_TYPE_BOOL, badbool[i], GGUF_E_INVAL, "is not a bool");
@@ -704,13 +704,46 @@ START_TEST(reject_bad_texts)
     static const char *badf[] = {
         "", "\n", " 1", "1 ", "1.5x", "1e", "e5", ".", "-", "0x", "1..2",
         "nan(0x0)", "nan()", "nan(0x)", "nan(1)", "nan(0xg)", "nan(0x1",
-        "nanx", "infx", "in", "--1", "1,5", "1\n\n", "nan(0x1) ", "- 1",
-        "\t1", "0x1p", "inf\n\n",
+        "nanx", "infx", "in", "--1", "1,5", "1\r", "nan(0x1) ", "- 1",
+        "\t1", "0x1p", "inf\r\r\n",
     };
     for (size_t i = 0; i < sizeof badf / sizeof badf[0]; i++) {
         REJECT(GGUF_TYPE_FLOAT32, badf[i], GGUF_E_INVAL, "is not a float32");
         REJECT(GGUF_TYPE_FLOAT64, badf[i], GGUF_E_INVAL, "is not a float64");
     }
+
+    /* a number or bool is one line; the message says so and names the
+     * first extra line (was: "line 1: '12\n3' is not a uint32") */
+    REJECT(GGUF_TYPE_UINT32, "12\n3", GGUF_E_INVAL,
+           "line 2: a uint32 value is one line; the text has 2 lines");
+    REJECT(GGUF_TYPE_UINT32, "2\n7\n", GGUF_E_INVAL,
+           "line 2: a uint32 value is one line; the text has 2 lines");
+    REJECT(GGUF_TYPE_INT64, "1\n\n", GGUF_E_INVAL,
+           "line 2: an int64 value is one line; the text has 2 lines");
+    REJECT(GGUF_TYPE_UINT8, "\n\n\n", GGUF_E_INVAL,
+           "line 2: a uint8 value is one line; the text has 3 lines");
+    REJECT(GGUF_TYPE_BOOL, "true\r\nfalse\r\n", GGUF_E_INVAL,
+           "line 2: a bool value is one line; the text has 2 lines");
+    REJECT(GGUF_TYPE_FLOAT32, "inf\n\n", GGUF_E_INVAL,
+           "line 2: a float32 value is one line");
+    REJECT(GGUF_TYPE_FLOAT64, "1\n\n", GGUF_E_INVAL,
+           "line 2: a float64 value is one line");
+
+    /* bytes are shown as typed: printable ASCII (the backslash and the
+     * quote too) and UTF-8 as they are, control bytes and invalid UTF-8
+     * escaped (was: '1\x5c' and '\xc3\xa9') */
+    REJECT(GGUF_TYPE_UINT32, "1\\", GGUF_E_INVAL,
+           "line 1: '1\\' is not a uint32");
+    REJECT(GGUF_TYPE_UINT32, "it's", GGUF_E_INVAL,
+           "line 1: 'it's' is not a uint32");
+    REJECT(GGUF_TYPE_INT8, "\xc3\xa9", GGUF_E_INVAL,
+           "line 1: '\xc3\xa9' is not an int8");
+    REJECT(GGUF_TYPE_INT8, "\x01\t\r\xff", GGUF_E_INVAL,
+           "line 1: '\\x01\\t\\r\\xff' is not an int8");
+    REJECT_ARR(GGUF_TYPE_STRING, "ok\na\\qb\n", GGUF_E_INVAL,
+               "line 2, column 2: unknown escape '\\q'");
+    REJECT_ARR(GGUF_TYPE_STRING, "\\\xc3\xa9\n", GGUF_E_INVAL,
+               "line 1, column 1: unknown escape '\\\xc3\xa9'");
 
     /* arrays */
     REJECT_ARR(GGUF_TYPE_UINT32, "1\n2", GGUF_E_INVAL,
@@ -753,6 +786,118 @@ START_TEST(reject_bad_texts)
     REJECT_ARR(GGUF_TYPE_ARRAY, "uint8[1]\nuint8[256]\n", GGUF_E_RANGE,
                "line 2: 256 is out of range for uint8");
     REJECT_ARR(GGUF_TYPE_ARRAY, "uint8[1]", GGUF_E_INVAL, "incomplete");
+}
+END_TEST
+
+/* "\r\n" ends a line of a number, a bool, or any array's element; a
+ * string keeps its CR (rendering writes it raw: "a\r" renders "a\r\n"). */
+START_TEST(crlf_line_ends)
+{
+    static const enum gguf_type num[] = {
+        GGUF_TYPE_UINT8, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16,
+        GGUF_TYPE_UINT32, GGUF_TYPE_INT32, GGUF_TYPE_UINT64, GGUF_TYPE_INT64,
+        GGUF_TYPE_FLOAT32, GGUF_TYPE_FLOAT64, GGUF_TYPE_BOOL};
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++) {
+        enum gguf_type t = num[i];
+        size_t sz = tsize(t);
+        struct gguf_buf lf = {0}, crlf = {0}, arr = {0};
+        struct gguf_error err = {0};
+        ck_assert_int_eq(gguf_parse_text(t, GGUF_TYPE_COUNT, "1\n", 2, &lf,
+                                         &err), GGUF_OK);
+        ck_assert_msg(gguf_parse_text(t, GGUF_TYPE_COUNT, "1\r\n", 3, &crlf,
+                                      &err) == GGUF_OK,
+                      "%s: '1\\r\\n' refused: %s", gguf_type_name(t), err.msg);
+        ck_assert(lf.len == sz && crlf.len == sz &&
+                  memcmp(lf.p, crlf.p, sz) == 0);
+        /* array elements, mixed line ends */
+        ck_assert_msg(gguf_parse_text(GGUF_TYPE_ARRAY, t, "1\r\n0\n1\r\n", 8,
+                                      &arr, &err) == GGUF_OK,
+                      "array[%s] with CRLF refused: %s", gguf_type_name(t),
+                      err.msg);
+        ck_assert_uint_eq(arr.len, 12 + 3 * sz);
+        ck_assert_uint_eq(gguf_rd64(arr.p + 4), 3);
+        ck_assert(memcmp(arr.p + 12, lf.p, sz) == 0);
+        /* the prefix check accepts the CR while the LF is still to come */
+        size_t checked = 0;
+        ck_assert_int_eq(gguf_text_check_prefix(t, GGUF_TYPE_COUNT, "1\r", 2,
+                                                &checked, &err), GGUF_OK);
+        ck_assert_int_eq(gguf_text_check_prefix(t, GGUF_TYPE_COUNT, "1\r\n",
+                                                3, &checked, &err), GGUF_OK);
+        gguf_buf_free(&lf);
+        gguf_buf_free(&crlf);
+        gguf_buf_free(&arr);
+    }
+    /* a lone CR is not a line end */
+    REJECT(GGUF_TYPE_UINT32, "7\r", GGUF_E_INVAL, "'7\\r' is not a uint32");
+    REJECT_ARR(GGUF_TYPE_UINT32, "1\r2\n", GGUF_E_INVAL, "line 1:");
+
+    /* strings keep the CR: "a\r\n" is the 2-byte string "a\r", and it
+     * renders back to the same text (lossless) */
+    uint8_t a_cr[] = {2, 0, 0, 0, 0, 0, 0, 0, 'a', '\r'};
+    expect_parse(GGUF_TYPE_STRING, GGUF_TYPE_COUNT, "a\r\n", 3, a_cr,
+                 sizeof a_cr);
+    expect_render(GGUF_TYPE_STRING, a_cr, sizeof a_cr, "a\r\n", 3);
+    /* string array lines: the CR before the newline is part of the line
+     * end (the renderer writes a CR element byte as "\r", never raw) */
+    struct gguf_buf sa = {0};
+    b_arr(&sa, GGUF_TYPE_STRING, 3);
+    b_str(&sa, "a", 1);
+    b_str(&sa, "", 0);
+    b_str(&sa, "b\rc\r", 4);
+    expect_parse(GGUF_TYPE_ARRAY, GGUF_TYPE_STRING, "a\r\n\r\nb\rc\\r\r\n",
+                 12, sa.p, sa.len);
+    expect_render(GGUF_TYPE_ARRAY, sa.p, sa.len, "a\n\nb\\rc\\r\n", 10);
+    gguf_buf_free(&sa);
+    /* arrays of arrays */
+    struct gguf_buf na = {0};
+    b_arr(&na, GGUF_TYPE_ARRAY, 1);
+    b_arr(&na, GGUF_TYPE_UINT8, 1);
+    b_le(&na, 5, 1);
+    expect_parse(GGUF_TYPE_ARRAY, GGUF_TYPE_ARRAY, "uint8[5]\r\n", 10, na.p,
+                 na.len);
+    gguf_buf_free(&na);
+}
+END_TEST
+
+/* Messages of gguf_text_check_prefix name lines of the whole text, however
+ * it arrived (was: the line within the last piece checked). */
+START_TEST(check_prefix_lines)
+{
+    enum { N = 40000 };
+    char *text = malloc((size_t)N * 8);
+    size_t len = 0;
+    for (int i = 1; i <= N; i++)
+        len += (size_t)sprintf(text + len, "%d\n", i == 32000 ? -1 : i);
+    struct gguf_error err = {0};
+    size_t checked = 0, at = 0;
+    enum gguf_status st = GGUF_OK;
+    /* pieces of 4096 bytes, as write(2) calls deliver them */
+    while (at < len && st == GGUF_OK) {
+        at = at + 4096 < len ? at + 4096 : len;
+        st = gguf_text_check_prefix(GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, text,
+                                    at, &checked, &err);
+    }
+    ck_assert_int_eq(st, GGUF_E_RANGE);
+    ck_assert_str_eq(err.msg, "line 32000: -1 is out of range for uint32");
+    /* the same text in one piece, and from scratch: the same message */
+    checked = 0;
+    ck_assert_int_eq(gguf_text_check_prefix(GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32,
+                                            text, len, &checked, &err),
+                     GGUF_E_RANGE);
+    ck_assert_str_eq(err.msg, "line 32000: -1 is out of range for uint32");
+    /* an incomplete scalar prefix: the same wording as the parser's */
+    checked = 0;
+    ck_assert_int_eq(gguf_text_check_prefix(GGUF_TYPE_INT32, GGUF_TYPE_COUNT,
+                                            "12a", 3, &checked, &err),
+                     GGUF_E_INVAL);
+    ck_assert_str_eq(err.msg, "line 1: '12a' is not an int32");
+    /* the scalar case of issue 10: `echo 7 >> file` holding "2\n" */
+    ck_assert_int_eq(gguf_text_check_prefix(GGUF_TYPE_UINT32, GGUF_TYPE_COUNT,
+                                            "2\n7\n", 4, &checked, &err),
+                     GGUF_E_INVAL);
+    ck_assert_str_eq(err.msg,
+                     "line 2: a uint32 value is one line; the text has 2 lines");
+    free(text);
 }
 END_TEST
 
@@ -1412,6 +1557,8 @@ int main(void)
     tcase_add_test(tc, parse_appends);
     tcase_add_test(tc, reject_bad_texts);
     tcase_add_test(tc, unescape_line_api);
+    tcase_add_test(tc, crlf_line_ends);
+    tcase_add_test(tc, check_prefix_lines);
     tcase_add_test(tc, utf8_validity);
     suite_add_tcase(s, tc);
     tc = tcase_create("roundtrip");
