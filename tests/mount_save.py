@@ -456,6 +456,66 @@ def refusal_rows(ctx):
     return rows, probs
 
 
+def rule_rows(ctx):
+    """The consequences of the rule for names (ggufs(1), NAMES IN META/),
+    in one mount, judged after the commit."""
+    rows, probs = [], []
+    d = os.path.join(ctx.tmp, "rule")
+    os.makedirs(d)
+    mnt = os.path.join(d, "mnt")
+    path = os.path.join(d, "save.gguf")
+    shutil.copyfile(ctx.fixture, path)
+    before = E.snapshot(path)
+    m = E.Model(before)
+    meta = os.path.join(mnt, "meta")
+
+    def row(label, ok, why=""):
+        rows.append((label, "ok" if ok else "FAIL"))
+        if not ok:
+            probs.append("%s: %s" % (label, why))
+
+    def run(cmd):
+        r = subprocess.run(["bash", "-c", cmd], cwd=meta, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return r.returncode, r.stderr.decode(errors="replace").strip()
+
+    with E.Watchdog(mnt, 120, "rule"):
+        E.mount(path, mnt)
+        try:
+            rc, err = run("mv general.name general.title")
+            names = os.listdir(meta)
+            row("mv KEY NEW: succeeds, NEW listed, KEY not", rc == 0 and "general.title" in names
+                and "general.name" not in names, "status %d %s, listed %s" % (rc, err, names))
+            m.delete(b"general.name")
+            rc, err = run("mv llama.block_count llama.block_count~ && mv llama.block_count~ llama.n_layer")
+            row("rename by two mv: succeeds", rc == 0, err)
+            row("rename by two mv: user.gguf.type kept",
+                J.xattr(os.path.join(meta, "llama.n_layer"), "user.gguf.type") == b"uint32",
+                repr(J.xattr(os.path.join(meta, "llama.n_layer"), "user.gguf.type")))
+            m.delete(b"llama.block_count")
+            m.set(b"llama.n_layer", "uint32", b"2\n")
+            rc, err = run("rm save.tail && ls")
+            row("rm KEY: the GHOST is not listed", "save.tail" not in os.listdir(meta), "listed")
+            rc, err = run("echo 5 > save.tail")
+            row("create a GHOST's name: the key comes back with its type",
+                rc == 0 and J.xattr(os.path.join(meta, "save.tail"), "user.gguf.type") == b"uint32",
+                "status %d %s, type %r" % (rc, err, J.xattr(os.path.join(meta, "save.tail"), "user.gguf.type")))
+            m.value(b"save.tail", b"5\n")
+            rc, err = run("echo 'hello' > 'Not A Key' && cat 'Not A Key'")
+            row("create any name: a FILE", rc == 0, err)
+            names = os.listdir(meta)
+            row("no name listed twice", len(names) == len(set(names)), str(names))
+        except BaseException:
+            E.cleanup_mounts(d)
+            raise
+        how, out, err = E.ggufs_u(mnt, None, "rule")
+    for n in ("general.title", "Not A Key"):
+        row("the commit report names the FILE %s" % n, "meta/%s: not a key, not committed" % n in out, out)
+    after = E.snapshot(path, "rule")
+    p = E.compare_kvs(m.kvs, after.kvs)
+    row("committed: mv'ed keys gone, FILEs absent, the renamed key last", not p, "; ".join(p))
+    return rows, probs
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -486,10 +546,11 @@ def main():
             probs += p
             log("%-*s  %s" % (w, label, "  ".join(cells.get(c, "-").ljust(len(c)) for c in cols)))
         if not only:
-            rows, p = refusal_rows(ctx)
-            probs += p
-            for label, outcome in rows:
-                log("%-4s %s" % (outcome, label))
+            for fn in (rule_rows, refusal_rows):
+                rows, p = fn(ctx)
+                probs += p
+                for label, outcome in rows:
+                    log("%-4s %s" % (outcome, label))
     finally:
         E.cleanup_mounts(ctx.tmp)
         if not E.mounts_under(ctx.tmp):
