@@ -103,10 +103,11 @@ struct gfs_ghost {
 };
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
- * bytes each) and GHOSTs (the oldest are forgotten). */
+ * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
 #define GFS_MAX_FILES 4096
 #define GFS_MAX_FILE_BYTES ((size_t)1 << 30)
 #define GFS_MAX_GHOSTS 65536
+#define GFS_MAX_ALIASES 65536
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {

@@ -66,9 +66,22 @@ fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino) {
     return ino;
 }
 
+/* Records that the kernel's inode number `from` now names `to`.  A number
+ * aliased again is updated in place; past GFS_MAX_ALIASES the oldest alias
+ * is forgotten (its name has long been looked up anew). */
 static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to) {
     if (from == to)
         return;
+    for (size_t k = 0; k < fs->n_aliases; k++)
+        if (fs->aliases[k][0] == from) {
+            fs->aliases[k][1] = to;
+            return;
+        }
+    if (fs->n_aliases >= GFS_MAX_ALIASES) {
+        memmove(fs->aliases, fs->aliases + 1,
+                (fs->n_aliases - 1) * sizeof *fs->aliases);
+        fs->n_aliases--;
+    }
     fuse_ino_t(*na)[2] = realloc(fs->aliases, (fs->n_aliases + 1) * sizeof *na);
     if (!na)
         return;
