@@ -320,8 +320,9 @@ const char *gfs_meta_protected(const struct gfs *fs, int64_t i);
 int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
 /* The FILEs in meta/ (never committed): logs "meta/X: not a key, not
  * committed (N bytes)" for each if log, and appends the same, "; "
- * separated, to msg (NUL-terminated, size bytes) if msg.  Returns their
- * number.  Caller holds lock (read at least; log only). */
+ * separated, to msg (NUL-terminated, size bytes) if msg: as many as fit,
+ * then "; K more files in meta/ ..." for the rest.  Returns their number.
+ * Caller holds lock (read at least). */
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being

@@ -28,9 +28,10 @@
  *                     Free and a valid new key name: a new string key,
  *                     last.  Any other name: a FILE.
  *   unlink N          KEY: GHOST.  FILE: gone.
- *   rename S -> D     S KEY, D KEY: D takes S's text, parsed as D's type,
- *                     in D's position; S becomes a GHOST.
- *                     S KEY, D anything else: S becomes a GHOST, D a FILE
+ *   rename S -> D     S KEY, D KEY or GHOST: D's key (a GHOST comes back)
+ *                     takes S's text, parsed as its type, in its
+ *                     position; S becomes a GHOST.
+ *                     S KEY, D a FILE or free: S becomes a GHOST, D a FILE
  *                     holding S's text (a backup; never a key).
  *                     S FILE, D KEY or GHOST: D's key takes the text, with
  *                     its own type and position (a GHOST comes back).
@@ -563,6 +564,23 @@ static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti) {
     return 0;
 }
 
+/* S KEY (fi), D GHOST: the ghost's key comes back and takes the text, as
+ * onto a KEY (sed -i.bak renames the key away, then its temporary file,
+ * whose name may be a valid key, onto the key's name).  If the text does
+ * not fit, the key goes again. */
+static int key_onto_ghost(struct gfs *fs, int64_t fi, struct gfs_ghost *g) {
+    uint32_t fid = gguf_kv_id(fs->ctx, fi);
+    int64_t ti;
+    int rc = ghost_restore(fs, g, &ti);
+    if (rc)
+        return rc;
+    uint32_t tid = gguf_kv_id(fs->ctx, ti);
+    rc = key_onto_key(fs, gguf_find_id(fs->ctx, fid), ti);
+    if (rc && (ti = gguf_find_id(fs->ctx, tid)) >= 0)
+        remove_key(fs, ti);
+    return rc;
+}
+
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
                     unsigned flags) {
     struct gguf_buf tkey = {0};
@@ -592,10 +610,12 @@ int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
         goto out;
     }
 
-    if (src.state == NAME_KEY) {
-        rc = dst.state == NAME_KEY
-                 ? key_onto_key(fs, src.i, dst.i)
-                 : key_to_file(fs, src.i, src.ino, dst.file, to);
+    if (src.state == NAME_KEY && dst.state == NAME_KEY) {
+        rc = key_onto_key(fs, src.i, dst.i);
+    } else if (src.state == NAME_KEY && dst.state == NAME_GHOST) {
+        rc = key_onto_ghost(fs, src.i, dst.ghost);
+    } else if (src.state == NAME_KEY) {
+        rc = key_to_file(fs, src.i, src.ino, dst.file, to);
     } else if (dst.state == NAME_KEY || dst.state == NAME_GHOST) {
         rc = file_to_key(fs, src.file, dst.i, dst.ghost, NULL);
     } else if (to_key) {
@@ -734,18 +754,29 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
 }
 
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
-    size_t n = 0;
+    size_t n = 0, more = 0;
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next, n++) {
-        char line[400];
-        snprintf(line, sizeof line,
-                 "meta/%.255s: not a key, not committed (%zu bytes%s%.64s)",
-                 s->name, s->data.len, s->from ? "; a copy of meta/" : "",
-                 s->from ? s->from : "");
+        char line[1200]; /* names: at most 1024 bytes (FUSE_NAME_MAX) */
+        int len = snprintf(line, sizeof line,
+                           "meta/%s: not a key, not committed (%zu bytes)",
+                           s->name, s->data.len);
         if (log)
-            gfs_log(fs, "%s: %s", fs->path, line);
+            gfs_log(fs, "%s: %s%s%s", fs->path, line,
+                    s->from ? ", a copy of meta/" : "", s->from ? s->from : "");
+        /* The report names as many as fit, keeping room to count the rest
+         * (the log has them all). */
         size_t used = msg ? strlen(msg) : 0;
-        if (msg && used + 1 < size)
+        if (msg && !more && used + (size_t)len + 2 + 80 < size)
             snprintf(msg + used, size - used, "; %s", line);
+        else if (msg)
+            more++;
+    }
+    if (more) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, size - used,
+                 "; %zu more files in meta/ not keys, not committed (named "
+                 "in the log)",
+                 more);
     }
     return n;
 }
