@@ -166,9 +166,15 @@ static int file_changed(struct gfs *fs) {
     return EIO;
 }
 
+/* True if an open with these flags may change the file. */
+static int open_wants_write(const struct fuse_file_info *fi) {
+    return (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+}
+
 /* The open of each kind of file: prepare fh, set fi's cache flags; 0 or
- * errno.  Caller holds fs->lock (read, or write for O_TRUNC of scratch
- * files). */
+ * errno.  Caller holds fs->lock: for writing when the open may write a key
+ * (a refusal is recorded in user.gguf.error) or truncates a scratch file,
+ * for reading otherwise. */
 
 static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
                        struct fuse_file_info *fi, int wants_write) {
@@ -198,6 +204,10 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
         return ENOENT;
     if (wants_write && fs->readonly)
         return EROFS;
+    /* A key that may not change is refused here, where the shell sees it
+     * (`echo 32 > meta/general.alignment` fails), not at close. */
+    if (wants_write && gfs_meta_protected(fs, i))
+        return gfs_meta_refuse_protected(fs, i, "opening for writing");
     struct gfs_text *t = gfs_text_get(fs, i, &err);
     if (!t)
         return err;
@@ -239,8 +249,7 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
 
 static int fh_open(struct gfs *fs, struct gfs_fh *fh,
                    struct fuse_file_info *fi) {
-    int wants_write =
-        (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    int wants_write = open_wants_write(fi);
     switch (fh->kind) {
     case GFS_TENSOR:
         return open_tensor(fs, fh, fi, wants_write);
@@ -286,7 +295,7 @@ void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         return;
     }
     int trunc_scratch = fh->kind == GFS_SCRATCH && (fi->flags & O_TRUNC);
-    if (trunc_scratch)
+    if (trunc_scratch || (fh->kind == GFS_KV && open_wants_write(fi)))
         pthread_rwlock_wrlock(&fs->lock);
     else
         pthread_rwlock_rdlock(&fs->lock);
@@ -506,7 +515,10 @@ static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
                          size_t n, off_t off) {
     pthread_rwlock_wrlock(&fs->lock);
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
-    int err = sc ? buf_pwrite(&sc->data, p, n, off) : ENOENT;
+    int err = !sc ? ENOENT
+              : (uint64_t)off + n > GFS_MAX_FILE_BYTES
+                  ? EFBIG
+                  : buf_pwrite(&sc->data, p, n, off);
     if (sc)
         clock_gettime(CLOCK_REALTIME, &sc->mtime);
     pthread_rwlock_unlock(&fs->lock);

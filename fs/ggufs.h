@@ -70,27 +70,44 @@ enum gfs_kind {
     GFS_LIVE
 };
 
-/* A file in meta/ whose name is not a valid key: vim's 4913 and .swp, sed's
- * temporary file.  Editors need them; only a rename onto a key name turns
- * the content into a metadata value. */
+/* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
+ * name between them (create, rename, unlink) is written at the top of
+ * metaedit.c and in ggufs(1), NAMES IN META/. */
+
+/* A FILE: a name in meta/ that is not a key (an editor's temporary file, a
+ * backup, any name).  Held in memory, listed, never committed (a commit
+ * names it).  A FILE made by renaming a key away remembers that key's
+ * type: renamed onto a free new key name, it makes a key of that type. */
 struct gfs_scratch {
     struct gfs_scratch *next;
     char *name;
     fuse_ino_t ino;
     struct gguf_buf data;
     struct timespec mtime;
+    int backup;                    /* renamed from a key: type and from hold */
+    enum gguf_type type, arr_type; /* that key's */
+    char *from;                    /* that key's file name */
 };
 
-/* A key that left meta/ (unlink, or rename to a non-key name as vim does
- * with its backup): if a file of that name is created again, the key comes
- * back with its type and its place in the KV order. */
+/* A GHOST: a key that left meta/ (unlink, or a rename that made its text a
+ * FILE).  Not listed.  Creating its file name again, or renaming a FILE
+ * onto it, brings the key back with its type and its place in the KV
+ * order. */
 struct gfs_ghost {
     struct gfs_ghost *next;
     char *key;
     size_t klen;
+    char *fname; /* its file name in meta/ (escaped, maybe hashed) */
     enum gguf_type type, arr_type;
     int64_t pos;
 };
+
+/* Bounds on what names in meta/ can make a mount hold: FILEs (count and
+ * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
+#define GFS_MAX_FILES 4096
+#define GFS_MAX_FILE_BYTES ((size_t)1 << 30)
+#define GFS_MAX_GHOSTS 65536
+#define GFS_MAX_ALIASES 65536
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -176,8 +193,10 @@ struct gfs {
     struct stat st; /* of the GGUF, at mount and after each
                        commit: times for every file */
     struct gfs_scratch *scratch;
+    size_t n_scratch;
     uint64_t next_scratch;
     struct gfs_ghost *ghosts;
+    size_t n_ghosts;
     fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
     char **errors; /* by kv id: why the last edit was refused */
@@ -295,6 +314,19 @@ struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
  * reading suffices). */
 void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg);
 const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
+/* Why kv i may not be changed while mounted (general.alignment; split.no,
+ * split.count, split.tensors.count of a shard set), or NULL.  Caller
+ * holds lock (read at least). */
+const char *gfs_meta_protected(const struct gfs *fs, int64_t i);
+/* Refuses a change (what: "opening for writing", "truncate") of protected
+ * kv i: logs the reason, records it in user.gguf.error; returns EPERM. */
+int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
+/* The FILEs in meta/ (never committed): logs "meta/X: not a key, not
+ * committed (N bytes)" for each if log, and appends the same, "; "
+ * separated, to msg (NUL-terminated, size bytes) if msg: as many as fit,
+ * then "; K more files in meta/ ..." for the rest.  Returns their number.
+ * Caller holds lock (read at least). */
+size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being
  * written: bash's redirection flushes right after open). */

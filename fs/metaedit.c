@@ -4,6 +4,48 @@
  * back into the GGUF.  Every change goes through the library, which
  * validates it; a refused change leaves the key as it was and records why
  * (log, and user.gguf.error on the file).
+ *
+ * Names in meta/.  Tools save a file in many ways (write in place, truncate
+ * and write, write a temporary file and rename it onto the name, rename
+ * the file away as a backup and create it again); each must land on the
+ * key it targets, keeping the key's type and position, and no backup or
+ * temporary file may become a key.  So a name is in one of three states:
+ *
+ *   KEY    an existing key, under its file name exactly as listed (odd
+ *          and hashed names included: resolved by gfs_lookup_name, never
+ *          by gguf_key_valid).
+ *   GHOST  a key that was unlinked or renamed away: not listed; remembers
+ *          its key, file name, type and position (struct gfs_ghost).
+ *   FILE   any other file (struct gfs_scratch): in memory, listed, never
+ *          committed (the commit names it); one made by renaming a key
+ *          away remembers that key's type.
+ *
+ * A name is looked up as FILE, then KEY, then GHOST; a FILE and a KEY never
+ * share a name (a FILE may hide a GHOST).  The transitions:
+ *
+ *   create N          KEY or FILE: EEXIST.  GHOST: the key comes back with
+ *                     its type and position (zero value until written).
+ *                     Free and a valid new key name: a new string key,
+ *                     last.  Any other name: a FILE.
+ *   unlink N          KEY: GHOST.  FILE: gone.
+ *   rename S -> D     S KEY, D KEY or GHOST: D's key (a GHOST comes back)
+ *                     takes S's text, parsed as its type, in its
+ *                     position; S becomes a GHOST.
+ *                     S KEY, D a FILE or free: S becomes a GHOST, D a FILE
+ *                     holding S's text (a backup; never a key).
+ *                     S FILE, D KEY or GHOST: D's key takes the text, with
+ *                     its own type and position (a GHOST comes back).
+ *                     S FILE, D free and a valid new key name: a new key,
+ *                     last: of the type of the key S is a backup of, else
+ *                     a string.
+ *                     S FILE, D anything else: the FILE is renamed.
+ *                     RENAME_NOREPLACE: EEXIST if D is a KEY or a FILE;
+ *                     RENAME_EXCHANGE: EINVAL.
+ *
+ * So `mv KEY NEW` no longer renames a key: it leaves a FILE (ggufs(1) says
+ * how to rename one).  Protected keys (gfs_meta_protected) refuse every
+ * change with EPERM where the caller sees it: open for writing, truncate,
+ * unlink, rename from or onto, setxattr.
  */
 #include "ggufs.h"
 
@@ -25,9 +67,22 @@ fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino) {
     return ino;
 }
 
+/* Records that the kernel's inode number `from` now names `to`.  A number
+ * aliased again is updated in place; past GFS_MAX_ALIASES the oldest alias
+ * is forgotten (its name has long been looked up anew). */
 static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to) {
     if (from == to)
         return;
+    for (size_t k = 0; k < fs->n_aliases; k++)
+        if (fs->aliases[k][0] == from) {
+            fs->aliases[k][1] = to;
+            return;
+        }
+    if (fs->n_aliases >= GFS_MAX_ALIASES) {
+        memmove(fs->aliases, fs->aliases + 1,
+                (fs->n_aliases - 1) * sizeof *fs->aliases);
+        fs->n_aliases--;
+    }
     fuse_ino_t(*na)[2] = realloc(fs->aliases, (fs->n_aliases + 1) * sizeof *na);
     if (!na)
         return;
@@ -55,6 +110,7 @@ static void scratch_free(struct gfs_scratch *s) {
     if (!s)
         return;
     free(s->name);
+    free(s->from);
     gguf_buf_free(&s->data);
     free(s);
 }
@@ -64,20 +120,31 @@ static void scratch_remove(struct gfs *fs, struct gfs_scratch *s) {
         if (*pp == s) {
             *pp = s->next;
             scratch_free(s);
+            fs->n_scratch--;
             return;
         }
 }
 
-static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name) {
+/* A new, empty FILE; NULL and *rc on failure (ENOSPC past GFS_MAX_FILES). */
+static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name,
+                                       int *rc) {
+    if (fs->n_scratch >= GFS_MAX_FILES) {
+        gfs_log(fs, "%s: too many files in meta/ that are not keys (%d)",
+                fs->path, GFS_MAX_FILES);
+        *rc = ENOSPC;
+        return NULL;
+    }
     struct gfs_scratch *s = calloc(1, sizeof *s);
     if (!s || !(s->name = strdup(name))) {
         free(s);
+        *rc = ENOMEM;
         return NULL;
     }
     s->ino = GFS_INO_SCRATCH + ++fs->next_scratch;
     clock_gettime(CLOCK_REALTIME, &s->mtime);
     s->next = fs->scratch;
     fs->scratch = s;
+    fs->n_scratch++;
     return s;
 }
 
@@ -110,6 +177,35 @@ static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err) {
     if (i >= 0)
         gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), err->msg);
     return gfs_errno(err);
+}
+
+const char *gfs_meta_protected(const struct gfs *fs, int64_t i) {
+    static const char *const split_keys[] = {"split.no", "split.count",
+                                             "split.tensors.count"};
+    size_t klen;
+    const char *key = gguf_kv_key(fs->ctx, i, &klen);
+    if (gguf_key_is_alignment(key, klen))
+        return "general.alignment cannot be changed: the tensor data layout "
+               "depends on it";
+    if (fs->n_shards > 1)
+        for (size_t k = 0; k < sizeof split_keys / sizeof *split_keys; k++)
+            if (klen == strlen(split_keys[k]) &&
+                memcmp(key, split_keys[k], klen) == 0)
+                return "split.no, split.count and split.tensors.count "
+                       "describe the shard set and cannot be changed while "
+                       "it is mounted";
+    return NULL;
+}
+
+int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what) {
+    size_t klen;
+    const char *key = gguf_kv_key(fs->ctx, i, &klen);
+    const char *why = gfs_meta_protected(fs, i);
+    gfs_log(fs, "%s: refused %s of '%.*s': %s", fs->path, what, (int)klen, key,
+            why ? why : "protected");
+    if (why)
+        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), why);
+    return EPERM;
 }
 
 /* True, with the key in *key, if a file name in meta/ is the canonical
@@ -150,6 +246,10 @@ int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
     const uint8_t *cur = gguf_kv_payload(fs->ctx, i, &plen);
     if (plen == payload.len && memcmp(cur, payload.p, plen) == 0)
         goto out; /* writing back what was read changes nothing */
+    if (gfs_meta_protected(fs, i)) {
+        rc = gfs_meta_refuse_protected(fs, i, "a change");
+        goto out;
+    }
     if (gguf_set_payload(fs->ctx, key, klen, type, payload.p, payload.len,
                          &err) != GGUF_OK) {
         rc = refuse(fs, i, &err);
@@ -161,6 +261,24 @@ out:
     return rc;
 }
 
+static void ghost_free(struct gfs_ghost *g) {
+    if (g) {
+        free(g->key);
+        free(g->fname);
+        free(g);
+    }
+}
+
+static void ghost_remove(struct gfs *fs, struct gfs_ghost *g) {
+    for (struct gfs_ghost **pp = &fs->ghosts; *pp; pp = &(*pp)->next)
+        if (*pp == g) {
+            *pp = g->next;
+            ghost_free(g);
+            fs->n_ghosts--;
+            return;
+        }
+}
+
 static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n) {
     for (struct gfs_ghost *g = fs->ghosts; g; g = g->next)
         if (g->klen == n && memcmp(g->key, k, n) == 0)
@@ -168,29 +286,48 @@ static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n) {
     return NULL;
 }
 
-/* Removes kv i, remembering its type and place under its name. */
+static struct gfs_ghost *ghost_by_fname(struct gfs *fs, const char *name) {
+    for (struct gfs_ghost *g = fs->ghosts; g; g = g->next)
+        if (strcmp(g->fname, name) == 0)
+            return g;
+    return NULL;
+}
+
+/* Removes kv i, leaving a GHOST that remembers its name, type and place.
+ * Past GFS_MAX_GHOSTS the oldest ghost is forgotten (the list is newest
+ * first). */
 static int remove_key(struct gfs *fs, int64_t i) {
     struct gguf_error err = {0};
+    struct gguf_buf fname = {0};
     size_t klen;
     const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    if (gguf_key_is_alignment(key, klen)) {
-        gfs_log(fs,
-                "%s: general.alignment cannot be removed: the tensor "
-                "data layout depends on it",
-                fs->path);
-        return EPERM;
-    }
+    if (gfs_meta_protected(fs, i))
+        return gfs_meta_refuse_protected(fs, i, "removal");
+    if (gfs_kv_fname(fs, i, &fname))
+        return ENOMEM;
     struct gfs_ghost *g = ghost_find(fs, key, klen);
-    if (!g) {
+    if (g) {
+        free(g->fname);
+        g->fname = (char *)fname.p;
+    } else {
         g = calloc(1, sizeof *g);
         if (!g || !(g->key = malloc(klen + 1))) {
             free(g);
+            gguf_buf_free(&fname);
             return ENOMEM;
         }
-        memcpy(g->key, key, klen + 1);
+        memcpy(g->key, key, klen);
+        g->key[klen] = '\0';
         g->klen = klen;
+        g->fname = (char *)fname.p;
         g->next = fs->ghosts;
         fs->ghosts = g;
+        if (++fs->n_ghosts > GFS_MAX_GHOSTS) {
+            struct gfs_ghost *last = fs->ghosts;
+            while (last->next)
+                last = last->next;
+            ghost_remove(fs, last);
+        }
     }
     g->type = gguf_kv_type(fs->ctx, i);
     g->arr_type = gguf_kv_arr_type(fs->ctx, i);
@@ -204,16 +341,25 @@ static int remove_key(struct gfs *fs, int64_t i) {
     return 0;
 }
 
-/* Adds key with the zero value of its type: a ghost's type and place if
- * the key existed before, else an empty string at the end. */
-static int add_key(struct gfs *fs, const char *key, size_t klen, int64_t *out) {
+/* Adds key with the zero value of its type.  A GHOST of the key comes back
+ * with its type and place (and is forgotten); otherwise the key is new, of
+ * type/at, last. */
+static int add_key(struct gfs *fs, const char *key, size_t klen,
+                   enum gguf_type type, enum gguf_type at, int64_t *out) {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
     struct gfs_ghost *g = ghost_find(fs, key, klen);
-    enum gguf_type type = g ? g->type : GGUF_TYPE_STRING;
-    enum gguf_type at = g ? g->arr_type : GGUF_TYPE_COUNT;
     int rc = 0;
 
+    if (g) {
+        type = g->type;
+        at = g->arr_type;
+    }
+    if (gguf_key_is_filler(key, klen)) {
+        gfs_log(fs, "%s: the key %s is reserved for ggufs", fs->path,
+                GGUF_FILLER_KEY);
+        return EPERM;
+    }
     if (gguf_zero_payload(type, at, &payload) != GGUF_OK) {
         rc = ENOMEM;
         goto out;
@@ -228,6 +374,8 @@ static int add_key(struct gfs *fs, const char *key, size_t klen, int64_t *out) {
     int64_t i = gguf_find_key(fs->ctx, key, klen);
     if (g && gguf_move_key(fs->ctx, i, g->pos, &err) == GGUF_OK)
         i = gguf_find_key(fs->ctx, key, klen);
+    if (g)
+        ghost_remove(fs, g);
     edited(fs, i);
     *out = i;
 out:
@@ -235,162 +383,174 @@ out:
     return rc;
 }
 
-/* Names editors and tools give their temporary files: hidden (.x.swp,
- * .#x), #x#, x~, all digits (vim's 4913), sedXXXXXX, and x.tmp/.bak/.new/
- * .orig/.swp/.swx/.save.  Only these may exist in meta/ without being
- * keys. */
-static int temp_like(const char *name) {
-    size_t n = strlen(name);
-    static const char *const suffixes[] = {".tmp", ".bak", ".new", ".orig",
-                                           ".swp", ".swx", ".save"};
-    if (n == 0)
-        return 0;
-    if (name[0] == '.' || name[0] == '#' || name[n - 1] == '~')
-        return 1;
-    if (strspn(name, "0123456789") == n)
-        return 1;
-    if (n == 9 && strncmp(name, "sed", 3) == 0)
-        return 1;
-    for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
-        size_t l = strlen(suffixes[k]);
-        if (n > l && strcmp(name + n - l, suffixes[k]) == 0)
-            return 1;
+/* What a name in meta/ is now (see the rule at the top). */
+enum name_state { NAME_FREE, NAME_FILE, NAME_KEY, NAME_GHOST };
+
+struct name_info {
+    enum name_state state;
+    struct gfs_scratch *file; /* NAME_FILE */
+    int64_t i;                /* NAME_KEY: kv index */
+    fuse_ino_t ino;           /* NAME_KEY, NAME_FILE */
+    struct gfs_ghost *ghost;  /* NAME_GHOST */
+};
+
+static void name_state(struct gfs *fs, const char *name, struct name_info *ni) {
+    fuse_ino_t ino;
+    memset(ni, 0, sizeof *ni);
+    ni->i = -1;
+    if ((ni->file = gfs_meta_scratch_find(fs, name))) {
+        ni->state = NAME_FILE;
+        ni->ino = ni->file->ino;
+    } else if (gfs_lookup_name(fs, GFS_INO_META, name, &ino) == 0 &&
+               (ni->i = gfs_kv_index(fs, ino)) >= 0) {
+        ni->state = NAME_KEY;
+        ni->ino = ino;
+    } else if ((ni->ghost = ghost_by_fname(fs, name))) {
+        ni->state = NAME_GHOST;
     }
-    return 0;
+}
+
+/* A GHOST comes back: its key, with its type and place. */
+static int ghost_restore(struct gfs *fs, struct gfs_ghost *g, int64_t *i) {
+    return add_key(fs, g->key, g->klen, g->type, g->arr_type, i);
 }
 
 int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino) {
     struct gguf_buf key = {0};
+    struct name_info ni;
+    int64_t i = -1;
     int rc = 0;
+
+    name_state(fs, name, &ni);
+    switch (ni.state) {
+    case NAME_KEY:
+    case NAME_FILE:
+        rc = EEXIST;
+        goto out;
+    case NAME_GHOST:
+        if (!(rc = ghost_restore(fs, ni.ghost, &i)))
+            *ino = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
+        goto out;
+    case NAME_FREE:
+        break;
+    }
     if (name_to_key(name, &key)) {
-        int64_t i = gguf_find_key(fs->ctx, (char *)key.p, key.len);
-        if (i >= 0) {
-            rc = EEXIST;
-            goto out;
-        }
-        if (gguf_key_is_filler((const char *)key.p, key.len)) {
-            gfs_log(fs, "%s: the key %s is reserved for ggufs", fs->path,
-                    GGUF_FILLER_KEY);
-            rc = EPERM;
-            goto out;
-        }
-        rc = add_key(fs, (char *)key.p, key.len, &i);
+        rc = add_key(fs, (char *)key.p, key.len, GGUF_TYPE_STRING,
+                     GGUF_TYPE_COUNT, &i);
         if (!rc)
             *ino = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
         goto out;
     }
-    /* Not a key: an editor's temporary file, or a mistake.  A mistake is
-     * refused, so no edit is silently dropped; editors' names are kept in
-     * memory. */
-    if (!temp_like(name)) {
-        gfs_log(fs,
-                "%s: '%s' is not a valid key name (ASCII lower_snake_case "
-                "segments joined by '.')",
-                fs->path, name);
-        rc = EINVAL;
-        goto out;
-    }
-    if (gfs_meta_scratch_find(fs, name)) {
-        rc = EEXIST;
-        goto out;
-    }
-    struct gfs_scratch *s = scratch_new(fs, name);
-    if (!s) {
-        rc = ENOMEM;
-        goto out;
-    }
-    *ino = s->ino;
+    struct gfs_scratch *s = scratch_new(fs, name, &rc);
+    if (s)
+        *ino = s->ino;
 out:
     gguf_buf_free(&key);
     return rc;
 }
 
 int gfs_meta_unlink(struct gfs *fs, const char *name) {
-    struct gfs_scratch *s = gfs_meta_scratch_find(fs, name);
-    if (s) {
-        scratch_remove(fs, s);
+    struct name_info ni;
+    name_state(fs, name, &ni);
+    switch (ni.state) {
+    case NAME_FILE:
+        scratch_remove(fs, ni.file);
         return 0;
+    case NAME_KEY:
+        return remove_key(fs, ni.i);
+    default:
+        return ENOENT;
     }
-    fuse_ino_t ino;
-    int rc = gfs_lookup_name(fs, GFS_INO_META, name, &ino);
-    if (rc)
-        return rc;
-    int64_t i = gfs_kv_index(fs, ino);
-    return i < 0 ? ENOENT : remove_key(fs, i);
 }
 
-/* The text of a scratch file becomes the value of key (existing: its type
- * and place; ghost: likewise; new: a string at the end). */
-static int scratch_to_key(struct gfs *fs, struct gfs_scratch *s,
-                          const char *key, size_t klen) {
-    int64_t i = gguf_find_key(fs->ctx, key, klen);
+/* rename(2) in meta/, one helper per transition (see the rule at the top).
+ * They leave an alias from the source's inode number to the object that
+ * now holds the target name: the kernel keeps the number. */
+
+/* S FILE, D KEY or GHOST (g) or a free new key name (key): the FILE's text
+ * becomes the key's value; the FILE goes.  A key made or brought back here
+ * goes again if the text does not parse. */
+static int file_to_key(struct gfs *fs, struct gfs_scratch *s, int64_t i,
+                       struct gfs_ghost *g, const struct gguf_buf *key) {
     int created = 0, rc;
     if (i < 0) {
-        if ((rc = add_key(fs, key, klen, &i)))
+        rc = g ? ghost_restore(fs, g, &i)
+               : add_key(fs, (char *)key->p, key->len,
+                         s->backup ? s->type : GGUF_TYPE_STRING,
+                         s->backup ? s->arr_type : GGUF_TYPE_COUNT, &i);
+        if (rc)
             return rc;
         created = 1;
     }
+    uint32_t id = gguf_kv_id(fs->ctx, i);
     rc = gfs_meta_apply_text(fs, i, (char *)s->data.p, s->data.len, 0);
-    if (rc && created)
-        remove_key(fs, i);
-    if (!rc) {
-        i = gguf_find_key(fs->ctx, key, klen);
-        add_alias(fs, s->ino, GFS_INO_KV + gguf_kv_id(fs->ctx, i));
-        scratch_remove(fs, s);
+    i = gguf_find_id(fs->ctx, id);
+    if (rc) {
+        if (created && i >= 0)
+            remove_key(fs, i);
+        return rc;
     }
-    return rc;
+    add_alias(fs, s->ino, GFS_INO_KV + id);
+    scratch_remove(fs, s);
+    return 0;
 }
 
-/* rename(2) in meta/, one helper per case.  s: the source scratch file;
- * ts: a scratch file already named `to` (replaced), or NULL. */
-
-/* scratch -> scratch: an editor renames its own files. */
-static int scratch_rename(struct gfs *fs, struct gfs_scratch *s,
-                          struct gfs_scratch *ts, const char *to) {
-    if (ts)
-        scratch_remove(fs, ts);
+/* S FILE, D a FILE (ts, replaced) or a free name that is no key. */
+static int file_rename(struct gfs *fs, struct gfs_scratch *s,
+                       struct gfs_scratch *ts, const char *to) {
     char *nn = strdup(to);
     if (!nn)
         return ENOMEM;
+    if (ts)
+        scratch_remove(fs, ts);
     free(s->name);
     s->name = nn;
     return 0;
 }
 
-/* key -> scratch: vim's backup; the key leaves meta/, its text goes with
- * the name. */
-static int key_to_scratch(struct gfs *fs, int64_t i, fuse_ino_t ino,
-                          struct gfs_scratch *ts, const char *to) {
-    int e = 0, rc;
+/* S KEY (kv i, inode ino), D not a key (ts: a FILE of that name, replaced):
+ * a backup.  The key becomes a GHOST; its text goes to a new FILE that
+ * remembers the key's type and name. */
+static int key_to_file(struct gfs *fs, int64_t i, fuse_ino_t ino,
+                       struct gfs_scratch *ts, const char *to) {
+    int e = 0, rc = 0;
+    struct gguf_buf fname = {0};
+    struct gfs_scratch *s = NULL;
     struct gfs_text *t = gfs_text_get(fs, i, &e);
     if (!t)
         return e;
     if (ts)
         scratch_remove(fs, ts);
-    struct gfs_scratch *s = scratch_new(fs, to);
-    if (!s || gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK) {
-        if (s)
-            scratch_remove(fs, s);
-        gfs_text_put(t);
-        return ENOMEM;
+    if (!(s = scratch_new(fs, to, &rc)))
+        goto out;
+    if (gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK ||
+        gfs_kv_fname(fs, i, &fname)) {
+        rc = ENOMEM;
+        goto out;
     }
-    gfs_text_put(t);
-    rc = remove_key(fs, i);
-    if (rc)
+    s->backup = 1;
+    s->type = gguf_kv_type(fs->ctx, i);
+    s->arr_type = gguf_kv_arr_type(fs->ctx, i);
+    s->from = (char *)fname.p;
+    fname.p = NULL;
+    if ((rc = remove_key(fs, i)))
+        goto out;
+    add_alias(fs, ino, s->ino);
+    s = NULL;
+out:
+    if (s)
         scratch_remove(fs, s);
-    else
-        add_alias(fs, ino, s->ino);
+    gguf_buf_free(&fname);
+    gfs_text_put(t);
     return rc;
 }
 
-/* key -> existing key: as with a temporary file, the target keeps its
- * type and place and takes the source's text (sed -i's temporary name may
- * itself be a valid key); the source goes. */
-static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti,
-                        const struct gguf_buf *tkey) {
+/* S KEY (fi), D KEY (ti): the target keeps its type and place and takes
+ * the source's text (a temporary name may itself be a valid key: sed's
+ * sedXXXXXX, python's tmpXXXXXXXX); the source becomes a GHOST. */
+static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti) {
     int e = 0, rc;
-    size_t klen;
-    const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
+    uint32_t fid = gguf_kv_id(fs->ctx, fi), tid = gguf_kv_id(fs->ctx, ti);
     struct gfs_text *t = gfs_text_get(fs, fi, &e);
     if (!t)
         return e;
@@ -398,84 +558,70 @@ static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti,
     gfs_text_put(t);
     if (rc)
         return rc;
-    fi = gguf_find_key(fs->ctx, fkey, klen);
-    fuse_ino_t src_ino = GFS_INO_KV + gguf_kv_id(fs->ctx, fi);
-    if ((rc = remove_key(fs, fi)))
+    if ((rc = remove_key(fs, gguf_find_id(fs->ctx, fid))))
         return rc;
-    ti = gguf_find_key(fs->ctx, (char *)tkey->p, tkey->len);
-    add_alias(fs, src_ino, GFS_INO_KV + gguf_kv_id(fs->ctx, ti));
+    add_alias(fs, GFS_INO_KV + fid, GFS_INO_KV + tid);
     return 0;
 }
 
-/* key -> new key name: the key is renamed in place (same id, same inode). */
-static int key_rename(struct gfs *fs, int64_t i, const struct gguf_buf *tkey) {
-    struct gguf_error err = {0};
-    uint32_t id = gguf_kv_id(fs->ctx, i);
-    if (gguf_rename_key(fs->ctx, i, (char *)tkey->p, tkey->len, &err) !=
-        GGUF_OK)
-        return refuse(fs, i, &err);
-    gfs_text_forget(fs, id);
-    fs->generation++;
-    return 0;
-}
-
-/* The layout of tensor data depends on general.alignment: it may not be
- * renamed, nor replaced by a rename onto it. */
-static int alignment_renamed(struct gfs *fs, int64_t fi, int to_is_key,
-                             const struct gguf_buf *tkey) {
-    size_t klen;
-    const char *fkey = gguf_kv_key(fs->ctx, fi, &klen);
-    if (!gguf_key_is_alignment(fkey, klen) &&
-        !(to_is_key && gguf_key_is_alignment((char *)tkey->p, tkey->len)))
-        return 0;
-    gfs_log(fs,
-            "%s: general.alignment cannot be renamed or replaced: "
-            "the tensor data layout depends on it",
-            fs->path);
-    return 1;
+/* S KEY (fi), D GHOST: the ghost's key comes back and takes the text, as
+ * onto a KEY (sed -i.bak renames the key away, then its temporary file,
+ * whose name may be a valid key, onto the key's name).  If the text does
+ * not fit, the key goes again. */
+static int key_onto_ghost(struct gfs *fs, int64_t fi, struct gfs_ghost *g) {
+    uint32_t fid = gguf_kv_id(fs->ctx, fi);
+    int64_t ti;
+    int rc = ghost_restore(fs, g, &ti);
+    if (rc)
+        return rc;
+    uint32_t tid = gguf_kv_id(fs->ctx, ti);
+    rc = key_onto_key(fs, gguf_find_id(fs->ctx, fid), ti);
+    if (rc && (ti = gguf_find_id(fs->ctx, tid)) >= 0)
+        remove_key(fs, ti);
+    return rc;
 }
 
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
                     unsigned flags) {
     struct gguf_buf tkey = {0};
+    struct name_info src, dst;
     int rc = 0;
-    fuse_ino_t fino = 0, tino = 0;
-    int to_is_key = name_to_key(to, &tkey);
-    struct gfs_scratch *fs_s = gfs_meta_scratch_find(fs, from);
-    struct gfs_scratch *ts_s = gfs_meta_scratch_find(fs, to);
-    int64_t fi = -1, ti = -1;
 
-    if (flags & ~(unsigned)RENAME_NOREPLACE) {
-        rc = EINVAL;
-        goto out;
-    }
-    if (!fs_s) {
-        if ((rc = gfs_lookup_name(fs, GFS_INO_META, from, &fino)))
-            goto out;
-        fi = gfs_kv_index(fs, fino);
-    }
-    if (!gfs_lookup_name(fs, GFS_INO_META, to, &tino))
-        ti = gfs_kv_index(fs, tino);
-    if ((flags & RENAME_NOREPLACE) && (ti >= 0 || ts_s)) {
-        rc = EEXIST;
-        goto out;
-    }
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return EINVAL;
+    name_state(fs, from, &src);
+    name_state(fs, to, &dst);
+    if (src.state != NAME_KEY && src.state != NAME_FILE)
+        return ENOENT;
+    if ((flags & RENAME_NOREPLACE) &&
+        (dst.state == NAME_KEY || dst.state == NAME_FILE))
+        return EEXIST;
     if (strcmp(from, to) == 0)
-        goto out;
-
-    if (fs_s && !to_is_key) {
-        rc = scratch_rename(fs, fs_s, ts_s, to);
-    } else if (fs_s) { /* scratch -> key: the editor's save lands */
-        rc = scratch_to_key(fs, fs_s, (char *)tkey.p, tkey.len);
-    } else if (alignment_renamed(fs, fi, to_is_key, &tkey)) {
+        return 0;
+    if (src.state == NAME_KEY && gfs_meta_protected(fs, src.i))
+        return gfs_meta_refuse_protected(fs, src.i, "renaming");
+    if (dst.state == NAME_KEY && gfs_meta_protected(fs, dst.i))
+        return gfs_meta_refuse_protected(fs, dst.i, "a rename onto");
+    int to_key = dst.state == NAME_FREE && name_to_key(to, &tkey);
+    if (to_key && gguf_key_is_filler((char *)tkey.p, tkey.len)) {
+        gfs_log(fs, "%s: the key %s is reserved for ggufs", fs->path,
+                GGUF_FILLER_KEY);
         rc = EPERM;
-    } else if (!to_is_key) {
-        rc = key_to_scratch(fs, fi, fino, ts_s, to);
+        goto out;
+    }
+
+    if (src.state == NAME_KEY && dst.state == NAME_KEY) {
+        rc = key_onto_key(fs, src.i, dst.i);
+    } else if (src.state == NAME_KEY && dst.state == NAME_GHOST) {
+        rc = key_onto_ghost(fs, src.i, dst.ghost);
+    } else if (src.state == NAME_KEY) {
+        rc = key_to_file(fs, src.i, src.ino, dst.file, to);
+    } else if (dst.state == NAME_KEY || dst.state == NAME_GHOST) {
+        rc = file_to_key(fs, src.file, dst.i, dst.ghost, NULL);
+    } else if (to_key) {
+        rc = file_to_key(fs, src.file, -1, NULL, &tkey);
     } else {
-        if (ts_s)
-            scratch_remove(fs, ts_s);
-        rc = ti >= 0 ? key_onto_key(fs, fi, ti, &tkey)
-                     : key_rename(fs, fi, &tkey);
+        rc = file_rename(fs, src.file, dst.file, to);
     }
 out:
     gguf_buf_free(&tkey);
@@ -524,10 +670,8 @@ int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
     if (t == gguf_kv_type(fs->ctx, i) &&
         (t != GGUF_TYPE_ARRAY || at == gguf_kv_arr_type(fs->ctx, i)))
         return 0;
-    if (gguf_key_is_alignment(key, klen)) {
-        gfs_log(fs, "%s: general.alignment must stay a uint32", fs->path);
-        return EPERM;
-    }
+    if (gfs_meta_protected(fs, i))
+        return gfs_meta_refuse_protected(fs, i, "a type change");
     /* An empty string (a key just made by touch or create) becomes the
      * zero value of any type. */
     size_t plen;
@@ -572,6 +716,8 @@ out:
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
+        if ((size_t)size > GFS_MAX_FILE_BYTES)
+            return EFBIG;
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
             return ENOMEM;
@@ -583,6 +729,8 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     int64_t i = gfs_kv_index(fs, ino);
     if (i < 0)
         return ENOENT;
+    if (gfs_meta_protected(fs, i))
+        return gfs_meta_refuse_protected(fs, i, "truncate");
     int e = 0;
     struct gfs_text *t = gfs_text_get(fs, i, &e);
     if (!t)
@@ -605,13 +753,43 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     return rc;
 }
 
+size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
+    size_t n = 0, more = 0;
+    for (struct gfs_scratch *s = fs->scratch; s; s = s->next, n++) {
+        char line[1200]; /* names: at most 1024 bytes (FUSE_NAME_MAX) */
+        int len = snprintf(line, sizeof line,
+                           "meta/%s: not a key, not committed (%zu bytes)",
+                           s->name, s->data.len);
+        if (log)
+            gfs_log(fs, "%s: %s%s%s", fs->path, line,
+                    s->from ? ", a copy of meta/" : "", s->from ? s->from : "");
+        /* The report names as many as fit, keeping room to count the rest
+         * (the log has them all). */
+        size_t used = msg ? strlen(msg) : 0;
+        if (msg && !more && used + (size_t)len + 2 + 80 < size)
+            snprintf(msg + used, size - used, "; %s", line);
+        else if (msg)
+            more++;
+    }
+    if (more) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, size - used,
+                 "; %zu more files in meta/ not keys, not committed (named "
+                 "in the log)",
+                 more);
+    }
+    return n;
+}
+
 int gfs_meta_commit(struct gfs *fs) {
     struct gguf_commit_info info = {0};
     struct gguf_error err = {0};
     struct timespec t0, t1;
 
-    if (!gguf_dirty(fs->ctx))
+    if (!gguf_dirty(fs->ctx)) {
+        gfs_meta_files_note(fs, NULL, 0, 1);
         return 0;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (gguf_commit(fs->ctx, fs->commit_flags, &info, &err) != GGUF_OK) {
         char saved[4096] = "";
@@ -624,6 +802,7 @@ int gfs_meta_commit(struct gfs *fs) {
                  "%s: commit failed: %s%s%s", fs->path, err.msg,
                  saved[0] ? "; edits saved in " : "", saved);
         gfs_log(fs, "%s", fs->commit_msg);
+        gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
         return gfs_errno(&err);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -639,6 +818,7 @@ int gfs_meta_commit(struct gfs *fs) {
              (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     gfs_log(fs, "%s", fs->commit_msg);
+    gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
     return 0;
 }
 
@@ -648,12 +828,13 @@ void gfs_meta_free(struct gfs *fs) {
         fs->scratch = s->next;
         scratch_free(s);
     }
+    fs->n_scratch = 0;
     while (fs->ghosts) {
         struct gfs_ghost *g = fs->ghosts;
         fs->ghosts = g->next;
-        free(g->key);
-        free(g);
+        ghost_free(g);
     }
+    fs->n_ghosts = 0;
     free(fs->aliases);
     fs->aliases = NULL;
     fs->n_aliases = 0;

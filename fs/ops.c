@@ -223,17 +223,25 @@ static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     int err = 0;
     if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META)) {
         pthread_rwlock_wrlock(&fs->lock);
-        if (!gguf_dirty(fs->ctx) && !fs->commit_failed)
+        int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
+        if (nothing)
             snprintf(fs->commit_msg, sizeof fs->commit_msg,
                      "%s: nothing to commit", fs->path);
         err = gfs_meta_commit(fs);
+        if (nothing) /* the commit logged them; the report names them too */
+            gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 0);
         pthread_rwlock_unlock(&fs->lock);
     }
     fuse_reply_err(req, err);
 }
 
-/* Modes and owners are fixed; editors (sed -i, vim) copy them onto their
- * temporary file, so a change to the same values succeeds.  0 or errno. */
+/* Modes and owners.  Tools set modes on the files they write (install -m,
+ * cp -p, rsync -p, sed -i and vim copy the old mode onto their temporary
+ * file): on a read-write mount every mode change of a file in meta/
+ * succeeds and is ignored (modes are not part of a GGUF; the file keeps
+ * showing 0644), and so does a chown to the mounting user and group.
+ * Other files, other owners and read-only mounts: only the values a file
+ * already has.  0 or errno. */
 static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
                          const struct stat *attr, int to_set) {
     struct stat st;
@@ -242,11 +250,16 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
     pthread_rwlock_unlock(&fs->lock);
     if (err)
         return err;
-    if (gfs_kind(ino) != GFS_SCRATCH &&
-        (((to_set & FUSE_SET_ATTR_MODE) &&
-          (attr->st_mode & 07777) != (st.st_mode & 07777)) ||
-         ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid) ||
-         ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid)))
+    enum gfs_kind k = gfs_kind(ino);
+    int meta_file = !fs->readonly && (k == GFS_KV || k == GFS_SCRATCH);
+    if (meta_file) {
+        st.st_uid = fs->uid;
+        st.st_gid = fs->gid;
+    }
+    if (((to_set & FUSE_SET_ATTR_MODE) && !meta_file &&
+         (attr->st_mode & 07777) != (st.st_mode & 07777)) ||
+        ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid) ||
+        ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid))
         return fs->readonly ? EROFS : EPERM;
     return 0;
 }
