@@ -10,9 +10,11 @@
  *   mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]
  *                              an f16 model of K tensors, ~N MiB of data;
  *                              --sparse leaves the data as holes
- *   mkfixture llama OUT --vocab-from FILE.gguf
- *                              a tiny llama model (random f32 weights) with
- *                              FILE's tokenizer, loadable by llama.cpp
+ *   mkfixture llama OUT [--vocab-from FILE.gguf]
+ *                              a tiny llama model (random f32 weights),
+ *                              loadable by llama.cpp, with a generated
+ *                              32000-token SentencePiece vocabulary or
+ *                              FILE's tokenizer
  *
  * A tool, not the library: it exits on the first error, with a message.
  */
@@ -627,6 +629,157 @@ static void fixture_vocab(const char *path) {
     gguf_close(c);
 }
 
+/* A SentencePiece ("llama") vocabulary made here, so that `mkfixture llama`
+ * needs no real model file.  32000 unique tokens, as llama's: <unk> <s>
+ * </s>, the 256 byte tokens <0x00>..<0xFF> (type 6), then normal pieces:
+ * the words of tests/mount_llama.py's PROMPT at llama's ids (so the prompt
+ * reads "The quick brown fox jumps"), common English pieces from id 259,
+ * the single characters U+2581 and printable ASCII from id 29871 (where
+ * llama keeps its single characters), and distinct made-up pieces (base-26
+ * letters, some with a leading U+2581) in every slot left.  Scores fall
+ * with the id, as SentencePiece's do. */
+#define SP "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+enum { SPM_N = 32000, SPM_FIRST = 259, SPM_CHARS = 29871, SPM_LEN = 24 };
+
+static const struct {
+    uint32_t id;
+    const char *piece;
+} spm_placed[] = {
+    {450, SP "The"}, {4996, SP "quick"}, {17354, SP "brown"}, {1701, SP "fo"},
+    {29916, "x"},    {432, SP "j"},      {17204, "umps"},
+};
+
+static const char *const spm_common[] = {
+    SP SP,    SP "t",    "er",      "in",      SP "a",    "en",      "on",
+    SP "th",  "es",      SP "s",    SP "d",    "at",      "or",      "an",
+    SP "c",   "is",      "re",      "it",      SP "the",  "ar",      "le",
+    SP "w",   SP "p",    "ou",      "al",      SP "f",    SP "m",    "ed",
+    SP "o",   SP "b",    "om",      "ion",     "ing",     "ic",      "as",
+    "el",     "ent",     SP "in",   SP "h",    "nd",      "et",      SP "l",
+    SP "n",   "st",      SP "to",   SP "of",   SP "and",  SP "is",   SP "that",
+    SP "for", SP "it",   SP "with", SP "as",   SP "was",  SP "on",   SP "be",
+    SP "at",  SP "by",   SP "this", SP "from", SP "or",   SP "an",   SP "are",
+    SP "not", SP "have", SP "but",  SP "we",   SP "they", SP "you",  SP "he",
+    SP "she", SP "over", SP "lazy", SP "dog",  SP "fox",  SP "jump", SP "A",
+    SP "I",   SP "T",    SP "S",    SP "C",    SP "1",    SP "2",    SP "(",
+    ".\n",    ",",       "ly",      "ment",    "tion",    "ness",
+};
+
+struct spm {
+    char (*tok)[SPM_LEN];
+    int32_t *slot; /* open addressing over tok, -1 empty */
+    uint32_t mask;
+};
+
+static uint32_t spm_hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Puts s at id if s is not in the vocabulary yet; false if it is. */
+static bool spm_put(struct spm *v, uint32_t id, const char *s) {
+    uint32_t h = spm_hash(s) & v->mask;
+    for (; v->slot[h] >= 0; h = (h + 1) & v->mask)
+        if (!strcmp(v->tok[v->slot[h]], s))
+            return false;
+    if (strlen(s) >= SPM_LEN)
+        die("vocabulary piece '%s' too long", s);
+    strcpy(v->tok[id], s);
+    v->slot[h] = (int32_t)id;
+    return true;
+}
+
+static void add_llama_vocab(gguf_ctx *c) {
+    struct spm v = {.mask = 65535};
+    v.tok = xmalloc(SPM_N * sizeof *v.tok);
+    v.slot = xmalloc((v.mask + 1) * sizeof *v.slot);
+    memset(v.tok, 0, SPM_N * sizeof *v.tok);
+    memset(v.slot, 0xff, (v.mask + 1) * sizeof *v.slot);
+
+    spm_put(&v, 0, "<unk>");
+    spm_put(&v, 1, "<s>");
+    spm_put(&v, 2, "</s>");
+    for (uint32_t b = 0; b < 256; b++) {
+        char s[8];
+        snprintf(s, sizeof s, "<0x%02X>", b);
+        spm_put(&v, 3 + b, s);
+    }
+    for (size_t i = 0; i < sizeof spm_placed / sizeof *spm_placed; i++)
+        if (!spm_put(&v, spm_placed[i].id, spm_placed[i].piece))
+            die("duplicate placed piece '%s'", spm_placed[i].piece);
+
+    /* Single characters from SPM_CHARS, skipping taken ids and pieces. */
+    uint32_t id = SPM_CHARS;
+    for (int ch = -1; ch < 0x7f; ch++) {
+        char s[4] = SP;
+        if (ch >= 0) {
+            if (ch < 0x21)
+                continue;
+            s[0] = (char)ch;
+            s[1] = 0;
+        }
+        while (id < SPM_N && v.tok[id][0])
+            id++;
+        if (id < SPM_N && spm_put(&v, id, s))
+            id++;
+    }
+
+    /* The common pieces, then made-up ones, into the free ids in order. */
+    struct rng r = {11};
+    size_t common = 0;
+    uint32_t k = 0;
+    for (id = SPM_FIRST; id < SPM_N; id++) {
+        if (v.tok[id][0])
+            continue;
+        bool ok = false;
+        while (!ok && common < sizeof spm_common / sizeof *spm_common)
+            ok = spm_put(&v, id, spm_common[common++]);
+        while (!ok) {
+            /* k's base-26 digits as letters: distinct for distinct k. */
+            char s[SPM_LEN];
+            size_t len = 0;
+            if (rnd(&r) % 2 == 0) {
+                memcpy(s, SP, 3);
+                len = 3;
+            }
+            for (uint32_t x = k++; len < sizeof s - 1; x /= 26) {
+                s[len++] = (char)('a' + x % 26);
+                if (x < 26)
+                    break;
+            }
+            s[len] = 0;
+            ok = spm_put(&v, id, s);
+        }
+    }
+
+    struct pl p = {0};
+    set_str(c, "tokenizer.ggml.model", "llama");
+    set_str(c, "tokenizer.ggml.pre", "default");
+    pl_arr(&p, GGUF_TYPE_STRING, SPM_N);
+    for (id = 0; id < SPM_N; id++)
+        pl_str(&p, v.tok[id]);
+    set(c, "tokenizer.ggml.tokens", GGUF_TYPE_ARRAY, &p);
+    pl_arr(&p, GGUF_TYPE_FLOAT32, SPM_N);
+    for (id = 0; id < SPM_N; id++)
+        pl_f32(&p, id < SPM_FIRST ? 0.0f : (float)SPM_FIRST - (float)id);
+    set(c, "tokenizer.ggml.scores", GGUF_TYPE_ARRAY, &p);
+    pl_arr(&p, GGUF_TYPE_INT32, SPM_N);
+    for (id = 0; id < SPM_N; id++) /* 2 unknown, 3 control, 6 byte, 1 normal */
+        pl_u32(&p, id == 0 ? 2 : id < 3 ? 3 : id < SPM_FIRST ? 6 : 1);
+    set(c, "tokenizer.ggml.token_type", GGUF_TYPE_ARRAY, &p);
+    set_u32(c, "tokenizer.ggml.bos_token_id", 1);
+    set_u32(c, "tokenizer.ggml.eos_token_id", 2);
+    set_u32(c, "tokenizer.ggml.unknown_token_id", 0);
+    set_bool(c, "tokenizer.ggml.add_bos_token", true);
+    set_bool(c, "tokenizer.ggml.add_eos_token", false);
+    gguf_buf_free(&p.b);
+    free(v.slot);
+    free(v.tok);
+}
+#undef SP
+
 /* ---- model (benchmarks) ------------------------------------------------ */
 
 /* One reusable buffer: gguf_write_file asks for tensor i's data and writes
@@ -740,20 +893,24 @@ static int cmd_llama(int argc, char **argv) {
         else
             die("llama: unexpected argument '%s'", argv[i]);
     }
-    if (!out || !from)
-        die("usage: mkfixture llama OUT --vocab-from FILE.gguf");
+    if (!out)
+        die("usage: mkfixture llama OUT [--vocab-from FILE.gguf]");
 
-    struct gguf_error err = {0};
+    /* --vocab-from: FILE's tokenizer.* keys, copied; else add_llama_vocab. */
     gguf_ctx *src = NULL;
-    check(gguf_open(&src, from, 0, &err), &err, from);
-    int64_t tok = gguf_find_key(src, "tokenizer.ggml.tokens", 21);
-    if (tok < 0 || gguf_kv_type(src, tok) != GGUF_TYPE_ARRAY ||
-        gguf_kv_arr_type(src, tok) != GGUF_TYPE_STRING)
-        die("%s has no tokenizer.ggml.tokens string array", from);
-    uint64_t n_vocab = gguf_kv_arr_n(src, tok);
-    if (n_vocab == 0 || n_vocab > 1000000)
-        die("%s: %llu tokens; 1 to 1000000 supported", from,
-            (unsigned long long)n_vocab);
+    uint64_t n_vocab = SPM_N;
+    if (from) {
+        struct gguf_error err = {0};
+        check(gguf_open(&src, from, 0, &err), &err, from);
+        int64_t tok = gguf_find_key(src, "tokenizer.ggml.tokens", 21);
+        if (tok < 0 || gguf_kv_type(src, tok) != GGUF_TYPE_ARRAY ||
+            gguf_kv_arr_type(src, tok) != GGUF_TYPE_STRING)
+            die("%s has no tokenizer.ggml.tokens string array", from);
+        n_vocab = gguf_kv_arr_n(src, tok);
+        if (n_vocab == 0 || n_vocab > 1000000)
+            die("%s: %llu tokens; 1 to 1000000 supported", from,
+                (unsigned long long)n_vocab);
+    }
 
     /* Dimensions as small as llama.cpp accepts comfortably; GQA (2 KV
      * heads for 4) so that path is exercised too. */
@@ -773,7 +930,9 @@ static int cmd_llama(int argc, char **argv) {
     set_f32(c, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     set_u32(c, "general.file_type", 0); /* all f32 */
     set_u32(c, "llama.vocab_size", (uint32_t)n_vocab);
-    for (int64_t i = 0; i < gguf_n_kv(src); i++) {
+    if (!src)
+        add_llama_vocab(c);
+    for (int64_t i = 0; src && i < gguf_n_kv(src); i++) {
         size_t klen, plen;
         const char *k = gguf_kv_key(src, i, &klen);
         if (klen < 10 || memcmp(k, "tokenizer.", 10) != 0)
@@ -829,7 +988,8 @@ static int cmd_llama(int argc, char **argv) {
     write_out(c, out, tdata_get, &d);
     tdata_free(&d);
     gguf_close(c);
-    gguf_close(src);
+    if (src)
+        gguf_close(src);
     return 0;
 }
 
@@ -850,7 +1010,7 @@ static void usage(void) {
             "usage: mkfixture all DIR\n"
             "       mkfixture {types|tensors|names|align64|v2|empty|vocab} OUT\n"
             "       mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]\n"
-            "       mkfixture llama OUT --vocab-from FILE.gguf\n");
+            "       mkfixture llama OUT [--vocab-from FILE.gguf]\n");
     exit(2);
 }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """mount_llama: a real client.  A small llama model is generated
-($MKFIXTURE llama, vocabulary of the shared ggml-vocab-llama-spm.gguf) and
-evaluated by llama.cpp itself (node-llama-cpp, tests/llama_eval.mjs):
-a fixed token sequence, greedy, 8 tokens, with each token's probability.
+($MKFIXTURE llama: random weights, and the vocabulary of the shared
+ggml-vocab-llama-spm.gguf when ../shared/models is beside the source tree,
+else mkfixture's own generated 32000-token SentencePiece vocabulary; which
+one is logged) and evaluated by llama.cpp itself (node-llama-cpp,
+tests/llama_eval.mjs): a fixed token sequence, greedy, 8 tokens, with each
+token's probability.  The weights are the same either way, so the tokens
+generated are too; only their text differs.
 
 Then, through a read-write ggufs mount, metadata that does not change the
 math is edited (general.name, a new key mytool.note, the chat template),
@@ -14,9 +18,10 @@ Finally a math-changing edit (RMS-norm epsilon) is committed the same way:
 refdump shows it and llama.cpp's probabilities change, so the comparison
 above can fail.
 
-Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP, GGUFS_SRCDIR.
-Exit 0 pass, 1 fail, 77 skip (no FUSE, no shared models, no
-node-llama-cpp, no ggml library).
+Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP, GGUFS_SRCDIR;
+GGUFS_NO_SHARED_MODELS=1 uses the generated vocabulary even when the
+shared one is present (as on a fresh clone).
+Exit 0 pass, 1 fail, 77 skip (no FUSE, no node-llama-cpp, no ggml library).
 """
 
 import json
@@ -80,9 +85,15 @@ def main():
     J.require_fuse()
     mods = node_modules()
     src = os.environ.get("GGUFS_SRCDIR", "")
-    vocab = os.path.join(src, "..", "shared", "models", "ggml-vocab-llama-spm.gguf")
-    if not os.path.isfile(vocab):
-        raise J.Skip("no shared vocabulary %s (the shared models folder is absent)" % os.path.normpath(vocab))
+    vocab = os.path.normpath(os.path.join(src, "..", "shared", "models", "ggml-vocab-llama-spm.gguf"))
+    vocab_args = []
+    if os.environ.get("GGUFS_NO_SHARED_MODELS", "") not in ("", "0"):
+        J.log("note: GGUFS_NO_SHARED_MODELS is set; vocabulary: mkfixture's generated one")
+    elif src and os.path.isfile(vocab):
+        vocab_args = ["--vocab-from", os.path.realpath(vocab)]
+        J.log("note: vocabulary: the shared %s" % vocab)
+    else:
+        J.log("note: no shared vocabulary %s; vocabulary: mkfixture's generated one" % vocab)
     os.environ.pop("GGUFS_FAULT", None)
     tmp = tempfile.mkdtemp(prefix="ggufs-llama-", dir="/tmp")
     mnt = os.path.join(tmp, "mnt")
@@ -90,7 +101,7 @@ def main():
     t_all = time.time()
     try:
         model = os.path.join(tmp, "tiny-llama.gguf")
-        p = subprocess.run([J.tool("MKFIXTURE"), "llama", model, "--vocab-from", os.path.realpath(vocab)],
+        p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + vocab_args,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
         if p.returncode != 0:
             raise Fail("mkfixture llama failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
@@ -100,6 +111,9 @@ def main():
             raise Fail("the generated model has no general.name")
 
         base = evaluate(mods, model, "original")
+        if len(set(base["tokens"])) == 1:
+            raise Fail("llama.cpp generates the same token %d %d times: too degenerate for the comparisons below"
+                       % (base["tokens"][0], N_GEN))
         if base["name"] != name0[2][:-1].decode():
             raise Fail("llama.cpp reads general.name %r, ggml's reader %r" % (base["name"], name0[2]))
 
