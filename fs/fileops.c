@@ -100,7 +100,7 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
         err = i < 0 ? ENOENT
                     : gfs_meta_apply_text(fs, i, (char *)fh->draft.p,
                                           fh->draft.len, quiet);
-        pthread_rwlock_unlock(&fs->lock);
+        gfs_meta_unlock(fs);
         if (!err || !quiet)
             fh->dirty = 0;
         if (err && !quiet)
@@ -336,7 +336,7 @@ void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
         err = fh_open(fs, fh, fi);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_meta_unlock(fs);
     if (err) {
         fh_free(fs, fh);
         fuse_reply_err(req, err);
@@ -600,7 +600,7 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
     if (!fh || fh->kind != GFS_KV || !fh->writable) {
         pthread_rwlock_wrlock(&fs->lock);
         err = gfs_meta_truncate(fs, ino, size);
-        pthread_rwlock_unlock(&fs->lock);
+        gfs_meta_unlock(fs);
         return err;
     }
     pthread_mutex_lock(&fh->mu);

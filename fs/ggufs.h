@@ -201,8 +201,10 @@ struct gfs {
     size_t n_aliases;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
-    uint64_t generation;       /* bumped by every applied edit */
-    uint64_t saved_generation; /* edits already saved after a failed commit */
+    uint64_t generation;         /* bumped by every applied edit */
+    uint64_t saved_generation;   /* edits already saved after a failed commit */
+    uint64_t pending_generation; /* edits kept as the pending record */
+    int pending_kept;      /* a pending record exists (as far as we know) */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
     int commit_failed;
 
@@ -341,6 +343,25 @@ int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
 /* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg. */
 int gfs_meta_commit(struct gfs *fs);
+/* Unlocks fs->lock taken for writing around an edit, keeping the edits
+ * durably first (the model's pending record, see gguf_pending_save). */
+void gfs_meta_unlock(struct gfs *fs);
+
+/* leftover.c: what earlier mounts left, for the next command.
+ * gfs_record_outcome: the daemon records fs->commit_msg (and when: "after
+ * unmount") as the model's status record.  gfs_print_outcome: prints and
+ * forgets that record; 1 if it was a failure.  gfs_pending_note: says so
+ * (one line, how to apply or drop) if path has pending edits of a dead
+ * mount; 1 if it has.  gfs_wait_previous: waits (at most 60 s, saying so)
+ * while an earlier daemon still holds the file's lock for its last commit
+ * (mounted: the file is mounted now, nothing to wait for); 0 or -1. */
+void gfs_record_outcome(struct gfs *fs, const char *when);
+int gfs_print_outcome(const char *path);
+int gfs_pending_note(const char *path, const char *file);
+int gfs_wait_previous(const char *path, const char *file, int mounted);
+/* ggufs --apply-pending FILE / --drop-pending FILE: exit statuses. */
+int gfs_apply_pending_cmd(const char *file);
+int gfs_drop_pending_cmd(const char *file);
 void gfs_meta_free(struct gfs *fs);
 
 /* errno.c: how failures are reported. */

@@ -241,11 +241,66 @@ static int process_alive(pid_t pid) {
 /* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
  * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
  * commit succeeded. */
+/* The absolute form of arg without touching it: realpath would stat a
+ * dead FUSE mount and fail with ENOTCONN.  NULL if out of memory. */
+static char *absolute(const char *arg) {
+    char cwd[4096], *out = NULL;
+    if (arg[0] == '/')
+        out = strdup(arg);
+    else if (getcwd(cwd, sizeof cwd) && asprintf(&out, "%s/%s", cwd, arg) < 0)
+        out = NULL;
+    for (size_t n = out ? strlen(out) : 0; n > 1 && out[n - 1] == '/'; n--)
+        out[n - 1] = '\0';
+    return out;
+}
+
+/* Runs fusermount3 -u (and -uz if that fails) on mnt; 0 on success. */
+static int fusermount_u(const char *mnt) {
+    static const char *const flags[] = {"-u", "-uz"};
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execlp("fusermount3", "fusermount3", flags[k], mnt, (char *)NULL);
+            _exit(127);
+        }
+        int ws = 0;
+        if (pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) &&
+            WEXITSTATUS(ws) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* ggufs -u on a mount whose daemon is gone (killed, crashed): unmount it,
+ * then say what the daemon left: pending edits, an interrupted commit, a
+ * recorded outcome.  Exit 4: whatever was pending was not committed. */
+static int unmount_dead(const char *arg, const char *mnt, const char *src) {
+    if (fusermount_u(mnt) != 0) {
+        fprintf(stderr, "ggufs: %s: the daemon is gone and unmounting failed\n",
+                arg);
+        return EXIT_MOUNT;
+    }
+    fprintf(stderr,
+            "ggufs: %s: the daemon of this mount had died; unmounted, nothing "
+            "committed\n",
+            arg);
+    (void)gfs_print_outcome(src);
+    if (gguf_commit_interrupted(src))
+        fprintf(stderr,
+                "ggufs: %s: a commit was interrupted: 'ggufs --recover %s' "
+                "completes it\n",
+                src, src);
+    (void)gfs_pending_note(src, src);
+    return EXIT_COMMIT;
+}
+
 static int unmount_cmd(const char *arg) {
     char *mnt = realpath(arg, NULL);
     char src[4096], msg[1024] = "";
     int status = EXIT_MOUNT, dfd = -1, commit_err = 0;
 
+    if (!mnt && errno == ENOTCONN)
+        mnt = absolute(arg);
     if (!mnt) {
         fprintf(stderr, "ggufs: %s: %s\n", arg, strerror(errno));
         goto out;
@@ -256,6 +311,10 @@ static int unmount_cmd(const char *arg) {
     }
     char pidbuf[32];
     ssize_t pl = getxattr(mnt, "user.ggufs.pid", pidbuf, sizeof pidbuf - 1);
+    if (pl < 0 && (errno == ENOTCONN || errno == ECONNABORTED)) {
+        status = unmount_dead(arg, mnt, src);
+        goto out;
+    }
     pid_t daemon = pl > 0 ? (pidbuf[pl] = '\0', (pid_t)atol(pidbuf)) : 0;
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0 && fsync(dfd) != 0) {
@@ -290,12 +349,16 @@ static int unmount_cmd(const char *arg) {
 
     if (commit_err) {
         fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        /* The daemon's last try failed the same way: told already. */
+        (void)gguf_state_remove(src, GGUF_STATE_STATUS, NULL);
         status = EXIT_COMMIT;
         goto out;
     }
     if (msg[0])
         printf("ggufs: %s\n", msg);
-    status = 0;
+    /* Edits made between our fsync and the unmount were committed by the
+     * daemon as it stopped: their outcome too. */
+    status = gfs_print_outcome(src) ? EXIT_COMMIT : 0;
 out:
     free(mnt);
     return status;
@@ -381,6 +444,12 @@ static int recover_cmd(const char *file) {
     }
     printf("ggufs: %s: %s\n", file,
            did ? "interrupted commit completed" : "nothing to recover");
+    char *path = realpath(file, NULL);
+    if (path) {
+        (void)gfs_print_outcome(path);
+        (void)gfs_pending_note(path, file);
+        free(path);
+    }
     return 0;
 }
 
@@ -389,6 +458,8 @@ static void usage(const char *prog) {
         "usage: %s [options] FILE.gguf MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
+        "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
+        "       %s --drop-pending FILE.gguf    forget them\n"
         "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
@@ -398,7 +469,7 @@ static void usage(const char *prog) {
         "    -o ro                  read-only: every change fails with EROFS\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n\n",
-        prog, prog, prog);
+        prog, prog, prog, prog, prog);
 }
 
 /* What main sets up, step by step; cleanup undoes whatever was done. */
@@ -519,6 +590,10 @@ static int open_gguf(struct gfs_main *m) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, strerror(errno));
         return -1;
     }
+    char where[4096];
+    if (gfs_wait_previous(m->path, m->o.file,
+                          find_mount(m->path, 1, where, sizeof where)) != 0)
+        return -1;
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     int fallback_ro = 0;
     if (!m->o.readonly && access(m->path, R_OK) == 0 &&
@@ -546,6 +621,16 @@ static int open_gguf(struct gfs_main *m) {
     }
     if (lock_gguf(m) != 0)
         return -1;
+    /* Locked: no live daemon of this file is left, so any pending record
+     * is a dead mount's.  A read-write mount would replace it. */
+    (void)gfs_print_outcome(m->path);
+    if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly) {
+        fprintf(stderr,
+                "ggufs: %s: not mounted read-write over pending edits (-o ro "
+                "mounts it to look)\n",
+                m->o.file);
+        return -1;
+    }
     if (fallback_ro)
         fprintf(stderr,
                 "ggufs: %s: warning: not writable, mounting "
@@ -710,15 +795,22 @@ static int cleanup(struct gfs_main *m, int status) {
 }
 
 int main(int argc, char *argv[]) {
-    if (argc >= 2 &&
-        (strcmp(argv[1], "-u") == 0 || strcmp(argv[1], "--recover") == 0)) {
-        int u = argv[1][1] == 'u';
+    static const struct {
+        const char *name;
+        int (*run)(const char *);
+    } cmds[] = {{"-u", unmount_cmd},
+                {"--recover", recover_cmd},
+                {"--apply-pending", gfs_apply_pending_cmd},
+                {"--drop-pending", gfs_drop_pending_cmd}};
+    for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {
+        if (strcmp(argv[1], cmds[c].name) != 0)
+            continue;
         if (argc != 3) {
             usage_note("%s takes exactly one %s", argv[1],
-                       u ? "MOUNTPOINT" : "FILE.gguf");
+                       c == 0 ? "MOUNTPOINT" : "FILE.gguf");
             return usage_error();
         }
-        return u ? unmount_cmd(argv[2]) : recover_cmd(argv[2]);
+        return cmds[c].run(argv[2]);
     }
 
     struct gfs_main m = {.args = FUSE_ARGS_INIT(argc, argv),

@@ -37,7 +37,13 @@ static void gfs_op_destroy(void *userdata) {
     struct gfs *fs = userdata;
     gfs_fh_close_all(fs);
     pthread_rwlock_wrlock(&fs->lock);
+    /* Nobody may be waiting for this commit (fusermount3 -u, umount and
+     * signals return first): its outcome is recorded for the next ggufs
+     * command on the model to print. */
+    int work = !fs->readonly && (gguf_dirty(fs->ctx) || fs->commit_failed);
     gfs_meta_commit(fs);
+    if (work)
+        gfs_record_outcome(fs, "at unmount");
     pthread_rwlock_unlock(&fs->lock);
 }
 
@@ -50,7 +56,7 @@ static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     int err = gfs_lookup_name(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_meta_unlock(fs);
     if (err == ENOENT && !fs->readonly) {
         /* Negative entries are not cached: a key may appear by an edit. */
         memset(&e, 0, sizeof e);
@@ -206,7 +212,7 @@ static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
     int err = gfs_meta_create(fs, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_meta_unlock(fs);
     if (err)
         fuse_reply_err(req, err);
     else
@@ -321,7 +327,7 @@ static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
     if (!err) {
         pthread_rwlock_wrlock(&fs->lock);
         err = gfs_meta_unlink(fs, name);
-        pthread_rwlock_unlock(&fs->lock);
+        gfs_meta_unlock(fs);
     }
     fuse_reply_err(req, err);
 }
@@ -336,7 +342,7 @@ static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     if (!err) {
         pthread_rwlock_wrlock(&fs->lock);
         err = gfs_meta_rename(fs, name, newname, flags);
-        pthread_rwlock_unlock(&fs->lock);
+        gfs_meta_unlock(fs);
     }
     fuse_reply_err(req, err);
 }
@@ -400,7 +406,7 @@ static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     }
     pthread_rwlock_wrlock(&fs->lock);
     err = gfs_meta_set_type(fs, ino, value, size);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_meta_unlock(fs);
     fuse_reply_err(req, err);
 }
 

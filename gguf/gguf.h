@@ -412,10 +412,60 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
  * commit of the file at path.  *did is set to true if anything was done. */
 enum gguf_status gguf_recover(const char *path, bool *did,
                               struct gguf_error *err);
+/* True if a journal of an interrupted commit lies beside path (then
+ * gguf_recover completes it). */
+bool gguf_commit_interrupted(const char *path);
 /* Saves ctx's metadata (all keys, as a tensor-less GGUF, plus the list of
  * removed keys) to a new file beside the GGUF, named in out (>= PATH_MAX),
  * so that failed commits lose no edit. */
 enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
                                  struct gguf_error *err);
+
+/* ---- per-user state of a model (gguf/state.c, gguf/pending.c) ------- */
+
+/* Files ggufs keeps about a model in the user's state directory
+ * ($XDG_STATE_HOME/ggufs, else ~/.local/state/ggufs), keyed by the model's
+ * absolute path: its pending (uncommitted) edits and the outcome of the
+ * last commit nobody waited for.  Checked as hostile on every read (owner,
+ * no symlinks, at most GGUF_STATE_MAX bytes). */
+enum gguf_state_kind {
+    GGUF_STATE_PENDING,
+    GGUF_STATE_STATUS,
+    GGUF_STATE_PENDING_OLD
+};
+#define GGUF_STATE_MAX (UINT64_C(1) << 31)
+/* Where the file of that kind for model (an absolute path) is. */
+enum gguf_status gguf_state_path(const char *model, enum gguf_state_kind kind,
+                                 char *out, size_t n, struct gguf_error *err);
+/* Replaces it atomically and durably with body. */
+enum gguf_status gguf_state_write(const char *model, enum gguf_state_kind kind,
+                                  const void *body, size_t len,
+                                  struct gguf_error *err);
+/* Its body into out; *found false (and GGUF_OK) when there is none. */
+enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
+                                 struct gguf_buf *out, bool *found,
+                                 struct gguf_error *err);
+enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
+                                   struct gguf_error *err);
+/* Saves ctx's edits (all keys and the removed ones, with the identity of
+ * the file they were made against) as the model's pending record. */
+enum gguf_status gguf_pending_save(const gguf_ctx *ctx, struct gguf_error *err);
+/* Applies the model's pending record to ctx (opened on that model), if
+ * there is one (*found): GGUF_E_CHANGED, nothing applied, if the file is
+ * not the one the edits were made against.  The caller commits. */
+enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
+                                    struct gguf_error *err);
+/* One line on what the pending record of path holds ("3 keys set, 1
+ * removed", counted against the file as it is now) into out; *found false
+ * when there is none; *in_file true when the file already holds exactly
+ * those edits (a commit completed after the record was written); *stale
+ * true when the file at path is not the one the edits were made against
+ * (another inode, size or mtime). */
+enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
+                                       bool *found, bool *in_file, bool *stale,
+                                       struct gguf_error *err);
+/* Moves the pending record of path aside (kind GGUF_STATE_PENDING_OLD,
+ * replacing an older one), so that a new mount may keep its own. */
+enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
 
 #endif

@@ -356,6 +356,18 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    struct gguf_faults *f, int *newfd,
                                    uint64_t *copied, struct gguf_error *err);
 
+/* ---- edits as a file (saved.c, pending.c) ------------------------------ */
+
+/* The key under which an edits file lists the keys of the file on disk
+ * that the edits remove (an array of strings). */
+#define GGUF_REMOVED_KEY "ggufs.removed_keys"
+/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out)
+ * plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is on
+ * disk, or NULL) that ctx no longer has.  Appended to b. */
+enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
+                                      struct gguf_buf *b,
+                                      struct gguf_error *err);
+
 /* ---- the context (ctx.c) -------------------------------------------- */
 
 /* Records a one-line warning on ctx (advisory: at most 64 are kept, a

@@ -191,6 +191,13 @@ out:
 /* Fault points: unlink stale new file; then for an incomplete journal:
  * unlink journal; for a complete one: gguf_jnl_apply's points, unlink
  * journal; last, fsync directory. */
+bool gguf_commit_interrupted(const char *path) {
+    char *j = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
+    bool yes = j && gguf_path_exists(j);
+    free(j);
+    return yes;
+}
+
 enum gguf_status gguf_recover(const char *path, bool *did,
                               struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;

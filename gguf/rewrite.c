@@ -1,7 +1,8 @@
 /*
  * rewrite.c - the rewrite way of growing a header: a complete copy of the
  * file with the new header, PATH.ggufs-new, written beside it, synced and
- * renamed over it.  The rename is the one atomic step: until it, the
+ * renamed over it (swapped in: swap_in).  The rename is the one atomic
+ * step: until it, the
  * original is untouched and a stale PATH.ggufs-new is simply removed
  * (gguf_recover does); after it, the new file is whole and synced.  Used by
  * gguf_commit (where insert-range is unsupported or not wanted) and by
@@ -157,6 +158,55 @@ static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
     return GGUF_OK;
 }
 
+/* Puts the new file npath in place of path, which must still be the file
+ * open as fd: a commit writes into the file that was mounted, never over
+ * whatever a path names now (the user may have moved the model away, or
+ * put another file there, while it was mounted).  RENAME_EXCHANGE swaps
+ * the two atomically; the file swapped out must then be fd's, else the
+ * swap is undone and the commit fails with GGUF_E_CHANGED.  Where the
+ * filesystem cannot exchange, the identity is checked just before a plain
+ * rename.  On success the old file is unlinked (a crash before that leaves
+ * it as PATH.ggufs-new, which recovery removes as stale). */
+static enum gguf_status swap_in(int fd, const char *npath, const char *path,
+                                struct gguf_error *err) {
+    struct stat mine, there;
+    if (fstat(fd, &mine) < 0)
+        return gguf_sys_fail(err, errno, "cannot stat %s", path);
+    if (renameat2(AT_FDCWD, npath, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+        if (stat(npath, &there) == 0 && there.st_dev == mine.st_dev &&
+            there.st_ino == mine.st_ino) {
+            (void)unlink(npath);
+            return GGUF_OK;
+        }
+        if (renameat2(AT_FDCWD, npath, AT_FDCWD, path, RENAME_EXCHANGE) < 0)
+            return gguf_sys_fail(err, errno,
+                                 "%s is no longer the mounted file, and "
+                                 "undoing the swap with %s failed",
+                                 path, npath);
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "%s is no longer the file that was opened (replaced "
+                         "while mounted): not written",
+                         path);
+    }
+    if (errno == ENOENT)
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "%s was moved or removed while it was open: the "
+                         "commit writes only into the file that was opened",
+                         path);
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return gguf_sys_fail(err, errno, "cannot exchange %s and %s", npath,
+                             path);
+    if (stat(path, &there) != 0 || there.st_dev != mine.st_dev ||
+        there.st_ino != mine.st_ino)
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "%s is no longer the file that was opened: not "
+                         "written",
+                         path);
+    if (rename(npath, path) < 0)
+        return gguf_sys_fail(err, errno, "cannot rename %s to %s", npath, path);
+    return GGUF_OK;
+}
+
 /* Steps (fault points): create, header, copy, fsync, rename, directory
  * fsync.  On failure the new file is removed and the original is as it
  * was.  The caller holds the commit lock on fd, which makes a leftover
@@ -220,10 +270,9 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
         goto out;
     }
     gguf_fault_point(f, "rename over original");
-    if (rename(npath, path) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot rename %s to %s", npath, path);
+    st = swap_in(fd, npath, path, err);
+    if (st != GGUF_OK)
         goto out;
-    }
     created = false;
     *newfd = nfd;
     nfd = -1;

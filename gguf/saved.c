@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REMOVED_KEY "ggufs.removed_keys"
+#define REMOVED_KEY GGUF_REMOVED_KEY
 #define REMOVED_KEY_LEN (sizeof REMOVED_KEY - 1)
 
 /* Whether key i of the file on disk is to be listed as removed: it is
@@ -45,10 +45,9 @@ static bool left_out(const struct gguf_kv *kv, bool listing) {
 
 /* The saved file's bytes, appended to b (empty).  disk: the file as it is
  * on disk now, or NULL (unreadable: no list of removals). */
-static enum gguf_status serialize_edits(const gguf_ctx *ctx,
-                                        const gguf_ctx *disk,
-                                        struct gguf_buf *b,
-                                        struct gguf_error *err) {
+enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
+                                      struct gguf_buf *b,
+                                      struct gguf_error *err) {
     uint64_t n_removed = 0, list_bytes = 4 + 8, n_kv = 0;
     uint64_t size = 4 + 4 + 8 + 8;
     const char *key;
@@ -176,7 +175,7 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
         if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
             disk = NULL; /* unreadable now: no list of removals */
     }
-    st = serialize_edits(ctx, disk, &b, err);
+    st = gguf_edits_serialize(ctx, disk, &b, err);
     if (disk)
         gguf_close(disk);
     if (st != GGUF_OK)

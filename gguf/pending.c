@@ -1,0 +1,208 @@
+/*
+ * pending.c - a mount's edits kept durably until they are committed, so
+ * that a daemon killed (kill -9, the OOM killer, a crash) before its
+ * commit loses none: the next ggufs command finds them, says so, and can
+ * apply or drop them.
+ *
+ * The record lives in the per-user state directory (state.c) as the
+ * model's "pending" file.  Its body: one line
+ *   "dev INO SIZE MTIME_NS\n"
+ * (the identity of the GGUF the edits were made against, as the context
+ * last saw it), then an edits file as gguf_edits_serialize writes it.  The
+ * identity guards the apply: edits made against one version of a file are
+ * never applied to another (the edits file stays for the user to apply by
+ * hand with any GGUF tool).
+ */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum gguf_status gguf_pending_save(const gguf_ctx *ctx,
+                                   struct gguf_error *err) {
+    struct gguf_buf b = {0};
+    gguf_ctx *disk = NULL;
+    char line[128];
+    enum gguf_status st;
+
+    if (!ctx || !ctx->path)
+        return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
+    int w = snprintf(
+        line, sizeof line, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n",
+        (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size, ctx->mtime_ns);
+    if ((st = gguf_buf_add(&b, line, (size_t)w)) != GGUF_OK) {
+        st = gguf_fail(err, st, "out of memory saving the pending edits");
+        goto out;
+    }
+    struct gguf_error e2 = {0};
+    if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
+        disk = NULL; /* unreadable now: no list of removals */
+    st = gguf_edits_serialize(ctx, disk, &b, err);
+    if (st == GGUF_OK)
+        st = gguf_state_write(ctx->path, GGUF_STATE_PENDING, b.p, b.len, err);
+out:
+    if (disk)
+        gguf_close(disk);
+    gguf_buf_free(&b);
+    return st;
+}
+
+/* Splits a pending record into its identity and its edits file. */
+static enum gguf_status parse_record(const struct gguf_buf *b, uint64_t id[4],
+                                     const uint8_t **edits, size_t *n,
+                                     struct gguf_error *err) {
+    const uint8_t *nl = memchr(b->p, '\n', b->len < 128 ? b->len : 128);
+    char line[128];
+    int64_t mt;
+    if (!nl)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "pending edits record has no identity line");
+    memcpy(line, b->p, (size_t)(nl - b->p));
+    line[nl - b->p] = '\0';
+    if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64, &id[0],
+               &id[1], &id[2], &mt) != 4)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "pending edits record has a bad identity line");
+    id[3] = (uint64_t)mt;
+    *edits = nl + 1;
+    *n = b->len - (size_t)(nl + 1 - b->p);
+    return GGUF_OK;
+}
+
+/* Applies one key of an edits file to ctx. */
+static enum gguf_status apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
+                                 struct gguf_error *err) {
+    size_t kl, pl;
+    const char *key = gguf_kv_key(e, i, &kl);
+    const uint8_t *p = gguf_kv_payload(e, i, &pl);
+    if (gguf_key_is_filler(key, kl))
+        return GGUF_OK;
+    if (kl == sizeof GGUF_REMOVED_KEY - 1 &&
+        memcmp(key, GGUF_REMOVED_KEY, kl) == 0) {
+        /* Elements: uint32 type, uint64 count, then strings. */
+        uint64_t count = gguf_kv_arr_n(e, i), off = 12;
+        if (gguf_kv_arr_type(e, i) != GGUF_TYPE_STRING)
+            return gguf_fail(err, GGUF_E_FORMAT,
+                             "pending edits: " GGUF_REMOVED_KEY
+                             " is not an array of strings");
+        for (uint64_t k = 0; k < count; k++) {
+            uint64_t sl = gguf_rd64(p + off);
+            int64_t j = gguf_find_key(ctx, (const char *)p + off + 8, sl);
+            off += 8 + sl;
+            if (j >= 0 && gguf_remove_key(ctx, j, err) != GGUF_OK)
+                return err ? err->code : GGUF_E_INVAL;
+        }
+        return GGUF_OK;
+    }
+    int64_t j = gguf_find_key(ctx, key, kl);
+    if (j >= 0) {
+        size_t cl;
+        const uint8_t *cur = gguf_kv_payload(ctx, j, &cl);
+        if (gguf_kv_type(ctx, j) == gguf_kv_type(e, i) && cl == pl &&
+            memcmp(cur, p, pl) == 0)
+            return GGUF_OK; /* unchanged (general.alignment among them) */
+    }
+    return gguf_set_payload(ctx, key, kl, gguf_kv_type(e, i), p, pl, err);
+}
+
+enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
+                                    struct gguf_error *err) {
+    struct gguf_buf b = {0};
+    gguf_ctx *e = NULL;
+    const uint8_t *edits;
+    size_t n;
+    uint64_t id[4];
+    enum gguf_status st;
+
+    *found = false;
+    if (!ctx || !ctx->path)
+        return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
+    st = gguf_state_read(ctx->path, GGUF_STATE_PENDING, &b, found, err);
+    if (st != GGUF_OK || !*found)
+        goto out;
+    if ((st = parse_record(&b, id, &edits, &n, err)) != GGUF_OK)
+        goto out;
+    if (id[0] != (uint64_t)ctx->dev || id[1] != (uint64_t)ctx->ino ||
+        id[2] != ctx->file_size || (int64_t)id[3] != ctx->mtime_ns) {
+        st = gguf_fail(err, GGUF_E_CHANGED,
+                       "the file changed since the pending edits were made "
+                       "(inode %llu, %llu bytes then; inode %llu, %llu bytes "
+                       "now): not applied",
+                       (unsigned long long)id[1], (unsigned long long)id[2],
+                       (unsigned long long)ctx->ino,
+                       (unsigned long long)ctx->file_size);
+        goto out;
+    }
+    st = gguf_open_mem(&e, edits, n, GGUF_OPEN_ALLOW_NESTED, err);
+    if (st != GGUF_OK)
+        goto out;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
+        st = apply_kv(ctx, e, i, err);
+out:
+    if (e)
+        gguf_close(e);
+    gguf_buf_free(&b);
+    return st;
+}
+
+enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
+                                       bool *found, bool *in_file, bool *stale,
+                                       struct gguf_error *err) {
+    struct gguf_buf b = {0};
+    gguf_ctx *e = NULL, *disk = NULL;
+    const uint8_t *edits;
+    size_t len;
+    uint64_t id[4];
+    enum gguf_status st =
+        gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
+    if (st != GGUF_OK || !*found)
+        goto out;
+    if ((st = parse_record(&b, id, &edits, &len, err)) != GGUF_OK ||
+        (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
+            GGUF_OK)
+        goto out;
+    /* Count the keys that differ from the file as it is now, and the
+     * removed ones it still has. */
+    int64_t changed = 0, removed = 0, still = 0;
+    struct gguf_error e2 = {0};
+    if (gguf_open(&disk, path, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK)
+        disk = NULL;
+    for (int64_t i = 0; i < gguf_n_kv(e); i++) {
+        size_t kl, pl, dl;
+        const char *k = gguf_kv_key(e, i, &kl);
+        const uint8_t *p = gguf_kv_payload(e, i, &pl);
+        if (kl == sizeof GGUF_REMOVED_KEY - 1 &&
+            memcmp(k, GGUF_REMOVED_KEY, kl) == 0) {
+            removed = (int64_t)gguf_kv_arr_n(e, i);
+            for (uint64_t k = 0, off = 12; disk && k < (uint64_t)removed; k++) {
+                uint64_t sl = gguf_rd64(p + off);
+                still +=
+                    gguf_find_key(disk, (const char *)p + off + 8, sl) >= 0;
+                off += 8 + sl;
+            }
+            continue;
+        }
+        int64_t j = disk ? gguf_find_key(disk, k, kl) : -1;
+        const uint8_t *d = j >= 0 ? gguf_kv_payload(disk, j, &dl) : NULL;
+        changed += !d || dl != pl || memcmp(d, p, pl) != 0 ||
+                   gguf_kv_type(disk, j) != gguf_kv_type(e, i);
+    }
+    snprintf(out, n, "%lld key%s set, %lld removed", (long long)changed,
+             changed == 1 ? "" : "s", (long long)removed);
+    *in_file = disk && changed == 0 && still == 0;
+    struct stat sb;
+    *stale = stat(path, &sb) != 0 || id[0] != (uint64_t)sb.st_dev ||
+             id[1] != (uint64_t)sb.st_ino || id[2] != (uint64_t)sb.st_size ||
+             (int64_t)id[3] !=
+                 (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+out:
+    if (e)
+        gguf_close(e);
+    if (disk)
+        gguf_close(disk);
+    gguf_buf_free(&b);
+    return st;
+}
