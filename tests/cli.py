@@ -103,6 +103,15 @@ def misuse(tmp, gguf, mnt):
         ("--recover of a missing file", ["--recover", missing], BADFILE, missing),
         ("--recover of a directory", ["--recover", plain], BADFILE, plain),
         ("missing GGUF", [missing, mnt], BADFILE, missing),
+        ("--apply-pending without file", ["--apply-pending"], USAGE,
+         "--apply-pending takes exactly one FILE.gguf"),
+        ("--drop-pending with two files", ["--drop-pending", gguf, gguf], USAGE,
+         "--drop-pending takes exactly one FILE.gguf"),
+        ("--apply-pending of a missing file", ["--apply-pending", missing], BADFILE, missing),
+        ("--apply-pending with nothing pending", ["--apply-pending", gguf], BADFILE,
+         "no pending edits"),
+        ("--drop-pending with nothing pending", ["--drop-pending", gguf], BADFILE,
+         "no pending edits"),
     ]
     for label, args, status, says in cases:
         expect_error(label, args, status, cwd, mnt, says)
