@@ -640,10 +640,14 @@ void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)datasync;
     struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
+    /* fsync means "durable", not "publish": the edit is applied and kept
+     * as the pending record (which survives the daemon), and nothing is
+     * committed, so that one editor's fsync never commits another's
+     * half-done state.  fsync of meta/ or the root commits. */
     int err = fh->kind == GFS_KV ? fh_apply(fs, fh, 0) : 0;
     if (!err && !fs->readonly && fh->kind == GFS_KV) {
         pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_commit(fs);
+        err = gfs_meta_keep(fs);
         pthread_rwlock_unlock(&fs->lock);
     }
     fuse_reply_err(req, err);

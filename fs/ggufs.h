@@ -205,6 +205,7 @@ struct gfs {
     uint64_t saved_generation;   /* edits already saved after a failed commit */
     uint64_t pending_generation; /* edits kept as the pending record */
     int pending_kept;      /* a pending record exists (as far as we know) */
+    int pending_failed;    /* the last save of it failed */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
     int commit_failed;
 
@@ -346,6 +347,8 @@ int gfs_meta_commit(struct gfs *fs);
 /* Unlocks fs->lock taken for writing around an edit, keeping the edits
  * durably first (the model's pending record, see gguf_pending_save). */
 void gfs_meta_unlock(struct gfs *fs);
+/* fsync of a meta file: the edits kept durably now; 0 or EIO. */
+int gfs_meta_keep(struct gfs *fs);
 
 /* leftover.c: what earlier mounts left, for the next command.
  * gfs_record_outcome: the daemon records fs->commit_msg (and when: "after

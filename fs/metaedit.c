@@ -787,26 +787,32 @@ size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
  * edit: once a change to meta/ has been answered, a daemon killed at any
  * later instant loses none of it.  A failure is logged once per change
  * (the mount goes on: the edits are still in memory). */
-static void persist(struct gfs *fs) {
+static int persist(struct gfs *fs) {
     struct gguf_error err = {0};
     /* Edits saved aside after a failed commit (and reported with the
      * file's name) need no pending record until they change again. */
     int keep = gguf_dirty(fs->ctx) && fs->saved_generation != fs->generation;
     if (fs->readonly ||
         (fs->pending_generation == fs->generation && fs->pending_kept == keep))
-        return;
+        return fs->pending_failed ? EIO : 0;
     fs->pending_generation = fs->generation;
     fs->pending_kept = keep;
     enum gguf_status st =
         keep ? gguf_pending_save(fs->ctx, &err)
              : gguf_state_remove(fs->path, GGUF_STATE_PENDING, &err);
+    fs->pending_failed = st != GGUF_OK;
     if (st != GGUF_OK)
         gfs_log(fs, "%s: cannot keep the pending edits durably: %s", fs->path,
                 err.msg);
+    return st != GGUF_OK ? EIO : 0;
+}
+
+int gfs_meta_keep(struct gfs *fs) {
+    return persist(fs);
 }
 
 void gfs_meta_unlock(struct gfs *fs) {
-    persist(fs);
+    (void)persist(fs);
     pthread_rwlock_unlock(&fs->lock);
 }
 
@@ -832,7 +838,7 @@ int gfs_meta_commit(struct gfs *fs) {
                  saved[0] ? "; edits saved in " : "", saved);
         gfs_log(fs, "%s", fs->commit_msg);
         gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
-        persist(fs);
+        (void)persist(fs);
         return gfs_errno(&err);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -850,7 +856,7 @@ int gfs_meta_commit(struct gfs *fs) {
     gfs_log(fs, "%s", fs->commit_msg);
     gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
     fs->generation++; /* committed: the pending record goes */
-    persist(fs);
+    (void)persist(fs);
     return 0;
 }
 

@@ -19,7 +19,7 @@ rename, type changes, sed -i, vim in three backup modes, editors' temporary
 files); refusals (bad values, general.alignment, -o ro, a second rw mount);
 the three commit paths (in place, insert-range on /tmp, rewrite on a tmpfs
 and with -o no_insert_range) with mode/owner kept and headroom after a grow;
-commit triggers (ggufs -u, fsync, fusermount3 -u, SIGTERM); a kill at every
+commit triggers (ggufs -u, fsync of meta/, fusermount3 -u, SIGTERM); a kill at every
 fault point of every commit path, then ggufs --recover or a plain remount;
 a file changed behind the mount's back.
 
@@ -1052,8 +1052,9 @@ def sec_commit_paths(ctx):
         os.unlink(path)
 
     def while_mounted(label, where, args):
-        """Grow by an fsync commit, then go on using the same mount: its
-        tensors read the moved data, a second edit commits in place."""
+        """Grow by a commit on fsync of meta/, then go on using the same
+        mount: its tensors read the moved data, a second edit commits in
+        place."""
         path = copy_of(ctx, src, "model.gguf", where=where)
         before = snapshot(path)
         m = Model(before)
@@ -1061,7 +1062,7 @@ def sec_commit_paths(ctx):
             mount(path, mnt, args)
             try:
                 write_file(os.path.join(mnt, "meta", "mytool.big"), big + b"\n", os.O_WRONLY | os.O_CREAT)
-                fd = os.open(os.path.join(mnt, "meta", "mytool.big"), os.O_RDONLY)
+                fd = os.open(os.path.join(mnt, "meta"), os.O_RDONLY | os.O_DIRECTORY)
                 os.fsync(fd)
                 os.close(fd)
                 m.set(b"mytool.big", "string", sval(big))
@@ -1122,8 +1123,9 @@ def fstype(path):
 
 
 def sec_triggers(ctx):
-    """Commit on fsync of a meta file (visible while mounted), on
-    fusermount3 -u, on SIGTERM to a foreground daemon."""
+    """fsync of a meta file makes the edit durable (the pending record)
+    without committing; commit on fsync of meta/ (visible while mounted),
+    on fusermount3 -u, on SIGTERM to a foreground daemon."""
     d = newdir(ctx, "triggers")
     mnt = os.path.join(d, "mnt")
     out, probs = [], []
@@ -1138,11 +1140,22 @@ def sec_triggers(ctx):
             fd = os.open(os.path.join(mnt, "meta", "general.name"), os.O_WRONLY | os.O_TRUNC)
             os.write(fd, b"fsynced\n")
             os.fsync(fd)
+            if snapshot(path).sha != before.sha:
+                raise Fail("fsync of a meta file changed the GGUF (it must only keep the edit durably)")
+            pend = pending_record(path)
+            if pend is None or b"fsynced" not in pend:
+                raise Fail("after fsync of meta/general.name the pending record %s"
+                           % ("is missing" if pend is None else "lacks the edit"))
+            os.close(fd)
+            dfd = os.open(os.path.join(mnt, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(dfd)
+            os.close(dfd)
             m.set(b"mytool.note", "string", sval(b"before fsync"))
             m.value(b"general.name", sval(b"fsynced"))
-            mid = judge_commit("commit by fsync, judged while still mounted", path, before, m)
-            check_mount_tensors(mnt, mid, "commit by fsync")
-            os.close(fd)
+            mid = judge_commit("commit by fsync of meta/, judged while still mounted", path, before, m)
+            check_mount_tensors(mnt, mid, "commit by fsync of meta/")
+            if pending_record(path) is not None:
+                raise Fail("the pending record is still there after the commit")
             msg = J.xattr(mnt, "user.ggufs.commit")
             if not isinstance(msg, bytes) or b"committed (" not in msg:
                 raise Fail("after fsync: user.ggufs.commit on the root is %r" % (msg,))
@@ -1221,6 +1234,19 @@ def sec_triggers(ctx):
     return ", ".join(out)
 
 
+def pending_record(path):
+    """The bytes of path's pending record in ggufs's state directory
+    (XDG_STATE_HOME, set by meson), or None."""
+    real = os.path.realpath(path)
+    name = os.path.join(os.environ["XDG_STATE_HOME"], "ggufs",
+                        "%016x.pending" % J.fnv1a64(real.encode()))
+    try:
+        with open(name, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def wait_mounted(mnt, p, timeout=20):
     t0 = time.time()
     while J.mountinfo_entry(mnt) is None:
@@ -1255,14 +1281,18 @@ def fault_run(ctx, kind, trigger, n, recovery, d, src, mnt):
             write_file(os.path.join(meta, "mytool.big"), ctx.fault_big + b"\n", os.O_WRONLY | os.O_CREAT)
             write_file(os.path.join(meta, "general.name"), b"fault grown\n")
         if trigger == "fsync":
+            # fsync of a meta file keeps the edit; fsync of meta/ commits
             fd = os.open(os.path.join(meta, "mytool.note"), os.O_WRONLY | os.O_CREAT)
             os.write(fd, b"fsync\n")
+            os.fsync(fd)
+            os.close(fd)
+            dfd = os.open(meta, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                os.fsync(fd)
+                os.fsync(dfd)
             except OSError as e:
                 trigger_err = e
             try:
-                os.close(fd)
+                os.close(dfd)
             except OSError:
                 pass
             subprocess.run(["fusermount3", "-u", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

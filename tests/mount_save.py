@@ -341,7 +341,7 @@ def run_row(ctx, label, pat):
         except BaseException:
             E.cleanup_mounts(d)
             raise
-        # (tools that fsync, vim, have had their edits committed already)
+        # (an fsync of a meta file commits nothing: all is committed here)
         how, out, err = E.ggufs_u(mnt, None, label)
     after = E.snapshot(path, label)
     # per key: value, type, position; then strays and the others

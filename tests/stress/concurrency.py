@@ -5,9 +5,10 @@ A model fixture (mkfixture model: 4 f16 tensors, a 2000-token vocabulary)
 is mounted read-write.  For --seconds (default 60):
 
   - an editor *process* rewrites three meta files in a loop, each edit an
-    open(O_TRUNC), the text in several write()s, fsync() (which commits the
-    edit into the GGUF, growing the header now and then, as general.name
-    grows), close():
+    open(O_TRUNC), the text in several write()s, fsync() (the edit applied
+    and kept durably as pending), close(), then an fsync of meta/ (which
+    commits it into the GGUF, growing the header now and then, as
+    general.name grows):
       general.name            "name-N|BODY|CRC32\\n", BODY growing with N
       llama.context_length    one digit repeated nine times ("222222222")
       tokenizer.ggml.merges   1 + N % 37 lines "mN-i"
@@ -127,10 +128,16 @@ def editor(mnt, stop, q, seed):
                     while pos < len(val):
                         k = rng.choice([1, 7, 100, 4096, 65536, len(val)])
                         pos += os.write(fd, val[pos:pos + k])
-                    os.fsync(fd)
-                    fsyncs += 1
+                    os.fsync(fd)  # durable as a pending edit
                 finally:
                     os.close(fd)
+                # fsync of meta/ commits
+                dfd = os.open(meta, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                    fsyncs += 1
+                finally:
+                    os.close(dfd)
                 last[key] = n
                 edits += 1
             except OSError as e:
