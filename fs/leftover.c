@@ -73,6 +73,10 @@ int gfs_print_outcome(const char *path) {
 }
 
 int gfs_pending_note(const char *path, const char *file) {
+    /* Until recovery has run, the file is between versions: whether the
+     * edits are in it cannot be told yet. */
+    if (gguf_commit_interrupted(path))
+        return 0;
     char what[128];
     struct gguf_error err = {0};
     bool found = false, in_file = false, stale = false;

@@ -280,17 +280,16 @@ static int unmount_dead(const char *arg, const char *mnt, const char *src) {
                 arg);
         return EXIT_MOUNT;
     }
-    fprintf(stderr,
-            "ggufs: %s: the daemon of this mount had died; unmounted, nothing "
-            "committed\n",
+    fprintf(stderr, "ggufs: %s: the daemon of this mount had died; unmounted\n",
             arg);
     (void)gfs_print_outcome(src);
     if (gguf_commit_interrupted(src))
         fprintf(stderr,
-                "ggufs: %s: a commit was interrupted: 'ggufs --recover %s' "
+                "ggufs: %s: its commit was interrupted: 'ggufs --recover %s' "
                 "completes it\n",
                 src, src);
-    (void)gfs_pending_note(src, src);
+    else if (!gfs_pending_note(src, src))
+        fprintf(stderr, "ggufs: %s: no edits were pending\n", src);
     return EXIT_COMMIT;
 }
 
@@ -317,11 +316,16 @@ static int unmount_cmd(const char *arg) {
     }
     pid_t daemon = pl > 0 ? (pidbuf[pl] = '\0', (pid_t)atol(pidbuf)) : 0;
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0 && fsync(dfd) != 0) {
-        commit_err = errno;
-        ssize_t r = getxattr(mnt, "user.ggufs.commit", msg, sizeof msg - 1);
-        msg[r > 0 ? r : 0] = '\0';
-    } else if (dfd >= 0) {
+    int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno;
+    if (fr != 0 && (fe == ECONNABORTED || fe == ENOTCONN)) {
+        /* The daemon died in the commit (killed, crashed). */
+        close(dfd);
+        status = unmount_dead(arg, mnt, src);
+        goto out;
+    }
+    if (fr != 0)
+        commit_err = fe;
+    if (dfd >= 0) {
         ssize_t r = getxattr(mnt, "user.ggufs.commit", msg, sizeof msg - 1);
         msg[r > 0 ? r : 0] = '\0';
     }
@@ -610,8 +614,16 @@ static int open_gguf(struct gfs_main *m) {
     char bad[PATH_MAX + 64];
     if (gguf_open_set(m->path, flags, &m->fs.shards, &m->fs.n_shards, bad,
                       sizeof bad, &gerr) != GGUF_OK) {
-        fprintf(stderr, "ggufs: %s: %s\n",
-                strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg);
+        /* A read-only mount does not recover: a half-written header is
+         * what an interrupted commit leaves, and the way out is named. */
+        int interrupted = gguf_commit_interrupted(m->path);
+        fprintf(stderr, "ggufs: %s: %s%s%s%s\n",
+                strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg,
+                interrupted ? "; a commit of this file was interrupted: "
+                              "'ggufs --recover "
+                            : "",
+                interrupted ? m->o.file : "",
+                interrupted ? "' completes it" : "");
         return -1;
     }
     m->fs.ctx = m->fs.shards[0];
