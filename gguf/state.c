@@ -6,7 +6,8 @@
  * to report.
  *
  * Where: the per-user state directory, $XDG_STATE_HOME/ggufs if that is an
- * absolute path, else $HOME/.local/state/ggufs (created 0700 as needed).
+ * absolute path, else HOME/.local/state/ggufs with HOME the effective
+ * user's home from the password database (created 0700 as needed).
  * One model's files are named by a 64-bit FNV-1a hash of its absolute path
  * (16 hex digits) and a kind: HASH.pending, HASH.status.  Each file starts
  * with the model's path, so a hash collision is recognised, not obeyed.
@@ -27,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +37,16 @@
 
 static const char *const kind_name[] = {"pending", "status", "pending.old"};
 
-/* The state directory's path into out: 0 or an errno. */
+/* The state directory's path into out: 0 or an errno.  The home is the
+ * effective user's from the password database, not $HOME: root running
+ * under sudo must not write its state into the invoking user's home. */
 static int state_dir_path(char *out, size_t n) {
     const char *x = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
+    struct passwd pw, *res = NULL;
+    char pwbuf[4096];
+    const char *home = NULL;
+    if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+        home = res->pw_dir;
     int w;
     if (x && x[0] == '/')
         w = snprintf(out, n, "%s/ggufs", x);

@@ -198,6 +198,44 @@ def sec_moved(d):
     return "refused: %r" % err_of(u)[:140]
 
 
+def sec_killed_in_commit(d):
+    """The daemon killed inside its commit (after the header's first half):
+    ggufs -u and a read-only mount name --recover; --recover completes the
+    commit, and the pending record, now in the file, is gone."""
+    path = fixture(d)
+    mnt = os.path.join(d, "mnt")
+    before = E.snapshot(path)
+    os.makedirs(mnt)
+    env = dict(os.environ, GGUFS_FAULT="6")  # in place: header, second half
+    p = subprocess.Popen([J.tool("GGUFS"), "-f", path, mnt], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        E.wait_mounted(mnt, p)
+        E.write_file(os.path.join(mnt, "meta", "general.name"), b"killed mid-commit\n")
+        u = run(["-u", mnt])
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    if u.returncode != 4 or "--recover" not in err_of(u):
+        raise Fail("ggufs -u of a daemon killed in its commit: exit %d, %r" % (u.returncode, err_of(u)))
+    if "Software caused connection abort" in err_of(u):
+        raise Fail("ggufs -u still says only 'Software caused connection abort'")
+    r = run(["-o", "ro", path, mnt])
+    if r.returncode != 1 or "--recover" not in err_of(r):
+        E.cleanup_mounts(d)
+        raise Fail("a read-only mount of the half-written file: exit %d, %r" % (r.returncode, err_of(r)))
+    rc = run(["--recover", path])
+    if rc.returncode != 0 or "pending" in err_of(rc):
+        raise Fail("--recover after a kill in the commit: exit %d, %r" % (rc.returncode, err_of(rc)))
+    model = E.Model(before)
+    model.value(b"general.name", E.sval(b"killed mid-commit"))
+    E.judge_commit("commit completed by --recover", path, before, model)
+    if E.pending_record(path) is not None:
+        raise Fail("the pending record survived the recovered commit that holds it")
+    return "-u and ro mount name --recover; recovered, record gone"
+
+
 def sec_hostile_state(d, state):
     """A pending record planted as a symlink or owned by another user is
     refused with a message, never followed or applied."""
@@ -245,6 +283,7 @@ def main():
                                ("fusermount3 -u, then mount at once", sec_wait, ()),
                                ("failed background commit", sec_failed_reported, ()),
                                ("model moved while mounted", sec_moved, ()),
+                               ("killed inside its commit", sec_killed_in_commit, ()),
                                ("hostile state files", sec_hostile_state, (state,))):
             d = os.path.join(root, name.split()[0] + str(len(failed)) + name.split()[-1])
             os.makedirs(d)
