@@ -23,7 +23,7 @@
  * and recover.c, keeps them:
  *
  *  1. Nothing is written unless the file is still the one ctx read
- *     (device, inode through fd and path, size, mtime) and no journal of an
+ *     (device, inode through fd and path, size, mtime, ctime) and no journal of an
  *     earlier commit is pending.
  *  2. One committer per file: a whole-file OFD write lock on it is held
  *     throughout (GGUF_E_BUSY if another open file holds it); gguf_recover
@@ -91,6 +91,10 @@ static int64_t mtime_ns(const struct stat *sb) {
     return (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
 }
 
+static int64_t ctime_ns(const struct stat *sb) {
+    return (int64_t)sb->st_ctim.tv_sec * 1000000000 + sb->st_ctim.tv_nsec;
+}
+
 /* Appends ", " and a printf'ed piece to msg (len n). */
 static void say(char *msg, size_t n, const char *fmt, unsigned long long a,
                 unsigned long long b) {
@@ -105,7 +109,11 @@ static void say(char *msg, size_t n, const char *fmt, unsigned long long a,
 
 /* The file must still be the one ctx describes: same device and inode
  * through the fd and through the path (not replaced by a rename), same
- * size, same mtime.  *sb receives fstat of the fd. */
+ * size, same mtime, same ctime.  The ctime because a program can write in
+ * place and put the mtime back (utimensat), but cannot set the ctime: any
+ * write, chmod or utimensat moves it (so does our own commit, which is
+ * why adopt() takes it again after writing).  *sb receives fstat of the
+ * fd. */
 static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
                                         struct gguf_error *err) {
     struct stat ps;
@@ -138,6 +146,11 @@ static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
         say(what, sizeof what, "mtime %lld ns -> %lld ns",
             (unsigned long long)ctx->mtime_ns,
             (unsigned long long)mtime_ns(sb));
+    if (ctime_ns(sb) != ctx->ctime_ns)
+        say(what, sizeof what, "ctime %lld ns -> %lld ns (written or its "
+            "times set)",
+            (unsigned long long)ctx->ctime_ns,
+            (unsigned long long)ctime_ns(sb));
     if (what[0])
         return gguf_fail(err, GGUF_E_CHANGED,
                          "the file changed since it was opened (%s); reopen it "
@@ -167,6 +180,7 @@ static void adopt(gguf_ctx *ctx, uint64_t data_offset) {
         ctx->dev = sb.st_dev;
         ctx->ino = sb.st_ino;
         ctx->mtime_ns = mtime_ns(&sb);
+        ctx->ctime_ns = ctime_ns(&sb);
         ctx->file_size = (uint64_t)sb.st_size;
     }
     ctx->dirty = false;

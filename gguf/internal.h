@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 enum gguf_kv_flags {
@@ -58,6 +59,8 @@ struct gguf_ctx {
     dev_t dev;  /* identity of the file when opened (for commits) */
     ino_t ino;
     int64_t mtime_ns;
+    int64_t ctime_ns; /* st_ctim: an in-place write that puts the mtime
+                         back still changes it (commit.c check_unchanged) */
 
     uint8_t *hdr; /* header bytes [0, hdr_len) as read */
     size_t hdr_len;
@@ -326,9 +329,10 @@ enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
 /* Removes the journal of a finished (or fully undone) commit, durably. */
 enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
                                struct gguf_faults *f, struct gguf_error *err);
-/* Reads the whole journal into *out (*n bytes, malloc'ed). */
-enum gguf_status gguf_jnl_read(const char *jpath, uint8_t **out, uint64_t *n,
-                               struct gguf_error *err);
+/* Reads the whole journal open as jfd (named jpath in messages) into *out
+ * (*n bytes, malloc'ed). */
+enum gguf_status gguf_jnl_read(int jfd, const char *jpath, uint8_t **out,
+                               uint64_t *n, struct gguf_error *err);
 /* Carries out j on fd: the insert unless `inserted`, then the new header,
  * fsync.  On failure *stage says what the file holds (see above);
  * GGUF_JNL_NO_INSERT is the one answer to "is insert-range supported". */
@@ -340,6 +344,33 @@ enum gguf_status gguf_jnl_apply(int fd, const struct gguf_jnl *j, bool inserted,
  * place).  GGUF_OK: the file is as before j, synced. */
 enum gguf_status gguf_jnl_rollback(int fd, const struct gguf_jnl *j,
                                    enum gguf_jnl_stage stage,
+                                   struct gguf_error *err);
+
+/* ---- recovery's trust and matching checks (recover.c) -------------- */
+
+/* Whether the file beside the model with lstat/fstat sb may be acted on by
+ * recovery (running with effective uid euid; model: fstat of the model):
+ * a regular file with one link, owned by euid or by the model's owner,
+ * and for a journal (journal true) of mode exactly 0600.  False with the
+ * reason in why[0, n) ("is owned by uid 65534, not by ..."). */
+bool gguf_sidecar_trusted(const struct stat *sb, const struct stat *model,
+                          uid_t euid, bool journal, char *why, size_t n);
+/* Whether the decoded complete journal j was written for this model:
+ * its device and inode are the model's, and its old and new headers pass
+ * gguf_check_header (old: for orig_size bytes, new: for the size after
+ * the commit).  False with the reason in why[0, n). */
+bool gguf_jnl_plausible(const struct gguf_jnl *j, const struct stat *model,
+                        char *why, size_t n);
+/* Whether a file of `size` bytes whose first n bytes are have[0, n)
+ * (n = min(size, new_len)) is at some point of carrying out j; *inserted:
+ * the insert is done. */
+bool gguf_jnl_matches(const struct gguf_jnl *j, uint64_t size,
+                      const uint8_t *have, uint64_t n, bool *inserted);
+/* Parses and validates hdr[0, len) as gguf_open would a file's header,
+ * with the tensor data checked against a file of file_size bytes that is
+ * not read; the data offset must be len (read.c). */
+enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
+                                   uint64_t file_size, unsigned flags,
                                    struct gguf_error *err);
 
 /* ---- crash-safe write path: the rewrite (rewrite.c) ------------------ */

@@ -171,6 +171,12 @@ enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
         goto out;
     }
     created = true;
+    /* Exactly 0600 whatever the umask: recovery trusts only journals of
+     * that mode (recover.c, gguf_sidecar_distrust). */
+    if (fchmod(jfd, 0600) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot set the mode of %s", jpath);
+        goto out;
+    }
     uint64_t body = b.len - GGUF_JNL_TRAILER;
     gguf_fault_point(f, "journal write, body");
     st = gguf_pwrite_full(jfd, b.p, body, 0, "the journal", err);
@@ -207,17 +213,12 @@ enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
     return gguf_fsync_dir(path, err);
 }
 
-enum gguf_status gguf_jnl_read(const char *jpath, uint8_t **out, uint64_t *n,
-                               struct gguf_error *err) {
+enum gguf_status gguf_jnl_read(int jfd, const char *jpath, uint8_t **out,
+                               uint64_t *n, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct stat sb;
-    int jfd = open(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     *out = NULL;
     *n = 0;
-    if (jfd < 0) {
-        st = gguf_sys_fail(err, errno, "cannot open %s", jpath);
-        goto out;
-    }
     if (fstat(jfd, &sb) < 0) {
         st = gguf_sys_fail(err, errno, "cannot stat %s", jpath);
         goto out;
@@ -234,8 +235,6 @@ enum gguf_status gguf_jnl_read(const char *jpath, uint8_t **out, uint64_t *n,
     }
     st = gguf_pread_full(jfd, *out, *n, 0, "the journal", err);
 out:
-    if (jfd >= 0)
-        close(jfd);
     return st;
 }
 

@@ -52,7 +52,9 @@ struct parse {
     gguf_ctx *ctx;
     int fd; /* source: fd >= 0, else mem */
     const uint8_t *mem;
-    uint64_t size; /* file size */
+    uint64_t size;  /* bytes readable from fd or mem */
+    uint64_t fsize; /* the file size the tensor data is checked against:
+                       size, except for gguf_check_header */
     uint8_t *buf;  /* bytes [0, have) of the file */
     uint64_t have;
     uint64_t pos;
@@ -581,7 +583,7 @@ static const char *tq(const struct parse *pr, int64_t i, char *q) {
  * present (room bytes). */
 static enum gguf_status check_offsets(struct parse *pr, uint64_t room) {
     const gguf_ctx *ctx = pr->ctx;
-    uint64_t F = pr->size, D = ctx->data_offset, A = ctx->alignment;
+    uint64_t F = pr->fsize, D = ctx->data_offset, A = ctx->alignment;
     char q[GGUF_QUOTE_MAX];
     for (int64_t i = 0; i < ctx->n_t; i++) {
         const struct gguf_tensor *t = &ctx->t[i];
@@ -642,7 +644,7 @@ static enum gguf_status size_unknown(struct parse *pr, const int64_t *ord,
 static enum gguf_status check_extents(struct parse *pr, const int64_t *ord,
                                       uint64_t room) {
     const gguf_ctx *ctx = pr->ctx;
-    uint64_t F = pr->size, D = ctx->data_offset;
+    uint64_t F = pr->fsize, D = ctx->data_offset;
     int64_t n = ctx->n_t;
     char q[GGUF_QUOTE_MAX], q2[GGUF_QUOTE_MAX];
     for (int64_t i = 0; i < n; i++) {
@@ -707,7 +709,7 @@ static void check_contiguous(struct parse *pr) {
  * a layout that is not ggml's exact contiguous one only warns. */
 static enum gguf_status check_data(struct parse *pr) {
     gguf_ctx *ctx = pr->ctx;
-    uint64_t F = pr->size, D = ctx->data_offset, A = ctx->alignment;
+    uint64_t F = pr->fsize, D = ctx->data_offset, A = ctx->alignment;
     int64_t n = ctx->n_t, *ord = NULL;
     enum gguf_status st = GGUF_OK;
 
@@ -755,7 +757,7 @@ static enum gguf_status parse_file(struct parse *pr) {
         return st;
     /* pos <= F < 2^63 and alignment <= 2^31: no overflow */
     ctx->data_offset = gguf_align_up(pr->pos, ctx->alignment);
-    ctx->file_size = pr->size;
+    ctx->file_size = pr->fsize;
     if ((st = check_data(pr)) != GGUF_OK)
         return st;
 
@@ -783,14 +785,16 @@ static enum gguf_status parse_file(struct parse *pr) {
     return GGUF_OK;
 }
 
-/* Parses from fd (>= 0) or mem into ctx; frees the parser's leftovers. */
-static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
-                                   uint64_t size, unsigned flags,
-                                   struct gguf_error *err) {
+/* Parses from fd (>= 0) or mem into ctx, the tensor data checked against
+ * fsize; frees the parser's leftovers. */
+static enum gguf_status parse_sized(gguf_ctx *ctx, int fd, const uint8_t *mem,
+                                    uint64_t size, uint64_t fsize,
+                                    unsigned flags, struct gguf_error *err) {
     struct parse pr = {.ctx = ctx,
                        .fd = fd,
                        .mem = mem,
                        .size = size,
+                       .fsize = fsize,
                        .flags = flags,
                        .err = err};
     enum gguf_status st = parse_file(&pr);
@@ -803,6 +807,12 @@ static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
         ctx->n_kv = ctx->n_t = 0;
     }
     return st;
+}
+
+static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
+                                   uint64_t size, unsigned flags,
+                                   struct gguf_error *err) {
+    return parse_sized(ctx, fd, mem, size, size, flags, err);
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -851,6 +861,8 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     ctx->ino = sb.st_ino;
     ctx->mtime_ns =
         (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    ctx->ctime_ns =
+        (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
     st = parse_into(ctx, ctx->fd, NULL, (uint64_t)sb.st_size, flags, err);
 out:
     if (fd >= 0)
@@ -878,4 +890,27 @@ enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
     }
     *out = ctx;
     return GGUF_OK;
+}
+
+/* The header alone: hdr[0, len) is parsed and validated exactly as
+ * gguf_open would, except that the tensor data is checked against a file
+ * of file_size bytes (which is not read; a tensor-less file may end
+ * before its padded header).  The data offset must be len: hdr is a
+ * journal's whole header region [0, D). */
+enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
+                                   uint64_t file_size, unsigned flags,
+                                   struct gguf_error *err) {
+    if (!hdr || len == 0)
+        return gguf_fail(err, GGUF_E_FORMAT, "empty header");
+    gguf_ctx *ctx = gguf_ctx_alloc();
+    if (!ctx)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    enum gguf_status st = parse_sized(ctx, -1, hdr, len, file_size, flags, err);
+    if (st == GGUF_OK && ctx->data_offset != len)
+        st = gguf_fail(err, GGUF_E_FORMAT,
+                       "header puts the data at %llu, not at %llu",
+                       (unsigned long long)ctx->data_offset,
+                       (unsigned long long)len);
+    gguf_close(ctx);
+    return st;
 }

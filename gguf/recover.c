@@ -21,6 +21,30 @@
  *
  * Recovery takes the commit lock first, so the journal or new file of a
  * commit that is running right now is never taken for a stale one.
+ *
+ * Trust.  ggufs runs as root on models in shared directories (/tmp), and
+ * a journal is a plan to write bytes, so recovery acts only on what a
+ * commit of this very file could have left (issue 11):
+ *
+ *  - the model is opened O_NOFOLLOW (a symlink as last component is
+ *    refused) and must be a regular file; every file beside it is reached
+ *    through a descriptor of its directory with *at() calls, never
+ *    following a symlink, and opened O_NONBLOCK (a FIFO cannot hang us);
+ *  - a journal, and a PATH.ggufs-new before it is removed, must be a
+ *    regular file with one link, owned by the effective uid or by the
+ *    model's owner; a journal must have mode 0600 (journal.c creates it
+ *    so), record the model's device and inode, and hold old and new
+ *    headers that are valid GGUF headers (gguf_check_header);
+ *  - anything else is left in place, nothing is written, and recovery
+ *    fails (GGUF_E_PERM, or GGUF_E_CHANGED for another file's journal)
+ *    with one line naming the file and why; a read-write mount then
+ *    refuses to start.  The checksum proves nothing: anyone can compute
+ *    it.  Removing the file (after looking at it) is the way out.
+ *
+ * One exception to the device/inode rule, writing nothing: an insert
+ * finished by a rewrite replaces the inode before its journal is dropped
+ * (commit.c rule 6), so a journal whose file is already exactly in its
+ * end state is simply removed.
  */
 #include "internal.h"
 
@@ -39,8 +63,8 @@
  * insert is done.  Byte rule: each byte is the new one or the one that was
  * there before (old header, shifted by k after the insert; zeros in the
  * inserted range and past the old end of file). */
-static bool jnl_matches(const struct gguf_jnl *j, uint64_t size,
-                        const uint8_t *have, uint64_t n, bool *inserted) {
+bool gguf_jnl_matches(const struct gguf_jnl *j, uint64_t size,
+                      const uint8_t *have, uint64_t n, bool *inserted) {
     uint64_t lo = j->orig_size, hi;
     *inserted = false;
     if (j->op == GGUF_JNL_INSERT && size != j->orig_size) {
@@ -89,7 +113,7 @@ static enum gguf_status check_state(int fd, const char *path,
     st = gguf_pread_full(fd, have, n, 0, "the header", err);
     if (st != GGUF_OK)
         goto out;
-    if (!jnl_matches(j, size, have, n, inserted)) {
+    if (!gguf_jnl_matches(j, size, have, n, inserted)) {
         jname = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
         st = gguf_fail(err, GGUF_E_CHANGED,
                        "the file (%llu bytes) is not in a state the journal "
@@ -151,46 +175,230 @@ static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
     return st;
 }
 
-/* The journal part of recovery: redo a complete journal (or roll it
- * back), then remove the journal.  *changed once something on disk
- * changed (the caller syncs the directory). */
-static enum gguf_status recover_journal(int fd, const char *path,
-                                        const char *jpath,
-                                        struct gguf_faults *f, bool *changed,
+/* ---- trust ---------------------------------------------------------- */
+
+bool gguf_sidecar_trusted(const struct stat *sb, const struct stat *model,
+                          uid_t euid, bool journal, char *why, size_t n) {
+    if (!S_ISREG(sb->st_mode)) {
+        snprintf(why, n, "is not a regular file (%s)",
+                 S_ISFIFO(sb->st_mode)  ? "a FIFO"
+                 : S_ISLNK(sb->st_mode) ? "a symbolic link"
+                 : S_ISDIR(sb->st_mode) ? "a directory"
+                                        : "a device or socket");
+        return false;
+    }
+    if (sb->st_nlink != 1) {
+        snprintf(why, n, "has %llu links, not 1",
+                 (unsigned long long)sb->st_nlink);
+        return false;
+    }
+    if (sb->st_uid != euid && sb->st_uid != model->st_uid) {
+        snprintf(why, n,
+                 "is owned by uid %u, not by uid %u (running ggufs) or "
+                 "uid %u (the model's owner)",
+                 (unsigned)sb->st_uid, (unsigned)euid,
+                 (unsigned)model->st_uid);
+        return false;
+    }
+    if (journal && (sb->st_mode & 07777) != 0600) {
+        snprintf(why, n, "has mode %04o, not 0600",
+                 (unsigned)(sb->st_mode & 07777));
+        return false;
+    }
+    return true;
+}
+
+/* The file size once j is carried out (a tensor-less file may have ended
+ * before its padded header). */
+static uint64_t end_size(const struct gguf_jnl *j) {
+    uint64_t s = j->orig_size + j->k; /* decode checked: no overflow */
+    return s > j->new_len ? s : j->new_len;
+}
+
+bool gguf_jnl_plausible(const struct gguf_jnl *j, const struct stat *model,
+                        char *why, size_t n) {
+    struct gguf_error e = {0};
+    if (j->dev != (uint64_t)model->st_dev || j->ino != (uint64_t)model->st_ino) {
+        snprintf(why, n,
+                 "was written for device %llu inode %llu, the file is device "
+                 "%llu inode %llu",
+                 (unsigned long long)j->dev, (unsigned long long)j->ino,
+                 (unsigned long long)model->st_dev,
+                 (unsigned long long)model->st_ino);
+        return false;
+    }
+    /* Nested arrays: a mount may allow them, and its journal must pass. */
+    if (gguf_check_header(j->old_hdr, j->old_len, j->orig_size,
+                          GGUF_OPEN_ALLOW_NESTED, &e) != GGUF_OK) {
+        snprintf(why, n, "has an old header that is not a valid GGUF one (%s)",
+                 e.msg);
+        return false;
+    }
+    if (gguf_check_header(j->new_hdr, j->new_len, end_size(j),
+                          GGUF_OPEN_ALLOW_NESTED, &e) != GGUF_OK) {
+        snprintf(why, n, "has a new header that is not a valid GGUF one (%s)",
+                 e.msg);
+        return false;
+    }
+    return true;
+}
+
+/* ---- recovery ------------------------------------------------------- */
+
+/* The model and the files beside it: dfd is its directory, base its name
+ * there, jname and nname those of the journal and new file (pointing into
+ * jpath and npath, the full names used in messages). */
+struct place {
+    const char *path;
+    int dfd, fd;
+    struct stat sb; /* fstat of fd */
+    const char *base, *jname, *nname;
+    char *jpath, *npath;
+    struct gguf_faults faults;
+};
+
+/* Whether the model (fd) is already exactly j's end state: the size, and
+ * the new header in place.  Reads only. */
+static bool at_end_state(const struct place *pl, const struct gguf_jnl *j) {
+    if ((uint64_t)pl->sb.st_size != end_size(j) || j->new_len > SIZE_MAX)
+        return false;
+    uint8_t *have = malloc(j->new_len ? (size_t)j->new_len : 1);
+    bool yes = have &&
+               gguf_pread_full(pl->fd, have, j->new_len, 0, "the header",
+                               NULL) == GGUF_OK &&
+               memcmp(have, j->new_hdr, (size_t)j->new_len) == 0;
+    free(have);
+    return yes;
+}
+
+/* Removes the file name (in pl->dfd) if it still is the inode of *was. */
+static enum gguf_status unlink_same(const struct place *pl, const char *name,
+                                    const char *shown, const struct stat *was,
+                                    struct gguf_error *err) {
+    struct stat now;
+    if (fstatat(pl->dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT
+                   ? GGUF_OK
+                   : gguf_sys_fail(err, errno, "cannot stat %s", shown);
+    if (now.st_dev != was->st_dev || now.st_ino != was->st_ino)
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "%s was replaced while recovery read it: not "
+                         "removed, left in place",
+                         shown);
+    if (unlinkat(pl->dfd, name, 0) < 0 && errno != ENOENT)
+        return gguf_sys_fail(err, errno, "cannot remove %s", shown);
+    return GGUF_OK;
+}
+
+/* The journal part of recovery: check it may be trusted, redo a complete
+ * journal (or roll it back), then remove it.  *changed once something on
+ * disk changed (the caller syncs the directory). */
+static enum gguf_status recover_journal(struct place *pl, bool *changed,
                                         struct gguf_error *err) {
     enum gguf_status st;
     struct gguf_jnl j;
+    struct stat jsb;
     uint8_t *jbytes = NULL;
     uint64_t jn = 0;
     bool complete = false, rolled_back = false;
+    char why[400];
+    int jfd = openat(pl->dfd, pl->jname,
+                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-    st = gguf_jnl_read(jpath, &jbytes, &jn, err);
+    if (jfd < 0) {
+        if (errno == ELOOP)
+            st = gguf_fail(err, GGUF_E_PERM,
+                           "journal %s is a symbolic link: not applied, left "
+                           "in place",
+                           pl->jpath);
+        else
+            st = gguf_sys_fail(err, errno, "cannot open journal %s",
+                               pl->jpath);
+        goto out;
+    }
+    if (fstat(jfd, &jsb) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot stat %s", pl->jpath);
+        goto out;
+    }
+    if (!gguf_sidecar_trusted(&jsb, &pl->sb, geteuid(), true, why,
+                              sizeof why)) {
+        st = gguf_fail(err, GGUF_E_PERM,
+                       "journal %s %s: not applied, left in place", pl->jpath,
+                       why);
+        goto out;
+    }
+    st = gguf_jnl_read(jfd, pl->jpath, &jbytes, &jn, err);
     if (st != GGUF_OK)
         goto out;
     st = gguf_jnl_decode(jbytes, jn, &j, &complete, err);
     if (st != GGUF_OK)
         goto out;
+    if (complete && !gguf_jnl_plausible(&j, &pl->sb, why, sizeof why)) {
+        /* A rewrite under an insert journal renames a new inode in before
+         * the journal goes (commit.c rule 6): nothing left to do. */
+        bool other = j.dev != (uint64_t)pl->sb.st_dev ||
+                     j.ino != (uint64_t)pl->sb.st_ino;
+        if (other && at_end_state(pl, &j)) {
+            complete = false;
+        } else {
+            st = gguf_fail(err, other ? GGUF_E_CHANGED : GGUF_E_PERM,
+                           "journal %s %s: not applied, left in place",
+                           pl->jpath, why);
+            goto out;
+        }
+    }
     if (complete) {
-        st = redo(fd, path, &j, f, &rolled_back, err);
+        st = redo(pl->fd, pl->path, &j, &pl->faults, &rolled_back, err);
         if (st != GGUF_OK && !rolled_back)
             goto out; /* journal kept: the file needs it */
     }
-    gguf_fault_point(f, "unlink journal");
-    if (unlink(jpath) < 0 && errno != ENOENT) {
-        st = gguf_sys_fail(err, errno, "cannot remove %s", jpath);
+    gguf_fault_point(&pl->faults, "unlink journal");
+    struct gguf_error e2 = {0};
+    enum gguf_status s2 = unlink_same(pl, pl->jname, pl->jpath, &jsb, &e2);
+    if (s2 != GGUF_OK) {
+        if (st == GGUF_OK)
+            *err = e2;
+        st = s2;
         goto out;
     }
     *changed = true;
     /* rolled back: st is still worth reporting, the directory is synced
      * by the caller */
 out:
+    if (jfd >= 0)
+        close(jfd);
     free(jbytes);
     return st;
 }
 
-/* Fault points: unlink stale new file; then for an incomplete journal:
- * unlink journal; for a complete one: gguf_jnl_apply's points, unlink
- * journal; last, fsync directory. */
+/* A rewrite that never reached its rename: the original is whole, and the
+ * copy goes, if it is ours (rewrite.c creates it 0600, then gives it the
+ * model's owner and mode). */
+static enum gguf_status drop_new_file(struct place *pl, bool *changed,
+                                      struct gguf_error *err) {
+    struct stat nsb;
+    char why[400];
+    if (fstatat(pl->dfd, pl->nname, &nsb, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT
+                   ? GGUF_OK
+                   : gguf_sys_fail(err, errno, "cannot stat %s", pl->npath);
+    if (!gguf_sidecar_trusted(&nsb, &pl->sb, geteuid(), false, why,
+                              sizeof why))
+        return gguf_fail(err, GGUF_E_PERM,
+                         "%s %s: not removed, left in place", pl->npath, why);
+    gguf_fault_point(&pl->faults, "unlink stale new file");
+    enum gguf_status st = unlink_same(pl, pl->nname, pl->npath, &nsb, err);
+    if (st == GGUF_OK)
+        *changed = true;
+    return st;
+}
+
+/* Something (even a FIFO or a dangling symlink) is at name in dfd. */
+static bool exists_at(int dfd, const char *name) {
+    struct stat sb;
+    return fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 bool gguf_commit_interrupted(const char *path) {
     char *j = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
     bool yes = j && gguf_path_exists(j);
@@ -198,75 +406,109 @@ bool gguf_commit_interrupted(const char *path) {
     return yes;
 }
 
+/* Fault points: unlink stale new file; then for an incomplete journal:
+ * unlink journal; for a complete one: gguf_jnl_apply's points, unlink
+ * journal; last, fsync directory. */
 enum gguf_status gguf_recover(const char *path, bool *did,
                               struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    char *jpath = NULL, *npath = NULL;
-    int fd = -1;
+    struct place pl = {.path = path, .dfd = -1, .fd = -1};
+    char *dir = NULL;
     bool changed = false;
     struct gguf_error scratch;
-    struct gguf_faults faults = {0};
 
     if (!err)
         err = &scratch; /* redo() clears it before its fallback */
     if (did)
         *did = false;
-    if (!path) {
+    if (!path || !*path) {
         st = gguf_fail(err, GGUF_E_INVAL, "missing path to gguf_recover");
         goto out;
     }
-    jpath = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
-    npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
-    if (!jpath || !npath) {
+    pl.jpath = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
+    pl.npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    dir = slash ? strndup(path, dlen ? dlen : 1) : strdup(".");
+    if (!pl.jpath || !pl.npath || !dir) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
-    gguf_faults_init(&faults);
-    /* Nothing pending: touch nothing (the file may well be read-only). */
-    if (!gguf_path_exists(jpath) && !gguf_path_exists(npath))
-        goto out;
-
-    /* The lock commits hold (gguf_commit_lock): a journal or new file of a
-     * commit that is running right now is not stale. */
-    fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        st = gguf_sys_fail(err, errno,
-                           "cannot open %s to recover an "
-                           "interrupted commit",
-                           path);
+    size_t skip = slash ? dlen + 1 : 0; /* the sidecars share the prefix */
+    pl.base = path + skip;
+    pl.jname = pl.jpath + skip;
+    pl.nname = pl.npath + skip;
+    if (!*pl.base) {
+        st = gguf_fail(err, GGUF_E_INVAL, "%s names a directory", path);
         goto out;
     }
-    st = gguf_commit_lock(fd, true, err);
+    gguf_faults_init(&pl.faults);
+    pl.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pl.dfd < 0) {
+        st = gguf_sys_fail(err, errno, "cannot open directory %s", dir);
+        goto out;
+    }
+    /* Nothing pending: touch nothing (the file may well be read-only). */
+    if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname))
+        goto out;
+
+    /* The file itself, never what a symlink points to; O_NONBLOCK: a FIFO
+     * cannot hang the open.  The lock commits hold (gguf_commit_lock): a
+     * journal or new file of a commit that is running right now is not
+     * stale. */
+    pl.fd = openat(pl.dfd, pl.base,
+                   O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (pl.fd < 0) {
+        if (errno == ELOOP)
+            st = gguf_fail(err, GGUF_E_PERM,
+                           "%s is a symbolic link: recovery works on the "
+                           "file itself only, nothing done",
+                           path);
+        else
+            st = gguf_sys_fail(err, errno,
+                               "cannot open %s to recover an interrupted "
+                               "commit",
+                               path);
+        goto out;
+    }
+    if (fstat(pl.fd, &pl.sb) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot stat %s", path);
+        goto out;
+    }
+    if (!S_ISREG(pl.sb.st_mode)) {
+        st = gguf_fail(err, GGUF_E_PERM,
+                       "%s is not a regular file: nothing recovered", path);
+        goto out;
+    }
+    int fl = fcntl(pl.fd, F_GETFL);
+    if (fl < 0 || fcntl(pl.fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot set the flags of %s", path);
+        goto out;
+    }
+    st = gguf_commit_lock(pl.fd, true, err);
     if (st != GGUF_OK)
         goto out;
 
-    if (gguf_path_exists(npath)) {
-        /* A rewrite that never reached its rename: the original is whole. */
-        gguf_fault_point(&faults, "unlink stale new file");
-        if (unlink(npath) < 0 && errno != ENOENT) {
-            st = gguf_sys_fail(err, errno, "cannot remove %s", npath);
-            goto out;
-        }
-        changed = true;
-    }
-    if (gguf_path_exists(jpath))
-        st = recover_journal(fd, path, jpath, &faults, &changed, err);
+    st = drop_new_file(&pl, &changed, err);
+    if (st != GGUF_OK)
+        goto out;
+    if (exists_at(pl.dfd, pl.jname))
+        st = recover_journal(&pl, &changed, err);
 out:
     if (changed) {
-        struct gguf_error e2 = {0};
-        gguf_fault_point(&faults, "fsync directory");
-        enum gguf_status s2 = gguf_fsync_dir(path, &e2);
-        if (st == GGUF_OK && s2 != GGUF_OK) {
-            st = s2;
-            if (err)
-                *err = e2;
-        }
+        gguf_fault_point(&pl.faults, "fsync directory");
+        if (fsync(pl.dfd) < 0 && errno != EINVAL && errno != EROFS &&
+            st == GGUF_OK)
+            st = gguf_sys_fail(err, errno, "cannot sync directory %s", dir);
         if (did)
             *did = true;
     }
-    if (fd >= 0)
-        close(fd);
-    free(jpath);
-    free(npath);
+    if (pl.fd >= 0)
+        close(pl.fd);
+    if (pl.dfd >= 0)
+        close(pl.dfd);
+    free(dir);
+    free(pl.jpath);
+    free(pl.npath);
     return st;
 }

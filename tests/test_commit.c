@@ -129,11 +129,16 @@ static uint64_t hash_from(const char *path, uint64_t from, uint64_t *n) {
     return h;
 }
 
+/* Copies from to to, with from's mode (recovery applies only 0600
+ * journals, so a copied journal must stay 0600). */
 static void copy_file(const char *from, const char *to) {
     static uint8_t buf[1 << 16];
+    struct stat sb;
     int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ck_assert_int_ge(in, 0);
     ck_assert_int_ge(out, 0);
+    ck_assert_int_eq(fstat(in, &sb), 0);
+    ck_assert_int_eq(fchmod(out, sb.st_mode & 07777), 0);
     for (;;) {
         ssize_t r = read(in, buf, sizeof buf);
         ck_assert_int_ge(r, 0);
