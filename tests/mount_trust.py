@@ -17,9 +17,12 @@ c. A FIFO at the journal name: the read-write mount returns within
    seconds with a message (it used to hang in open).
 d. A complete journal of root's, 0600, for another device/inode: not
    applied, one line naming it; the model is byte-identical.
+   --recover exits 1 with the same line; a read-only mount still works.
 e. ctime: while mounted, another program pwrites the header in place and
    puts the mtime back (os.utime ns=...).  The commit is refused (ggufs -u
    exits 4, edits saved); the other program's bytes are kept.
+f. root's own 0600 journal for the model whose new header is not a GGUF
+   header: not applied, one line naming it.
 """
 import os
 import shutil
@@ -91,14 +94,17 @@ def name_value_span(hdr):
     return at + 12, n
 
 
-def journal_for(path, dev=None, ino=None):
+def journal_for(path, dev=None, ino=None, broken=False):
     """A complete in-place journal (journal.c's layout) that renames the
-    model (general.name -> all 'X'): old bytes are the file's own."""
+    model (general.name -> all 'X'): old bytes are the file's own.
+    broken: the new header's magic is not GGUF."""
     d = data_offset(path)
     with open(path, "rb") as f:
         old = f.read(d)
     start, n = name_value_span(old)
     new = old[:start] + b"X" * n + old[start + n:]
+    if broken:
+        new = b"XXXX" + new[4:]
     st = os.stat(path)
     body = b"GGUFSJNL" + struct.pack(
         "<IIQQQQQQQ", 1, 1, st.st_dev if dev is None else dev,
@@ -161,6 +167,14 @@ def sec_injection(root):
                    "the journal and its owner)" % (m.returncode, e))
     if not os.path.exists(jpath):
         raise Fail("nobody's journal was removed (left in place is the contract)")
+    r = J.run_ggufs(["--recover", model], timeout=30)
+    if r.returncode != 1 or jpath not in err_of(r) or sha(model) != before:
+        raise Fail("--recover beside nobody's journal: exit %d, %r" % (r.returncode, err_of(r)))
+    ro = os.path.join(root, "mnt-ro")
+    E.mount(model, ro, ["-o", "ro"])  # read-only still works meanwhile (man page)
+    J.unmount(ro, [])
+    if sha(model) != before:
+        raise Fail("model changed by a read-only mount")
     return e[:140]
 
 
@@ -195,6 +209,25 @@ def sec_other_inode(root):
         raise Fail("a journal for another inode was applied (exit %d, %r)" % (m.returncode, e))
     if m.returncode == 0 or jpath not in e or "inode" not in e:
         raise Fail("mount beside a journal for another inode: exit %d, %r"
+                   % (m.returncode, e))
+    return e[:140]
+
+
+def sec_bad_header(root):
+    d = shared_dir(root, "shared")
+    model = fixture(d)
+    before = sha(model)
+    jpath = model + ".ggufs-journal"
+    fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, journal_for(model, broken=True))
+    os.close(fd)
+    m = try_rw_mount(model, os.path.join(root, "mnt"))
+    e = err_of(m)
+    if sha(model) != before:
+        raise Fail("a journal with an invalid new header was applied (exit %d, %r)"
+                   % (m.returncode, e))
+    if m.returncode == 0 or jpath not in e or "new header" not in e:
+        raise Fail("mount beside a journal with an invalid new header: exit %d, %r"
                    % (m.returncode, e))
     return e[:140]
 
@@ -247,7 +280,8 @@ def main():
                          ("b journal injection", sec_injection),
                          ("c FIFO journal", sec_fifo),
                          ("d journal for another inode", sec_other_inode),
-                         ("e in-place write, mtime put back", sec_ctime)):
+                         ("e in-place write, mtime put back", sec_ctime),
+                         ("f journal with an invalid new header", sec_bad_header)):
             d = os.path.join(top, name[0])
             os.makedirs(d)
             os.chmod(d, 0o755)
