@@ -402,14 +402,23 @@ enum gguf_commit_flags {
  * moving no tensor byte when the header still fits, crash-safely: a
  * journal FILE.ggufs-journal beside the file is fsync'ed before the file is
  * touched, so a kill at any instant leaves a state gguf_recover completes.
- * Refuses with GGUF_E_CHANGED if the file's identity, size or mtime differ
- * from what ctx last saw.  On success ctx describes the file as written
+ * Refuses with GGUF_E_CHANGED if the file's identity, size, mtime or ctime
+ * differ from what ctx last saw (the ctime catches an in-place write whose
+ * mtime was put back).  On success ctx describes the file as written
  * (data offset, fd, identity) and gguf_dirty is false; kv ids are kept. */
 enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
                              struct gguf_commit_info *info,
                              struct gguf_error *err);
 /* Completes (or, if the journal is incomplete, discards) an interrupted
- * commit of the file at path.  *did is set to true if anything was done. */
+ * commit of the file at path.  *did is set to true if anything was done.
+ * Acts only on what a commit of this file could have left (recover.c,
+ * Trust): path must not be a symlink (its last component) and must be a
+ * regular file; a journal must be a regular 0600 file with one link, owned
+ * by the effective uid or the file's owner, recorded for the file's device
+ * and inode, with valid old and new headers; a PATH.ggufs-new is removed
+ * only if regular, one link, owned likewise.  Otherwise nothing is written
+ * or removed and the status is GGUF_E_PERM (GGUF_E_CHANGED for another
+ * inode's journal) with one line naming the file and why. */
 enum gguf_status gguf_recover(const char *path, bool *did,
                               struct gguf_error *err);
 /* True if a journal of an interrupted commit lies beside path (then
