@@ -147,7 +147,8 @@ static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
             (unsigned long long)ctx->mtime_ns,
             (unsigned long long)mtime_ns(sb));
     if (ctime_ns(sb) != ctx->ctime_ns)
-        say(what, sizeof what, "ctime %lld ns -> %lld ns (written or its "
+        say(what, sizeof what,
+            "ctime %lld ns -> %lld ns (written or its "
             "times set)",
             (unsigned long long)ctx->ctime_ns,
             (unsigned long long)ctime_ns(sb));

@@ -55,7 +55,7 @@ struct parse {
     uint64_t size;  /* bytes readable from fd or mem */
     uint64_t fsize; /* the file size the tensor data is checked against:
                        size, except for gguf_check_header */
-    uint8_t *buf;  /* bytes [0, have) of the file */
+    uint8_t *buf;   /* bytes [0, have) of the file */
     uint64_t have;
     uint64_t pos;
     unsigned flags;
@@ -907,10 +907,9 @@ enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     enum gguf_status st = parse_sized(ctx, -1, hdr, len, file_size, flags, err);
     if (st == GGUF_OK && ctx->data_offset != len)
-        st = gguf_fail(err, GGUF_E_FORMAT,
-                       "header puts the data at %llu, not at %llu",
-                       (unsigned long long)ctx->data_offset,
-                       (unsigned long long)len);
+        st = gguf_fail(
+            err, GGUF_E_FORMAT, "header puts the data at %llu, not at %llu",
+            (unsigned long long)ctx->data_offset, (unsigned long long)len);
     gguf_close(ctx);
     return st;
 }

@@ -196,8 +196,7 @@ bool gguf_sidecar_trusted(const struct stat *sb, const struct stat *model,
         snprintf(why, n,
                  "is owned by uid %u, not by uid %u (running ggufs) or "
                  "uid %u (the model's owner)",
-                 (unsigned)sb->st_uid, (unsigned)euid,
-                 (unsigned)model->st_uid);
+                 (unsigned)sb->st_uid, (unsigned)euid, (unsigned)model->st_uid);
         return false;
     }
     if (journal && (sb->st_mode & 07777) != 0600) {
@@ -218,7 +217,8 @@ static uint64_t end_size(const struct gguf_jnl *j) {
 bool gguf_jnl_plausible(const struct gguf_jnl *j, const struct stat *model,
                         char *why, size_t n) {
     struct gguf_error e = {0};
-    if (j->dev != (uint64_t)model->st_dev || j->ino != (uint64_t)model->st_ino) {
+    if (j->dev != (uint64_t)model->st_dev ||
+        j->ino != (uint64_t)model->st_ino) {
         snprintf(why, n,
                  "was written for device %llu inode %llu, the file is device "
                  "%llu inode %llu",
@@ -312,8 +312,7 @@ static enum gguf_status recover_journal(struct place *pl, bool *changed,
                            "in place",
                            pl->jpath);
         else
-            st = gguf_sys_fail(err, errno, "cannot open journal %s",
-                               pl->jpath);
+            st = gguf_sys_fail(err, errno, "cannot open journal %s", pl->jpath);
         goto out;
     }
     if (fstat(jfd, &jsb) < 0) {
@@ -382,10 +381,9 @@ static enum gguf_status drop_new_file(struct place *pl, bool *changed,
         return errno == ENOENT
                    ? GGUF_OK
                    : gguf_sys_fail(err, errno, "cannot stat %s", pl->npath);
-    if (!gguf_sidecar_trusted(&nsb, &pl->sb, geteuid(), false, why,
-                              sizeof why))
-        return gguf_fail(err, GGUF_E_PERM,
-                         "%s %s: not removed, left in place", pl->npath, why);
+    if (!gguf_sidecar_trusted(&nsb, &pl->sb, geteuid(), false, why, sizeof why))
+        return gguf_fail(err, GGUF_E_PERM, "%s %s: not removed, left in place",
+                         pl->npath, why);
     gguf_fault_point(&pl->faults, "unlink stale new file");
     enum gguf_status st = unlink_same(pl, pl->nname, pl->npath, &nsb, err);
     if (st == GGUF_OK)
@@ -456,8 +454,8 @@ enum gguf_status gguf_recover(const char *path, bool *did,
      * cannot hang the open.  The lock commits hold (gguf_commit_lock): a
      * journal or new file of a commit that is running right now is not
      * stale. */
-    pl.fd = openat(pl.dfd, pl.base,
-                   O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    pl.fd =
+        openat(pl.dfd, pl.base, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (pl.fd < 0) {
         if (errno == ELOOP)
             st = gguf_fail(err, GGUF_E_PERM,
