@@ -122,22 +122,23 @@ int gfs_pending_note(const char *path, const char *file) {
 }
 
 int gfs_wait_previous(const char *path, const char *file, int mounted) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    int said = 0, rc = 0;
-    if (fd < 0)
-        return 0; /* the open that follows reports it */
+    int said = 0;
     for (int ms = 0; !mounted; ms += 50) {
-        if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-            flock(fd, LOCK_UN);
-            break;
-        }
+        /* Opened anew each time: a rewrite commit swaps a new inode in and
+         * holds its lock on that one until the daemon exits. */
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return 0; /* the open that follows reports it */
+        int free_now = flock(fd, LOCK_SH | LOCK_NB) == 0;
+        close(fd);
+        if (free_now)
+            return 0;
         if (ms >= WAIT_SECONDS * 1000) {
             fprintf(stderr,
                     "ggufs: %s: still locked by another program after %d s "
                     "(an earlier mount's commit?)\n",
                     file, WAIT_SECONDS);
-            rc = -1;
-            break;
+            return -1;
         }
         if (!said++)
             fprintf(stderr,
@@ -146,8 +147,7 @@ int gfs_wait_previous(const char *path, const char *file, int mounted) {
                     file);
         usleep(50000);
     }
-    close(fd);
-    return rc;
+    return 0;
 }
 
 /* Opens path read-write for the pending commands, after recovery, locked
