@@ -716,7 +716,7 @@ out:
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
-        if ((size_t)size > GFS_MAX_FILE_BYTES)
+        if ((size_t)size > fs->max_value)
             return EFBIG;
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
@@ -729,6 +729,8 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     int64_t i = gfs_kv_index(fs, ino);
     if (i < 0)
         return ENOENT;
+    if ((size_t)size > fs->max_value)
+        return EFBIG; /* before the value is copied or extended */
     if (gfs_meta_protected(fs, i))
         return gfs_meta_refuse_protected(fs, i, "truncate");
     int e = 0;
