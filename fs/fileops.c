@@ -233,7 +233,7 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
         return EROFS;
     /* A key that may not change is refused here, where the shell sees it
      * (`echo 32 > meta/general.alignment` fails), not at close. */
-    if (wants_write && gfs_meta_protected(fs, i))
+    if (wants_write && gfs_meta_unwritable(fs, i))
         return gfs_meta_refuse_protected(fs, i, "opening for writing");
     struct gfs_text *t = gfs_text_get(fs, i, &err);
     if (!t)
@@ -622,7 +622,9 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
         err = gfs_errno(&gerr);
         size_t klen;
         const char *key = gguf_kv_key(fs->ctx, i, &klen);
-        gfs_log(fs, "%s: refused write to '%s': %s", fs->path, key, gerr.msg);
+        char q[GGUF_QUOTE_MAX];
+        gfs_log(fs, "%s: refused write to '%s': %s", fs->path,
+                gguf_quote(q, sizeof q, key, klen), gerr.msg);
         pthread_rwlock_unlock(&fs->lock);
         pthread_rwlock_wrlock(&fs->lock);
         i = gfs_kv_index(fs, fh->ino);

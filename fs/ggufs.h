@@ -332,6 +332,11 @@ const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
  * split.count, split.tensors.count of a shard set), or NULL.  Caller
  * holds lock (read at least). */
 const char *gfs_meta_protected(const struct gfs *fs, int64_t i);
+/* Why the value of kv i may not be written (open for writing, truncate):
+ * gfs_meta_protected's reasons, and arrays of arrays (-o allow_nested
+ * shows them; the library cannot write them).  Caller holds lock (read at
+ * least). */
+const char *gfs_meta_unwritable(const struct gfs *fs, int64_t i);
 /* Refuses a change (what: "opening for writing", "truncate") of protected
  * kv i: logs the reason, records it in user.gguf.error; returns EPERM. */
 int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);

@@ -241,10 +241,10 @@ static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)fi;
     struct gfs *fs = gfs_of(req);
     int err = 0;
-    if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META) &&
-        !gfs_may_commit(req))
+    int commits = !fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META);
+    if (commits && !gfs_may_commit(req)) {
         err = EACCES;
-    else if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META)) {
+    } else if (commits) {
         pthread_rwlock_wrlock(&fs->lock);
         int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
         if (nothing)

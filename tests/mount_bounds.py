@@ -28,6 +28,7 @@ import errno
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,19 @@ def as_nobody(code):
     p = subprocess.run(NOBODY + [sys.executable, "-c", code], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
     return p.returncode, p.stdout.decode(errors="replace").strip()
+
+
+def expect_errno(probs, want, tries, what_fmt="%s"):
+    """Runs each (what, fn) of tries; a success or another errno than want
+    is appended to probs."""
+    for what, fn in tries:
+        what = what_fmt % what
+        try:
+            fn()
+            probs.append("%s succeeded" % what)
+        except OSError as e:
+            if e.errno != want:
+                probs.append("%s: %s (want %s)" % (what, e, errno.errorcode[want]))
 
 
 def value_of(path, key):
@@ -137,20 +151,14 @@ def sec_caps(ctx):
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             if r.returncode == 0 or b"too large" not in r.stdout:
                 probs.append("truncate -s 5G meta/x.tmp: exit %d %r (want EFBIG)" % (r.returncode, r.stdout))
-            for what, fn in [("truncate of a key to 5G",
+            expect_errno(probs, errno.EFBIG, [("truncate of a key to 5G",
                               lambda: os.truncate(os.path.join(mnt, "meta", "general.name"), 5 << 30)),
                              ("ftruncate of a writable key fd to 5G",
                               lambda: ftrunc(os.path.join(mnt, "meta", "general.name"), 5 << 30)),
                              ("pwrite at 1 TiB into a key",
                               lambda: pwrite_at(os.path.join(mnt, "meta", "general.name"), 1 << 40)),
                              ("pwrite at 64 MiB (the default cap) into a FILE",
-                              lambda: pwrite_at(os.path.join(mnt, "meta", "y.tmp"), 64 * MiB))]:
-                try:
-                    fn()
-                    probs.append("%s succeeded" % what)
-                except OSError as e:
-                    if e.errno != errno.EFBIG:
-                        probs.append("%s: %s (want EFBIG)" % (what, e))
+                              lambda: pwrite_at(os.path.join(mnt, "meta", "y.tmp"), 64 * MiB))])
             if not os.path.exists("/proc/%d" % pid) or J.mountinfo_entry(mnt) is None:
                 raise Fail("the daemon died of truncate -s 5G")
             hwm = vm_hwm(pid)
@@ -181,17 +189,11 @@ def sec_caps(ctx):
         ME.mount(path, mnt, ["-o", "max_value=1M"])
         try:
             k = os.path.join(mnt, "meta", "general.name")
-            for what, fn in [("write of 1M+1 bytes", lambda: write_all(k, b"a" * (MiB + 1))),
+            expect_errno(probs, errno.EFBIG, [("write of 1M+1 bytes", lambda: write_all(k, b"a" * (MiB + 1))),
                              ("truncate to 1M+1", lambda: os.truncate(k, MiB + 1)),
                              ("FILE write of 1M+1 bytes",
                               lambda: write_all(os.path.join(mnt, "meta", "z.tmp"), b"a" * (MiB + 1),
-                                                os.O_WRONLY | os.O_CREAT))]:
-                try:
-                    fn()
-                    probs.append("-o max_value=1M: %s succeeded" % what)
-                except OSError as e:
-                    if e.errno != errno.EFBIG:
-                        probs.append("-o max_value=1M: %s: %s (want EFBIG)" % (what, e))
+                                                os.O_WRONLY | os.O_CREAT))], "-o max_value=1M: %s")
             ME.write_file(k, b"b" * (MiB - 1) + b"\n")
         except BaseException:
             ME.cleanup_mounts(d)
@@ -356,11 +358,94 @@ def sec_short_file(ctx):
     return "EIO past the end, size kept"
 
 
+def nested_gguf(path):
+    """A GGUF v3 without tensors: test.nested = [[1, 2], [3]] (uint32), and
+    general.name.  ggml rejects it; ggufs mounts it with -o allow_nested."""
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = s(b"test.nested") + struct.pack("<IIQ", 9, 9, 2)
+    for vals in ([1, 2], [3]):
+        kv += struct.pack("<IQ", 4, len(vals)) + b"".join(struct.pack("<I", v) for v in vals)
+    kv += s(b"general.name") + struct.pack("<I", 8) + s(b"nest")
+    h = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv
+    with open(path, "wb") as f:
+        f.write(h + b"\0" * (-len(h) % 32))
+
+
+def sec_nested(ctx):
+    d = ctx.dir("nested")
+    mnt = os.path.join(d, "mnt")
+    path = os.path.join(d, "nested.gguf")
+    nested_gguf(path)
+    before = J.file_sha256(path)
+    probs = []
+    with ME.Watchdog(mnt, 60, "nested"):
+        ME.mount(path, mnt, ["-o", "allow_nested"])
+        try:
+            k = os.path.join(mnt, "meta", "test.nested")
+            r = subprocess.run(["sh", "-c", "printf 'uint32[1, 2, 5]\\nuint32[3]\\n' > '%s'" % k],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if r.returncode == 0:
+                probs.append("the shell's redirection into an array of arrays succeeded (the edit "
+                             "cannot be applied)")
+            expect_errno(probs, errno.EPERM, [("open for writing", lambda: os.close(os.open(k, os.O_WRONLY))),
+                                              ("truncate", lambda: os.truncate(k, 0))], "%s of an array of arrays")
+            why = J.xattr(k, "user.gguf.error")
+            if not isinstance(why, bytes) or b"array of arrays" not in why:
+                probs.append("user.gguf.error of the nested key is %r" % (why,))
+            ME.write_file(os.path.join(mnt, "meta", "general.name"), b"still editable\n")
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        ME.ggufs_u(mnt, 0, "nested")
+    if J.file_sha256(path) == before:
+        probs.append("the edit of general.name beside the nested key was not committed")
+    if probs:
+        raise Fail("\n  - ".join(probs))
+    return "refused at open, where the shell sees it"
+
+
+def sec_quoting(ctx):
+    """Names with control bytes reach the log and the report escaped."""
+    d = ctx.dir("quoting")
+    mnt = os.path.join(d, "mnt")
+    os.makedirs(mnt)
+    path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    errp = os.path.join(d, "daemon.err")
+    hostile = "x\x1b[31mred\nfake: committed\x07.tmp"
+    with open(errp, "wb") as errf:
+        p = subprocess.Popen([ME.ggufs_exe(), "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=errf,
+                             stderr=errf)
+        try:
+            ME.wait_mounted(mnt, p)
+            ME.write_file(os.path.join(mnt, "meta", hostile), b"scratch\n", os.O_WRONLY | os.O_CREAT)
+            how, out, err = ME.ggufs_u(mnt, 0, "quoting")
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if J.mountinfo_entry(mnt):
+                subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+    probs = []
+    for what, text in (("the daemon's stderr", ME.read(errp).decode(errors="replace")),
+                       ("ggufs -u's output", out + err)):
+        if "\x1b" in text or "\x07" in text or "\nfake: committed" in text:
+            probs.append("%s holds the name's raw control bytes: %r" % (what, text[-400:]))
+        elif "not a key" not in text:
+            probs.append("%s does not name the FILE: %r" % (what, text[-400:]))
+    if probs:
+        raise Fail("\n  - ".join(probs))
+    return "escaped"
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
     ("torn drafts at SIGTERM", sec_torn),
     ("GGUF truncated under the mount", sec_short_file),
+    ("arrays of arrays refused where the shell sees it", sec_nested),
+    ("names with control bytes escaped in messages", sec_quoting),
 ]
 
 
