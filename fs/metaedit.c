@@ -774,20 +774,36 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     return rc;
 }
 
+/* A file name for a message, in full (the report must name every FILE so
+ * that it can be found): control bytes become \xHH, so that a name cannot
+ * end a log line or drive a terminal; everything else is kept as it is.
+ * buf holds 4 * GFS_NAME_MAX + 1 bytes; longer names are cut. */
+#define GFS_NAME_MAX 1024 /* FUSE_NAME_MAX */
+static const char *name_for_msg(char *buf, const char *s) {
+    size_t o = 0;
+    for (size_t i = 0; s[i] && i < GFS_NAME_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, 5, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
     size_t n = 0, more = 0;
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next, n++) {
-        char line[1200]; /* names: at most 1024 bytes (FUSE_NAME_MAX) */
-        char q[GGUF_QUOTE_MAX], qf[GGUF_QUOTE_MAX]; /* names, escaped */
-        int len = snprintf(
-            line, sizeof line, "meta/%s: not a key, not committed (%zu bytes)",
-            gguf_quote(q, sizeof q, s->name, strlen(s->name)), s->data.len);
+        char q[4 * GFS_NAME_MAX + 1], qf[4 * GFS_NAME_MAX + 1];
+        char line[sizeof q + 80];
+        int len = snprintf(line, sizeof line,
+                           "meta/%s: not a key, not committed (%zu bytes)",
+                           name_for_msg(q, s->name), s->data.len);
         if (log)
             gfs_log(fs, "%s: %s%s%s", fs->path, line,
                     s->from ? ", a copy of meta/" : "",
-                    s->from
-                        ? gguf_quote(qf, sizeof qf, s->from, strlen(s->from))
-                        : "");
+                    s->from ? name_for_msg(qf, s->from) : "");
         /* The report names as many as fit, keeping room to count the rest
          * (the log has them all). */
         size_t used = msg ? strlen(msg) : 0;
