@@ -42,10 +42,13 @@ static void gfs_op_destroy(void *userdata) {
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
      * command on the model to print, with the drafts left out. */
-    int work = !fs->readonly &&
-               (gguf_dirty(fs->ctx) || fs->commit_failed || n_dropped);
+    int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
+    int work = !fs->readonly && (!nothing || n_dropped);
     gfs_meta_commit(fs);
     if (n_dropped) {
+        if (nothing) /* else the commit wrote its report */
+            snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: nothing to commit", fs->path);
         size_t used = strlen(fs->commit_msg);
         snprintf(fs->commit_msg + used, sizeof fs->commit_msg - used, "%s",
                  dropped);

@@ -272,16 +272,27 @@ def sec_torn(ctx):
     mnt = os.path.join(d, "mnt")
     os.makedirs(mnt, exist_ok=True)
     path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    sha0 = J.file_sha256(path)
+    torn_run(path, mnt, os.path.join(d, "alone.err"), None)
+    if J.file_sha256(path) != sha0:
+        raise Fail("SIGTERM with only a half-written draft open changed the GGUF")
+    return torn_run(path, mnt, os.path.join(d, "daemon.err"), b"closed edit")
+
+
+def torn_run(path, mnt, errp, closed):
+    """Mounts in the foreground, closes an edit of mytool.note (closed, if
+    not None), leaves general.name half written through an open fd, sends
+    SIGTERM and judges the file."""
     before = ME.snapshot(path)
     m = ME.Model(before)
-    errp = os.path.join(d, "daemon.err")
     errf = open(errp, "wb")
     p = subprocess.Popen([ME.ggufs_exe(), "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
     fd = None
     try:
         ME.wait_mounted(mnt, p)
-        ME.write_file(os.path.join(mnt, "meta", "mytool.note"), b"closed edit\n", os.O_WRONLY | os.O_CREAT)
-        m.set(b"mytool.note", "string", ME.sval(b"closed edit"))
+        if closed is not None:
+            ME.write_file(os.path.join(mnt, "meta", "mytool.note"), closed + b"\n", os.O_WRONLY | os.O_CREAT)
+            m.set(b"mytool.note", "string", ME.sval(closed))
         # general.name is being rewritten when the signal comes: it keeps
         # its old value
         fd = os.open(os.path.join(mnt, "meta", "general.name"), os.O_WRONLY | os.O_TRUNC)
