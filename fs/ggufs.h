@@ -126,9 +126,11 @@ struct gfs_fh {
                               not cached before this open (see reply_file
                               in fileops.c) */
     uint64_t rel, size;    /* tensors: offset from the data start, bytes */
-    struct gfs_text *text; /* opens of keys: the value's text at open
-                              (a writable open's draft starts from it);
-                              the live view: its header at open */
+    struct gfs_text *text; /* opens of keys: the value's text at open;
+                              the live view: its header at open.  A
+                              writable open's draft starts from it: there
+                              it is guarded by mu and dropped once the
+                              draft is loaded */
     int writable;
     /* Writable opens of keys: the text being written, applied at flush.
      * Guarded by mu (first in the lock order, see struct gfs). */
