@@ -11,6 +11,7 @@
  * fs->text_lock.
  */
 #include "ggufs.h"
+#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -112,20 +113,46 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
     return err;
 }
 
-void gfs_fh_close_all(struct gfs *fs) {
+size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size) {
     /* One handle at a time: fh_lock is a leaf, so it is not held while
-     * fh_apply takes fh->mu and fs->lock.  The workers have stopped, so
-     * no release frees the head between the two sections. */
+     * fh->mu and fs->lock are taken.  The workers have stopped, so no
+     * release frees the head between the two sections.  A draft that is
+     * still dirty was never applied by a flush: its writer had not closed
+     * it, so it may be half a value (a chat template cut mid-word), and
+     * committing it would publish a torn value.  It is dropped, and said
+     * so; what flushes did apply stays and is committed. */
+    size_t dropped = 0;
     for (;;) {
         pthread_mutex_lock(&fs->fh_lock);
         struct gfs_fh *fh = fs->open_fhs;
         pthread_mutex_unlock(&fs->fh_lock);
         if (!fh)
             break;
-        if (fh->writable)
-            fh_apply(fs, fh, 0);
+        pthread_mutex_lock(&fh->mu);
+        if (fh->writable && fh->kind == GFS_KV && fh->dirty) {
+            char line[GGUF_QUOTE_MAX + 160], q[GGUF_QUOTE_MAX];
+            size_t klen = 0;
+            const char *key = NULL;
+            pthread_rwlock_rdlock(&fs->lock);
+            int64_t i = gfs_kv_index(fs, fh->ino);
+            if (i >= 0)
+                key = gguf_kv_key(fs->ctx, i, &klen);
+            snprintf(line, sizeof line,
+                     "meta/%s: %zu bytes still being written at unmount, not "
+                     "committed",
+                     key ? gguf_quote(q, sizeof q, key, klen) : "?",
+                     fh->loaded ? fh->draft.len : (size_t)0);
+            pthread_rwlock_unlock(&fs->lock);
+            gfs_log(fs, "%s: %s", fs->path, line);
+            size_t used = note ? strlen(note) : 0;
+            if (note && used + strlen(line) + 3 < size)
+                snprintf(note + used, size - used, "; %s", line);
+            dropped++;
+        }
+        pthread_mutex_unlock(&fh->mu);
         fh_free(fs, fh);
     }
+    return dropped;
 }
 
 /* A read-only mount serves what it read at mount: the metadata in memory,
@@ -206,7 +233,7 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
         return EROFS;
     /* A key that may not change is refused here, where the shell sees it
      * (`echo 32 > meta/general.alignment` fails), not at close. */
-    if (wants_write && gfs_meta_protected(fs, i))
+    if (wants_write && gfs_meta_unwritable(fs, i))
         return gfs_meta_refuse_protected(fs, i, "opening for writing");
     struct gfs_text *t = gfs_text_get(fs, i, &err);
     if (!t)
@@ -219,14 +246,19 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
         fh->text = t;
         return 0;
     }
-    /* A writable open edits a private draft, applied at flush. */
+    /* A writable open edits a private draft, applied at flush.  The draft
+     * is copied from the text at the first write or truncate (draft_load),
+     * not here: opening costs no copy of a big value, and an O_TRUNC open
+     * starts empty. */
     fh->writable = 1;
-    if (fi->flags & O_TRUNC)
+    if (fi->flags & O_TRUNC) {
         fh->dirty = 1;
-    else if (gguf_buf_add(&fh->draft, t->data, t->len) != GGUF_OK)
-        err = ENOMEM;
-    gfs_text_put(t);
-    return err;
+        fh->loaded = 1;
+        gfs_text_put(t);
+    } else {
+        fh->text = t;
+    }
+    return 0;
 }
 
 static int open_view(struct gfs *fs, struct gfs_fh *fh,
@@ -393,6 +425,25 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
+/* True if fd's file ends before pos + n: the GGUF was truncated under the
+ * mount.  Served as is, the missing bytes would be a short read, which the
+ * kernel takes for EOF (and shrinks the file's size to); such a read is
+ * EIO instead, and one line says why.  One fstat per read of file bytes. */
+static int file_short(struct gfs *fs, int fd, uint64_t pos, uint64_t n) {
+    struct stat sb;
+    if (n == 0)
+        return 0;
+    if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= pos + n)
+        return 0;
+    static atomic_int said;
+    if (!atomic_exchange(&said, 1))
+        gfs_log(fs,
+                "%s: the file ends before byte %llu that a read needs (it "
+                "was truncated under the mount): such reads fail with EIO",
+                gguf_path(fs->ctx), (unsigned long long)(pos + n));
+    return 1;
+}
+
 /* A key opened read-only: the text snapshot taken at open. */
 static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
                       size_t size) {
@@ -402,15 +453,18 @@ static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
     gfs_text_put(t);
 }
 
-/* A key opened for writing: its draft. */
+/* A key opened for writing: its draft (the text at open until the first
+ * write or truncate). */
 static void read_draft(fuse_req_t req, struct gfs_fh *fh, off_t off,
                        size_t size) {
     pthread_mutex_lock(&fh->mu);
-    size_t o = (uint64_t)off < fh->draft.len ? (size_t)off : fh->draft.len;
-    size_t n = fh->draft.len - o < size ? fh->draft.len - o : size;
+    const char *p = fh->loaded ? (const char *)fh->draft.p : fh->text->data;
+    size_t len = fh->loaded ? fh->draft.len : fh->text->len;
+    size_t o = (uint64_t)off < len ? (size_t)off : len;
+    size_t n = len - o < size ? len - o : size;
     char *copy = malloc(n ? n : 1);
     if (copy && n)
-        memcpy(copy, fh->draft.p + o, n);
+        memcpy(copy, p + o, n);
     pthread_mutex_unlock(&fh->mu);
     if (copy)
         fuse_reply_buf(req, copy, n);
@@ -435,8 +489,11 @@ static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     gguf_ctx *c = fs->shards[fh->shard];
-    reply_file(req, NULL, 0, gguf_fd(c), gguf_data_offset(c) + fh->rel + o, n,
-               fh->drop);
+    uint64_t pos = gguf_data_offset(c) + fh->rel + o;
+    if (file_short(fs, gguf_fd(c), pos, n))
+        fuse_reply_err(req, EIO);
+    else
+        reply_file(req, NULL, 0, gguf_fd(c), pos, n, fh->drop);
 }
 
 /* The live view: its header as at open, then the data section (see
@@ -452,8 +509,11 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
     if (fs->n_shards == 1) {
-        reply_file(req, hdr->data + sp.hdr_off, sp.hdr_n, gguf_fd(fs->ctx),
-                   sp.data_pos, sp.data_n, drop);
+        if (file_short(fs, gguf_fd(fs->ctx), sp.data_pos, sp.data_n))
+            fuse_reply_err(req, EIO);
+        else
+            reply_file(req, hdr->data + sp.hdr_off, sp.hdr_n, gguf_fd(fs->ctx),
+                       sp.data_pos, sp.data_n, drop);
     } else {
         char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);
         int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
@@ -497,6 +557,25 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     pthread_rwlock_unlock(&fs->lock);
 }
 
+/* Makes fh's draft hold the value before it is changed: copies the first
+ * keep bytes of the text taken at open (all of it: SIZE_MAX) unless that
+ * was done.  The text may be longer than the cap (a value already in the
+ * model): a change that would copy more than fs->max_value bytes is
+ * EFBIG.  Caller holds fh->mu.  0 or errno. */
+static int draft_load(struct gfs *fs, struct gfs_fh *fh, size_t keep) {
+    if (fh->loaded)
+        return 0;
+    size_t n = fh->text->len < keep ? fh->text->len : keep;
+    if (n > fs->max_value)
+        return EFBIG;
+    if (gguf_buf_add(&fh->draft, fh->text->data, n) != GGUF_OK)
+        return ENOMEM;
+    fh->loaded = 1;
+    gfs_text_put(fh->text);
+    fh->text = NULL;
+    return 0;
+}
+
 /* Writes into buf at off, zero-filling any gap. */
 static int buf_pwrite(struct gguf_buf *b, const char *p, size_t n, off_t off) {
     size_t end = (size_t)off + n;
@@ -516,7 +595,7 @@ static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
     pthread_rwlock_wrlock(&fs->lock);
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
     int err = !sc ? ENOENT
-              : (uint64_t)off + n > GFS_MAX_FILE_BYTES
+              : (uint64_t)off + n > fs->max_value
                   ? EFBIG
                   : buf_pwrite(&sc->data, p, n, off);
     if (sc)
@@ -543,7 +622,9 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
         err = gfs_errno(&gerr);
         size_t klen;
         const char *key = gguf_kv_key(fs->ctx, i, &klen);
-        gfs_log(fs, "%s: refused write to '%s': %s", fs->path, key, gerr.msg);
+        char q[GGUF_QUOTE_MAX];
+        gfs_log(fs, "%s: refused write to '%s': %s", fs->path,
+                gguf_quote(q, sizeof q, key, klen), gerr.msg);
         pthread_rwlock_unlock(&fs->lock);
         pthread_rwlock_wrlock(&fs->lock);
         i = gfs_kv_index(fs, fh->ino);
@@ -561,7 +642,8 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     struct gfs_fh *fh = fh_of(fi);
     int err = 0;
 
-    if (off < 0 || (uint64_t)off > (UINT64_C(1) << 40)) {
+    /* The cap, before anything is allocated. */
+    if (off < 0 || (uint64_t)off + n > fs->max_value) {
         fuse_reply_err(req, EFBIG);
         return;
     }
@@ -580,7 +662,8 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     }
     if ((size_t)off < fh->checked)
         fh->checked = 0; /* rewriting validated text: check again */
-    if ((err = buf_pwrite(&fh->draft, p, n, off)))
+    if ((err = draft_load(fs, fh, SIZE_MAX)) ||
+        (err = buf_pwrite(&fh->draft, p, n, off)))
         goto unlock;
     fh->dirty = 1;
     fh->written = 1;
@@ -597,6 +680,8 @@ out:
 int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
                     off_t size) {
     int err = 0;
+    if (size < 0 || (uint64_t)size > fs->max_value)
+        return EFBIG; /* before anything is allocated */
     if (!fh || fh->kind != GFS_KV || !fh->writable) {
         pthread_rwlock_wrlock(&fs->lock);
         err = gfs_meta_truncate(fs, ino, size);
@@ -605,6 +690,8 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
     }
     pthread_mutex_lock(&fh->mu);
     size_t ns = (size_t)size;
+    if ((err = draft_load(fs, fh, ns)))
+        goto unlock;
     if (ns <= fh->draft.len) {
         fh->draft.len = ns;
     } else if (gguf_buf_reserve(&fh->draft, ns - fh->draft.len) == GGUF_OK) {
@@ -617,6 +704,7 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
         fh->checked = 0;
     fh->dirty = 1;
     fh->written = 1;
+unlock:
     pthread_mutex_unlock(&fh->mu);
     return err;
 }
@@ -640,6 +728,10 @@ void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)datasync;
     struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
+    if (fh->kind == GFS_KV && !fs->readonly && !gfs_may_commit(req)) {
+        fuse_reply_err(req, EACCES);
+        return;
+    }
     /* fsync means "durable", not "publish": the edit is applied and kept
      * as the pending record (which survives the daemon), and nothing is
      * committed, so that one editor's fsync never commits another's

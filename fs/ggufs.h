@@ -108,6 +108,12 @@ struct gfs_ghost {
 #define GFS_MAX_FILE_BYTES ((size_t)1 << 30)
 #define GFS_MAX_GHOSTS 65536
 #define GFS_MAX_ALIASES 65536
+/* The most bytes a file in meta/ being written (a key's draft, a FILE) may
+ * hold, unless -o max_value=SIZE says otherwise (at most
+ * GFS_MAX_FILE_BYTES, the format's string limit).  Writes and truncates
+ * past it fail with EFBIG before anything is allocated: one truncate(2)
+ * must not make the daemon allocate gigabytes. */
+#define GFS_MAX_VALUE_DEFAULT ((size_t)64 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -120,13 +126,19 @@ struct gfs_fh {
                               not cached before this open (see reply_file
                               in fileops.c) */
     uint64_t rel, size;    /* tensors: offset from the data start, bytes */
-    struct gfs_text *text; /* read-only opens of keys: snapshot at open;
-                              the live view: its header at open */
+    struct gfs_text *text; /* opens of keys: the value's text at open;
+                              the live view: its header at open.  A
+                              writable open's draft starts from it: there
+                              it is guarded by mu and dropped once the
+                              draft is loaded */
     int writable;
     /* Writable opens of keys: the text being written, applied at flush.
      * Guarded by mu (first in the lock order, see struct gfs). */
     pthread_mutex_t mu;
     struct gguf_buf draft;
+    int loaded;     /* draft holds the value: copied from text at the
+                       first write or truncate, not at open (an open
+                       costs no copy; O_TRUNC starts empty) */
     int dirty;      /* draft differs from what was applied */
     int written;    /* a write or truncate reached the draft: only
                        then may a flush apply it (bash flushes
@@ -182,7 +194,8 @@ struct gfs {
     int readonly;
     int foreground; /* gfs_log writes to stderr, not syslog */
     unsigned commit_flags;
-    double timeout; /* entry/attr timeout, seconds */
+    double timeout;   /* entry/attr timeout, seconds */
+    size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -220,8 +233,8 @@ struct gfs {
     uint64_t live_opened_gen; /* generation at the last open of the view */
 
     /* Guarded by fh_lock.  Open handles: the kernel sends no release for
-     * files still open when the mount goes away, so unmount applies their
-     * drafts and frees them (gfs_fh_close_all). */
+     * files still open when the mount goes away, so unmount frees them
+     * (gfs_fh_close_all: unapplied drafts are dropped, not committed). */
     pthread_mutex_t fh_lock;
     struct gfs_fh *open_fhs;
 };
@@ -321,6 +334,11 @@ const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
  * split.count, split.tensors.count of a shard set), or NULL.  Caller
  * holds lock (read at least). */
 const char *gfs_meta_protected(const struct gfs *fs, int64_t i);
+/* Why the value of kv i may not be written (open for writing, truncate):
+ * gfs_meta_protected's reasons, and arrays of arrays (-o allow_nested
+ * shows them; the library cannot write them).  Caller holds lock (read at
+ * least). */
+const char *gfs_meta_unwritable(const struct gfs *fs, int64_t i);
 /* Refuses a change (what: "opening for writing", "truncate") of protected
  * kv i: logs the reason, records it in user.gguf.error; returns EPERM. */
 int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
@@ -391,11 +409,21 @@ void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
  * changes.  0 or errno.  Takes fh->mu or lock (write). */
 int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
                     off_t size);
-/* Unmount: applies the drafts of the handles the kernel never released,
- * then frees them.  Only once the workers have stopped (destroy). */
-void gfs_fh_close_all(struct gfs *fs);
+/* Unmount: frees the handles the kernel never released.  Their drafts
+ * still unapplied (written, then neither flushed nor closed: the writer
+ * may be half way through) are dropped, never committed: each is logged
+ * ("meta/KEY: N bytes still being written at unmount, not committed") and
+ * the same text, "; " separated, is appended to note (NUL-terminated, size
+ * bytes) as far as it fits.  Returns how many were dropped.  Only once the
+ * workers have stopped (destroy). */
+size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
 
 /* ops.c: the handler table (the tree's handlers are static there). */
+/* True if req comes from the mount's owner (fs->uid) or root: only they
+ * may make edits durable or commit them (fsync of a meta file, fsyncdir
+ * of meta/ or the root, hence ggufs -u).  With -o allow_other, other
+ * users get EACCES: their fsync must not publish the owner's edits. */
+int gfs_may_commit(fuse_req_t req);
 extern const struct fuse_lowlevel_ops gfs_ops;
 
 #endif

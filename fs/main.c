@@ -29,7 +29,14 @@
 #include <unistd.h>
 
 enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
-enum { KEY_RO, KEY_MAX_READ, KEY_TIMEOUT, KEY_MAX_THREADS, KEY_MAX_IDLE };
+enum {
+    KEY_RO,
+    KEY_MAX_READ,
+    KEY_TIMEOUT,
+    KEY_MAX_THREADS,
+    KEY_MAX_IDLE,
+    KEY_MAX_VALUE
+};
 
 #define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
 #define THREADS_MAX 100000       /* libfuse 3.14 ignores larger values */
@@ -41,6 +48,7 @@ struct gfs_opts {
     int readonly;
     int no_insert;
     double timeout;
+    size_t max_value; /* bytes a meta file being written may hold */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -49,6 +57,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
@@ -117,11 +126,46 @@ static int parse_count(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+/* A size: a whole decimal number of bytes, optionally followed by one of
+ * K, M, G (binary: KiB, MiB, GiB), in [lo, hi]; 0 or -1. */
+static int parse_size(const char *s, size_t lo, size_t hi, size_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = (*s >= '0' && *s <= '9') ? strtoull(s, &end, 10) : 0;
+    if (!end || errno)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || v > (unsigned long long)hi >> shift)
+        return -1;
+    v <<= shift;
+    if (v < lo)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
 /* The numeric options: each checked in full, refused with one line. */
 static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
     const char *eq = strchr(arg, '=');
     const char *val = eq ? eq + 1 : "";
     long n;
+    if (key == KEY_MAX_VALUE) {
+        if (parse_size(val, 1, GFS_MAX_FILE_BYTES, &o->max_value) != 0) {
+            usage_note("-o %s: the size is a number of bytes (suffix K, M "
+                       "or G for KiB, MiB, GiB) from 1 to 1G",
+                       arg);
+            return -1;
+        }
+        return 0;
+    }
     if (key == KEY_TIMEOUT) {
         char *end = NULL;
         double t = *val ? strtod(val, &end) : -1;
@@ -159,6 +203,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
                    "it); requests are up to 1008 KiB anyway");
         return -1;
     case KEY_TIMEOUT:
+    case KEY_MAX_VALUE:
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
@@ -471,6 +516,8 @@ static void usage(const char *prog) {
         "    -o allow_nested        accept arrays of arrays (ggml rejects them)\n"
         "    -o timeout=SECONDS     attribute and entry cache timeout (default 3600)\n"
         "    -o ro                  read-only: every change fails with EROFS\n"
+        "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
+        "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n\n",
         prog, prog, prog, prog, prog);
@@ -691,6 +738,7 @@ static void init_state(struct gfs_main *m) {
     m->fs.foreground = m->co.foreground;
     m->fs.commit_flags = m->o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
     m->fs.timeout = m->o.timeout;
+    m->fs.max_value = m->o.max_value;
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
@@ -825,8 +873,9 @@ int main(int argc, char *argv[]) {
         return cmds[c].run(argv[2]);
     }
 
-    struct gfs_main m = {.args = FUSE_ARGS_INIT(argc, argv),
-                         .o = {.timeout = 3600.0}};
+    struct gfs_main m = {
+        .args = FUSE_ARGS_INIT(argc, argv),
+        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)
         goto out;

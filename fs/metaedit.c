@@ -48,6 +48,7 @@
  * unlink, rename from or onto, setxattr.
  */
 #include "ggufs.h"
+#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdio.h>
@@ -171,9 +172,11 @@ const char *gfs_meta_get_error(struct gfs *fs, uint32_t id) {
 }
 
 static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err) {
-    size_t klen;
+    size_t klen = 1;
     const char *key = i >= 0 ? gguf_kv_key(fs->ctx, i, &klen) : "?";
-    gfs_log(fs, "%s: refused edit of '%s': %s", fs->path, key, err->msg);
+    char q[GGUF_QUOTE_MAX];
+    gfs_log(fs, "%s: refused edit of '%s': %s", fs->path,
+            gguf_quote(q, sizeof q, key, klen), err->msg);
     if (i >= 0)
         gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), err->msg);
     return gfs_errno(err);
@@ -197,12 +200,27 @@ const char *gfs_meta_protected(const struct gfs *fs, int64_t i) {
     return NULL;
 }
 
+const char *gfs_meta_unwritable(const struct gfs *fs, int64_t i) {
+    const char *why = gfs_meta_protected(fs, i);
+    if (why)
+        return why;
+    /* -o allow_nested mounts them, but the library writes no array of
+     * arrays (ggml rejects them): a new value could only be refused when
+     * applied, at close, where the shell does not look. */
+    if (gguf_kv_type(fs->ctx, i) == GGUF_TYPE_ARRAY &&
+        gguf_kv_arr_type(fs->ctx, i) == GGUF_TYPE_ARRAY)
+        return "an array of arrays cannot be written (ggml rejects them); "
+               "it can be removed or renamed";
+    return NULL;
+}
+
 int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what) {
     size_t klen;
     const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    const char *why = gfs_meta_protected(fs, i);
-    gfs_log(fs, "%s: refused %s of '%.*s': %s", fs->path, what, (int)klen, key,
-            why ? why : "protected");
+    const char *why = gfs_meta_unwritable(fs, i);
+    char q[GGUF_QUOTE_MAX];
+    gfs_log(fs, "%s: refused %s of '%s': %s", fs->path, what,
+            gguf_quote(q, sizeof q, key, klen), why ? why : "protected");
     if (why)
         gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), why);
     return EPERM;
@@ -366,8 +384,9 @@ static int add_key(struct gfs *fs, const char *key, size_t klen,
     }
     if (gguf_set_payload(fs->ctx, key, klen, type, payload.p, payload.len,
                          &err) != GGUF_OK) {
-        gfs_log(fs, "%s: cannot create key '%.*s': %s", fs->path, (int)klen,
-                key, err.msg);
+        char q[GGUF_QUOTE_MAX];
+        gfs_log(fs, "%s: cannot create key '%s': %s", fs->path,
+                gguf_quote(q, sizeof q, key, klen), err.msg);
         rc = gfs_errno(&err);
         goto out;
     }
@@ -716,7 +735,7 @@ out:
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
-        if ((size_t)size > GFS_MAX_FILE_BYTES)
+        if ((size_t)size > fs->max_value)
             return EFBIG;
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
@@ -729,7 +748,9 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     int64_t i = gfs_kv_index(fs, ino);
     if (i < 0)
         return ENOENT;
-    if (gfs_meta_protected(fs, i))
+    if ((size_t)size > fs->max_value)
+        return EFBIG; /* before the value is copied or extended */
+    if (gfs_meta_unwritable(fs, i))
         return gfs_meta_refuse_protected(fs, i, "truncate");
     int e = 0;
     struct gfs_text *t = gfs_text_get(fs, i, &e);
@@ -753,16 +774,36 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     return rc;
 }
 
+/* A file name for a message, in full (the report must name every FILE so
+ * that it can be found): control bytes become \xHH, so that a name cannot
+ * end a log line or drive a terminal; everything else is kept as it is.
+ * buf holds 4 * GFS_NAME_MAX + 1 bytes; longer names are cut. */
+#define GFS_NAME_MAX 1024 /* FUSE_NAME_MAX */
+static const char *name_for_msg(char *buf, const char *s) {
+    size_t o = 0;
+    for (size_t i = 0; s[i] && i < GFS_NAME_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, 5, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
     size_t n = 0, more = 0;
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next, n++) {
-        char line[1200]; /* names: at most 1024 bytes (FUSE_NAME_MAX) */
+        char q[4 * GFS_NAME_MAX + 1], qf[4 * GFS_NAME_MAX + 1];
+        char line[sizeof q + 80];
         int len = snprintf(line, sizeof line,
                            "meta/%s: not a key, not committed (%zu bytes)",
-                           s->name, s->data.len);
+                           name_for_msg(q, s->name), s->data.len);
         if (log)
             gfs_log(fs, "%s: %s%s%s", fs->path, line,
-                    s->from ? ", a copy of meta/" : "", s->from ? s->from : "");
+                    s->from ? ", a copy of meta/" : "",
+                    s->from ? name_for_msg(qf, s->from) : "");
         /* The report names as many as fit, keeping room to count the rest
          * (the log has them all). */
         size_t used = msg ? strlen(msg) : 0;

@@ -31,17 +31,28 @@ static void gfs_op_init(void *userdata, struct fuse_conn_info *conn) {
 
 /* Unmount: edits still pending are committed; a failure saves them beside
  * the GGUF (gfs_meta_commit says where) and makes ggufs exit non-zero.
- * Files still open when the mount goes away get no release: their writes
- * must not be lost, so they are applied first. */
+ * Files still open when the mount goes away get no release: what their
+ * flushes applied is committed, a draft never flushed is dropped (it may
+ * be torn) and named in the log and the report (gfs_fh_close_all). */
 static void gfs_op_destroy(void *userdata) {
     struct gfs *fs = userdata;
-    gfs_fh_close_all(fs);
+    char dropped[sizeof fs->commit_msg / 2] = "";
+    size_t n_dropped = gfs_fh_close_all(fs, dropped, sizeof dropped);
     pthread_rwlock_wrlock(&fs->lock);
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
-     * command on the model to print. */
-    int work = !fs->readonly && (gguf_dirty(fs->ctx) || fs->commit_failed);
+     * command on the model to print, with the drafts left out. */
+    int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
+    int work = !fs->readonly && (!nothing || n_dropped);
     gfs_meta_commit(fs);
+    if (n_dropped) {
+        if (nothing) /* else the commit wrote its report */
+            snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: nothing to commit", fs->path);
+        size_t used = strlen(fs->commit_msg);
+        snprintf(fs->commit_msg + used, sizeof fs->commit_msg - used, "%s",
+                 dropped);
+    }
     if (work)
         gfs_record_outcome(fs, "at unmount");
     pthread_rwlock_unlock(&fs->lock);
@@ -219,15 +230,24 @@ static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
         fuse_reply_entry(req, &e);
 }
 
+int gfs_may_commit(fuse_req_t req) {
+    uid_t uid = fuse_req_ctx(req)->uid;
+    return uid == 0 || uid == gfs_of(req)->uid;
+}
+
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
- * it to learn whether the commit succeeded before it unmounts. */
+ * it to learn whether the commit succeeded before it unmounts.  Only the
+ * owner or root (gfs_may_commit); others: EACCES. */
 static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
                             struct fuse_file_info *fi) {
     (void)datasync;
     (void)fi;
     struct gfs *fs = gfs_of(req);
     int err = 0;
-    if (!fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META)) {
+    int commits = !fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META);
+    if (commits && !gfs_may_commit(req)) {
+        err = EACCES;
+    } else if (commits) {
         pthread_rwlock_wrlock(&fs->lock);
         int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
         if (nothing)
@@ -278,8 +298,8 @@ static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
         return EROFS;
     if (kind != GFS_KV && kind != GFS_SCRATCH)
         return kind == GFS_TENSOR ? EACCES : EISDIR;
-    if (size < 0 || size > (off_t)1 << 40)
-        return EFBIG;
+    if (size < 0 || (uint64_t)size > fs->max_value)
+        return EFBIG; /* the cap, before anything is allocated */
     struct gfs_fh *fh = fi ? (struct gfs_fh *)(uintptr_t)fi->fh : NULL;
     return gfs_fh_truncate(fs, fh, ino, size);
 }
