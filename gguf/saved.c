@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,10 +102,11 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
  * every name beside a GGUF) exclusively, writes and syncs it.  The name is
  * put in out only if it fits. */
 static enum gguf_status write_edits_at(const char *prefix,
-                                       const struct gguf_buf *b, char *out,
-                                       size_t n, struct gguf_error *err) {
+                                       const struct gguf_buf *b, mode_t mode,
+                                       char *out, size_t n,
+                                       struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    char stamp[32], suffix[64];
+    char stamp[48], suffix[80];
     char *name = NULL;
     time_t now = time(NULL);
     struct tm tm;
@@ -112,6 +115,13 @@ static enum gguf_status write_edits_at(const char *prefix,
     if (!localtime_r(&now, &tm) ||
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm) == 0)
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
+    /* Unpredictable: in a shared directory ($TMPDIR) another user could
+     * otherwise create the names first and make the save fail. */
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
+        rnd = (uint32_t)getpid() ^ (uint32_t)now;
+    size_t sl = strlen(stamp);
+    snprintf(stamp + sl, sizeof stamp - sl, "-%08x", (unsigned)rnd);
     for (int i = 1; fd < 0; i++) {
         if (i == 1)
             snprintf(suffix, sizeof suffix, ".ggufs-edits-%s.gguf", stamp);
@@ -129,16 +139,22 @@ static enum gguf_status write_edits_at(const char *prefix,
                 gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
             goto out;
         }
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
         if (fd < 0 && (errno != EEXIST || i >= 1000)) {
             st = gguf_sys_fail(err, errno, "cannot create %s", name);
             goto out;
         }
     }
-    st = gguf_pwrite_full(fd, b->p, b->len, 0, "the saved edits", err);
+    /* The model's mode at most: the edits of a 0600 model stay private. */
+    if (fchmod(fd, mode & 0666) < 0)
+        st = gguf_sys_fail(err, errno, "cannot set the mode of %s", name);
+    if (st == GGUF_OK)
+        st = gguf_pwrite_full(fd, b->p, b->len, 0, "the saved edits", err);
     if (st == GGUF_OK && fsync(fd) < 0)
         st = gguf_sys_fail(err, errno, "cannot sync %s", name);
-    if (st == GGUF_OK && close(fd) < 0)
+    int closed = close(fd); /* always: no descriptor leaks on failure */
+    if (st == GGUF_OK && closed < 0)
         st = gguf_sys_fail(err, errno, "cannot close %s", name);
     fd = -1;
     if (st != GGUF_OK) {
@@ -170,6 +186,9 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
         goto out;
     }
     out[0] = '\0';
+    struct stat msb;
+    mode_t mode =
+        ctx->fd >= 0 && fstat(ctx->fd, &msb) == 0 ? msb.st_mode : 0600;
     if (ctx->path) {
         struct gguf_error e2 = {0};
         if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
@@ -181,7 +200,7 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
     if (st != GGUF_OK)
         goto out;
     if (ctx->path) {
-        st = write_edits_at(ctx->path, &b, out, n, err);
+        st = write_edits_at(ctx->path, &b, mode, out, n, err);
         if (st == GGUF_OK || st == GGUF_E_RANGE)
             goto out;
         int e = err ? err->sys_errno : 0;
@@ -210,7 +229,7 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
     }
     if (err)
         memset(err, 0, sizeof *err);
-    st = write_edits_at(prefix, &b, out, n, err);
+    st = write_edits_at(prefix, &b, mode, out, n, err);
 out:
     gguf_buf_free(&b);
     free(copy);

@@ -180,6 +180,7 @@ def sec_moved(d):
     mnt = os.path.join(d, "mnt")
     away = os.path.join(d, "elsewhere")
     os.makedirs(away)
+    os.chmod(path, 0o600)  # a private model: its saved edits stay private
     E.mount(path, mnt, ["-o", "no_insert_range"])
     before = E.snapshot(path)
     E.write_file(os.path.join(mnt, "meta", "mytool.big"), b"y" * 100000 + b"\n",
@@ -195,6 +196,10 @@ def sec_moved(d):
         raise Fail("the moved file changed")
     if "saved in" not in err_of(u):
         raise Fail("ggufs -u does not say where the edits were saved: %r" % err_of(u))
+    saved = err_of(u).split("saved in ", 1)[1].split()[0].rstrip(";,")
+    mode = os.stat(saved).st_mode & 0o777
+    if mode & 0o077:
+        raise Fail("the saved edits of a 0600 model are mode %o" % mode)
     return "refused: %r" % err_of(u)[:140]
 
 
