@@ -896,8 +896,7 @@ int gfs_meta_commit(struct gfs *fs) {
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     gfs_log(fs, "%s", fs->commit_msg);
     gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
-    fs->generation++; /* committed: the pending record goes */
-    (void)persist(fs);
+    (void)persist(fs); /* nothing is dirty now: the pending record goes */
     return 0;
 }
 

@@ -72,6 +72,24 @@ static enum gguf_status parse_record(const struct gguf_buf *b, uint64_t id[4],
     return GGUF_OK;
 }
 
+/* True if KV i of the edits file e is its list of removed keys. */
+static bool is_removal_list(const gguf_ctx *e, int64_t i) {
+    size_t kl;
+    const char *key = gguf_kv_key(e, i, &kl);
+    return kl == sizeof GGUF_REMOVED_KEY - 1 &&
+           memcmp(key, GGUF_REMOVED_KEY, kl) == 0;
+}
+
+/* The next name of a removal list's payload p (uint32 type, uint64
+ * count, then strings, validated by gguf_open_mem), *off advancing from
+ * 12; the list must be of strings. */
+static const char *next_name(const uint8_t *p, uint64_t *off, size_t *len) {
+    *len = (size_t)gguf_rd64(p + *off);
+    const char *name = (const char *)p + *off + 8;
+    *off += 8 + *len;
+    return name;
+}
+
 /* Applies one key of an edits file to ctx. */
 static enum gguf_status apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
                                  struct gguf_error *err) {
@@ -80,18 +98,16 @@ static enum gguf_status apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
     const uint8_t *p = gguf_kv_payload(e, i, &pl);
     if (gguf_key_is_filler(key, kl))
         return GGUF_OK;
-    if (kl == sizeof GGUF_REMOVED_KEY - 1 &&
-        memcmp(key, GGUF_REMOVED_KEY, kl) == 0) {
-        /* Elements: uint32 type, uint64 count, then strings. */
+    if (is_removal_list(e, i)) {
         uint64_t count = gguf_kv_arr_n(e, i), off = 12;
         if (gguf_kv_arr_type(e, i) != GGUF_TYPE_STRING)
             return gguf_fail(err, GGUF_E_FORMAT,
                              "pending edits: " GGUF_REMOVED_KEY
                              " is not an array of strings");
         for (uint64_t k = 0; k < count; k++) {
-            uint64_t sl = gguf_rd64(p + off);
-            int64_t j = gguf_find_key(ctx, (const char *)p + off + 8, sl);
-            off += 8 + sl;
+            size_t sl;
+            const char *name = next_name(p, &off, &sl);
+            int64_t j = gguf_find_key(ctx, name, sl);
             if (j >= 0 && gguf_remove_key(ctx, j, err) != GGUF_OK)
                 return err ? err->code : GGUF_E_INVAL;
         }
@@ -174,14 +190,14 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
         size_t kl, pl, dl;
         const char *k = gguf_kv_key(e, i, &kl);
         const uint8_t *p = gguf_kv_payload(e, i, &pl);
-        if (kl == sizeof GGUF_REMOVED_KEY - 1 &&
-            memcmp(k, GGUF_REMOVED_KEY, kl) == 0) {
+        if (is_removal_list(e, i) &&
+            gguf_kv_arr_type(e, i) == GGUF_TYPE_STRING) {
             removed = (int64_t)gguf_kv_arr_n(e, i);
-            for (uint64_t k = 0, off = 12; disk && k < (uint64_t)removed; k++) {
-                uint64_t sl = gguf_rd64(p + off);
-                still +=
-                    gguf_find_key(disk, (const char *)p + off + 8, sl) >= 0;
-                off += 8 + sl;
+            uint64_t off = 12;
+            for (int64_t r = 0; disk && r < removed; r++) {
+                size_t sl;
+                const char *name = next_name(p, &off, &sl);
+                still += gguf_find_key(disk, name, sl) >= 0;
             }
             continue;
         }

@@ -112,6 +112,16 @@ static int open_dir(bool create, bool *absent, struct gguf_error *err) {
     return fd;
 }
 
+/* The state directory for reading or removing: its fd, or -1 with *st
+ * GGUF_OK when it does not exist (nothing to read) or an error. */
+static int open_existing(enum gguf_status *st, struct gguf_error *err) {
+    bool absent;
+    int dfd = open_dir(false, &absent, err);
+    *st = dfd >= 0 || absent ? GGUF_OK
+                             : (err && err->code ? err->code : GGUF_E_IO);
+    return dfd;
+}
+
 /* The file name of model's state of this kind (no directory). */
 static void file_name(const char *model, enum gguf_state_kind kind, char *out,
                       size_t n) {
@@ -228,11 +238,11 @@ enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
                                  struct gguf_buf *out, bool *found,
                                  struct gguf_error *err) {
     char name[64];
-    bool absent;
     *found = false;
-    int dfd = open_dir(false, &absent, err);
+    enum gguf_status st0;
+    int dfd = open_existing(&st0, err);
     if (dfd < 0)
-        return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
+        return st0;
     file_name(model, kind, name, sizeof name);
     /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -253,10 +263,10 @@ out:
 enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
                                    struct gguf_error *err) {
     char name[64];
-    bool absent;
-    int dfd = open_dir(false, &absent, err);
+    enum gguf_status st0;
+    int dfd = open_existing(&st0, err);
     if (dfd < 0)
-        return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
+        return st0;
     file_name(model, kind, name, sizeof name);
     enum gguf_status st = GGUF_OK;
     if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
@@ -269,10 +279,10 @@ enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
 
 enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err) {
     char from[64], to[64];
-    bool absent;
-    int dfd = open_dir(false, &absent, err);
+    enum gguf_status st0;
+    int dfd = open_existing(&st0, err);
     if (dfd < 0)
-        return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
+        return st0;
     file_name(model, GGUF_STATE_PENDING, from, sizeof from);
     file_name(model, GGUF_STATE_PENDING_OLD, to, sizeof to);
     enum gguf_status st = GGUF_OK;
