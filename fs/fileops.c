@@ -425,25 +425,6 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
-/* True if fd's file ends before pos + n: the GGUF was truncated under the
- * mount.  Served as is, the missing bytes would be a short read, which the
- * kernel takes for EOF (and shrinks the file's size to); such a read is
- * EIO instead, and one line says why.  One fstat per read of file bytes. */
-static int file_short(struct gfs *fs, int fd, uint64_t pos, uint64_t n) {
-    struct stat sb;
-    if (n == 0)
-        return 0;
-    if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= pos + n)
-        return 0;
-    static atomic_int said;
-    if (!atomic_exchange(&said, 1))
-        gfs_log(fs,
-                "%s: the file ends before byte %llu that a read needs (it "
-                "was truncated under the mount): such reads fail with EIO",
-                gguf_path(fs->ctx), (unsigned long long)(pos + n));
-    return 1;
-}
-
 /* A key opened read-only: the text snapshot taken at open. */
 static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
                       size_t size) {
@@ -490,7 +471,7 @@ static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     gguf_ctx *c = fs->shards[fh->shard];
     uint64_t pos = gguf_data_offset(c) + fh->rel + o;
-    if (file_short(fs, gguf_fd(c), pos, n))
+    if (gfs_data_short(fs, fh->shard, pos, n))
         fuse_reply_err(req, EIO);
     else
         reply_file(req, NULL, 0, gguf_fd(c), pos, n, fh->drop);
@@ -509,7 +490,7 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
     if (fs->n_shards == 1) {
-        if (file_short(fs, gguf_fd(fs->ctx), sp.data_pos, sp.data_n))
+        if (gfs_data_short(fs, 0, sp.data_pos, sp.data_n))
             fuse_reply_err(req, EIO);
         else
             reply_file(req, hdr->data + sp.hdr_off, sp.hdr_n, gguf_fd(fs->ctx),

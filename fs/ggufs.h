@@ -388,6 +388,15 @@ void gfs_meta_free(struct gfs *fs);
 /* errno.c: how failures are reported. */
 /* The one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);
+
+/* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
+ * file at pos into buf: 0, or an errno (EIO if the file ends first).
+ * gfs_data_short says (1) whether shard's file ends before pos + n, and
+ * logs it once: a read past the end must be EIO, never a short read,
+ * which the kernel takes for EOF.  Callers hold fs->lock (read). */
+int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                  size_t n);
+int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
 /* One line to stderr (foreground) or syslog.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

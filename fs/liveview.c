@@ -101,12 +101,11 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
             size_t m =
                 e->size - in < n - done ? (size_t)(e->size - in) : n - done;
             gguf_ctx *c = fs->shards[e->shard];
-            ssize_t r = pread(gguf_fd(c), buf + done, m,
-                              (off_t)(gguf_data_offset(c) + e->rel + in));
-            if (r < 0)
-                return errno;
-            if ((size_t)r < m)
-                return EIO;
+            int r = gfs_data_read(fs, e->shard,
+                                  gguf_data_offset(c) + e->rel + in,
+                                  buf + done, m);
+            if (r)
+                return r;
             done += m;
             pos += m;
         }
