@@ -156,11 +156,15 @@ static gguf_ctx *open_locked(const char *path, const char *file) {
     struct gguf_error err = {0};
     gguf_ctx *ctx = NULL;
     bool did = false;
-    if (gguf_recover(path, &did, &err) != GGUF_OK ||
-        gguf_open(&ctx, path, GGUF_OPEN_RDWR, &err) != GGUF_OK) {
+    struct gguf_file f;
+    if (gguf_file_open(&f, path, 1, &err) != GGUF_OK ||
+        gguf_recover_file(&f, &did, &err) != GGUF_OK ||
+        gguf_open_file(&ctx, &f, GGUF_OPEN_RDWR, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        gguf_file_close(&f);
         return NULL;
     }
+    gguf_file_close(&f); /* ctx holds its own descriptor of the file */
     if (flock(gguf_fd(ctx), LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "ggufs: %s: mounted or locked by another program\n",
                 file);

@@ -299,6 +299,28 @@ static char *absolute(const char *arg) {
     return out;
 }
 
+/* The absolute path of arg with its directory resolved (realpath) and its
+ * last component as given, not followed.  NULL with errno. */
+static char *resolve_dir(const char *arg) {
+    char *copy = strdup(arg), *out = NULL;
+    if (!copy)
+        return NULL;
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    char *dir = slash ? (slash == copy ? "/" : copy) : ".";
+    if (slash)
+        *slash = '\0';
+    char *rdir = *base ? realpath(dir, NULL) : NULL;
+    if (!*base)
+        errno = EISDIR;
+    if (rdir && asprintf(&out, "%s/%s", strcmp(rdir, "/") ? rdir : "",
+                         base) < 0)
+        out = NULL;
+    free(rdir);
+    free(copy);
+    return out;
+}
+
 /* Runs fusermount3 -u (and -uz if that fails) on mnt; 0 on success. */
 static int fusermount_u(const char *mnt) {
     static const char *const flags[] = {"-u", "-uz"};
@@ -477,29 +499,36 @@ static void *gfs_sig_thread(void *arg) {
  * name, not "nothing to recover". */
 static int recover_cmd(const char *file) {
     struct gguf_error err = {0};
-    struct stat sb;
+    struct gguf_file f;
     bool did = false;
-    if (stat(file, &sb) != 0) {
+    int status = EXIT_BADFILE;
+    /* Recovery writes what a file beside the model says: the model is
+     * the file named, never what a symlink there points to (its
+     * directory is resolved, so the name is the one a mount commits
+     * under); it is opened once and recovered through that descriptor
+     * (gguf/file.c). */
+    char *path = resolve_dir(file);
+    if (!path) {
         fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
         return EXIT_BADFILE;
     }
-    if (!S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "ggufs: %s: not a regular file\n", file);
-        return EXIT_BADFILE;
-    }
-    if (gguf_recover(file, &did, &err) != GGUF_OK) {
+    if (gguf_file_open(&f, path, -1, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
-        return EXIT_BADFILE;
+        goto out;
+    }
+    if (gguf_recover_file(&f, &did, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
     }
     printf("ggufs: %s: %s\n", file,
            did ? "interrupted commit completed" : "nothing to recover");
-    char *path = realpath(file, NULL);
-    if (path) {
-        (void)gfs_print_outcome(path);
-        (void)gfs_pending_note(path, file);
-        free(path);
-    }
-    return 0;
+    (void)gfs_print_outcome(path);
+    (void)gfs_pending_note(path, file);
+    status = 0;
+out:
+    gguf_file_close(&f);
+    free(path);
+    return status;
 }
 
 static void usage(const char *prog) {
@@ -530,6 +559,7 @@ struct gfs_main {
     struct gfs_opts o;
     struct gfs fs;
     char *path;      /* absolute path of the GGUF (fs.path) */
+    struct gguf_file file; /* the GGUF, opened once (gguf_file_open) */
     char *live_name; /* fs.live_name when made here */
     int locks;       /* fs's locks are initialised */
     struct fuse_session *se;
@@ -602,10 +632,10 @@ out:
 
 /* A read-write mount first finishes a commit interrupted by a crash,
  * before anything reads the file.  0 or -1. */
-static int recover_first(const struct gfs_main *m) {
+static int recover_first(struct gfs_main *m) {
     struct gguf_error gerr = {0};
     bool did = false;
-    if (gguf_recover(m->path, &did, &gerr) != GGUF_OK) {
+    if (gguf_recover_file(&m->file, &did, &gerr) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
         return -1;
     }
@@ -647,8 +677,14 @@ static int open_gguf(struct gfs_main *m) {
         return -1;
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     int fallback_ro = 0;
-    if (!m->o.readonly && access(m->path, R_OK) == 0 &&
-        access(m->path, W_OK) != 0) {
+    /* The one lookup of the path: everything below uses this descriptor
+     * (gguf/file.c). */
+    if (gguf_file_open(&m->file, m->path, m->o.readonly ? 0 : -1, &gerr) !=
+        GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
+        return -1;
+    }
+    if (!m->o.readonly && !m->file.writable) {
         fallback_ro = 1;
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
@@ -659,7 +695,8 @@ static int open_gguf(struct gfs_main *m) {
         flags |= GGUF_OPEN_RDWR;
     }
     char bad[PATH_MAX + 64];
-    if (gguf_open_set(m->path, flags, &m->fs.shards, &m->fs.n_shards, bad,
+    if (gguf_open_set(m->path, &m->file, flags, &m->fs.shards,
+                      &m->fs.n_shards, bad,
                       sizeof bad, &gerr) != GGUF_OK) {
         /* A read-only mount does not recover: a half-written header is
          * what an interrupted commit leaves, and the way out is named. */
@@ -847,6 +884,7 @@ static int cleanup(struct gfs_main *m, int status) {
     }
     gfs_view_layout_free(&m->fs);
     gguf_close_set(m->fs.shards, m->fs.n_shards);
+    gguf_file_close(&m->file);
     free(m->path);
     free(m->live_name);
     free(m->co.mountpoint);
@@ -875,7 +913,8 @@ int main(int argc, char *argv[]) {
 
     struct gfs_main m = {
         .args = FUSE_ARGS_INIT(argc, argv),
-        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT}};
+        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT},
+        .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)
         goto out;

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -173,6 +174,30 @@ enum gguf_open_flags {
  * (docs/format.md, Where ggufs differs from ggml). */
 enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
                            struct gguf_error *err);
+/* A model file opened once (file.c): the path is looked up one time, the
+ * last component without following a symlink (O_NOFOLLOW) and checked to
+ * be a regular file; recovery, parsing, the mount's lock and the commit
+ * then use fd, and the files beside the model are reached through dfd.
+ * rdwr: 1 read-write, 0 read-only, -1 read-write if permitted.  On failure
+ * f is closed and err names the path and why. */
+struct gguf_file {
+    int dfd, fd;      /* its directory; the file itself */
+    char *path;       /* as given: for messages and the names beside it */
+    const char *base; /* its last component (points into path) */
+    struct stat sb;   /* fstat of fd when opened */
+    int writable;     /* fd is open read-write */
+};
+void gguf_file_init(struct gguf_file *f);
+enum gguf_status gguf_file_open(struct gguf_file *f, const char *path,
+                                int rdwr, struct gguf_error *err);
+/* Opens f->base in f->dfd again (after recovery replaced the inode). */
+enum gguf_status gguf_file_reopen(struct gguf_file *f, struct gguf_error *err);
+void gguf_file_close(struct gguf_file *f);
+/* gguf_open on a file already open: the context gets its own duplicate of
+ * f->fd (same open file description: a flock taken on either holds for
+ * both) and f->path as its path. */
+enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
+                                unsigned flags, struct gguf_error *err);
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
                                unsigned flags, struct gguf_error *err);
@@ -363,14 +388,15 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
 
 /* ---- shard sets (gguf/shards.c) ------------------------------------- */
 
-/* Opens path and, if it is the first file of a split set
+/* Opens path (or first, if not NULL: that file, already open) and, if it
+ * is the first file of a split set
  * (NAME-00001-of-0000N.gguf with split.count N > 1), every other shard,
  * checking split.no, split.count, split.tensors.count and that no tensor
  * name repeats.  *out gets n contexts (1 for a plain file); flags apply to
  * the first, the others are read-only.  On failure bad names the shard at
  * fault and err says what is wrong with it. */
-enum gguf_status gguf_open_set(const char *path, unsigned flags,
-                               gguf_ctx ***out, int *n, char *bad,
+enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
+                               unsigned flags, gguf_ctx ***out, int *n, char *bad,
                                size_t bad_len, struct gguf_error *err);
 void gguf_close_set(gguf_ctx **v, int n);
 /* The context of the single file gguf-split --merge would write for the
@@ -421,6 +447,11 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
  * inode's journal) with one line naming the file and why. */
 enum gguf_status gguf_recover(const char *path, bool *did,
                               struct gguf_error *err);
+/* Same, on a file opened with gguf_file_open (read-write, if anything is
+ * to be done).  If recovery put a new inode in place (an insert finished
+ * by a rewrite), f->fd is the new file afterwards. */
+enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
+                                   struct gguf_error *err);
 /* True if a journal of an interrupted commit lies beside path (then
  * gguf_recover completes it). */
 bool gguf_commit_interrupted(const char *path);

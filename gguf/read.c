@@ -817,25 +817,14 @@ static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
 
 /* ---- opening ------------------------------------------------------------ */
 
-enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
-                           struct gguf_error *err) {
+/* Makes a context of the open regular file fd (owned by the context from
+ * here on, also on failure) and parses its header. */
+static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
+                                unsigned flags, struct gguf_error *err) {
     gguf_ctx *ctx = NULL;
     enum gguf_status st = GGUF_OK;
     struct stat sb;
-    int fd = -1;
 
-    if (!out || !path)
-        return gguf_fail(err, GGUF_E_INVAL, "no file given");
-    *out = NULL;
-    /* O_NONBLOCK so that a FIFO given by mistake cannot hang the open; it
-     * is cleared again once the file is known to be regular. */
-    fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC |
-                        O_NONBLOCK);
-    if (fd < 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
-                       strerror(errno));
-        goto out;
-    }
     if (fstat(fd, &sb) != 0) {
         st = gguf_fail(err, GGUF_E_IO, "cannot stat the file: %s",
                        strerror(errno));
@@ -873,6 +862,38 @@ out:
     }
     *out = ctx;
     return GGUF_OK;
+}
+
+enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
+                           struct gguf_error *err) {
+    if (!out || !path)
+        return gguf_fail(err, GGUF_E_INVAL, "no file given");
+    *out = NULL;
+    /* O_NONBLOCK so that a FIFO given by mistake cannot hang the open; it
+     * is cleared again once the file is known to be regular.  O_NOFOLLOW:
+     * the command resolves the path the user gave once (realpath); a
+     * symlink found now was put there since. */
+    int fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
+                            O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0)
+        return gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
+                         errno == ELOOP ? "it is a symbolic link"
+                                        : strerror(errno));
+    return open_fd(out, fd, path, flags, err);
+}
+
+enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
+                                unsigned flags, struct gguf_error *err) {
+    if (!out || !f || f->fd < 0)
+        return gguf_fail(err, GGUF_E_INVAL, "no file given");
+    *out = NULL;
+    if ((flags & GGUF_OPEN_RDWR) && !f->writable)
+        return gguf_fail(err, GGUF_E_PERM, "%s is open read-only", f->path);
+    int fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
+                         strerror(errno));
+    return open_fd(out, fd, f->path, flags, err);
 }
 
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,

@@ -407,11 +407,11 @@ bool gguf_commit_interrupted(const char *path) {
 /* Fault points: unlink stale new file; then for an incomplete journal:
  * unlink journal; for a complete one: gguf_jnl_apply's points, unlink
  * journal; last, fsync directory. */
-enum gguf_status gguf_recover(const char *path, bool *did,
-                              struct gguf_error *err) {
+enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
+                                   struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    struct place pl = {.path = path, .dfd = -1, .fd = -1};
-    char *dir = NULL;
+    struct place pl = {.path = f->path, .dfd = f->dfd, .fd = f->fd,
+                       .sb = f->sb};
     bool changed = false;
     struct gguf_error scratch;
 
@@ -419,70 +419,29 @@ enum gguf_status gguf_recover(const char *path, bool *did,
         err = &scratch; /* redo() clears it before its fallback */
     if (did)
         *did = false;
-    if (!path || !*path) {
-        st = gguf_fail(err, GGUF_E_INVAL, "missing path to gguf_recover");
-        goto out;
-    }
-    pl.jpath = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
-    pl.npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
-    const char *slash = strrchr(path, '/');
-    size_t dlen = slash ? (size_t)(slash - path) : 0;
-    dir = slash ? strndup(path, dlen ? dlen : 1) : strdup(".");
-    if (!pl.jpath || !pl.npath || !dir) {
+    pl.jpath = gguf_sidecar_path(f->path, GGUF_JOURNAL_SUFFIX);
+    pl.npath = gguf_sidecar_path(f->path, GGUF_NEWFILE_SUFFIX);
+    if (!pl.jpath || !pl.npath) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
-    size_t skip = slash ? dlen + 1 : 0; /* the sidecars share the prefix */
-    pl.base = path + skip;
+    size_t skip = (size_t)(f->base - f->path); /* sidecars share the prefix */
+    pl.base = f->base;
     pl.jname = pl.jpath + skip;
     pl.nname = pl.npath + skip;
-    if (!*pl.base) {
-        st = gguf_fail(err, GGUF_E_INVAL, "%s names a directory", path);
-        goto out;
-    }
     gguf_faults_init(&pl.faults);
-    pl.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pl.dfd < 0) {
-        st = gguf_sys_fail(err, errno, "cannot open directory %s", dir);
-        goto out;
-    }
     /* Nothing pending: touch nothing (the file may well be read-only). */
     if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname))
         goto out;
-
-    /* The file itself, never what a symlink points to; O_NONBLOCK: a FIFO
-     * cannot hang the open.  The lock commits hold (gguf_commit_lock): a
-     * journal or new file of a commit that is running right now is not
-     * stale. */
-    pl.fd =
-        openat(pl.dfd, pl.base, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (pl.fd < 0) {
-        if (errno == ELOOP)
-            st = gguf_fail(err, GGUF_E_PERM,
-                           "%s is a symbolic link: recovery works on the "
-                           "file itself only, nothing done",
-                           path);
-        else
-            st = gguf_sys_fail(err, errno,
-                               "cannot open %s to recover an interrupted "
-                               "commit",
-                               path);
-        goto out;
-    }
-    if (fstat(pl.fd, &pl.sb) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot stat %s", path);
-        goto out;
-    }
-    if (!S_ISREG(pl.sb.st_mode)) {
+    if (!f->writable) {
         st = gguf_fail(err, GGUF_E_PERM,
-                       "%s is not a regular file: nothing recovered", path);
+                       "%s has an interrupted commit to complete but cannot "
+                       "be opened for writing: nothing done",
+                       f->path);
         goto out;
     }
-    int fl = fcntl(pl.fd, F_GETFL);
-    if (fl < 0 || fcntl(pl.fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot set the flags of %s", path);
-        goto out;
-    }
+    /* The lock commits hold (gguf_commit_lock): a journal or new file of
+     * a commit that is running right now is not stale. */
     st = gguf_commit_lock(pl.fd, true, err);
     if (st != GGUF_OK)
         goto out;
@@ -497,16 +456,48 @@ out:
         gguf_fault_point(&pl.faults, "fsync directory");
         if (fsync(pl.dfd) < 0 && errno != EINVAL && errno != EROFS &&
             st == GGUF_OK)
-            st = gguf_sys_fail(err, errno, "cannot sync directory %s", dir);
+            st = gguf_sys_fail(err, errno, "cannot sync the directory of %s",
+                               f->path);
         if (did)
             *did = true;
+        /* An insert finished by a rewrite put a new inode at the name:
+         * from now on that is the file (it was renamed in under our commit
+         * lock, and has the new header). */
+        struct stat now;
+        if (fstatat(pl.dfd, pl.base, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (now.st_dev != f->sb.st_dev || now.st_ino != f->sb.st_ino)) {
+            struct gguf_error e2 = {0};
+            if (gguf_file_reopen(f, &e2) != GGUF_OK && st == GGUF_OK) {
+                *err = e2;
+                st = e2.code;
+            }
+        } else {
+            (void)fstat(f->fd, &f->sb); /* a redo in place changed it */
+        }
     }
-    if (pl.fd >= 0)
-        close(pl.fd);
-    if (pl.dfd >= 0)
-        close(pl.dfd);
-    free(dir);
     free(pl.jpath);
     free(pl.npath);
+    return st;
+}
+
+enum gguf_status gguf_recover(const char *path, bool *did,
+                              struct gguf_error *err) {
+    struct gguf_file f;
+    if (did)
+        *did = false;
+    if (!path || !*path)
+        return gguf_fail(err, GGUF_E_INVAL, "missing path to gguf_recover");
+    /* Nothing beside it: nothing to do, even for a missing file.  (Only a
+     * decision to do nothing is taken on the path; the work goes through
+     * the descriptors.) */
+    char *n = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
+    bool any = !n || gguf_commit_interrupted(path) || gguf_path_exists(n);
+    free(n);
+    if (!any)
+        return GGUF_OK;
+    enum gguf_status st = gguf_file_open(&f, path, -1, err);
+    if (st == GGUF_OK)
+        st = gguf_recover_file(&f, did, err);
+    gguf_file_close(&f);
     return st;
 }

@@ -59,7 +59,8 @@ static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
     return GGUF_OK;
 }
 
-enum gguf_status gguf_open_set(const char *path, unsigned flags,
+enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
+                               unsigned flags,
                                gguf_ctx ***out, int *n_out, char *bad,
                                size_t bad_len, struct gguf_error *err) {
     gguf_ctx **v = NULL;
@@ -73,7 +74,8 @@ enum gguf_status gguf_open_set(const char *path, unsigned flags,
     v = calloc(1, sizeof *v);
     if (!v)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    if ((st = gguf_open(&v[0], path, flags, err)) != GGUF_OK)
+    if ((st = first ? gguf_open_file(&v[0], first, flags, err)
+                    : gguf_open(&v[0], path, flags, err)) != GGUF_OK)
         goto fail;
     n = 1;
     bool named = gguf_split_name(path, &no, &count, &cut);

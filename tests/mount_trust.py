@@ -23,6 +23,13 @@ e. ctime: while mounted, another program pwrites the header in place and
    exits 4, edits saved); the other program's bytes are kept.
 f. root's own 0600 journal for the model whose new header is not a GGUF
    header: not applied, one line naming it.
+g. The race of item 2: in a directory of its own, nobody flips NAME
+   between its own GGUF (with a journal of its own that renames the model)
+   and a symlink to root's model, as fast as it can, while root mounts
+   NAME read-write and runs --recover on it, again and again.  Root's
+   model stays byte-identical: the path is looked up once, the file
+   opened without following a link, and everything after goes through
+   that descriptor (gguf/file.c).
 """
 import os
 import shutil
@@ -118,6 +125,61 @@ def shared_dir(root, name):
     os.makedirs(d)
     os.chmod(d, 0o1777)
     return d
+
+
+def sec_race(root):
+    secret = os.path.join(root, "rootonly")
+    os.makedirs(secret)
+    target = fixture(secret, "target.gguf")
+    before = sha(target)
+    atk = os.path.join(root, "atk")
+    os.makedirs(atk)
+    os.chown(atk, 65534, 65534)
+    own = fixture(root, "own.gguf")
+    os.chown(own, 65534, 65534)
+    jnl = journal_for(own)
+    script = """
+import os, sys, time
+atk, own, target, jnl = sys.argv[1:5]
+name = os.path.join(atk, "model.gguf")
+with open(own, "rb") as f:
+    data = f.read()
+end = time.time() + float(sys.argv[5])
+while time.time() < end:
+    tmp = os.path.join(atk, "t")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.rename(tmp, name)
+    fd = os.open(name + ".ggufs-journal", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, open(jnl, "rb").read()); os.close(fd)
+    try:
+        os.symlink(target, os.path.join(atk, "l"))
+    except FileExistsError:
+        pass
+    os.rename(os.path.join(atk, "l"), name)
+"""
+    jfile = os.path.join(root, "own.jnl")
+    with open(jfile, "wb") as f:
+        f.write(jnl)
+    os.chmod(jfile, 0o644)
+    os.chmod(own, 0o644)
+    flipper = subprocess.Popen(NOBODY + ["python3", "-c", script, atk, own, target,
+                                         jfile, "15"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    name = os.path.join(atk, "model.gguf")
+    tries = 0
+    try:
+        t_end = time.time() + 12
+        while time.time() < t_end:
+            J.run_ggufs(["--recover", name], timeout=30)
+            try_rw_mount(name, os.path.join(root, "mnt"))
+            tries += 1
+    finally:
+        flipper.kill()
+        flipper.wait()
+    if sha(target) != before:
+        raise Fail("root's model was rewritten through the flipping name")
+    return "%d mounts and recoveries while the name flipped: target intact" % tries
 
 
 def try_rw_mount(path, mnt, timeout=30):
@@ -281,7 +343,8 @@ def main():
                          ("c FIFO journal", sec_fifo),
                          ("d journal for another inode", sec_other_inode),
                          ("e in-place write, mtime put back", sec_ctime),
-                         ("f journal with an invalid new header", sec_bad_header)):
+                         ("f journal with an invalid new header", sec_bad_header),
+                         ("g name flipped to a symlink", sec_race)):
             d = os.path.join(top, name[0])
             os.makedirs(d)
             os.chmod(d, 0o755)
