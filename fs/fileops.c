@@ -81,6 +81,7 @@ static void fh_free(struct gfs *fs, struct gfs_fh *fh) {
     if (fh->next)
         fh->next->prev = fh->prev;
     pthread_mutex_unlock(&fs->fh_lock);
+    gfs_pt_release(fs, fh);
     gfs_text_put(fh->text);
     gguf_buf_free(&fh->draft);
     pthread_mutex_destroy(&fh->mu);
@@ -273,9 +274,8 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
         uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
         fh->drop = fsz > d && !range_cached(gguf_fd(fs->ctx), d, fsz - d);
     }
-    /* Keep the page cache only while the header has not changed since the
-     * last open: an edit must show up in a fresh open (and mmap). */
-    fi->keep_cache = gfs_view_reopened(fs);
+    /* Passthrough, or the page cache of this version's own inode. */
+    gfs_pt_view_open(fs, fh, fi);
     return 0;
 }
 
@@ -306,7 +306,9 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
 static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
                        struct gfs_fh *fh, const struct fuse_entry_param *e) {
     fi->fh = (uintptr_t)fh;
+    gfs_pt_arm(fh);
     int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+    gfs_pt_disarm();
     if (r == -ENOENT)
         fh_free(gfs_of(req), fh); /* interrupted: no release will come */
 }
@@ -413,7 +415,7 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
         fb->fd = fd;
         fb->pos = (off_t)pos;
     }
-    fuse_reply_data(req, &bv.v, FUSE_BUF_SPLICE_MOVE);
+    fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: see gfs_op_init */
     if (drop && n) {
         /* The bytes now live in the mount's page cache: drop the GGUF's
          * copy a whole chunk at a time, once a (sequential) read has

@@ -58,6 +58,10 @@
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
 #define GFS_INO_KV (UINT64_C(2) << 32)
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
+/* Later versions ("epochs") of the live view: GFS_INO_VIEW + n, n >= 1
+ * (passthrough.c); the first one is GFS_INO_LIVE. */
+#define GFS_INO_VIEW (UINT64_C(1) << 62)
+#define GFS_INO_VIEW_END (GFS_INO_VIEW + (UINT64_C(1) << 40))
 
 enum gfs_kind {
     GFS_NONE,
@@ -145,6 +149,11 @@ struct gfs_fh {
                        right after open, before writing) */
     int bad;        /* a write was refused: never apply */
     size_t checked; /* draft bytes validated so far */
+    /* The live view (passthrough.c): the version (epoch) this open
+     * counts in, and its backing file if it is a passthrough open.  Set
+     * at open, dropped at release (gfs_pt_release). */
+    void *pt_epoch;
+    void *pt_backing;
 };
 
 /* A rendered meta file: immutable once made, shared by the cache and by
@@ -237,6 +246,10 @@ struct gfs {
      * (gfs_fh_close_all: unapplied drafts are dropped, not committed). */
     pthread_mutex_t fh_lock;
     struct gfs_fh *open_fhs;
+
+    /* The live view's versions and passthrough (passthrough.c, its own
+     * leaf lock); NULL until the session starts. */
+    struct gfs_pt *pt;
 };
 
 static inline struct gfs *gfs_of(fuse_req_t req) {
@@ -426,6 +439,41 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
  * bytes) as far as it fits.  Returns how many were dropped.  Only once the
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
+
+/* passthrough.c: the live view by FUSE passthrough while it is
+ * byte-identical to the GGUF, and one inode number per version of the view
+ * (the contract and the kernel facts are its top comment). */
+enum gfs_pt_mode { GFS_PT_AUTO, GFS_PT_OFF };
+/* After the mount, before the first request: sets up fs->pt and, for
+ * auto as root, hooks the session's device I/O.  0, or -1 (the mount goes
+ * on without passthrough; logged). */
+int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
+                 enum gfs_pt_mode mode);
+/* Unmount, once the workers have stopped: frees fs->pt. */
+void gfs_pt_stop(struct gfs *fs);
+/* The view's inode number now.  Caller holds lock (read); takes text_lock,
+ * then the leaf pt lock. */
+fuse_ino_t gfs_pt_view_ino(struct gfs *fs);
+/* The size inode ino of the view shows (an older version still open: its
+ * own); 0 or errno.  Caller holds lock (read). */
+int gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
+/* How an open of view inode fh->ino is served: passthrough (fh->pt_backing
+ * set), cached (keep_cache) or direct I/O (an older version).  Caller holds
+ * lock (read). */
+void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
+                      struct fuse_file_info *fi);
+/* Around fuse_reply_open of fh (same thread): the reply then carries the
+ * backing id. */
+void gfs_pt_arm(const struct gfs_fh *fh);
+void gfs_pt_disarm(void);
+/* fh goes away (release, failed reply, unmount).  No lock needed. */
+void gfs_pt_release(struct gfs *fs, struct gfs_fh *fh);
+/* Flags for gguf_commit: GGUF_COMMIT_NEW_FILE while passthrough opens read
+ * the GGUF's current file.  Caller holds lock (write). */
+unsigned gfs_pt_commit_flags(struct gfs *fs);
+/* After a commit (fs->st refreshed): retires the old file's backing id if
+ * the GGUF is another file now.  Caller holds lock (write). */
+void gfs_pt_committed(struct gfs *fs);
 
 /* ops.c: the handler table (the tree's handlers are static there). */
 /* True if req comes from the mount's owner (fs->uid) or root: only they

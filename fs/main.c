@@ -35,7 +35,8 @@ enum {
     KEY_TIMEOUT,
     KEY_MAX_THREADS,
     KEY_MAX_IDLE,
-    KEY_MAX_VALUE
+    KEY_MAX_VALUE,
+    KEY_PASSTHROUGH
 };
 
 #define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
@@ -49,6 +50,7 @@ struct gfs_opts {
     int no_insert;
     double timeout;
     size_t max_value; /* bytes a meta file being written may hold */
+    enum gfs_pt_mode passthrough;
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -58,6 +60,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
@@ -207,6 +210,17 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
+    case KEY_PASSTHROUGH:
+        if (strcmp(arg, "passthrough=auto") == 0) {
+            o->passthrough = GFS_PT_AUTO;
+            return 0;
+        }
+        if (strcmp(arg, "passthrough=off") == 0) {
+            o->passthrough = GFS_PT_OFF;
+            return 0;
+        }
+        usage_note("-o %s: expected passthrough=auto or passthrough=off", arg);
+        return -1;
     case KEY_RO:
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
@@ -548,8 +562,17 @@ static void usage(const char *prog) {
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
-        "                           inserting blocks\n\n",
+        "                           inserting blocks\n"
+        "    -o passthrough=auto|off  serve the unedited live view by FUSE\n"
+        "                           passthrough when possible (default auto)\n\n",
         prog, prog, prog, prog, prog);
+}
+
+/* -o passthrough's default: auto, unless GGUFS_PASSTHROUGH=off in the
+ * environment (the test suite's second run; the option wins). */
+static enum gfs_pt_mode default_passthrough(void) {
+    const char *v = getenv("GGUFS_PASSTHROUGH");
+    return v && strcmp(v, "off") == 0 ? GFS_PT_OFF : GFS_PT_AUTO;
 }
 
 /* What main sets up, step by step; cleanup undoes whatever was done. */
@@ -833,6 +856,9 @@ static int serve(struct gfs_main *m) {
     if (fuse_session_mount(m->se, m->o.mnt) != 0)
         return EXIT_MOUNT;
     m->mounted = 1;
+    /* Before the first request (INIT) is read: a failure only means no
+     * passthrough, which gfs_pt_start logs. */
+    (void)gfs_pt_start(&m->fs, m->se, m->o.passthrough);
     raise_readahead(m->o.mnt);
     /* Returns in the parent only once the mount is in place. */
     fuse_daemonize(m->co.foreground);
@@ -872,6 +898,7 @@ static int cleanup(struct gfs_main *m, int status) {
     if (m->se)
         fuse_session_destroy(m->se); /* runs gfs_op_destroy: open handles
                                         applied and freed, the last commit */
+    gfs_pt_stop(&m->fs);
     if (status == 0 && m->fs.commit_failed)
         status = EXIT_COMMIT;
     if (m->locks) {
@@ -913,7 +940,9 @@ int main(int argc, char *argv[]) {
 
     struct gfs_main m = {
         .args = FUSE_ARGS_INIT(argc, argv),
-        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT},
+        .o = {.timeout = 3600.0,
+              .max_value = GFS_MAX_VALUE_DEFAULT,
+              .passthrough = default_passthrough()},
         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)

@@ -867,7 +867,8 @@ int gfs_meta_commit(struct gfs *fs) {
         return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (gguf_commit(fs->ctx, fs->commit_flags, &info, &err) != GGUF_OK) {
+    if (gguf_commit(fs->ctx, fs->commit_flags | gfs_pt_commit_flags(fs),
+                    &info, &err) != GGUF_OK) {
         char saved[4096] = "";
         struct gguf_error serr = {0};
         fs->commit_failed = 1;
@@ -884,6 +885,7 @@ int gfs_meta_commit(struct gfs *fs) {
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fstat(gguf_fd(fs->ctx), &fs->st);
+    gfs_pt_committed(fs);
     fs->commit_failed = 0;
     static const char *const how[] = {"nothing to do", "in place",
                                       "grown by inserting blocks",

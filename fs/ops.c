@@ -22,8 +22,11 @@ static void gfs_op_init(void *userdata, struct fuse_conn_info *conn) {
      * one read asks for. */
     conn->max_write = 252 * 4096;
     conn->max_readahead = 252 * 4096;
+    /* Replies splice from the GGUF, never with SPLICE_F_MOVE: tensor
+     * offsets are not page-aligned (no page ever moves), and for the live
+     * view it takes the GGUF's own pages out of its page cache. */
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-        conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+        conn->want |= FUSE_CAP_SPLICE_WRITE;
     /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -168,7 +171,7 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             mode = S_IFDIR;
         } else if (kind == GFS_ROOT && k == 4) {
             nm = fs->live_name;
-            child = GFS_INO_LIVE;
+            child = gfs_pt_view_ino(fs);
         } else if (kind == GFS_ROOT) {
             nm = k == 2 ? "meta" : "tensors";
             child = k == 2 ? GFS_INO_META : GFS_INO_TENSORS;

@@ -21,6 +21,8 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
     default:
         break;
     }
+    if (ino > GFS_INO_VIEW && ino < GFS_INO_VIEW_END)
+        return GFS_LIVE; /* a later version of the view (passthrough.c) */
     if (ino >= GFS_INO_SCRATCH)
         return GFS_SCRATCH;
     if (ino >= GFS_INO_KV)
@@ -120,7 +122,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         return 0;
     case GFS_LIVE: {
         uint64_t size;
-        int err = gfs_view_size(fs, &size);
+        int err = gfs_pt_view_size(fs, ino, &size);
         if (err)
             return err;
         st->st_mode = S_IFREG | 0444;
@@ -198,7 +200,10 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     e->ino = ino;
     e->generation = 1;
     e->attr_timeout = gfs_attr_timeout(fs, ino);
-    e->entry_timeout = fs->timeout;
+    /* The view's name moves to a new inode with each version of it
+     * (passthrough.c): never cached on a read-write mount. */
+    e->entry_timeout =
+        gfs_kind(ino) == GFS_LIVE && !fs->readonly ? 0.0 : fs->timeout;
     return 0;
 }
 
@@ -252,7 +257,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return 0;
         }
         if (fs->live_name && strcmp(name, fs->live_name) == 0) {
-            *out = GFS_INO_LIVE;
+            *out = gfs_pt_view_ino(fs);
             return 0;
         }
         return ENOENT;

@@ -15,9 +15,11 @@
  *            filesystem block and of the alignment, with headroom for later
  *            edits): FALLOC_FL_INSERT_RANGE shifts every tensor byte by k
  *            without copying it, then the header for D + k is written.
- *  rewrite   Insert-range unsupported (tmpfs, ...) or GGUF_COMMIT_NO_INSERT:
- *            a complete copy PATH.ggufs-new is written beside the file and
- *            renamed over it.  Costs a copy of the data (holes stay holes).
+ *  rewrite   Insert-range unsupported (tmpfs, ...) or GGUF_COMMIT_NO_INSERT,
+ *            or, header fitting or not, GGUF_COMMIT_NEW_FILE (readers map
+ *            the file and must keep its bytes): a complete copy
+ *            PATH.ggufs-new is written beside the file and renamed over
+ *            it.  Costs a copy of the data (holes stay holes).
  *
  * Crash-safety rules.  Every step below, and those of journal.c, rewrite.c
  * and recover.c, keeps them:
@@ -392,11 +394,13 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
     st = gguf_plan_commit(ctx, &c.nh, &how, &c.d2, err);
     if (st != GGUF_OK)
         goto out;
-    if (how == GGUF_PLAN_INPLACE) {
+    if (how == GGUF_PLAN_INPLACE && !(flags & GGUF_COMMIT_NEW_FILE)) {
         st = in_place(&c, err);
-    } else if (how == GGUF_PLAN_GROWN) {
+    } else if (how == GGUF_PLAN_INPLACE || how == GGUF_PLAN_GROWN) {
         info->new_data_offset = c.d2;
-        st = flags & GGUF_COMMIT_NO_INSERT ? rewrite(&c, err) : insert(&c, err);
+        st = flags & (GGUF_COMMIT_NO_INSERT | GGUF_COMMIT_NEW_FILE)
+                 ? rewrite(&c, err)
+                 : insert(&c, err);
     }
 out:
     if (st != GGUF_OK && info->how == GGUF_COMMIT_NONE && ctx)

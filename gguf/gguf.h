@@ -422,6 +422,11 @@ struct gguf_commit_info {
 
 enum gguf_commit_flags {
     GGUF_COMMIT_NO_INSERT = 1 << 0, /* skip insert-range (tests of rewrite) */
+    /* Never change the file's bytes (in place or insert): readers hold it
+     * (the live view by passthrough maps the file itself), so the commit
+     * writes a new file beside and renames it over, and they keep the old
+     * inode.  Costs a copy of the data. */
+    GGUF_COMMIT_NEW_FILE = 1 << 1,
 };
 
 /* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
