@@ -867,8 +867,8 @@ int gfs_meta_commit(struct gfs *fs) {
         return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (gguf_commit(fs->ctx, fs->commit_flags | gfs_pt_commit_flags(fs),
-                    &info, &err) != GGUF_OK) {
+    unsigned flags = fs->commit_flags | gfs_pt_commit_flags(fs);
+    if (gguf_commit(fs->ctx, flags, &info, &err) != GGUF_OK) {
         char saved[4096] = "";
         struct gguf_error serr = {0};
         fs->commit_failed = 1;
@@ -890,9 +890,12 @@ int gfs_meta_commit(struct gfs *fs) {
     static const char *const how[] = {"nothing to do", "in place",
                                       "grown by inserting blocks",
                                       "grown by rewriting the file"};
+    const char *way = how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0];
+    if (info.how == GGUF_COMMIT_REWRITE && (flags & GGUF_COMMIT_NEW_FILE))
+        way = "written as a new file: passthrough readers of the live view "
+              "keep the old one";
     snprintf(fs->commit_msg, sizeof fs->commit_msg,
-             "%s: committed (%s), data at %llu, %.1f ms", fs->path,
-             how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0],
+             "%s: committed (%s), data at %llu, %.1f ms", fs->path, way,
              (unsigned long long)info.new_data_offset,
              (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);

@@ -130,6 +130,8 @@ struct pt_epoch {
     int dirty;
     ino_t file;
     uint64_t size;
+    struct gfs_text *hdr; /* its header (a reference): a late open of a
+                             cached epoch is served this version */
     enum pt_how how;
     struct pt_backing *bk; /* passthrough: its backing */
     unsigned opens;        /* open files of this inode (any way) */
@@ -261,6 +263,7 @@ void gfs_pt_stop(struct gfs *fs) {
     while (pt->epochs) {
         struct pt_epoch *e = pt->epochs;
         pt->epochs = e->next;
+        gfs_text_put(e->hdr);
         free(e);
     }
     if (pt->cur)
@@ -301,14 +304,16 @@ static void epoch_drop_if_unused(struct gfs_pt *pt, struct pt_epoch *e) {
     for (struct pt_epoch **p = &pt->epochs; *p; p = &(*p)->next)
         if (*p == e) {
             *p = e->next;
+            gfs_text_put(e->hdr);
             free(e);
             return;
         }
 }
 
 /* The current epoch, made anew if the view changed.  Caller holds
- * fs->lock (read) and mu; size is the view's size now. */
-static struct pt_epoch *current(struct gfs *fs, uint64_t size) {
+ * fs->lock (read) and mu; hdr and size are the view's now. */
+static struct pt_epoch *current(struct gfs *fs, struct gfs_text *hdr,
+                                uint64_t size) {
     struct gfs_pt *pt = fs->pt;
     struct pt_epoch *c = pt->epochs;
     int dirty = gguf_dirty(fs->ctx);
@@ -324,6 +329,8 @@ static struct pt_epoch *current(struct gfs *fs, uint64_t size) {
     e->dirty = dirty;
     e->file = fs->st.st_ino;
     e->size = size;
+    e->hdr = hdr;
+    atomic_fetch_add(&hdr->refs, 1);
     e->next = c;
     pt->epochs = e;
     if (c)
@@ -338,14 +345,28 @@ static struct pt_epoch *find_epoch(struct gfs_pt *pt, uint64_t n) {
     return NULL;
 }
 
+/* The view's header and size now (hdr: a new reference); 0 or errno. */
+static int view_now(struct gfs *fs, struct gfs_text **hdr, uint64_t *size) {
+    int err = 0;
+    if (!(*hdr = gfs_view_header(fs, &err)))
+        return err;
+    if ((err = gfs_view_size(fs, size))) {
+        gfs_text_put(*hdr);
+        *hdr = NULL;
+    }
+    return err;
+}
+
 fuse_ino_t gfs_pt_view_ino(struct gfs *fs) {
     uint64_t size = 0;
-    if (!fs->pt || gfs_view_size(fs, &size) != 0)
+    struct gfs_text *hdr = NULL;
+    if (!fs->pt || view_now(fs, &hdr, &size) != 0)
         return GFS_INO_LIVE;
     pthread_mutex_lock(&fs->pt->mu);
-    struct pt_epoch *c = current(fs, size);
+    struct pt_epoch *c = current(fs, hdr, size);
     fuse_ino_t ino = c ? epoch_ino(c->n) : GFS_INO_LIVE;
     pthread_mutex_unlock(&fs->pt->mu);
+    gfs_text_put(hdr);
     return ino;
 }
 
@@ -402,40 +423,66 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi) {
     struct gfs_pt *pt = fs->pt;
     uint64_t size = 0, n;
+    struct gfs_text *hdr = NULL;
     if (!pt) {
         fi->keep_cache = gfs_view_reopened(fs);
         return;
     }
-    if (gfs_view_size(fs, &size) != 0 || !epoch_of(fh->ino, &n)) {
-        fi->direct_io = 1;
+    if (view_now(fs, &hdr, &size) != 0 || !epoch_of(fh->ino, &n)) {
+        gfs_text_put(hdr);
+        fi->direct_io = 1; /* cannot happen: kept as the safe way */
         return;
     }
     pthread_mutex_lock(&pt->mu);
-    struct pt_epoch *c = current(fs, size);
+    struct pt_epoch *c = current(fs, hdr, size);
     struct pt_epoch *e = c && c->n == n ? c : find_epoch(pt, n);
+    if (!e) {
+        /* An older version's inode that nothing holds open (else its
+         * record would be kept): it shows the current version from now
+         * on, its page cache dropped at this open. */
+        e = calloc(1, sizeof *e);
+        if (e) {
+            e->n = n;
+            e->gen = fs->generation;
+            e->dirty = -1; /* never matches: not the current epoch */
+            e->file = fs->st.st_ino;
+            e->size = size;
+            e->hdr = hdr;
+            atomic_fetch_add(&hdr->refs, 1);
+            e->how = PT_CACHED;
+            e->next = pt->epochs ? pt->epochs->next : NULL;
+            if (pt->epochs)
+                pt->epochs->next = e;
+            else
+                pt->epochs = e;
+        }
+        fi->keep_cache = 0;
+    } else {
+        fi->keep_cache = 1; /* the inode only ever shows this version */
+    }
     if (e && e == c && e->how == PT_UNDECIDED) {
         e->bk = eligible(fs, e) ? backing(fs) : NULL;
         e->how = e->bk ? PT_PASSTHROUGH : PT_CACHED;
     }
     if (e && e->how == PT_PASSTHROUGH && (e == c || e->opens)) {
-        /* Same backing for every open of the inode. */
+        /* One backing for every open of the inode. */
         fh->pt_backing = e->bk;
         e->bk->opens++;
         fh->drop = 0;
-    } else if (e && e == c) {
-        /* This inode only ever shows this version: keep its cache. */
-        fi->keep_cache = 1;
-    } else {
-        /* An older version's inode: its page cache may hold that
-         * version, this open serves the current one. */
-        fi->direct_io = 1;
-        e = NULL;
+    } else if (e && e->hdr != fh->text) {
+        /* A cached version: its own header (the data never changes). */
+        gfs_text_put(fh->text);
+        fh->text = e->hdr;
+        atomic_fetch_add(&e->hdr->refs, 1);
     }
     if (e) {
         e->opens++;
         fh->pt_epoch = e;
+    } else {
+        fi->direct_io = 1; /* out of memory: never the page cache */
     }
     pthread_mutex_unlock(&pt->mu);
+    gfs_text_put(hdr);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {
