@@ -10,8 +10,9 @@
  *   mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]
  *                              an f16 model of K tensors, ~N MiB of data;
  *                              --sparse leaves the data as holes
- *   mkfixture llama OUT [--vocab-from FILE.gguf]
- *                              a tiny llama model (random f32 weights),
+ *   mkfixture llama OUT [--vocab-from FILE.gguf] [--layers N] [--embd N]
+ *                              a tiny llama model (random f32 weights;
+ *                              --layers 48 --embd 1024 makes ~2 GB),
  *                              loadable by llama.cpp, with a generated
  *                              32000-token SentencePiece vocabulary or
  *                              FILE's tokenizer
@@ -885,16 +886,24 @@ static int cmd_model(int argc, char **argv) {
 
 static int cmd_llama(int argc, char **argv) {
     const char *out = NULL, *from = NULL;
+    long layers = 2, embd = 64;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--vocab-from") && i + 1 < argc)
             from = argv[++i];
+        else if (!strcmp(argv[i], "--layers") && i + 1 < argc)
+            layers = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--embd") && i + 1 < argc)
+            embd = atol(argv[++i]);
         else if (argv[i][0] != '-' && !out)
             out = argv[i];
         else
             die("llama: unexpected argument '%s'", argv[i]);
     }
     if (!out)
-        die("usage: mkfixture llama OUT [--vocab-from FILE.gguf]");
+        die("usage: mkfixture llama OUT [--vocab-from FILE.gguf] [--layers N] "
+            "[--embd N]");
+    if (layers < 1 || layers > 256 || embd < 64 || embd > 8192 || embd % 64)
+        die("llama: --layers 1..256, --embd a multiple of 64 up to 8192");
 
     /* --vocab-from: FILE's tokenizer.* keys, copied; else add_llama_vocab. */
     gguf_ctx *src = NULL;
@@ -912,10 +921,13 @@ static int cmd_llama(int argc, char **argv) {
                 (unsigned long long)n_vocab);
     }
 
-    /* Dimensions as small as llama.cpp accepts comfortably; GQA (2 KV
-     * heads for 4) so that path is exercised too. */
-    const uint32_t n_embd = 64, n_ff = 128, n_layer = 2, n_head = 4,
-                   n_head_kv = 2, head_dim = 64 / 4;
+    /* Dimensions as small as llama.cpp accepts comfortably by default
+     * (--layers and --embd make big ones, for benchmarks: bench/run
+     * llama); GQA (half as many KV heads) so that path is exercised too. */
+    const uint32_t n_embd = (uint32_t)embd, n_ff = 2 * (uint32_t)embd,
+                   n_layer = (uint32_t)layers,
+                   n_head = embd == 64 ? 4 : (uint32_t)embd / 64,
+                   n_head_kv = n_head / 2, head_dim = n_embd / n_head;
     gguf_ctx *c = new_ctx(3);
     set_str(c, "general.architecture", "llama");
     set_str(c, "general.name", "ggufs tiny llama");
