@@ -221,6 +221,16 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
     fi->keep_cache = 1;
     fi->noflush = 1;
     fh->drop = !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
+    if (fs->tensor_dio) {
+        /* -o tensor_direct_io: each read is one request served from the
+         * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
+         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, passthrough.c)
+         * through a cache dropped at each mmap.  ggufs(1) has the
+         * figures behind the default (off). */
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+        fh->drop = 0;
+    }
     return 0;
 }
 

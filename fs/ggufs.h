@@ -205,6 +205,8 @@ struct gfs {
     unsigned commit_flags;
     double timeout;   /* entry/attr timeout, seconds */
     size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
+    int tensor_dio;   /* -o tensor_direct_io: tensor opens bypass the page
+                         cache (see open_tensor in fileops.c) */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;

@@ -48,6 +48,7 @@ struct gfs_opts {
     int allow_nested;
     int readonly;
     int no_insert;
+    int tensor_dio; /* -o tensor_direct_io */
     double timeout;
     size_t max_value; /* bytes a meta file being written may hold */
     enum gfs_pt_mode passthrough;
@@ -58,6 +59,7 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
+    GFS_OPT("tensor_direct_io", tensor_dio, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
@@ -564,7 +566,9 @@ static void usage(const char *prog) {
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n"
         "    -o passthrough=auto|off  serve the unedited live view by FUSE\n"
-        "                           passthrough when possible (default auto)\n\n",
+        "                           passthrough when possible (default auto)\n"
+        "    -o tensor_direct_io    open tensor files with direct I/O (bulk\n"
+        "                           sequential readers: faster once, no cache)\n\n",
         prog, prog, prog, prog, prog);
 }
 
@@ -799,6 +803,7 @@ static void init_state(struct gfs_main *m) {
     m->fs.commit_flags = m->o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
     m->fs.timeout = m->o.timeout;
     m->fs.max_value = m->o.max_value;
+    m->fs.tensor_dio = m->o.tensor_dio;
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);

@@ -89,6 +89,7 @@
 
 /* Protocol 7.40 items the system's header (Linux 6.1) predates. */
 #define PT_INIT_FLAGS2_PASSTHROUGH (1u << 5) /* FUSE_PASSTHROUGH >> 32 */
+#define PT_INIT_FLAGS2_DIO_MMAP (1u << 4) /* FUSE_DIRECT_IO_ALLOW_MMAP >> 32 */
 #define PT_FOPEN_PASSTHROUGH (1u << 7)
 #define PT_INIT_OUT_MAX_STACK_DEPTH 36 /* offset in struct fuse_init_out */
 #define PT_OPEN_OUT_BACKING_ID 12      /* offset in struct fuse_open_out */
@@ -141,6 +142,9 @@ struct gfs_pt {
     enum gfs_pt_mode mode;
     int devfd;
     atomic_int offered;    /* the kernel's INIT offered passthrough */
+    atomic_int offered_dio_mmap; /* ... and FUSE_DIRECT_IO_ALLOW_MMAP */
+    int want_pt;                 /* ask for passthrough (auto, root) */
+    int want_dio_mmap;           /* ask for DIRECT_IO_ALLOW_MMAP */
     atomic_int negotiated; /* our INIT reply asked for it */
     atomic_uint_fast64_t init_unique;
     atomic_int init_seen;
@@ -172,6 +176,9 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud) {
             atomic_store(&fs->pt->offered,
                          (flags & FUSE_INIT_EXT) &&
                              (flags2 & PT_INIT_FLAGS2_PASSTHROUGH));
+            atomic_store(&fs->pt->offered_dio_mmap,
+                         (flags & FUSE_INIT_EXT) &&
+                             (flags2 & PT_INIT_FLAGS2_DIO_MMAP));
             atomic_store(&fs->pt->init_unique, in.unique);
             atomic_store(&fs->pt->init_seen, 1);
         }
@@ -179,7 +186,9 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud) {
     return r;
 }
 
-/* The INIT reply: ask for passthrough (see the top comment). */
+/* The INIT reply: ask for passthrough (see the top comment) and, for -o
+ * tensor_direct_io, for shared mmap of direct-I/O files
+ * (FUSE_DIRECT_IO_ALLOW_MMAP, bit 36, protocol 7.39). */
 static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
     if (count < 2 || iov[1].iov_len < PT_INIT_OUT_MAX_STACK_DEPTH + 4)
         return;
@@ -189,10 +198,14 @@ static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
     memcpy(&flags2, o + offsetof(struct fuse_init_out, flags2), 4);
     if (!(flags & FUSE_INIT_EXT) || (flags & FUSE_WRITEBACK_CACHE))
         return;
-    flags2 |= PT_INIT_FLAGS2_PASSTHROUGH;
+    if (pt->want_dio_mmap && atomic_load(&pt->offered_dio_mmap))
+        flags2 |= PT_INIT_FLAGS2_DIO_MMAP;
+    if (pt->want_pt && atomic_load(&pt->offered)) {
+        flags2 |= PT_INIT_FLAGS2_PASSTHROUGH;
+        memcpy(o + PT_INIT_OUT_MAX_STACK_DEPTH, &depth, 4);
+        atomic_store(&pt->negotiated, 1);
+    }
     memcpy(o + offsetof(struct fuse_init_out, flags2), &flags2, 4);
-    memcpy(o + PT_INIT_OUT_MAX_STACK_DEPTH, &depth, 4);
-    atomic_store(&pt->negotiated, 1);
 }
 
 static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud) {
@@ -212,8 +225,7 @@ static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud) {
             memcpy(o + offsetof(struct fuse_open_out, open_flags), &fl, 4);
             memcpy(o + PT_OPEN_OUT_BACKING_ID, &id, 4);
         } else if (out.error == 0 && atomic_load(&pt->init_seen) &&
-                   out.unique == atomic_load(&pt->init_unique) &&
-                   pt->mode == GFS_PT_AUTO && atomic_load(&pt->offered)) {
+                   out.unique == atomic_load(&pt->init_unique)) {
             patch_init(pt, iov, count);
         }
     }
@@ -237,7 +249,9 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
     pthread_mutex_init(&pt->mu, NULL);
     fs->pt = pt;
     /* Only root may register backing files: elsewhere nothing to ask. */
-    if (mode == GFS_PT_OFF || geteuid() != 0)
+    pt->want_pt = mode == GFS_PT_AUTO && geteuid() == 0;
+    pt->want_dio_mmap = fs->tensor_dio;
+    if (!pt->want_pt && !pt->want_dio_mmap)
         return 0;
     static const struct fuse_custom_io io = {
         .read = pt_read, .writev = pt_writev, .splice_send = pt_splice_send};
