@@ -426,8 +426,10 @@ enum gguf_commit_flags {
 
 /* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
  * moving no tensor byte when the header still fits, crash-safely: a
- * journal FILE.ggufs-journal beside the file is fsync'ed before the file is
- * touched, so a kill at any instant leaves a state gguf_recover completes.
+ * journal FILE.ggufs-journal beside the file (in the user's state
+ * directory if the file's directory is not writable) is fsync'ed before
+ * the file is touched, so a kill at any instant leaves a state
+ * gguf_recover completes.
  * Refuses with GGUF_E_CHANGED if the file's identity, size, mtime or ctime
  * differ from what ctx last saw (the ctime catches an in-place write whose
  * mtime was put back).  On success ctx describes the file as written
@@ -452,8 +454,9 @@ enum gguf_status gguf_recover(const char *path, bool *did,
  * by a rewrite), f->fd is the new file afterwards. */
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
-/* True if a journal of an interrupted commit lies beside path (then
- * gguf_recover completes it). */
+/* True if a journal of an interrupted commit lies beside path, or in the
+ * user's state directory for path's device and inode (a commit whose
+ * directory was not writable); gguf_recover completes it. */
 bool gguf_commit_interrupted(const char *path);
 /* Saves ctx's metadata (all keys, as a tensor-less GGUF, plus the list of
  * removed keys) to a new file beside the GGUF, named in out (>= PATH_MAX),
