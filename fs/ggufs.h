@@ -187,6 +187,7 @@ struct gfs {
     struct gfs_extent *ext; /* shard sets: the merged data layout */
     uint64_t merged_data_size;
     const char *path;      /* absolute path of the GGUF */
+    const char *mnt;       /* the mountpoint, for messages */
     const char *live_name; /* file name of the live view in the root, or
                               NULL */
     uid_t uid;
@@ -216,6 +217,7 @@ struct gfs {
     size_t n_errors;
     uint64_t generation;         /* bumped by every applied edit */
     uint64_t saved_generation;   /* edits already saved after a failed commit */
+    char saved_path[4096];       /* where they were saved ("" if never) */
     uint64_t pending_generation; /* edits kept as the pending record */
     int pending_kept;      /* a pending record exists (as far as we know) */
     int pending_failed;    /* the last save of it failed */

@@ -769,6 +769,7 @@ static void name_live_view(struct gfs_main *m) {
 /* The rest of struct gfs, from the options, and its locks. */
 static void init_state(struct gfs_main *m) {
     m->fs.path = m->path;
+    m->fs.mnt = m->co.mountpoint ? m->co.mountpoint : m->o.mnt;
     m->fs.uid = getuid();
     m->fs.gid = getgid();
     m->fs.readonly = m->o.readonly;

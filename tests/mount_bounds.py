@@ -460,6 +460,65 @@ def sec_quoting(ctx):
     return "escaped"
 
 
+def sec_save_fails(ctx):
+    """Item 11: a commit fails (no space) and saving the edits fails too:
+    the message says they were NOT saved and where they still are (the
+    mount, the pending record); freeing space and committing again loses
+    nothing."""
+    d = ctx.dir("nosave")
+    fs_dir = os.path.join(d, "fs")
+    os.mkdir(fs_dir)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "none", fs_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise J.Skip("mount -t tmpfs failed: %s" % r.stderr.decode(errors="replace").strip())
+    ctx.tmpfs = fs_dir
+    mnt = os.path.join(d, "mnt")
+    old_tmp = os.environ.get("TMPDIR")
+    try:
+        path = os.path.join(fs_dir, "model.gguf")
+        p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", "1",
+                            "--n-tensors", "2", "--vocab", "300"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        if p.returncode != 0:
+            raise Fail("mkfixture failed: %s" % p.stderr.decode(errors="replace"))
+        os.environ["TMPDIR"] = fs_dir  # the saved-edits fallback: full too
+        with ME.Watchdog(mnt, 120, "failed save"):
+            ME.mount(path, mnt)
+            ME.write_file(os.path.join(mnt, "meta", "general.name"), b"x" * 3000 + b"\n")
+            filler = os.path.join(fs_dir, "filler")
+            subprocess.run(["dd", "if=/dev/zero", "of=" + filler, "bs=64k"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            fd = os.open(os.path.join(mnt, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+                raise Fail("fsync of meta/ (a commit) succeeded on a full filesystem")
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            msg = os.getxattr(mnt, "user.ggufs.commit").decode(errors="replace")
+            for want in ("NOT saved", mnt, "kept durably", "--apply-pending"):
+                if want not in msg:
+                    raise Fail("failed-save report lacks %r: %r" % (want, msg))
+            if any(".ggufs-edits-" in n for n in os.listdir(fs_dir)):
+                raise Fail("a saved-edits file was reported missing but exists: %r"
+                           % os.listdir(fs_dir))
+            os.unlink(filler)
+            ME.ggufs_u(mnt, 0, "commit after space was freed")
+        if value_of(path, b"general.name") != ME.sval(b"x" * 3000):
+            raise Fail("the edit was lost after the failed save")
+        return "report: %s" % msg[msg.index("commit failed"):][:160]
+    finally:
+        if old_tmp is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = old_tmp
+        ME.cleanup_mounts(d)
+        subprocess.run(["umount", fs_dir], stderr=subprocess.DEVNULL)
+        ctx.tmpfs = None
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -467,6 +526,7 @@ SECTIONS = [
     ("GGUF truncated under the mount", sec_short_file),
     ("arrays of arrays refused where the shell sees it", sec_nested),
     ("names with control bytes escaped in messages", sec_quoting),
+    ("a commit and the save of its edits both fail", sec_save_fails),
 ]
 
 
