@@ -96,7 +96,7 @@ static enum gguf_status apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
     size_t kl, pl;
     const char *key = gguf_kv_key(e, i, &kl);
     const uint8_t *p = gguf_kv_payload(e, i, &pl);
-    if (gguf_key_is_filler(key, kl))
+    if (gguf_kv_is_padding(e, i))
         return GGUF_OK;
     if (is_removal_list(e, i)) {
         uint64_t count = gguf_kv_arr_n(e, i), off = 12;

@@ -519,6 +519,70 @@ def sec_save_fails(ctx):
         ctx.tmpfs = None
 
 
+def foreign_padding_gguf(path):
+    """A GGUF v3 without tensors whose FIRST key is ggufs.padding = "someone
+    else's data" (not ggufs's filler: not last, not spaces), then
+    general.name = "p"."""
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = s(b"ggufs.padding") + struct.pack("<I", 8) + s(b"someone else's data")
+    kv += s(b"general.name") + struct.pack("<I", 8) + s(b"p")
+    h = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv
+    with open(path, "wb") as f:
+        f.write(h + b"\0" * (-len(h) % 32))
+
+
+def sec_foreign_padding(ctx):
+    """Item 12: a key named ggufs.padding that ggufs did not write is a
+    normal key: listed, its value kept; a commit that needs padding is
+    refused (a second key of that name would make the file invalid) and
+    says why; once the user removes it, the commit goes through."""
+    d = ctx.dir("padding")
+    mnt = os.path.join(d, "mnt")
+    path = os.path.join(d, "p.gguf")
+    foreign_padding_gguf(path)
+    if J.refdump(path)[0] != "ggml-accepts":
+        raise Fail("ggml rejects the fixture")
+    before = J.file_sha256(path)
+    with ME.Watchdog(mnt, 60, "foreign padding"):
+        ME.mount(path, mnt)
+        try:
+            k = os.path.join(mnt, "meta", "ggufs.padding")
+            if "ggufs.padding" not in os.listdir(os.path.join(mnt, "meta")):
+                raise Fail("someone else's ggufs.padding key is hidden")
+            if ME.read(k) != b"someone else's data\n":
+                raise Fail("its value reads %r" % ME.read(k))
+            ME.write_file(os.path.join(mnt, "meta", "general.name"), b"a much longer name that no longer fits in the header\n")
+            fd = os.open(os.path.join(mnt, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+                refused = False
+            except OSError:
+                refused = True
+            finally:
+                os.close(fd)
+            msg = os.getxattr(mnt, "user.ggufs.commit").decode(errors="replace")
+            if not refused or "ggufs.padding" not in msg:
+                raise Fail("commit beside a foreign ggufs.padding: refused=%s, report %r"
+                           % (refused, msg))
+            if J.file_sha256(path) != before:
+                raise Fail("the refused commit changed the file")
+            os.unlink(k)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        ME.ggufs_u(mnt, 0, "after removing the foreign key")
+    verdict, ref = J.refdump(path)
+    if verdict != "ggml-accepts":
+        raise Fail("ggml rejects the committed file")
+    names = [kv.key for kv in ref.kvs]
+    if b"general.name" not in names or names.count(b"ggufs.padding") > 1:
+        raise Fail("keys after the commit: %r" % names)
+    if value_of(path, b"general.name") != ME.sval(b"a much longer name that no longer fits in the header"):
+        raise Fail("general.name was not committed")
+    return "listed, refused with %r, committed once removed" % msg[msg.index("commit failed"):][:90]
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -527,6 +591,7 @@ SECTIONS = [
     ("arrays of arrays refused where the shell sees it", sec_nested),
     ("names with control bytes escaped in messages", sec_quoting),
     ("a commit and the save of its edits both fail", sec_save_fails),
+    ("someone else's ggufs.padding key", sec_foreign_padding),
 ]
 
 
