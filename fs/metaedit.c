@@ -107,9 +107,10 @@ struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
     return NULL;
 }
 
-static void scratch_free(struct gfs_scratch *s) {
+static void scratch_free(struct gfs *fs, struct gfs_scratch *s) {
     if (!s)
         return;
+    (void)gfs_mem_grant(fs, &s->granted, 0);
     free(s->name);
     free(s->from);
     gguf_buf_free(&s->data);
@@ -120,7 +121,7 @@ static void scratch_remove(struct gfs *fs, struct gfs_scratch *s) {
     for (struct gfs_scratch **pp = &fs->scratch; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
-            scratch_free(s);
+            scratch_free(fs, s);
             fs->n_scratch--;
             return;
         }
@@ -542,6 +543,8 @@ static int key_to_file(struct gfs *fs, int64_t i, fuse_ino_t ino,
         scratch_remove(fs, ts);
     if (!(s = scratch_new(fs, to, &rc)))
         goto out;
+    if ((rc = gfs_mem_grant(fs, &s->granted, t->len)))
+        goto out;
     if (gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK ||
         gfs_kv_fname(fs, i, &fname)) {
         rc = ENOMEM;
@@ -737,6 +740,11 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     if (s) {
         if ((size_t)size > fs->max_value)
             return EFBIG;
+        int g = (size_t)size > s->data.len
+                    ? gfs_mem_grant(fs, &s->granted, (size_t)size)
+                    : 0;
+        if (g)
+            return g;
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
             return ENOMEM;
@@ -937,7 +945,7 @@ void gfs_meta_free(struct gfs *fs) {
     while (fs->scratch) {
         struct gfs_scratch *s = fs->scratch;
         fs->scratch = s->next;
-        scratch_free(s);
+        scratch_free(fs, s);
     }
     fs->n_scratch = 0;
     while (fs->ghosts) {

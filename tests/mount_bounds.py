@@ -583,6 +583,49 @@ def sec_foreign_padding(ctx):
     return "listed, refused with %r, committed once removed" % msg[msg.index("commit failed"):][:90]
 
 
+def sec_total_cap(ctx):
+    """Item 5: all files in meta/ being written together are bounded
+    (-o max_drafts), not only each one (-o max_value): past it, ENOSPC
+    before anything is allocated; removing one frees its share."""
+    d = ctx.dir("total")
+    mnt = os.path.join(d, "mnt")
+    path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    before = J.file_sha256(path)
+    with ME.Watchdog(mnt, 120, "total cap"):
+        ME.mount(path, mnt, ["-o", "max_value=1M,max_drafts=3M"])
+        try:
+            chunk = b"a" * (900 * 1024)
+            made, refused = [], None
+            for n in range(5):
+                f = os.path.join(mnt, "meta", "X%d.swp" % n)  # not a key name: a FILE
+                try:
+                    ME.write_file(f, chunk, os.O_WRONLY | os.O_CREAT)
+                    made.append(f)
+                except OSError as e:
+                    refused = e.errno
+                    break
+            if len(made) != 3 or refused != errno.ENOSPC:
+                raise Fail("900 KiB FILEs under max_drafts=3M: %d made, then %s (want 3, ENOSPC)"
+                           % (len(made), refused and errno.errorcode[refused]))
+            # a key's draft counts too
+            k = os.path.join(mnt, "meta", "general.name")
+            try:
+                ME.write_file(k, b"b" * (400 * 1024) + b"\n")
+                raise Fail("a 400 KiB draft past the total cap succeeded")
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise Fail("a draft past the total cap: %s (want ENOSPC)" % e)
+            os.unlink(made[0])
+            ME.write_file(os.path.join(mnt, "meta", "Y.swp"), chunk, os.O_WRONLY | os.O_CREAT)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    if J.file_sha256(path) != before:
+        raise Fail("FILEs and a refused draft changed the GGUF")
+    return "3 x 900 KiB, then ENOSPC; freed by rm"
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -592,6 +635,7 @@ SECTIONS = [
     ("names with control bytes escaped in messages", sec_quoting),
     ("a commit and the save of its edits both fail", sec_save_fails),
     ("someone else's ggufs.padding key", sec_foreign_padding),
+    ("a bound on all drafts together", sec_total_cap),
 ]
 
 
