@@ -626,6 +626,67 @@ def sec_total_cap(ctx):
     return "3 x 900 KiB, then ENOSPC; freed by rm"
 
 
+def sec_memlimit(ctx):
+    """Item 5, "the memory caps hold under a memory limit": the daemon runs
+    with its address space limited (RLIMIT_AS, 640 MiB; no cgroups here)
+    and is driven at every cap at once: truncate -s 5G, a 100 MB dd, 300
+    FILEs of 1 MiB.  It stays up, serves, and the GGUF is unchanged.
+    AddressSanitizer reserves terabytes of address space: skipped there."""
+    import resource
+    ldd = subprocess.run(["ldd", ME.ggufs_exe()], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if b"libasan" in ldd.stdout:
+        return "skipped under AddressSanitizer (it reserves terabytes of address space)"
+    d = ctx.dir("memlimit")
+    mnt = os.path.join(d, "mnt")
+    os.makedirs(mnt)
+    path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    before = J.file_sha256(path)
+    limit = 640 * MiB
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with ME.Watchdog(mnt, 300, "memory limit"):
+        # glibc reserves 64 MiB of address space per thread arena: two
+        # arenas keep RLIMIT_AS about memory actually used
+        env = dict(os.environ, MALLOC_ARENA_MAX="2")
+        p = J.run_ggufs([path, mnt], preexec_fn=limited, env=env)
+        if p.returncode != 0:
+            raise Fail("ggufs under RLIMIT_AS=640M: exit %d %r" % (p.returncode, p.stderr))
+        try:
+            pid = daemon_pid(mnt)
+            subprocess.run(["truncate", "-s", "5G", os.path.join(mnt, "meta", "x.tmp")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(["dd", "if=/dev/zero", "of=" + os.path.join(mnt, "meta", "mytool.big"),
+                            "bs=1M", "count=100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            refused = 0
+            for n in range(300):
+                try:
+                    ME.write_file(os.path.join(mnt, "meta", "F%d.swp" % n), b"z" * MiB,
+                                  os.O_WRONLY | os.O_CREAT)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise Fail("FILE %d under the memory limit: %s (want ENOSPC past max_drafts)"
+                                   % (n, e))
+                    refused += 1
+            if not os.path.exists("/proc/%d" % pid) or J.mountinfo_entry(mnt) is None:
+                raise Fail("the daemon died under RLIMIT_AS=640M")
+            if ME.read(os.path.join(mnt, "meta", "general.architecture")) == b"":
+                raise Fail("the daemon no longer serves")
+            hwm = vm_hwm(pid)
+            for n in ("x.tmp", "mytool.big"):  # created (empty) by truncate and dd
+                os.unlink(os.path.join(mnt, "meta", n))
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    if J.file_sha256(path) != before:
+        raise Fail("the refused writes changed the GGUF")
+    if refused < 40:
+        raise Fail("only %d of 300 1-MiB FILEs were refused (max_drafts is 256M)" % refused)
+    return "alive; %d FILEs refused (ENOSPC); VmHWM %.1f MiB" % (refused, hwm / MiB)
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -636,6 +697,7 @@ SECTIONS = [
     ("a commit and the save of its edits both fail", sec_save_fails),
     ("someone else's ggufs.padding key", sec_foreign_padding),
     ("a bound on all drafts together", sec_total_cap),
+    ("the caps under a memory limit", sec_memlimit),
 ]
 
 
