@@ -36,6 +36,7 @@ enum {
     KEY_MAX_THREADS,
     KEY_MAX_IDLE,
     KEY_MAX_VALUE,
+    KEY_MAX_DRAFTS,
     KEY_PASSTHROUGH
 };
 
@@ -50,7 +51,8 @@ struct gfs_opts {
     int no_insert;
     int tensor_dio; /* -o tensor_direct_io */
     double timeout;
-    size_t max_value; /* bytes a meta file being written may hold */
+    size_t max_value;  /* bytes a meta file being written may hold */
+    size_t max_drafts; /* bytes all of them together may hold */
     enum gfs_pt_mode passthrough;
 };
 
@@ -62,7 +64,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("tensor_direct_io", tensor_dio, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
-    FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
+    KEY_MAX_DRAFTS,
+    KEY_PASSTHROUGH
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
@@ -171,6 +174,15 @@ static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
         }
         return 0;
     }
+    if (key == KEY_MAX_DRAFTS) {
+        if (parse_size(val, 1, SIZE_MAX / 2, &o->max_drafts) != 0) {
+            usage_note("-o %s: the size is a number of bytes (suffix K, M "
+                       "or G for KiB, MiB, GiB), at least 1",
+                       arg);
+            return -1;
+        }
+        return 0;
+    }
     if (key == KEY_TIMEOUT) {
         char *end = NULL;
         double t = *val ? strtod(val, &end) : -1;
@@ -209,6 +221,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
         return -1;
     case KEY_TIMEOUT:
     case KEY_MAX_VALUE:
+    case KEY_MAX_DRAFTS:
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
@@ -563,6 +576,8 @@ static void usage(const char *prog) {
         "    -o ro                  read-only: every change fails with EROFS\n"
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
+        "    -o max_drafts=SIZE     most bytes all files in meta/ being written\n"
+        "                           may hold together (default 256M; ENOSPC)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n"
         "    -o passthrough=auto|off  serve the unedited live view by FUSE\n"
@@ -796,6 +811,7 @@ static void name_live_view(struct gfs_main *m) {
 /* The rest of struct gfs, from the options, and its locks. */
 static void init_state(struct gfs_main *m) {
     m->fs.path = m->path;
+    m->fs.mnt = m->co.mountpoint ? m->co.mountpoint : m->o.mnt;
     m->fs.uid = getuid();
     m->fs.gid = getgid();
     m->fs.readonly = m->o.readonly;
@@ -804,6 +820,7 @@ static void init_state(struct gfs_main *m) {
     m->fs.timeout = m->o.timeout;
     m->fs.max_value = m->o.max_value;
     m->fs.tensor_dio = m->o.tensor_dio;
+    m->fs.max_drafts = m->o.max_drafts;
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
@@ -947,6 +964,7 @@ int main(int argc, char *argv[]) {
         .args = FUSE_ARGS_INIT(argc, argv),
         .o = {.timeout = 3600.0,
               .max_value = GFS_MAX_VALUE_DEFAULT,
+              .max_drafts = GFS_MAX_DRAFTS_DEFAULT,
               .passthrough = default_passthrough()},
         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
