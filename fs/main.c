@@ -64,8 +64,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("tensor_direct_io", tensor_dio, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
-    KEY_MAX_DRAFTS,
-    KEY_PASSTHROUGH
+    FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
+    FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
