@@ -756,6 +756,55 @@ START_TEST(commit_grow_rewrite) {
 }
 END_TEST
 
+/* GGUF_COMMIT_NEW_FILE (readers map the file: issue 12): an edit that
+ * fits is still written as a new file renamed over the old one; a reader
+ * holding the old file keeps its bytes, untouched. */
+START_TEST(commit_new_file) {
+    setup_files();
+    fresh_work();
+    struct gguf_error err = {0};
+    struct gguf_commit_info info;
+    struct snap old, new;
+    char msg[512];
+    struct stat before, after;
+
+    gguf_ctx *ctx = open_rw(g_work);
+    snap_take(&old, ctx, g_work);
+    uint64_t d = gguf_data_offset(ctx);
+    ck_assert_int_eq(stat(g_work, &before), 0);
+    int reader = open(g_work, O_RDONLY);
+    ck_assert_int_ge(reader, 0);
+    size_t len = (size_t)before.st_size;
+    char *orig = malloc(len), *again = malloc(len);
+    ck_assert(orig && again);
+    ck_assert_int_eq(pread(reader, orig, len, 0), (ssize_t)len);
+    apply_edits(ctx, E_INPLACE);
+    snap_take(&new, ctx, NULL);
+    new.data_hash = old.data_hash;
+    new.data_len = old.data_len;
+
+    ck_assert_msg(gguf_commit(ctx, GGUF_COMMIT_NEW_FILE, &info, &err) == GGUF_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(info.how, GGUF_COMMIT_REWRITE);
+    ck_assert_uint_eq(info.new_data_offset, d); /* the header fit */
+    ck_assert(!sidecar_exists(g_work, NEWFILE));
+    ck_assert(!sidecar_exists(g_work, JOURNAL));
+    ck_assert_int_eq(stat(g_work, &after), 0);
+    ck_assert_uint_ne(after.st_ino, before.st_ino);
+    ck_assert_int_eq(pread(reader, again, len, 0), (ssize_t)len);
+    ck_assert(memcmp(orig, again, len) == 0);
+    close(reader);
+    free(orig);
+    free(again);
+    gguf_close(ctx);
+    ck_assert_int_eq(classify(g_work, &old, &new, msg, sizeof msg), 1);
+    ref_accepts(g_work);
+    snap_free(&old);
+    snap_free(&new);
+    remove_dir();
+}
+END_TEST
+
 /* A real file written by llama.cpp's tools: grow, then in place. */
 START_TEST(commit_real_model) {
     char src[PATH_MAX];
@@ -1656,6 +1705,7 @@ static Suite *suite(void) {
     tcase_add_test(c, commit_noop);
     tcase_add_test(c, commit_grow_insert);
     tcase_add_test(c, commit_grow_rewrite);
+    tcase_add_test(c, commit_new_file);
     tcase_add_test(c, commit_real_model);
     tcase_add_loop_test(c, commit_changed, 0, 4);
     tcase_add_test(c, commit_refusals);
