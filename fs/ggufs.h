@@ -212,8 +212,8 @@ struct gfs {
     unsigned commit_flags;
     double timeout;   /* entry/attr timeout, seconds */
     size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
-    int tensor_dio;   /* -o tensor_direct_io: tensor opens bypass the page
-                         cache (see open_tensor in fileops.c) */
+    int tensor_dio;    /* -o tensor_direct_io: tensor opens bypass the page
+                          cache (see open_tensor in fileops.c) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     /* Read-only mounts: set once an open finds the GGUF changed since the

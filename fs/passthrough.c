@@ -22,11 +22,13 @@
  *  - An epoch is served one way for all its opens: passthrough with one
  *    backing id, or cached; the first open of the current epoch decides.
  *    A late open of an older epoch (a lookup raced with an edit, or
- *    /proc/PID/fd/N reopened) is a passthrough open again if that epoch
- *    has passthrough opens (same backing), else a direct-I/O open of the
- *    current view (never the inode's page cache, which may hold another
- *    version).  So no open fails with EIO because of the kernel's rules
- *    below, and an open file never mixes versions.
+ *    /proc/PID/fd/N reopened) that is still open elsewhere is served as
+ *    those opens are (passthrough with the same backing, or cached with
+ *    that version's header, kept while open); one that nothing holds open
+ *    is given the current version, and every open of it then drops the
+ *    inode's page cache (it may hold the old version).  So no open fails
+ *    with EIO because of the kernel's rules below, and an open file never
+ *    mixes versions.
  *  - While passthrough opens read the GGUF, a commit must not change that
  *    file's bytes: gfs_pt_commit_flags asks the library for a new file
  *    beside, renamed over (GGUF_COMMIT_NEW_FILE; costs a copy), so those
@@ -134,6 +136,10 @@ struct pt_epoch {
     struct gfs_text *hdr; /* its header (a reference): a late open of a
                              cached epoch is served this version */
     enum pt_how how;
+    int reused; /* an older inode given the version current when it was
+                   reopened: its page cache may still hold pages of its
+                   first version until each open drops it (see
+                   gfs_pt_view_open) */
     struct pt_backing *bk; /* passthrough: its backing */
     unsigned opens;        /* open files of this inode (any way) */
 };
@@ -141,11 +147,11 @@ struct pt_epoch {
 struct gfs_pt {
     enum gfs_pt_mode mode;
     int devfd;
-    atomic_int offered;    /* the kernel's INIT offered passthrough */
+    atomic_int offered;          /* the kernel's INIT offered passthrough */
     atomic_int offered_dio_mmap; /* ... and FUSE_DIRECT_IO_ALLOW_MMAP */
     int want_pt;                 /* ask for passthrough (auto, root) */
     int want_dio_mmap;           /* ask for DIRECT_IO_ALLOW_MMAP */
-    atomic_int negotiated; /* our INIT reply asked for it */
+    atomic_int negotiated;       /* our INIT reply asked for it */
     atomic_uint_fast64_t init_unique;
     atomic_int init_seen;
 
@@ -453,7 +459,10 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
     if (!e) {
         /* An older version's inode that nothing holds open (else its
          * record would be kept): it shows the current version from now
-         * on, its page cache dropped at this open. */
+         * on.  Its page cache may hold pages of its old version: every
+         * open of it drops the cache (keep_cache 0), so that none reads
+         * them, even one the kernel completes before this open's own
+         * invalidation. */
         e = calloc(1, sizeof *e);
         if (e) {
             e->n = n;
@@ -464,6 +473,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
             e->hdr = hdr;
             atomic_fetch_add(&hdr->refs, 1);
             e->how = PT_CACHED;
+            e->reused = 1;
             e->next = pt->epochs ? pt->epochs->next : NULL;
             if (pt->epochs)
                 pt->epochs->next = e;
@@ -472,7 +482,8 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         }
         fi->keep_cache = 0;
     } else {
-        fi->keep_cache = 1; /* the inode only ever shows this version */
+        /* A new inode only ever shows its version: keep its cache. */
+        fi->keep_cache = !e->reused;
     }
     if (e && e == c && e->how == PT_UNDECIDED) {
         e->bk = eligible(fs, e) ? backing(fs) : NULL;

@@ -141,7 +141,9 @@ def reader(view, seconds, q, keep):
                 b = m[:]
                 m.close()
                 if b != a:
-                    errors.append("open %d: mmap differs from read (%s vs %s)" % (k, sha(b)[:12], sha(a)[:12]))
+                    at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+                    errors.append("open %d: mmap differs from read (%s vs %s; %d and %d bytes, first "
+                                  "difference at %d)" % (k, sha(b)[:12], sha(a)[:12], len(b), len(a), at))
             if keep and len(held) < 4:
                 held.append((fd, sha(a)))
             else:
