@@ -100,7 +100,7 @@ struct gfs_ghost {
     size_t klen;
     char *fname; /* its file name in meta/ (escaped, maybe hashed) */
     enum gguf_type type, arr_type;
-    int64_t pos;
+    uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
@@ -221,6 +221,11 @@ struct gfs {
     size_t n_ghosts;
     fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
+    struct gfs_ord {
+        uint32_t id;
+        uint64_t ord;
+    } *ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
+    size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
     uint64_t generation;         /* bumped by every applied edit */
