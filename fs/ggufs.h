@@ -118,6 +118,13 @@ struct gfs_ghost {
 /* The most bytes all drafts and FILEs together may hold (memcap.c), unless
  * -o max_drafts=SIZE says otherwise. */
 #define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
+/* Texts of values (tree.c).  The size of a file in meta/ is measured, never
+ * made; a text is made only when a file is opened, at most GFS_MAX_TEXT
+ * bytes (larger values: EFBIG at open, said in the log: a 4 KB sparse
+ * header of 400 M bools would make 2.4 GB), and kept for later opens while
+ * all kept texts stay under GFS_TEXT_CACHE bytes. */
+#define GFS_MAX_TEXT ((uint64_t)256 << 20)
+#define GFS_TEXT_CACHE ((size_t)64 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -242,6 +249,9 @@ struct gfs {
     pthread_mutex_t text_lock;
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
+    size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
+    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
+    size_t n_sizes;
     struct gfs_text *live; /* the live view's header, for generation
                               live_gen */
     uint64_t live_gen;
@@ -278,9 +288,12 @@ double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
+/* The length of kv index i's text, measured once (gguf_render_size), never
+ * rendered: 0 or errno.  Takes text_lock. */
+int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size);
 /* Returns the rendered text of kv index i with a new reference (release
- * with gfs_text_put), rendering it on first use; NULL and *err on failure.
- * Takes text_lock. */
+ * with gfs_text_put), rendering it on first use; NULL and *err on failure
+ * (EFBIG past GFS_MAX_TEXT).  Takes text_lock. */
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);

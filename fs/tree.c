@@ -3,6 +3,7 @@
  * and the cache of rendered meta files.
  */
 #include "ggufs.h"
+#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -151,15 +152,14 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         int64_t i = gfs_kv_index(fs, ino);
         if (i < 0)
             return ENOENT;
-        int err = 0;
-        struct gfs_text *t = gfs_text_get(fs, i, &err);
-        if (!t)
+        uint64_t size = 0;
+        int err = gfs_text_size(fs, i, &size);
+        if (err)
             return err;
         st->st_mode = S_IFREG | (fs->readonly ? 0444 : 0644);
         st->st_nlink = 1;
-        st->st_size = (off_t)t->len;
+        st->st_size = (off_t)size;
         st->st_blocks = (st->st_size + 511) / 512;
-        gfs_text_put(t);
         return 0;
     }
     case GFS_SCRATCH: {
@@ -299,11 +299,58 @@ void gfs_text_put(struct gfs_text *t) {
         free(t);
 }
 
+/* Grows a by-id array of elem-sized slots (zeroed) to hold id.  0 or
+ * ENOMEM.  Caller holds text_lock. */
+static int grow_by_id(void **arr, size_t *n, uint32_t id, size_t elem) {
+    if (id < *n)
+        return 0;
+    size_t m = *n ? *n : 64;
+    while (m <= id)
+        m *= 2;
+    char *p = realloc(*arr, m * elem);
+    if (!p)
+        return ENOMEM;
+    memset(p + *n * elem, 0, (m - *n) * elem);
+    *arr = p;
+    *n = m;
+    return 0;
+}
+
+/* gfs_text_size's body; caller holds text_lock. */
+static int text_size_locked(struct gfs *fs, int64_t i, uint64_t *size) {
+    uint32_t id = gguf_kv_id(fs->ctx, i);
+    struct gguf_error gerr = {0};
+    if (id < fs->n_texts && fs->texts[id]) {
+        *size = fs->texts[id]->len;
+        return 0;
+    }
+    if (id < fs->n_sizes && fs->sizes[id]) {
+        *size = fs->sizes[id] - 1;
+        return 0;
+    }
+    size_t plen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    if (gguf_render_size(gguf_kv_type(fs->ctx, i), p, plen, size, &gerr) !=
+        GGUF_OK)
+        return gfs_errno(&gerr);
+    if (!grow_by_id((void **)&fs->sizes, &fs->n_sizes, id, sizeof *fs->sizes))
+        fs->sizes[id] = *size + 1;
+    return 0;
+}
+
+int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size) {
+    pthread_mutex_lock(&fs->text_lock);
+    int err = text_size_locked(fs, i, size);
+    pthread_mutex_unlock(&fs->text_lock);
+    return err;
+}
+
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
     uint32_t id = gguf_kv_id(fs->ctx, i);
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
     struct gguf_error gerr = {0};
+    uint64_t size = 0;
 
     pthread_mutex_lock(&fs->text_lock);
     if (id < fs->n_texts && fs->texts[id]) {
@@ -311,7 +358,22 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         atomic_fetch_add(&t->refs, 1);
         goto out;
     }
-    /* Rendered lazily, never at mount: a mount costs the header only. */
+    /* Rendered lazily, never at mount: a mount costs the header only; and
+     * only up to GFS_MAX_TEXT, measured first. */
+    if ((*err = text_size_locked(fs, i, &size)))
+        goto out;
+    if (size > GFS_MAX_TEXT) {
+        size_t klen;
+        char q[GGUF_QUOTE_MAX];
+        const char *key = gguf_kv_key(fs->ctx, i, &klen);
+        gfs_log(fs,
+                "%s: meta/%s: its text would be %llu bytes, more than ggufs "
+                "makes (%llu): not opened (EFBIG)",
+                fs->path, gguf_quote(q, sizeof q, key, klen),
+                (unsigned long long)size, (unsigned long long)GFS_MAX_TEXT);
+        *err = EFBIG;
+        goto out;
+    }
     size_t plen;
     const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
     if (gguf_render(gguf_kv_type(fs->ctx, i), p, plen, &b, &gerr) != GGUF_OK) {
@@ -323,19 +385,14 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         *err = ENOMEM;
         goto out;
     }
-    if (id >= fs->n_texts) {
-        size_t n = fs->n_texts ? fs->n_texts : 64;
-        while (n <= id)
-            n *= 2;
-        struct gfs_text **nt = realloc(fs->texts, n * sizeof *nt);
-        if (!nt)
-            goto out; /* serve uncached */
-        memset(nt + fs->n_texts, 0, (n - fs->n_texts) * sizeof *nt);
-        fs->texts = nt;
-        fs->n_texts = n;
+    /* Kept for later opens while the kept texts stay small; otherwise the
+     * openers' references are the only ones. */
+    if (fs->texts_bytes + t->len <= GFS_TEXT_CACHE &&
+        !grow_by_id((void **)&fs->texts, &fs->n_texts, id, sizeof *fs->texts)) {
+        fs->texts[id] = t;
+        fs->texts_bytes += t->len;
+        atomic_fetch_add(&t->refs, 1);
     }
-    fs->texts[id] = t;
-    atomic_fetch_add(&t->refs, 1);
 out:
     pthread_mutex_unlock(&fs->text_lock);
     gguf_buf_free(&b);
@@ -344,10 +401,13 @@ out:
 
 void gfs_text_forget(struct gfs *fs, uint32_t id) {
     pthread_mutex_lock(&fs->text_lock);
-    if (id < fs->n_texts) {
+    if (id < fs->n_texts && fs->texts[id]) {
+        fs->texts_bytes -= fs->texts[id]->len;
         gfs_text_put(fs->texts[id]);
         fs->texts[id] = NULL;
     }
+    if (id < fs->n_sizes)
+        fs->sizes[id] = 0;
     pthread_mutex_unlock(&fs->text_lock);
 }
 
@@ -357,4 +417,8 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->texts);
     fs->texts = NULL;
     fs->n_texts = 0;
+    fs->texts_bytes = 0;
+    free(fs->sizes);
+    fs->sizes = NULL;
+    fs->n_sizes = 0;
 }

@@ -277,6 +277,12 @@ uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i);
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err);
+/* The length of the text gguf_render would produce, measured without
+ * making it (memory: the largest element's text): the size of a file in
+ * meta/ at the cost of a scan, whatever the value. */
+enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, uint64_t *size,
+                                  struct gguf_error *err);
 /* Parses text as a value of type (with arr_type for arrays) and appends
  * the on-disk payload to out.  Refuses malformed text, out-of-range values
  * and partial array lines with GGUF_E_INVAL / GGUF_E_RANGE and a message
