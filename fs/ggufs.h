@@ -168,6 +168,17 @@ struct gfs_text {
     char data[];
 };
 
+/* An index of hashed long file names (tree.c): the 64-bit hash a hashed
+ * name ends with -> kv id (meta/) or tensor index (tensors/), so a lookup
+ * costs one probe, not an escape of every name. */
+struct gfs_lnames {
+    struct gfs_lname {
+        uint64_t h, v; /* v + 1; 0: empty slot */
+    } *slot;
+    size_t cap, n;
+    uint64_t next; /* ids (indexes) below next are in */
+};
+
 /* Where a byte range of a shard set's merged live view comes from. */
 struct gfs_extent {
     uint64_t merged_rel; /* offset in the merged data section */
@@ -252,6 +263,7 @@ struct gfs {
     size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
     uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
+    struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
     struct gfs_text *live; /* the live view's header, for generation
                               live_gen */
     uint64_t live_gen;
@@ -300,6 +312,8 @@ void gfs_text_put(struct gfs_text *t);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
+/* Frees the index of hashed long names (at unmount). */
+void gfs_lnames_free(struct gfs *fs);
 void gfs_texts_free(struct gfs *fs);
 /* True for keys not shown in meta/ (the filler). */
 int gfs_kv_hidden(const struct gfs *fs, int64_t i);

@@ -233,6 +233,9 @@ int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len);
  * the length). */
 const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i, size_t *len);
 uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i);
+/* One past the highest id given so far: ids are never reused, and a key
+ * added later gets an id >= the value read now. */
+uint32_t gguf_kv_id_end(const gguf_ctx *ctx);
 int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id);
 enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i);
 /* For arrays: element type and count; GGUF_TYPE_COUNT / 0 otherwise. */
