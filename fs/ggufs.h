@@ -250,6 +250,8 @@ struct gfs {
     uint64_t saved_generation;   /* edits already saved after a failed commit */
     char saved_path[4096];       /* where they were saved ("" if never) */
     uint64_t pending_generation; /* edits kept as the pending record */
+    gguf_ctx *disk;        /* the GGUF as on disk, for the pending record's
+                              diff (gguf_pending_save); NULL after a commit */
     int pending_kept;      /* a pending record exists (as far as we know) */
     int pending_failed;    /* the last save of it failed */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
