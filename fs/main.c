@@ -49,6 +49,7 @@ struct gfs_opts {
     int no_insert;
     double timeout;
     size_t max_value; /* bytes a meta file being written may hold */
+    const char *ggml; /* -o ggml=PATH|none: ggml's library (views.c) */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -56,6 +57,7 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
+    GFS_OPT("ggml=%s", ggml, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -548,7 +550,11 @@ static void usage(const char *prog) {
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
-        "                           inserting blocks\n\n",
+        "                           inserting blocks\n"
+        "    -o ggml=PATH|none      ggml's libggml-base.so for f32/ and npy/ of\n"
+        "                           the types ggufs does not convert itself\n"
+        "                           (default: $GGUFS_GGML_LIB, else the usual\n"
+        "                           places; none: ggufs's own converters only)\n\n",
         prog, prog, prog, prog, prog);
 }
 
@@ -882,6 +888,7 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_rwlock_destroy(&m->fs.lock);
     }
+    gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gguf_file_close(&m->file);
@@ -923,6 +930,8 @@ int main(int argc, char *argv[]) {
         goto out;
     name_live_view(&m);
     init_state(&m);
+    if (gfs_views_init(&m.fs, m.o.ggml, m.o.file) != 0)
+        goto out;
     status = EXIT_MOUNT;
     if (mount_options(&m) != 0)
         goto out;
