@@ -930,11 +930,14 @@ int main(int argc, char *argv[]) {
         goto out;
     name_live_view(&m);
     init_state(&m);
-    if (gfs_views_init(&m.fs, m.o.ggml, m.o.file) != 0)
-        goto out;
     status = EXIT_MOUNT;
     if (mount_options(&m) != 0)
         goto out;
+    /* After the mountpoint's check: a failed mount says one line. */
+    if (gfs_views_init(&m.fs, m.o.ggml, m.o.file) != 0) {
+        status = EXIT_BADFILE;
+        goto out;
+    }
     status = serve(&m);
 out:
     return cleanup(&m, status);

@@ -257,13 +257,23 @@ static void decide(struct gfs *fs, const gguf_ggml *g, int64_t i,
     vt->hdr = (uint32_t)gfs_npy_header(fs, i, hdr);
 }
 
-/* The types of the tensors without a view ("q4_K, q6_K"), and how many. */
+/* Integer tensors (i8 to i64: ids 24-27) hold no weights: they have no
+ * float view and nobody misses one. */
+static int is_integer(struct gfs *fs, int64_t i) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint32_t ty = gguf_tensor_type(c, j);
+    return ty >= 24 && ty <= 27;
+}
+
+/* The types of the tensors without a view ("q4_K, q6_K"), and how many;
+ * integer tensors left out. */
 static int64_t missing(struct gfs *fs, char *types, size_t n) {
     int64_t count = 0;
     size_t used = 0;
     types[0] = '\0';
     for (int64_t i = 0; i < fs->views->n; i++) {
-        if (fs->views->t[i].dq.to_float)
+        if (fs->views->t[i].dq.to_float || is_integer(fs, i))
             continue;
         count++;
         int64_t j;
@@ -335,7 +345,7 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
     int need = 0;
     for (int64_t i = 0; i < n; i++) {
         decide(fs, NULL, i, &v->t[i]);
-        need |= !v->t[i].dq.to_float;
+        need |= !v->t[i].dq.to_float && !is_integer(fs, i);
     }
     char why[600] = "", types[200];
     if (need || (ggml && strcmp(ggml, "none") != 0)) {
