@@ -12,6 +12,9 @@
  *                              --sparse leaves the data as holes
  *   mkfixture dequant OUT      a tensor of every type, ids ggml has and
  *                              ggufs does not (40-42) included
+ *   mkfixture quants OUT --mega N
+ *                              q8_0, q4_K, q6_K, iq4_xs, f16 tensors of N Mi
+ *                              values each (bench/run, group views)
  *   mkfixture llama OUT [--vocab-from FILE.gguf]
  *                              a tiny llama model (random f32 weights),
  *                              loadable by llama.cpp, with a generated
@@ -1081,6 +1084,24 @@ static void fixture_dequant(const char *path) {
     }
 }
 
+/* The f32/ view benchmark's model (bench/run, group views): one tensor
+ * of q8_0, q4_K, q6_K, iq4_xs and f16, mega Mi elements each (rows of
+ * 4096), random block bytes. */
+static void fixture_quants(const char *path, uint64_t mega) {
+    static const uint32_t types[] = {8, 12, 14, 23, 1};
+    gguf_ctx *c = new_ctx(3);
+    set_str(c, "general.architecture", "quants");
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "w.%s",
+                         gguf_ggml_type_name(types[i]));
+        int64_t ne[2] = {4096, (int64_t)(mega * 256)};
+        add_tensor(c, name, (size_t)n, types[i], 2, ne);
+    }
+    write_random(c, path, 16);
+    gguf_close(c);
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static const struct {
@@ -1099,7 +1120,8 @@ static void usage(void) {
             "       mkfixture {types|tensors|names|align64|v2|empty|vocab} OUT\n"
             "       mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]\n"
             "       mkfixture llama OUT [--vocab-from FILE.gguf]\n"
-            "       mkfixture dequant OUT    every tensor type, newer ggml ids too\n");
+            "       mkfixture dequant OUT    every tensor type, newer ggml ids too\n"
+            "       mkfixture quants OUT --mega N   5 quantized tensors, N Mi values each\n");
     exit(2);
 }
 
@@ -1110,6 +1132,11 @@ int main(int argc, char **argv) {
         return cmd_model(argc - 2, argv + 2);
     if (!strcmp(argv[1], "llama"))
         return cmd_llama(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "quants") && argc == 5 &&
+        !strcmp(argv[3], "--mega")) {
+        fixture_quants(argv[2], parse_num(argv[4], "--mega"));
+        return 0;
+    }
     if (!strcmp(argv[1], "dequant") && argc == 3) {
         fixture_dequant(argv[2]);
         return 0;
