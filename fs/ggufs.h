@@ -291,6 +291,9 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
+/* A new text holding a copy of b, with one reference; NULL if out of
+ * memory. */
+struct gfs_text *gfs_text_new(const struct gguf_buf *b);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);

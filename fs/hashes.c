@@ -67,8 +67,8 @@ static void hasher_free(struct hasher *h) {
 
 /* Hashes tensor i into one (may be NULL), and adds its bytes to all (may
  * be NULL).  buf: HASH_CHUNK bytes.  0 or errno. */
-static int hash_tensor(struct gfs *fs, int64_t i, char *buf, struct gfs_hash *one,
-                       struct hasher *all) {
+static int hash_tensor(struct gfs *fs, int64_t i, char *buf,
+                       struct gfs_hash *one, struct hasher *all) {
     int64_t j;
     int shard;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &shard);
@@ -201,8 +201,8 @@ static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
         int n = snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "\t", ne[d]);
         ok = gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK;
     }
-    int n = snprintf(tmp, sizeof tmp, "%s\t%" PRIu64 "\n", nd ? "" : "\t",
-                     bytes);
+    int n =
+        snprintf(tmp, sizeof tmp, "%s\t%" PRIu64 "\n", nd ? "" : "\t", bytes);
     return ok && gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK ? 0 : ENOMEM;
 }
 
@@ -218,15 +218,11 @@ struct gfs_text *gfs_views_index(struct gfs *fs, int *err) {
     for (int64_t i = 0; i < v->n; i++)
         if ((*err = index_line(fs, i, &b, &name)))
             goto out;
-    t = malloc(sizeof *t + b.len);
-    if (!t) {
+    if (!(t = gfs_text_new(&b))) {
         *err = ENOMEM;
         goto out;
     }
-    atomic_init(&t->refs, 2); /* the cache's and the caller's */
-    t->len = b.len;
-    if (b.len)
-        memcpy(t->data, b.p, b.len);
+    atomic_fetch_add(&t->refs, 1); /* the cache's and the caller's */
     v->index = t;
 out:
     pthread_mutex_unlock(&v->mu);

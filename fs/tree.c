@@ -328,7 +328,7 @@ int gfs_root_view_lookup(const struct gfs *fs, const char *name,
     return ENOENT;
 }
 
-static struct gfs_text *text_new(const struct gguf_buf *b) {
+struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
     struct gfs_text *t = malloc(sizeof *t + b->len);
     if (!t)
         return NULL;
@@ -363,7 +363,7 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         *err = gfs_errno(&gerr);
         goto out;
     }
-    t = text_new(&b);
+    t = gfs_text_new(&b);
     if (!t) {
         *err = ENOMEM;
         goto out;

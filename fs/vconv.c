@@ -38,7 +38,7 @@ struct run {
     atomic_uint_fast64_t next; /* next chunk to take */
     uint64_t n_chunks;
     atomic_int err;
-    int users;         /* helpers inside; pool.mu */
+    int users;            /* helpers inside; pool.mu */
     struct run *next_run; /* in pool.runs; pool.mu */
 };
 
@@ -64,8 +64,8 @@ static void do_chunk(struct run *r, uint64_t c) {
                             in_n);
     } else {
         void *in = malloc(in_n ? in_n : 1);
-        err = in ? gfs_data_read(r->fs, r->shard, r->pos + first * dq->size,
-                                 in, in_n)
+        err = in ? gfs_data_read(r->fs, r->shard, r->pos + first * dq->size, in,
+                                 in_n)
                  : ENOMEM;
         if (!err)
             dq->to_float(in, out, (int64_t)(n * dq->blck));
@@ -152,8 +152,7 @@ void gfs_pool_stop(struct gfs_views *v) {
     v->pool = NULL;
 }
 
-int gfs_vconv(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1,
-              float *dst) {
+int gfs_vconv(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1, float *dst) {
     const struct gfs_vt *vt = &fs->views->t[i];
     int64_t j;
     int shard;

@@ -28,14 +28,14 @@ struct gfs_pool; /* vconv.c */
 
 /* Set at mount (gfs_views_init), read-only after, but for mu's fields. */
 struct gfs_views {
-    gguf_ggml *ggml;    /* NULL: ggufs's own converters only */
-    struct gfs_vt *t;   /* by global tensor index */
+    gguf_ggml *ggml;  /* NULL: ggufs's own converters only */
+    struct gfs_vt *t; /* by global tensor index */
     int64_t n;
     /* Guarded by mu, a leaf (taken with fs->lock held for reading, nothing
      * taken under it): hashes computed so far and index.tsv.  A hash is
      * computed without mu held; two first requests may both compute it. */
     pthread_mutex_t mu;
-    struct gfs_hash *h; /* by tensor */
+    struct gfs_hash *h;  /* by tensor */
     struct gfs_hash all; /* every tensor in order: tensors/ */
     struct gfs_text *index;
     struct gfs_pool *pool; /* started by the first large read */

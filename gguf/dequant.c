@@ -28,8 +28,7 @@ static float half_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = h & 0x7c00, man = h & 0x03ff;
     if (exp == 0x7c00)
-        return bits_f32(sign | 0x7f800000 | man << 13 |
-                        (man ? 0x00400000 : 0));
+        return bits_f32(sign | 0x7f800000 | man << 13 | (man ? 0x00400000 : 0));
     if (exp)
         return bits_f32(sign | (((uint32_t)(h & 0x7fff) << 13) + (112u << 23)));
     float f = (float)man * 0x1p-24f;

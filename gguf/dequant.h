@@ -28,11 +28,11 @@ typedef void (*gguf_to_float_fn)(const void *src, float *dst, int64_t n);
 /* How one tensor type becomes float32. */
 struct gguf_dq {
     uint32_t type;
-    const char *name;   /* "q4_K" */
-    uint32_t blck;      /* elements per block */
-    uint32_t size;      /* bytes per block */
+    const char *name; /* "q4_K" */
+    uint32_t blck;    /* elements per block */
+    uint32_t size;    /* bytes per block */
     gguf_to_float_fn to_float;
-    bool ggml;          /* ggml's code (else ggufs's own) */
+    bool ggml; /* ggml's code (else ggufs's own) */
 };
 
 typedef struct gguf_ggml gguf_ggml; /* ggml's library, loaded (ggmlrt.c) */

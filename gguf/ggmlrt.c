@@ -134,15 +134,15 @@ static int probe_file(uint32_t t) {
         for (int i_ = 0; i_ < (w); i_++)                                       \
             b[n++] = (uint8_t)(v_ >> (8 * i_));                                \
     } while (0)
-    PUT(3, 4);          /* version */
-    PUT(1, 8);          /* tensors */
-    PUT(0, 8);          /* keys */
-    PUT(1, 8);          /* name length */
+    PUT(3, 4); /* version */
+    PUT(1, 8); /* tensors */
+    PUT(0, 8); /* keys */
+    PUT(1, 8); /* name length */
     b[n++] = 't';
-    PUT(1, 4);          /* dimensions */
-    PUT(0, 8);          /* ne[0]: no elements, a multiple of any block */
-    PUT(t, 4);          /* type */
-    PUT(0, 8);          /* offset */
+    PUT(1, 4); /* dimensions */
+    PUT(0, 8); /* ne[0]: no elements, a multiple of any block */
+    PUT(t, 4); /* type */
+    PUT(0, 8); /* offset */
 #undef PUT
     n = (n + 31) / 32 * 32; /* the data section starts here, empty */
     int fd = memfd_create("ggufs-probe", MFD_CLOEXEC);
@@ -210,8 +210,8 @@ static enum gguf_status learn(gguf_ggml *g, struct gguf_error *err) {
         int fd = probe_file(t);
         char p[64];
         snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-        void *c = fd >= 0 ? init(p, (struct abi_gguf_params){true, NULL})
-                          : NULL;
+        void *c =
+            fd >= 0 ? init(p, (struct abi_gguf_params){true, NULL}) : NULL;
         if (fd >= 0)
             close(fd);
         if (!c)
@@ -269,10 +269,10 @@ enum gguf_status gguf_ggml_load(gguf_ggml **out, const char *path,
             clear(g);
         }
         if (st == GGUF_E_NOTFOUND)
-            gguf_fail(err, st, "no libggml-base.so in %s, ... (%d places)",
-                      gguf_ggml_places[0],
-                      (int)(sizeof gguf_ggml_places / sizeof *gguf_ggml_places -
-                            1));
+            gguf_fail(
+                err, st, "no libggml-base.so in %s, ... (%d places)",
+                gguf_ggml_places[0],
+                (int)(sizeof gguf_ggml_places / sizeof *gguf_ggml_places - 1));
     }
     if (st != GGUF_OK) {
         gguf_ggml_unload(g);
