@@ -18,6 +18,7 @@ outside.
   user.gguf.xxh64 against hashlib and an XXH64 written here (checked
   against Debian's xxhsum when installed); the weights digest on tensors/
   unchanged by a metadata edit and its commit.
+- a shard set (mksplit): f32/ of the tensors of every shard.
 - -o ggml=PATH refused with one line for a missing library and for one
   writable by others.
 """
@@ -427,7 +428,27 @@ def run():
                 raise J.Fail("weights digest changed by a metadata edit: %r, %r, %r" % (digest[0], d1, d2))
             J.log("weights digest unchanged by a metadata edit and its commit")
 
-        # 4. -o ggml=PATH that cannot be used: one line, no mount
+        # 4. a shard set: the views of tensors in every shard
+        if lib:
+            src = os.path.join(tmp, "t.gguf")
+            subprocess.run([J.tool("MKFIXTURE"), "tensors", src], check=True)
+            prefix = os.path.join(tmp, "s")
+            subprocess.run([J.tool("MKSPLIT"), src, prefix, "3"], check=True, stdout=subprocess.DEVNULL)
+            env = dict(os.environ, GGUFS_GGML_LIB=libpath)
+            n = 0
+            with _mounted(prefix + "-00001-of-00003.gguf", mnt, ["-o", "ro"], env):
+                for t in tensors_of(src):
+                    ref = ggml_floats(lib, t)
+                    p = os.path.join(mnt, "f32", J.escape_name(t.name).decode())
+                    if ref is None:
+                        continue
+                    with open(p, "rb") as f:
+                        if f.read() != ref:
+                            raise J.Fail("shard set: f32/%s differs from ggml's conversion" % t.name)
+                    n += 1
+            J.log("shard set of 3: f32/ of %d tensors bit-identical to ggml's" % n)
+
+        # 5. -o ggml=PATH that cannot be used: one line, no mount
         bad = os.path.join(tmp, "lib")
         os.mkdir(bad, 0o755)
         cases = [(os.path.join(tmp, "nowhere.so"), "No such file")]
