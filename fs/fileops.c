@@ -213,7 +213,7 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
     int64_t j;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
     fh->rel = gguf_tensor_rel_offset(c, j);
-    fh->size = gguf_tensor_size(c, j);
+    fh->size = gfs_tensor_bytes(fs, i);
     /* Tensor bytes never change while mounted: keep the page cache.  Then
      * the GGUF's own copy of bytes that were not cached before is dead
      * weight (the kernel would hold every byte twice). */

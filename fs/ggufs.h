@@ -481,6 +481,10 @@ void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 int gfs_views_xattr(struct gfs *fs, fuse_ino_t ino, const char *name,
                     struct gguf_buf *out);
 int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
+/* Bytes of tensor i: the library's size, but for a type id ggufs does not
+ * know and ggml does (ids >= 40), which the library sized up to the next
+ * tensor's offset: ggml's size of its blocks.  No lock. */
+uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 

@@ -72,7 +72,7 @@ static int hash_tensor(struct gfs *fs, int64_t i, char *buf,
     int64_t j;
     int shard;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &shard);
-    uint64_t pos = gguf_tensor_offset(c, j), left = gguf_tensor_size(c, j);
+    uint64_t pos = gguf_tensor_offset(c, j), left = gfs_tensor_bytes(fs, i);
     struct hasher h = {0};
     int err = one ? hasher_init(&h) : 0;
     while (!err && left) {
@@ -183,14 +183,11 @@ static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
     const int64_t *ne = gguf_tensor_ne(c, j);
     const char *tn;
     uint32_t blck, size;
-    uint64_t elems, bytes = gguf_tensor_size(c, j);
+    uint64_t bytes = gfs_tensor_bytes(fs, i);
     char tmp[64];
     if (!gguf_dq_type(fs->views->ggml, ty, &tn, &blck, &size)) {
         snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
         tn = tmp;
-    } else if (!gguf_ggml_type_known(ty)) {
-        /* ggufs sized it from the next tensor's offset; ggml knows. */
-        gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS, ne, &elems, &bytes);
     }
     if (gfs_tensor_fname(fs, i, name))
         return ENOMEM;

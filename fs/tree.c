@@ -146,9 +146,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
             return ENOENT;
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
-        int64_t j;
-        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
-        st->st_size = (off_t)gguf_tensor_size(c, j);
+        st->st_size = (off_t)gfs_tensor_bytes(fs, i);
         st->st_blocks = (st->st_size + 511) / 512;
         return 0;
     }

@@ -87,6 +87,19 @@ size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf) {
     return total;
 }
 
+uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint64_t size = gguf_tensor_size(c, j), elems, bytes;
+    uint32_t ty = gguf_tensor_type(c, j);
+    if (!fs->views || !fs->views->ggml || gguf_ggml_type_known(ty) ||
+        !gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS,
+                        gguf_tensor_ne(c, j), &elems, &bytes) ||
+        bytes > size)
+        return size;
+    return bytes;
+}
+
 int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     int64_t i;
     switch (gfs_views_kind(ino)) {
@@ -326,6 +339,35 @@ static int find_ggml(struct gfs *fs, const char *opt, const char *file,
     return 0;
 }
 
+/* The warnings of the open said how the library sized unknown ids;
+ * where ggml knows them, its size is the one used (gfs_tensor_bytes): one
+ * line says so. */
+static void say_newer(struct gfs *fs, const char *file) {
+    struct gfs_views *v = fs->views;
+    char types[200] = "";
+    int64_t known = 0;
+    size_t used = 0;
+    for (int64_t i = 0; i < v->n && v->ggml; i++) {
+        int64_t j;
+        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+        uint32_t ty = gguf_tensor_type(c, j), bl, sz;
+        const char *nm;
+        if (gguf_ggml_type_known(ty) ||
+            !gguf_dq_type(v->ggml, ty, &nm, &bl, &sz))
+            continue;
+        if (!strstr(types, nm) && used + strlen(nm) + 3 < sizeof types)
+            used += (size_t)snprintf(types + used, sizeof types - used, "%s%s",
+                                     used ? ", " : "", nm);
+        known++;
+    }
+    if (known)
+        fprintf(stderr,
+                "ggufs: %s: ggml (%s) knows the type ids ggufs does not: "
+                "%" PRId64 " tensor%s (%s) sized and converted as it says\n",
+                file, gguf_ggml_path(v->ggml), known, known == 1 ? "" : "s",
+                types);
+}
+
 int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
     struct gfs_views *v = calloc(1, sizeof *v);
     int64_t n = gfs_n_tensors(fs);
@@ -355,6 +397,7 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
             if (!v->t[i].dq.to_float)
                 decide(fs, v->ggml, i, &v->t[i]);
     }
+    say_newer(fs, file);
     int64_t m = missing(fs, types, sizeof types);
     if (m && v->ggml)
         snprintf(why, sizeof why, "neither ggufs nor ggml (%s) converts them",

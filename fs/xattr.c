@@ -62,7 +62,7 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
     if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
         return add_str(out, gguf_path(c));
     if (strcmp(name, "user.gguf.size") == 0) {
-        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_size(c, i));
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
         return add_str(out, tmp);
     }
     return ENODATA;

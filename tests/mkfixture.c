@@ -1003,14 +1003,14 @@ static int cmd_llama(int argc, char **argv) {
 /* Types ggml has and ggufs's table does not (ggml 0.5: nvfp4, q1_0, q2_0):
  * id, elements and bytes per block.  The writer refuses unknown ids, so
  * each is written as an i8 tensor of the same bytes and its info patched
- * afterwards (type id and ne[0]; the header keeps its length).  Rows are
- * 288 bytes, a multiple of the alignment, so ggufs's size (up to the next
- * tensor's offset) is exact. */
+ * afterwards (type id and ne[0]; the header keeps its length).  Two
+ * rows of `row` bytes: q1_0's 108 bytes are padded to 128, so the size
+ * ggufs reads from the next tensor's offset is not the blocks' own. */
 static const struct {
     const char *name;
-    uint32_t id, blck, size;
-} newer_types[] = {{"nvfp4", 40, 64, 36}, {"q1_0", 41, 128, 18},
-                   {"q2_0", 42, 64, 18}};
+    uint32_t id, blck, size, row;
+} newer_types[] = {{"nvfp4", 40, 64, 36, 288}, {"q1_0", 41, 128, 18, 54},
+                   {"q2_0", 42, 64, 18, 288}};
 
 static void patch_info(const char *path, const char *name, uint32_t type,
                        int64_t ne0) {
@@ -1060,7 +1060,7 @@ static void fixture_dequant(const char *path) {
     for (size_t i = 0; i < sizeof newer_types / sizeof *newer_types; i++) {
         char name[64];
         int n = snprintf(name, sizeof name, "d.%s", newer_types[i].name);
-        int64_t ne[2] = {288, 2};
+        int64_t ne[2] = {newer_types[i].row, 2};
         add_tensor(c, name, (size_t)n, 24 /* i8 */, 2, ne);
     }
     /* Large enough that a read is split over the daemon's threads. */
@@ -1080,7 +1080,8 @@ static void fixture_dequant(const char *path) {
         char name[64];
         snprintf(name, sizeof name, "d.%s", newer_types[i].name);
         patch_info(path, name, newer_types[i].id,
-                   288 / newer_types[i].size * newer_types[i].blck);
+                   newer_types[i].row / newer_types[i].size *
+                       newer_types[i].blck);
     }
 }
 
