@@ -33,7 +33,9 @@
  *     rewrite replaces ctx->fd.
  *  3. In place and insert change the file itself, so they are journaled:
  *     the plan with both old and new header bytes goes to
- *     PATH.ggufs-journal, its trailer written last, and is fsync'ed with
+ *     PATH.ggufs-journal (or, when the file's directory cannot be written,
+ *     to DEV-INO.journal in the user's private state directory, where
+ *     recovery looks too), its trailer written last, and is fsync'ed with
  *     its directory before the first byte of the file changes.  Until then
  *     a failure just removes the journal; from then on, a crash is always
  *     finished forwards by gguf_recover.
@@ -192,13 +194,45 @@ struct commit {
     gguf_ctx *ctx;
     struct gguf_commit_info *info;
     struct stat sb;     /* fstat of ctx->fd, checked unchanged */
-    char *jpath;        /* PATH.ggufs-journal */
+    char *jpath;        /* PATH.ggufs-journal, or the state directory's
+                           (write_journal) */
     struct gguf_buf nh; /* the planned header, [0, d2) */
     uint64_t d2;        /* its data offset */
     uint8_t *old;       /* the file's bytes [0, D) */
     struct gguf_faults faults;
     bool locked; /* holds the commit lock on ctx->fd */
 };
+
+/* Rule 3's journal: beside the file; where its directory cannot be
+ * written (a user's model in someone else's directory), in the user's
+ * private state directory, named by the file's device and inode, where
+ * recovery looks as well (recover.c). */
+static enum gguf_status write_journal(struct commit *c,
+                                      const struct gguf_jnl *j,
+                                      struct gguf_error *err) {
+    enum gguf_status st = gguf_jnl_write(c->jpath, j, &c->faults, err);
+    if (st != GGUF_E_IO ||
+        (err->sys_errno != EACCES && err->sys_errno != EPERM))
+        return st;
+    char here[4096], dir_msg[sizeof err->msg];
+    snprintf(dir_msg, sizeof dir_msg, "%s", err->msg);
+    struct gguf_error e2 = {0};
+    if (gguf_state_journal(&c->sb, true, here, sizeof here, &e2) != GGUF_OK) {
+        gguf_fail(err, GGUF_E_IO,
+                  "%s, and no private place for the journal either (%s): a "
+                  "commit cannot be crash-safe",
+                  dir_msg, e2.msg);
+        err->sys_errno = EACCES;
+        return GGUF_E_IO;
+    }
+    char *p = strdup(here);
+    if (!p)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    free(c->jpath);
+    c->jpath = p;
+    memset(err, 0, sizeof *err);
+    return gguf_jnl_write(c->jpath, j, &c->faults, err);
+}
 
 /* Journaled in-place or insert commit of c->nh (for data offset D + k).
  * When insert-range is not supported on this file, *unsupported is set,
@@ -223,7 +257,7 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
     };
 
     *unsupported = false;
-    st = gguf_jnl_write(c->jpath, ctx->path, &j, &c->faults, err);
+    st = write_journal(c, &j, err);
     if (st != GGUF_OK)
         goto out;
     st = gguf_jnl_apply(ctx->fd, &j, false, &c->faults, &stage, err);
@@ -235,7 +269,7 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
         }
         /* Put the file back, then drop the journal (rule 4). */
         if (gguf_jnl_rollback(ctx->fd, &j, stage, &e2) == GGUF_OK &&
-            gguf_jnl_drop(c->jpath, ctx->path, &c->faults, &e2) == GGUF_OK)
+            gguf_jnl_drop(c->jpath, &c->faults, &e2) == GGUF_OK)
             goto out;
         size_t m = strlen(err->msg);
         snprintf(err->msg + m, sizeof err->msg - m,
@@ -245,7 +279,7 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
         goto out;
     }
     adopt(ctx, ctx->data_offset + k);
-    st = gguf_jnl_drop(c->jpath, ctx->path, &c->faults, err);
+    st = gguf_jnl_drop(c->jpath, &c->faults, err);
 out:
     return st;
 }
@@ -291,11 +325,20 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
     st = check_unchanged(ctx, &c->sb, err);
     if (st != GGUF_OK)
         return st;
-    if (gguf_path_exists(c->jpath))
+    char there[4096];
+    struct gguf_error e2 = {0};
+    const char *pending =
+        gguf_path_exists(c->jpath) ? c->jpath
+        : gguf_state_journal(&c->sb, false, there, sizeof there, &e2) ==
+                  GGUF_OK &&
+              gguf_path_exists(there)
+            ? there
+            : NULL;
+    if (pending)
         return gguf_fail(err, GGUF_E_BUSY,
                          "%s exists: an interrupted commit must be recovered "
                          "first (remounting does it)",
-                         c->jpath);
+                         pending);
     return GGUF_OK;
 }
 
@@ -353,7 +396,7 @@ static enum gguf_status insert(struct commit *c, struct gguf_error *err) {
     memset(err, 0, sizeof *err);
     st = rewrite(c, err);
     struct gguf_error e2 = {0};
-    enum gguf_status s2 = gguf_jnl_drop(c->jpath, ctx->path, &c->faults, &e2);
+    enum gguf_status s2 = gguf_jnl_drop(c->jpath, &c->faults, &e2);
     if (st == GGUF_OK && s2 != GGUF_OK) {
         st = s2;
         *err = e2;

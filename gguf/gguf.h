@@ -143,6 +143,9 @@ bool gguf_ggml_nbytes(uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
 
 /* True if key (len bytes) is GGUF_FILLER_KEY, the hidden filler KV. */
 bool gguf_key_is_filler(const char *key, size_t len);
+/* Whether key i is ggufs's own header padding (hidden from listings): a
+ * key named so that ggufs did not write is a normal key (keys.c). */
+bool gguf_kv_is_padding(const gguf_ctx *ctx, int64_t i);
 /* True if key (len bytes) is GGUF_ALIGNMENT_KEY. */
 bool gguf_key_is_alignment(const char *key, size_t len);
 /* x rounded up to a multiple of align (> 0): the rule for the data start
@@ -426,8 +429,10 @@ enum gguf_commit_flags {
 
 /* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
  * moving no tensor byte when the header still fits, crash-safely: a
- * journal FILE.ggufs-journal beside the file is fsync'ed before the file is
- * touched, so a kill at any instant leaves a state gguf_recover completes.
+ * journal FILE.ggufs-journal beside the file (in the user's state
+ * directory if the file's directory is not writable) is fsync'ed before
+ * the file is touched, so a kill at any instant leaves a state
+ * gguf_recover completes.
  * Refuses with GGUF_E_CHANGED if the file's identity, size, mtime or ctime
  * differ from what ctx last saw (the ctime catches an in-place write whose
  * mtime was put back).  On success ctx describes the file as written
@@ -452,8 +457,9 @@ enum gguf_status gguf_recover(const char *path, bool *did,
  * by a rewrite), f->fd is the new file afterwards. */
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
-/* True if a journal of an interrupted commit lies beside path (then
- * gguf_recover completes it). */
+/* True if a journal of an interrupted commit lies beside path, or in the
+ * user's state directory for path's device and inode (a commit whose
+ * directory was not writable); gguf_recover completes it. */
 bool gguf_commit_interrupted(const char *path);
 /* Saves ctx's metadata (all keys, as a tensor-less GGUF, plus the list of
  * removed keys) to a new file beside the GGUF, named in out (>= PATH_MAX),

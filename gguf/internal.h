@@ -22,6 +22,7 @@
 enum gguf_kv_flags {
     GGUF_KV_OWN_KEY = 1 << 0, /* key points to its own malloc'ed copy */
     GGUF_KV_OWN_VAL = 1 << 1, /* val points to its own malloc'ed copy */
+    GGUF_KV_PADDING = 1 << 2, /* ggufs's own filler (gguf_mark_padding) */
 };
 
 struct gguf_kv {
@@ -320,15 +321,16 @@ enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j, struct gguf_buf *out,
 enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
                                  struct gguf_jnl *j, bool *complete,
                                  struct gguf_error *err);
-/* Creates the journal jpath (for the GGUF at path) exclusively and makes
- * it durable: body, trailer, fsync, directory fsync.  Until this returns
- * GGUF_OK the GGUF must not be touched; on failure no journal is left. */
-enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
-                                const struct gguf_jnl *j, struct gguf_faults *f,
+/* Creates the journal jpath exclusively and makes it durable: body,
+ * trailer, fsync, fsync of its directory (beside the GGUF, or the state
+ * directory).  Until this returns GGUF_OK the GGUF must not be touched; on
+ * failure no journal is left. */
+enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
+                                struct gguf_faults *f,
                                 struct gguf_error *err);
 /* Removes the journal of a finished (or fully undone) commit, durably. */
-enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
-                               struct gguf_faults *f, struct gguf_error *err);
+enum gguf_status gguf_jnl_drop(const char *jpath, struct gguf_faults *f,
+                               struct gguf_error *err);
 /* Reads the whole journal open as jfd (named jpath in messages) into *out
  * (*n bytes, malloc'ed). */
 enum gguf_status gguf_jnl_read(int jfd, const char *jpath, uint8_t **out,
@@ -524,5 +526,22 @@ enum gguf_status gguf_parse_float(const char *s, size_t n, bool f32,
  * printf search (the exact algorithm failed or disagreed with strtod; the
  * tests expect none). */
 unsigned long gguf_text_float_fallbacks(void);
+
+/* The path (into out) of the journal of a commit of the file model when
+ * its directory is not writable: in the user's state directory (checked,
+ * created if create), named by device and inode (state.c).  GGUF_E_NOTFOUND
+ * if there is no state directory and !create. */
+enum gguf_status gguf_state_journal(const struct stat *model, bool create,
+                                    char *out, size_t n,
+                                    struct gguf_error *err);
+
+/* After parsing (keys.c): marks the key named GGUF_FILLER_KEY as ggufs's
+ * padding only if it has the shape ggufs writes (the last key; a string
+ * of spaces or a uint8 0); any other key of that name is someone else's:
+ * a normal key (listed, kept, editable), and a warning; while it is
+ * there no filler can be added (write.c). */
+void gguf_mark_padding(gguf_ctx *ctx);
+/* Whether kv is ggufs's padding (never listed, saved or merged). */
+bool gguf_kv_padding(const struct gguf_kv *kv);
 
 #endif

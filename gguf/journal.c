@@ -148,8 +148,8 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
 /* Steps (fault points): body, trailer, fsync, directory fsync.  On
  * failure no journal is left behind: the GGUF was not touched yet, so none
  * is needed. */
-enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
-                                const struct gguf_jnl *j, struct gguf_faults *f,
+enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
+                                struct gguf_faults *f,
                                 struct gguf_error *err) {
     enum gguf_status st;
     struct gguf_buf b = {0};
@@ -193,7 +193,7 @@ enum gguf_status gguf_jnl_write(const char *jpath, const char *path,
         goto out;
     }
     gguf_fault_point(f, "fsync directory (journal)");
-    st = gguf_fsync_dir(path, err);
+    st = gguf_fsync_dir(jpath, err);
 out:
     if (jfd >= 0)
         close(jfd);
@@ -204,13 +204,13 @@ out:
 }
 
 /* Steps (fault points): unlink, directory fsync. */
-enum gguf_status gguf_jnl_drop(const char *jpath, const char *path,
-                               struct gguf_faults *f, struct gguf_error *err) {
+enum gguf_status gguf_jnl_drop(const char *jpath, struct gguf_faults *f,
+                               struct gguf_error *err) {
     gguf_fault_point(f, "unlink journal");
     if (unlink(jpath) < 0)
         return gguf_sys_fail(err, errno, "cannot remove %s", jpath);
     gguf_fault_point(f, "fsync directory");
-    return gguf_fsync_dir(path, err);
+    return gguf_fsync_dir(jpath, err);
 }
 
 enum gguf_status gguf_jnl_read(int jfd, const char *jpath, uint8_t **out,

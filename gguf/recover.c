@@ -391,6 +391,30 @@ static enum gguf_status drop_new_file(struct place *pl, bool *changed,
     return st;
 }
 
+/* The journal of a commit whose directory was not writable, in the user's
+ * state directory (state.c, gguf_state_journal): the same checks and the
+ * same redo as beside the file; that directory is synced here. */
+static enum gguf_status recover_state_journal(const struct place *pl,
+                                              const char *sj,
+                                              struct gguf_error *err) {
+    struct place ps = *pl;
+    bool changed = false;
+    const char *slash = strrchr(sj, '/');
+    char *dir = strndup(sj, (size_t)(slash - sj));
+    ps.jpath = (char *)sj;
+    ps.jname = slash + 1;
+    ps.dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(dir);
+    if (ps.dfd < 0)
+        return gguf_sys_fail(err, errno ? errno : ENOMEM,
+                             "cannot open the directory of %s", sj);
+    enum gguf_status st = recover_journal(&ps, &changed, err);
+    if (changed && fsync(ps.dfd) < 0 && errno != EINVAL && st == GGUF_OK)
+        st = gguf_sys_fail(err, errno, "cannot sync the directory of %s", sj);
+    close(ps.dfd);
+    return st;
+}
+
 /* Something (even a FIFO or a dangling symlink) is at name in dfd. */
 static bool exists_at(int dfd, const char *name) {
     struct stat sb;
@@ -401,6 +425,11 @@ bool gguf_commit_interrupted(const char *path) {
     char *j = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
     bool yes = j && gguf_path_exists(j);
     free(j);
+    struct stat sb;
+    char sj[4096];
+    if (!yes && stat(path, &sb) == 0 &&
+        gguf_state_journal(&sb, false, sj, sizeof sj, NULL) == GGUF_OK)
+        yes = gguf_path_exists(sj);
     return yes;
 }
 
@@ -430,8 +459,14 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
     pl.jname = pl.jpath + skip;
     pl.nname = pl.npath + skip;
     gguf_faults_init(&pl.faults);
+    char sj[4096];
+    struct gguf_error e2 = {0};
+    bool in_state = gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) ==
+                        GGUF_OK &&
+                    gguf_path_exists(sj);
     /* Nothing pending: touch nothing (the file may well be read-only). */
-    if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname))
+    if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname) &&
+        !in_state)
         goto out;
     if (!f->writable) {
         st = gguf_fail(err, GGUF_E_PERM,
@@ -451,6 +486,8 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
         goto out;
     if (exists_at(pl.dfd, pl.jname))
         st = recover_journal(&pl, &changed, err);
+    if (st == GGUF_OK && in_state)
+        st = recover_state_journal(&pl, sj, err);
 out:
     if (changed) {
         gguf_fault_point(&pl.faults, "fsync directory");

@@ -20,6 +20,10 @@
  * bounded (GGUF_STATE_MAX).  A file that fails these checks is an error
  * naming it, never followed.
  *
+ * A commit's journal goes here instead of beside the model when the
+ * model's directory cannot be written (gguf_state_journal: DEV-INO.journal,
+ * named by the model's device and inode, as the journal records them).
+ *
  * Durability: a file is written whole to a temporary name, fsync'ed,
  * renamed over the old one and the directory fsync'ed, so a crash leaves
  * the old or the new version.
@@ -137,6 +141,27 @@ enum gguf_status gguf_state_path(const char *model, enum gguf_state_kind kind,
         return gguf_fail(err, GGUF_E_IO, "no state directory");
     file_name(model, kind, name, sizeof name);
     int w = snprintf(out, n, "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= n)
+        return gguf_fail(err, GGUF_E_RANGE, "state path too long");
+    return GGUF_OK;
+}
+
+enum gguf_status gguf_state_journal(const struct stat *model, bool create,
+                                    char *out, size_t n,
+                                    struct gguf_error *err) {
+    char dir[4096];
+    bool absent = false;
+    if (state_dir_path(dir, sizeof dir))
+        return gguf_fail(err, GGUF_E_IO, "no state directory");
+    /* The directory's trust checks, whether it is created or not. */
+    int dfd = open_dir(create, &absent, err);
+    if (dfd < 0)
+        return absent ? gguf_fail(err, GGUF_E_NOTFOUND, "no state directory")
+                      : (err && err->code ? err->code : GGUF_E_IO);
+    close(dfd);
+    int w = snprintf(out, n, "%s/%llx-%llx.journal", dir,
+                     (unsigned long long)model->st_dev,
+                     (unsigned long long)model->st_ino);
     if (w < 0 || (size_t)w >= n)
         return gguf_fail(err, GGUF_E_RANGE, "state path too long");
     return GGUF_OK;

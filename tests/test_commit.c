@@ -1506,6 +1506,64 @@ START_TEST(save_edits_readonly_dir) {
 }
 END_TEST
 
+/* A user's model in a directory the user cannot write (issue 11): the
+ * journal goes to the user's private state directory, named by device and
+ * inode.  As nobody (root ignores directory permissions): kill the commit
+ * before each step, then recover; every outcome is all old or all new, no
+ * journal is left anywhere, and at least one kill left the journal in the
+ * state directory (so recovery found it there). */
+START_TEST(commit_unwritable_dir) {
+    struct snap old, new;
+    char ro[PATH_MAX], state[PATH_MAX], sj[PATH_MAX * 2], when[128];
+    setup_files();
+    expectations(M_INPLACE, &old, &new);
+    snprintf(ro, sizeof ro, "%s/ro", g_dir);
+    snprintf(state, sizeof state, "%s/state", g_dir);
+    ck_assert_int_eq(chmod(g_dir, 0755), 0);
+    ck_assert_int_eq(chmod(g_master, 0644), 0);
+    ck_assert_int_eq(mkdir(ro, 0755), 0);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    ck_assert_int_eq(chown(state, 65534, 65534), 0);
+    snprintf(g_work, sizeof g_work, "%s/model.gguf", ro);
+    copy_file(g_master, g_work);
+    ck_assert_int_eq(chown(g_work, 65534, 65534), 0);
+    fflush(NULL);
+    pid_t pid = check_fork();
+    if (pid == 0) {
+        setenv("XDG_STATE_HOME", state, 1);
+        ck_assert_int_eq(setgid(65534), 0);
+        ck_assert_int_eq(setuid(65534), 0);
+        ck_assert_int_ne(access(ro, W_OK), 0);
+        int in_state = 0, n;
+        for (n = 1; n <= 64; n++) {
+            copy_file(g_master, g_work); /* the file is ours, not the dir */
+            int r = child_commit(g_work, M_INPLACE, n);
+            snprintf(when, sizeof when, "unwritable dir, killed before step %d",
+                     n);
+            struct stat sb;
+            ck_assert_int_eq(stat(g_work, &sb), 0);
+            snprintf(sj, sizeof sj, "%s/ggufs/%llx-%llx.journal", state,
+                     (unsigned long long)sb.st_dev,
+                     (unsigned long long)sb.st_ino);
+            if (r == 0) {
+                ck_assert_int_eq(recover_and_judge(&old, &new, "completed"), 1);
+                break;
+            }
+            ck_assert_msg(r == -SIGKILL, "%s: child ended with %d", when, r);
+            in_state += access(sj, F_OK) == 0;
+            recover_and_judge(&old, &new, when);
+            ck_assert_msg(access(sj, F_OK) != 0, "%s: %s left", when, sj);
+        }
+        ck_assert_int_eq(n, STEPS_INPLACE + 1);
+        ck_assert_int_gt(in_state, 0);
+    }
+    check_waitpid_and_exit(pid);
+    snap_free(&old);
+    snap_free(&new);
+    remove_dir();
+}
+END_TEST
+
 /* ---- timing (GGUFS_COMMIT_BENCH=1) ----------------------------------- */
 
 static double now_ms(void) {
@@ -1616,6 +1674,7 @@ static Suite *suite(void) {
     TCase *e = tcase_create("save_edits");
     tcase_add_test(e, save_edits);
     tcase_add_test(e, save_edits_readonly_dir);
+    tcase_add_test(e, commit_unwritable_dir);
     suite_add_tcase(s, e);
 
     TCase *b = tcase_create("bench");
