@@ -51,7 +51,8 @@ struct gfs_opts {
     double timeout;
     size_t max_value;  /* bytes a meta file being written may hold */
     size_t max_drafts; /* bytes all of them together may hold */
-    const char *ggml;  /* -o ggml=PATH|none: ggml's library (views.c) */
+    char *ggml;        /* -o ggml=PATH|none: ggml's library (views.c);
+                          fuse_opt's copy, freed by cleanup */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -906,6 +907,7 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_rwlock_destroy(&m->fs.lock);
     }
     gfs_views_free(&m->fs);
+    free(m->o.ggml);
     gfs_view_layout_free(&m->fs);
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gguf_file_close(&m->file);
