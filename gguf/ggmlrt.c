@@ -84,7 +84,7 @@ static void quiet_log(int level, const char *text, void *user) {
     (void)user;
 }
 
-/* 0 if st is owned by root or euid and writable by nobody else. */
+/* True if st is owned by root or euid and writable by nobody else. */
 static int owned_safely(const struct stat *st) {
     return (st->st_uid == 0 || st->st_uid == geteuid()) &&
            !(st->st_mode & (S_IWGRP | S_IWOTH));
@@ -107,9 +107,10 @@ static int open_checked(const char *path, char **real, struct gguf_error *err) {
             close(fd);
         return -1;
     }
-    char *slash = strrchr(*real, '/');
+    char *slash = strrchr(*real, '/'); /* realpath: absolute */
     *slash = '\0';
-    int dir_ok = stat(*slash ? *real : "/", &dst) == 0 && owned_safely(&dst);
+    int dir_ok = stat(slash == *real ? "/" : *real, &dst) == 0 &&
+                 owned_safely(&dst);
     *slash = '/';
     if (!S_ISREG(st.st_mode) || !owned_safely(&st) || !dir_ok) {
         gguf_fail(err, GGUF_E_PERM,

@@ -146,7 +146,10 @@ START_TEST(load_refusals) {
     chmod(path, 0666); /* writable by others: never loaded */
     ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_PERM);
     ck_assert(strstr(err.msg, "writable by nobody else"));
-    chmod(path, 0644); /* safe, but no library */
+    chmod(path, 0644);
+    chmod(dir, 0777); /* in a directory anyone may write: never loaded */
+    ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_PERM);
+    chmod(dir, 0755); /* safe, but no library */
     ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_UNSUPPORTED);
     ck_assert(strstr(err.msg, "not used"));
     ck_assert(g == NULL);
