@@ -13,7 +13,7 @@
  *   mkfixture dequant OUT      a tensor of every type, ids ggml has and
  *                              ggufs does not (40-42) included
  *   mkfixture quants OUT --mega N
- *                              q8_0, q4_K, q6_K, iq4_xs, f16 tensors of N Mi
+ *                              q8_0, q4_K, q6_K, iq4_xs, f16, f32 tensors of N Mi
  *                              values each (bench/run, group views)
  *   mkfixture llama OUT [--vocab-from FILE.gguf]
  *                              a tiny llama model (random f32 weights),
@@ -1086,10 +1086,10 @@ static void fixture_dequant(const char *path) {
 }
 
 /* The f32/ view benchmark's model (bench/run, group views): one tensor
- * of q8_0, q4_K, q6_K, iq4_xs and f16, mega Mi elements each (rows of
- * 4096), random block bytes. */
+ * of q8_0, q4_K, q6_K, iq4_xs, f16 and f32 (no conversion: what FUSE
+ * alone costs), mega Mi elements each (rows of 4096), random bytes. */
 static void fixture_quants(const char *path, uint64_t mega) {
-    static const uint32_t types[] = {8, 12, 14, 23, 1};
+    static const uint32_t types[] = {8, 12, 14, 23, 1, 0};
     gguf_ctx *c = new_ctx(3);
     set_str(c, "general.architecture", "quants");
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
@@ -1122,7 +1122,7 @@ static void usage(void) {
             "       mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]\n"
             "       mkfixture llama OUT [--vocab-from FILE.gguf]\n"
             "       mkfixture dequant OUT    every tensor type, newer ggml ids too\n"
-            "       mkfixture quants OUT --mega N   5 quantized tensors, N Mi values each\n");
+            "       mkfixture quants OUT --mega N   6 tensors (q8_0 ... f32), N Mi values each\n");
     exit(2);
 }
 
