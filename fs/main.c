@@ -770,7 +770,8 @@ static int open_gguf(struct gfs_main *m) {
  * shard set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf,
  * as the library's gguf_split_name parses it): clients such as
  * node-llama-cpp see the -00001-of- pattern and go looking for the other
- * shards beside it.  Never meta or tensors; none if no name fits. */
+ * shards beside it.  Never meta, tensors, f32, npy or index.tsv (the
+ * views, views.c); none if no name fits. */
 static void name_live_view(struct gfs_main *m) {
     const char *base =
         strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
@@ -784,7 +785,8 @@ static void name_live_view(struct gfs_main *m) {
         base = m->live_name;
     }
     if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
-        strlen(base) <= 255)
+        strcmp(base, "f32") != 0 && strcmp(base, "npy") != 0 &&
+        strcmp(base, "index.tsv") != 0 && strlen(base) <= 255)
         m->fs.live_name = base;
 }
 

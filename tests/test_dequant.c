@@ -158,6 +158,19 @@ START_TEST(load_refusals) {
 }
 END_TEST
 
+/* A library that says q4_K has 128 values per block is not used. */
+START_TEST(load_lying) {
+    const char *fake = getenv("FAKE_GGML");
+    ck_assert_msg(fake, "FAKE_GGML is not set (run through meson test)");
+    gguf_ggml *g = NULL;
+    struct gguf_error err = {0};
+    ck_assert_int_eq(gguf_ggml_load(&g, fake, &err), GGUF_E_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "type 12 is not ggufs's q4_K"), "%s",
+                  err.msg);
+    ck_assert(g == NULL);
+}
+END_TEST
+
 START_TEST(load_ggml) {
     const char *lib = getenv("GGUFS_GGML_LIB"), *src = getenv("GGUFS_SRCDIR");
     char path[4096];
@@ -201,6 +214,7 @@ int main(void) {
     tcase_add_test(tc, q5);
     tcase_add_test(tc, choice_and_extent);
     tcase_add_test(tc, load_refusals);
+    tcase_add_test(tc, load_lying);
     tcase_add_test(tc, load_ggml);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
