@@ -93,6 +93,7 @@ static void unlink_run(struct gfs_pool *p, struct run *r) {
 
 static void *helper(void *arg) {
     struct gfs_pool *p = arg;
+    pthread_setname_np(pthread_self(), "ggufs-convert");
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stop && !p->runs)
