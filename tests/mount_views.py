@@ -287,6 +287,45 @@ def check_values(mnt, t, ref, rng):
         os.close(fd)
 
 
+def check_concurrent(mnt, ts, refs):
+    """Four readers at once, uncached ranges of up to 3 MiB of the large
+    tensors and small ones of the others: every serving thread's run
+    shares the conversion helpers with the others'."""
+    import threading
+    problems = []
+    big = [t for t in ts if t.elems >= 1 << 20]
+
+    def reader(seed):
+        rng = random.Random(seed)
+        fds = {}
+        try:
+            for _ in range(60):
+                t = rng.choice(big if big and rng.random() < 0.5 else ts)
+                ref = refs[t.name]
+                if t.name not in fds:
+                    fds[t.name] = os.open(os.path.join(mnt, "f32", J.escape_name(t.name).decode()), os.O_RDONLY)
+                fd = fds[t.name]
+                a = rng.randrange(len(ref))
+                n = rng.randrange(1, min(3 << 20, len(ref) - a) + 1)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                if os.pread(fd, n, a) != ref[a:a + n]:
+                    problems.append("f32/%s: %d bytes at %d differ under concurrent reads" % (t.name, n, a))
+                    return
+        except OSError as e:
+            problems.append("concurrent read: %s" % e)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+    th = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    if problems:
+        raise J.Fail("; ".join(problems[:3]))
+
+
 def check_npy(mnt, t, ref, tmp):
     name = J.escape_name(t.name).decode()
     p = os.path.join(mnt, "npy", name + ".npy")
@@ -385,6 +424,7 @@ def run():
                 for t in ts:
                     if refs[t.name] is not None:
                         check_values(mnt, t, refs[t.name], rng)
+                check_concurrent(mnt, [t for t in ts if refs[t.name] is not None], refs)
                 n_npy = sum(check_npy(mnt, t, refs[t.name], tmp) for t in ts if refs[t.name] is not None)
                 check_index(mnt, ts, True)
                 digest = check_hashes(mnt, ts, True)
