@@ -135,6 +135,24 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
                                                     size_t *len),
                                 const void *base, int64_t *dup);
 
+/* Position pos (named s[0, len) before the edit) was removed from the
+ * array, which the name callback now shows without it; positions after
+ * it moved down by one. */
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
+                       size_t len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at pos, formerly named old, now has the name the callback
+ * gives.  Cannot fail: the number of entries is unchanged. */
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at from moved to to, the ones between shifted by one. */
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to);
+
 /* ---- payload validation (payload.c) ---------------------------------- */
 
 /* Validates a payload of the given type in [p, p+len): exact length,
