@@ -312,6 +312,39 @@ static struct gfs_ghost *ghost_by_fname(struct gfs *fs, const char *name) {
     return NULL;
 }
 
+/* Key order.  A key's place in the KV order is its ordinal: its id (ids
+ * grow in file order at open, and each new key, which goes last, gets the
+ * next one), or, for a GHOST brought back, the ordinal the key had
+ * (fs->ords).  The KV list stays sorted by ordinal, so a GHOST goes back
+ * before the first key with a greater ordinal, in whatever order GHOSTs
+ * come back (a position alone would shift as other keys leave and
+ * return). */
+static uint64_t key_ord(const struct gfs *fs, uint32_t id) {
+    for (size_t k = 0; k < fs->n_ords; k++)
+        if (fs->ords[k].id == id)
+            return fs->ords[k].ord;
+    return id;
+}
+
+/* Puts key i, a GHOST's key back, at the place its ordinal gives. */
+static void restore_place(struct gfs *fs, int64_t i, uint64_t ord) {
+    struct gguf_error err = {0};
+    if (fs->n_ords < GFS_MAX_GHOSTS) {
+        struct gfs_ord *o =
+            realloc(fs->ords, (fs->n_ords + 1) * sizeof *fs->ords);
+        if (o) {
+            fs->ords = o;
+            fs->ords[fs->n_ords++] =
+                (struct gfs_ord){gguf_kv_id(fs->ctx, i), ord};
+        }
+    }
+    int64_t pos = 0;
+    for (int64_t j = 0; j < gguf_n_kv(fs->ctx); j++)
+        if (j != i && key_ord(fs, gguf_kv_id(fs->ctx, j)) < ord)
+            pos++;
+    (void)gguf_move_key(fs->ctx, i, pos, &err); /* order only: best effort */
+}
+
 /* Removes kv i, leaving a GHOST that remembers its name, type and place.
  * Past GFS_MAX_GHOSTS the oldest ghost is forgotten (the list is newest
  * first). */
@@ -350,8 +383,8 @@ static int remove_key(struct gfs *fs, int64_t i) {
     }
     g->type = gguf_kv_type(fs->ctx, i);
     g->arr_type = gguf_kv_arr_type(fs->ctx, i);
-    g->pos = i;
     uint32_t id = gguf_kv_id(fs->ctx, i);
+    g->ord = key_ord(fs, id);
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
         return refuse(fs, i, &err);
     gfs_text_forget(fs, id);
@@ -392,10 +425,11 @@ static int add_key(struct gfs *fs, const char *key, size_t klen,
         goto out;
     }
     int64_t i = gguf_find_key(fs->ctx, key, klen);
-    if (g && gguf_move_key(fs->ctx, i, g->pos, &err) == GGUF_OK)
+    if (g) {
+        restore_place(fs, i, g->ord);
         i = gguf_find_key(fs->ctx, key, klen);
-    if (g)
         ghost_remove(fs, g);
+    }
     edited(fs, i);
     *out = i;
 out:
@@ -847,7 +881,7 @@ static int persist(struct gfs *fs) {
     fs->pending_generation = fs->generation;
     fs->pending_kept = keep;
     enum gguf_status st =
-        keep ? gguf_pending_save(fs->ctx, &err)
+        keep ? gguf_pending_save(fs->ctx, &fs->disk, &err)
              : gguf_state_remove(fs->path, GGUF_STATE_PENDING, &err);
     fs->pending_failed = st != GGUF_OK;
     if (st != GGUF_OK)
@@ -910,6 +944,10 @@ int gfs_meta_commit(struct gfs *fs) {
         return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* The file changes (or may have, if the commit fails half-way): the
+     * pending record's picture of it is made again when next needed. */
+    gguf_close(fs->disk);
+    fs->disk = NULL;
     unsigned flags = fs->commit_flags | gfs_pt_commit_flags(fs);
     if (gguf_commit(fs->ctx, flags, &info, &err) != GGUF_OK) {
         char where[1024];
@@ -962,6 +1000,11 @@ void gfs_meta_free(struct gfs *fs) {
     free(fs->aliases);
     fs->aliases = NULL;
     fs->n_aliases = 0;
+    free(fs->ords);
+    fs->ords = NULL;
+    fs->n_ords = 0;
+    gguf_close(fs->disk);
+    fs->disk = NULL;
     for (size_t i = 0; i < fs->n_errors; i++)
         free(fs->errors[i]);
     free(fs->errors);
