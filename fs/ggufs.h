@@ -18,6 +18,9 @@
  *                                   the tensor index (views.c)
  *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
  *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
+ *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
+ *                                   inode each (4 is the first;
+ *                                   passthrough.c)
  *
  * Names say the layer:
  *   gfs_op_<operation>  FUSE low-level handlers, gathered in gfs_ops (ops.c:
@@ -27,6 +30,8 @@
  *   gfs_meta_           changes through meta/ and the commit (metaedit.c)
  *   gfs_view_           the live view: header, byte mapping, the merged
  *                       layout of a shard set (liveview.c)
+ *   gfs_pt_             the live view by FUSE passthrough and its
+ *                       versions (passthrough.c)
  *   gfs_xattr_          extended attributes (xattr.c)
  *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
  *                       (tree.c); gfs_errno and gfs_log (errno.c)
@@ -218,6 +223,8 @@ struct gfs_extent {
  *   2. lock           rwlock: what the library contexts hold, the edits
  *   3. fh_lock        the list of open handles     } leaves: nothing is
  *      text_lock      the rendered-text caches     } taken while held
+ *      pt->mu         the view's versions and      } (pt->mu after
+ *                     backing ids (passthrough.c)  }  text_lock is freed)
  *
  * So write and flush take fh->mu, then lock to check or apply the draft;
  * create holds lock (write), then fh_lock to list its new handle; a stat
