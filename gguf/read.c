@@ -197,7 +197,7 @@ static enum gguf_status parse_header(struct parse *pr, uint64_t *n_t,
                                      uint64_t *n_kv) {
     gguf_ctx *ctx = pr->ctx;
     uint64_t F = pr->size;
-    enum gguf_status st = fill(pr, F < FIRST_CHUNK ? F : FIRST_CHUNK);
+    enum gguf_status st = fill(pr, F < HEADER_BYTES ? F : HEADER_BYTES);
     if (st != GGUF_OK)
         return st;
     if (F < 4)
