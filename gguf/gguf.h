@@ -218,7 +218,9 @@ struct gguf_reader {
 /* Parses and validates the header read through rd, as gguf_open does.
  * The context has no file descriptor (gguf_fd is -1) and name (a URL) as
  * its path; it can be read and edited in memory, never committed
- * (GGUF_OPEN_RDWR is refused). */
+ * (GGUF_OPEN_RDWR is refused).  The context keeps rd (the unedited live
+ * header is the source's own bytes, read through it): the source must
+ * outlive the context. */
 enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
                                   const char *name, unsigned flags,
                                   struct gguf_error *err);

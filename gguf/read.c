@@ -954,6 +954,7 @@ enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
         gguf_close(ctx);
         return st;
     }
+    ctx->rd = *rd;
     *out = ctx;
     return GGUF_OK;
 }
