@@ -44,9 +44,8 @@ static enum gguf_status src_read(void *u, uint64_t off, void *buf, size_t n,
         n = (size_t)(size - off);
     int e = rmt_read(s, off, buf, n, 0);
     if (e)
-        return gguf_fail(err, GGUF_E_IO,
-                         "reading the header at offset %llu failed (%s)",
-                         (unsigned long long)off, strerror(e));
+        return gguf_fail(err, GGUF_E_IO, "%s",
+                         rmt_error()[0] ? rmt_error() : strerror(e));
     *got = n;
     return GGUF_OK;
 }
@@ -167,7 +166,8 @@ int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
     struct gfs_remote *r = fs->remote;
     if (shard < 0 || shard >= r->n)
         return EIO;
-    return rmt_read(r->src[shard], pos, buf, n, ahead_of(r, shard, pos));
+    uint64_t ahead = ahead_of(r, shard, pos);
+    return rmt_read(r->src[shard], pos, buf, n, ahead ? ahead : 1);
 }
 
 void gfs_remote_stat(const struct gfs *fs, struct stat *st) {

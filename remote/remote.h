@@ -84,9 +84,13 @@ const char *rmt_identity(const struct rmt_src *s);
  * probably read up to ahead next (the end of the tensor after the one
  * read): blocks up to there (at most a window) are fetched in the
  * background.  0, or an errno (EIO: the network failed after retries, the
- * file changed on the server; the log says which). */
+ * file changed on the server; the log says which).  ahead == 0: quiet,
+ * no log line for a failure: the caller reports rmt_error(). */
 int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
              uint64_t ahead);
+
+/* Why the calling thread's last failed rmt_read failed (one line). */
+const char *rmt_error(void);
 
 /* Counters (tests, bench): ranged requests sent, bytes received. */
 uint64_t rmt_requests(const struct rmt_src *s);

@@ -41,7 +41,7 @@ struct rmt_src {
     struct rmt_cache *cache;
     char *key;
     char ident[400];
-    uint64_t size, nb;
+    uint64_t size, nb, max;
     uint8_t *state;
     uint64_t *hash;
     uint32_t *tick; /* last read, for eviction */
@@ -71,7 +71,10 @@ static double wait_budget(const struct rmt_src *s) {
 
 /* Fetches blocks [b0, b0 + k) (marked FETCHING by the caller) into the
  * cache; marks them PRESENT or ABSENT and wakes waiters.  0 or errno. */
-static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k) {
+static __thread char last_error[600];
+const char *rmt_error(void) { return last_error; }
+
+static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t off = b0 * RMT_BLOCK, len = k * RMT_BLOCK;
     if (len > s->size - off)
         len = s->size - off;
@@ -84,15 +87,21 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k) {
         snprintf(msg, sizeof msg, "cannot write the cache: %s",
                  strerror(err));
     free(buf);
-    if (err && !atomic_load(&s->h.changed))
+    if (err)
+        snprintf(last_error, sizeof last_error, "reading bytes %llu-%llu: %s",
+                 (unsigned long long)off,
+                 (unsigned long long)(off + len - 1), msg);
+    if (err && !quiet && !atomic_load(&s->h.changed))
         rmt_logf(&s->h, "reading bytes %llu-%llu: %s",
                  (unsigned long long)off, (unsigned long long)(off + len - 1),
                  msg);
     pthread_mutex_lock(&s->mu);
     for (uint64_t i = 0; i < k; i++) {
         s->state[b0 + i] = err ? ABSENT : PRESENT;
-        if (!err)
+        if (!err) {
             s->hash[b0 + i] = hashes[i];
+            s->tick[b0 + i] = ++s->clock;
+        }
     }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -150,7 +159,7 @@ static void *worker(void *arg) {
         s->q_head = (s->q_head + 1) % QUEUE_MAX;
         s->q_len--;
         pthread_mutex_unlock(&s->mu);
-        if (fetch(s, j.b0, j.k) == 0)
+        if (fetch(s, j.b0, j.k, 0) == 0 && s->max)
             maybe_evict(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -246,6 +255,8 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
             break;
         case FETCHING:
             if (timed_wait(s, &deadline) != 0 && s->state[b] == FETCHING) {
+                snprintf(last_error, sizeof last_error,
+                         "no answer within %.0f s", bud);
                 rmt_logf(&s->h, "no answer for byte %llu within %.0f s",
                          (unsigned long long)(b * RMT_BLOCK), bud);
                 err = EIO;
@@ -253,6 +264,8 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
             break;
         default: {
             if (atomic_load(&s->h.changed)) {
+                snprintf(last_error, sizeof last_error,
+                         "the file changed on the server");
                 err = EIO;
                 break;
             }
@@ -261,9 +274,7 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
             uint64_t k = claim(s, b, dem_end > b1 ? dem_end : b1, SEG_BLOCKS);
             pthread_mutex_unlock(&s->mu);
             pthread_rwlock_unlock(&s->evict);
-            err = fetch(s, b, k);
-            if (!err)
-                maybe_evict(s);
+            err = fetch(s, b, k, ahead == 0);
             pthread_rwlock_rdlock(&s->evict);
             pthread_mutex_lock(&s->mu);
             b = b0; /* evicted meanwhile? look again */
@@ -272,14 +283,19 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
     }
     if (!err && ahead > off + n) {
         uint64_t a = ahead < s->size ? ahead : s->size;
-        if (a > off + n + RA_WINDOW)
-            a = off + n + RA_WINDOW;
+        uint64_t win = RA_WINDOW;
+        if (s->max && win > s->max / 4) /* never evict what is ahead */
+            win = s->max / 4;
+        if (a > off + n + win)
+            a = off + n + win;
         read_ahead(s, b1, (a + RMT_BLOCK - 1) / RMT_BLOCK);
     }
     pthread_mutex_unlock(&s->mu);
     if (!err)
         err = rmt_cache_pread(s->cache, off, buf, n);
     pthread_rwlock_unlock(&s->evict);
+    if (!err && s->max)
+        maybe_evict(s); /* after the pread: never the blocks just read */
     return err;
 }
 
@@ -293,6 +309,7 @@ static int finish_open(struct rmt_src *s, const struct rmt_opts *o, char *msg,
                        size_t n) {
     const struct rmt_ident *id = &s->h.id;
     s->size = id->size;
+    s->max = o->cache_max;
     s->nb = (s->size + RMT_BLOCK - 1) / RMT_BLOCK;
     if (id->etag[0])
         snprintf(s->ident, sizeof s->ident, "etag %s", id->etag);

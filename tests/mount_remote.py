@@ -224,6 +224,13 @@ def run(tmp, www, cache, mnt, ngx):
         if f.endswith(".gguf") and J.refdump(os.path.join(fx, f))[1] is not None:
             shutil.copy(os.path.join(fx, f), os.path.join(www, f))
             files.append(f)
+    # a model of 4 tensors of 1 MiB: bigger than the first blocks, so that
+    # tensor reads need requests of their own
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", os.path.join(www, "big.gguf"), "--tensor-mb", "1",
+                        "--n-tensors", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    files.append("big.gguf")
     shared = J.shared_models()
     for s in shared:
         os.symlink(s, os.path.join(www, os.path.basename(s)))  # nginx follows it
@@ -342,7 +349,7 @@ def run(tmp, www, cache, mnt, ngx):
         J.log("ok   remote 3-shard set: every file as the local mount's, merged live view accepted by ggml")
 
     check_cache(tmp, ngx, f0, want0, mnt, live_bytes)
-    check_faults(tmp, www, f0, want0, mnt)
+    check_faults(tmp, www, "big.gguf", open(os.path.join(www, "big.gguf"), "rb").read(), mnt)
     check_llama(tmp, ngx, www, mnt)
 
 
