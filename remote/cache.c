@@ -205,26 +205,56 @@ out:
     return r;
 }
 
-/* Bytes held by the entries other than ours. */
-static uint64_t count_others(struct rmt_cache *c) {
+/* Calls fn(c, name, st of its file `file`, arg) for each entry other
+ * than ours (st zeroed when that file is missing). */
+static void each_other(struct rmt_cache *c, const char *file,
+                       void (*fn)(const char *name, const struct stat *st,
+                                  void *arg),
+                       void *arg) {
     int fd = dup(c->top);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    uint64_t sum = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
         char p[300];
         struct stat sb;
         if (e->d_name[0] == '.' || strcmp(e->d_name, c->name) == 0)
             continue;
-        snprintf(p, sizeof p, "%s/data", e->d_name);
-        if (fstatat(c->top, p, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-            sum += (uint64_t)sb.st_blocks * 512;
+        snprintf(p, sizeof p, "%s/%s", e->d_name, file);
+        if (fstatat(c->top, p, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            memset(&sb, 0, sizeof sb);
+        fn(e->d_name, &sb, arg);
     }
     if (d)
         closedir(d);
     else if (fd >= 0)
         close(fd);
+}
+
+static void add_blocks(const char *name, const struct stat *st, void *arg) {
+    (void)name;
+    *(uint64_t *)arg += (uint64_t)st->st_blocks * 512;
+}
+
+/* Bytes held by the entries other than ours. */
+static uint64_t count_others(struct rmt_cache *c) {
+    uint64_t sum = 0;
+    each_other(c, "data", add_blocks, &sum);
     return sum;
+}
+
+struct oldest {
+    char name[300];
+    struct timespec t;
+};
+
+static void find_oldest(const char *name, const struct stat *st, void *arg) {
+    struct oldest *o = arg;
+    if (!o->name[0] || st->st_mtim.tv_sec < o->t.tv_sec ||
+        (st->st_mtim.tv_sec == o->t.tv_sec &&
+         st->st_mtim.tv_nsec < o->t.tv_nsec)) {
+        snprintf(o->name, sizeof o->name, "%s", name);
+        o->t = st->st_mtim;
+    }
 }
 
 /* The cache's root: dir, or $XDG_CACHE_HOME/ggufs, else ~/.cache/ggufs
@@ -373,30 +403,9 @@ static void evict_others(struct rmt_cache *c) {
     for (;;) {
         if (c->others == 0 || rmt_cache_bytes(c) <= c->max)
             return;
-        int fd = dup(c->top);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        char oldest[300] = "";
-        struct timespec ot = {0, 0};
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            char p[300];
-            struct stat sb;
-            if (e->d_name[0] == '.' || strcmp(e->d_name, c->name) == 0)
-                continue;
-            snprintf(p, sizeof p, "%s/log", e->d_name);
-            if (fstatat(c->top, p, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-                sb.st_mtim = (struct timespec){0, 0};
-            if (!oldest[0] || sb.st_mtim.tv_sec < ot.tv_sec ||
-                (sb.st_mtim.tv_sec == ot.tv_sec &&
-                 sb.st_mtim.tv_nsec < ot.tv_nsec)) {
-                snprintf(oldest, sizeof oldest, "%s", e->d_name);
-                ot = sb.st_mtim;
-            }
-        }
-        if (d)
-            closedir(d);
-        else if (fd >= 0)
-            close(fd);
+        struct oldest o = {.name = ""};
+        each_other(c, "log", find_oldest, &o);
+        const char *oldest = o.name;
         if (!oldest[0]) {
             c->others = 0;
             return;

@@ -51,12 +51,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
 
+    def _empty(self, code):
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_HEAD(self):
         mode, data, etag = self._file()
         if data is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._empty(404)
             return
         self._headers(200, len(data), etag)
 
@@ -64,9 +67,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         ctl = self.server.ctl
         mode, data, etag = self._file()
         if data is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._empty(404)
             return
         rng = re.match(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
         if mode == "norange" or not rng:
@@ -75,9 +76,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         im = self.headers.get("If-Match")
         if im is not None and im != etag:
-            self.send_response(412)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._empty(412)
             return
         a, b = int(rng.group(1)), min(int(rng.group(2)), len(data) - 1)
         body = data[a:b + 1]
@@ -86,9 +85,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             n = ctl.n
         if mode == "503" and n <= 2:
             ctl.faults += 1
-            self.send_response(503)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._empty(503)
             return
         cr = [("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))]
         if mode == "drop" and n % 2 == 1 and len(body) > 1:
