@@ -15,7 +15,10 @@
  * Rules.  A block counts as present only once its bytes are durable: the
  * data is written and fdatasync'ed before its add record is appended, so
  * a crash or kill -9 leaves at worst bytes without a record (fetched
- * again).  Records are appended under flock with one write; a torn tail
+ * again).  Records are appended in batches (FLUSH_BLOCKS, and at close):
+ * one fdatasync covers them all; the mount that wrote the bytes serves
+ * them meanwhile (they are in its page cache), a later mount only once
+ * recorded.  Records are appended under flock with one write; a torn tail
  * (a record cut by a crash) is cut off at the next open, and a record
  * whose check does not match is ignored.  Every recorded block is hashed
  * again at its first read in a mount (source.c): bytes that do not match
@@ -52,7 +55,16 @@ struct rmt_cache {
     char name[40];           /* the entry's directory name */
     uint64_t size, nb, max;
     uint64_t others; /* bytes of the other entries, counted at open */
+    /* Blocks written but not yet recorded: their records are appended by
+     * flush(), after one fdatasync of the data covers all of them. */
+    pthread_mutex_t mu;
+    uint8_t *pending; /* REC_SIZE records */
+    uint64_t n_pending, cap_pending;
 };
+
+#define FLUSH_BLOCKS 512 /* 32 MiB: one fdatasync per that many blocks */
+
+static int flush(struct rmt_cache *c);
 
 uint64_t rmt_block_hash(const void *p, size_t len) {
     return XXH3_64bits(p, len);
@@ -291,6 +303,7 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
         return -1;
     }
     c->top = c->efd = c->data = c->log = -1;
+    pthread_mutex_init(&c->mu, NULL);
     c->size = size;
     c->nb = (size + RMT_BLOCK - 1) / RMT_BLOCK;
     c->max = max;
@@ -330,6 +343,13 @@ fail:
 void rmt_cache_close(struct rmt_cache *c) {
     if (!c)
         return;
+    if (c->data >= 0 && c->log >= 0) {
+        pthread_mutex_lock(&c->mu);
+        flush(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c->pending);
     int fds[] = {c->top, c->efd, c->data, c->log};
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0)
@@ -346,34 +366,53 @@ static int append(struct rmt_cache *c, const uint8_t *recs, size_t len) {
     return w == (ssize_t)len ? 0 : (w < 0 ? e : EIO);
 }
 
-int rmt_cache_store(struct rmt_cache *c, uint64_t b0, uint64_t k,
-                    const void *buf, uint64_t *hash) {
-    uint64_t off = b0 * RMT_BLOCK;
-    uint64_t len = k * RMT_BLOCK;
-    if (len > c->size - off)
-        len = c->size - off;
-    for (uint64_t done = 0; done < len;) {
-        ssize_t w = pwrite(c->data, (const char *)buf + done, len - done,
+/* Makes the pending blocks count: fdatasync of the data, then their
+ * records.  Caller holds c->mu. */
+static int flush(struct rmt_cache *c) {
+    if (!c->n_pending)
+        return 0;
+    if (fdatasync(c->data) != 0)
+        return errno;
+    int r = append(c, c->pending, c->n_pending * REC_SIZE);
+    c->n_pending = 0;
+    return r;
+}
+
+int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
+                    size_t n) {
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(c->data, (const char *)p + done, n - done,
                            (off_t)(off + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return w < 0 ? errno : EIO;
-        done += (uint64_t)w;
+        done += (size_t)w;
     }
-    if (fdatasync(c->data) != 0)
-        return errno;
-    uint8_t *recs = malloc(k * REC_SIZE);
-    if (!recs)
-        return ENOMEM;
-    for (uint64_t i = 0; i < k; i++) {
-        uint64_t bl = len - i * RMT_BLOCK;
-        hash[i] = XXH3_64bits((const char *)buf + i * RMT_BLOCK,
-                              bl < RMT_BLOCK ? bl : RMT_BLOCK);
-        put_rec(recs + i * REC_SIZE, REC_ADD, b0 + i, hash[i]);
+    return 0;
+}
+
+int rmt_cache_commit(struct rmt_cache *c, uint64_t b0, uint64_t k,
+                     const uint64_t *hash) {
+    int r = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->n_pending + k > c->cap_pending) {
+        uint64_t cap = c->n_pending + k + FLUSH_BLOCKS;
+        uint8_t *p = realloc(c->pending, cap * REC_SIZE);
+        if (!p) {
+            pthread_mutex_unlock(&c->mu);
+            return ENOMEM;
+        }
+        c->pending = p;
+        c->cap_pending = cap;
     }
-    int r = append(c, recs, k * REC_SIZE);
-    free(recs);
+    for (uint64_t i = 0; i < k; i++)
+        put_rec(c->pending + (c->n_pending + i) * REC_SIZE, REC_ADD, b0 + i,
+                hash[i]);
+    c->n_pending += k;
+    if (c->n_pending >= FLUSH_BLOCKS)
+        r = flush(c);
+    pthread_mutex_unlock(&c->mu);
     return r;
 }
 
@@ -432,6 +471,9 @@ uint64_t rmt_cache_evict(struct rmt_cache *c, const uint64_t *victims,
     if (!c->max || rmt_cache_bytes(c) <= c->max)
         return 0;
     evict_others(c);
+    pthread_mutex_lock(&c->mu);
+    flush(c); /* a drop record must follow the block's add record */
+    pthread_mutex_unlock(&c->mu);
     uint64_t done = 0;
     uint8_t rec[REC_SIZE];
     while (done < k && rmt_cache_bytes(c) > c->max) {

@@ -169,7 +169,9 @@ struct resp {
     char etag[256], lastmod[64], accept_ranges[32];
     uint64_t cr_total, clen;
     int has_cr, has_clen;
-    uint8_t *buf;
+    uint8_t *buf; /* the body goes here, or to sink if set */
+    int (*sink)(void *u, uint64_t at, const void *p, size_t n);
+    void *sink_u;
     size_t want, got;
     int ranged, bad_body; /* body not what was asked: abort */
 };
@@ -239,7 +241,11 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
         r->bad_body = 1;
         return 0;
     }
-    memcpy(r->buf + r->got, p, len);
+    if (r->sink ? r->sink(r->sink_u, r->got, p, len) != 0
+                : (memcpy(r->buf + r->got, p, len), 0)) {
+        r->bad_body = 1; /* the sink failed: not the server's fault */
+        return 0;
+    }
     r->got += len;
     return len;
 }
@@ -296,6 +302,7 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
     if (r->ranged) {
         snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
                  (unsigned long long)(off + r->want - 1));
@@ -460,13 +467,14 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
     return err;
 }
 
-int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
-                 char *msg, size_t msgn) {
+int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
+                 int (*sink)(void *u, uint64_t at, const void *p, size_t n),
+                 void *u, char *msg, size_t msgn) {
     if (atomic_load(&h->changed)) {
         snprintf(msg, msgn, "the file changed on the server");
         return EIO;
     }
-    struct resp r = {.buf = buf, .want = n, .ranged = 1};
+    struct resp r = {.sink = sink, .sink_u = u, .want = n, .ranged = 1};
     return request(h, off, &r, msg, msgn);
 }
 

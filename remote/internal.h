@@ -53,10 +53,13 @@ int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
 int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
                        const char *url, char *msg, size_t n);
 void rmt_http_close(struct rmt_http *h);
-/* Fetches bytes [off, off + n) of the file's version h->id into buf,
- * retrying as remote.h says.  0, or EIO with msg (no URL in it). */
-int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
-                 char *msg, size_t msgn);
+/* Fetches bytes [off, off + n) of the file's version h->id, retrying as
+ * remote.h says: sink(u, at, p, len) receives them in order, at counting
+ * from 0 (a retry starts again at 0); nonzero from it fails the request.
+ * 0, or EIO with msg (no URL in it). */
+int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
+                 int (*sink)(void *u, uint64_t at, const void *p, size_t n),
+                 void *u, char *msg, size_t msgn);
 /* A line to the log, "URL: what". */
 void rmt_logf(const struct rmt_http *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -74,11 +77,15 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
                    uint64_t max, uint8_t *present, uint64_t *hash,
                    struct rmt_cache **out, char *msg, size_t n);
 void rmt_cache_close(struct rmt_cache *c);
-/* Stores blocks [b0, b0 + k) (their bytes in buf, the last one maybe
- * short at the file's end), durably, then records them; hash[] receives
- * their hashes.  0 or an errno. */
-int rmt_cache_store(struct rmt_cache *c, uint64_t b0, uint64_t k,
-                    const void *buf, uint64_t *hash);
+/* Writes n bytes at off into the entry's data (not yet counted).  0 or an
+ * errno. */
+int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
+                    size_t n);
+/* Blocks [b0, b0 + k), written whole, with their hashes: recorded once
+ * durable (batched: cache.c, Rules; rmt_cache_close flushes).  0 or an
+ * errno. */
+int rmt_cache_commit(struct rmt_cache *c, uint64_t b0, uint64_t k,
+                     const uint64_t *hash);
 /* Reads n bytes at off from the entry's data.  0 or an errno. */
 int rmt_cache_pread(struct rmt_cache *c, uint64_t off, void *buf, size_t n);
 /* The hash of a block's bytes (len <= RMT_BLOCK). */

@@ -18,6 +18,9 @@
  */
 #include "internal.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,19 +77,52 @@ static double wait_budget(const struct rmt_src *s) {
 static __thread char last_error[600];
 const char *rmt_error(void) { return last_error; }
 
+/* Where a fetch's body goes: the cache's data, each block hashed as its
+ * bytes pass. */
+struct sink {
+    struct rmt_src *s;
+    uint64_t off, len;
+    XXH3_state_t *st; /* one per block */
+    uint64_t *hash;
+};
+
+static int to_cache(void *u, uint64_t at, const void *p, size_t n) {
+    struct sink *k = u;
+    if (rmt_cache_write(k->s->cache, k->off + at, p, n) != 0)
+        return -1;
+    const char *q = p;
+    while (n) {
+        uint64_t b = at / RMT_BLOCK, in = at % RMT_BLOCK;
+        size_t m = RMT_BLOCK - in < n ? (size_t)(RMT_BLOCK - in) : n;
+        if (in == 0) /* a block starts (again, after a retry) */
+            XXH3_64bits_reset(&k->st[b]);
+        XXH3_64bits_update(&k->st[b], q, m);
+        q += m;
+        at += m;
+        n -= m;
+    }
+    return 0;
+}
+
 static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t off = b0 * RMT_BLOCK, len = k * RMT_BLOCK;
     if (len > s->size - off)
         len = s->size - off;
     char msg[600] = "";
     uint64_t hashes[SEG_BLOCKS];
-    void *buf = malloc(len);
-    int err = buf ? rmt_http_get(&s->h, off, len, buf, msg, sizeof msg)
-                  : ENOMEM;
-    if (!err && (err = rmt_cache_store(s->cache, b0, k, buf, hashes)))
-        snprintf(msg, sizeof msg, "cannot write the cache: %s",
-                 strerror(err));
-    free(buf);
+    struct sink sk = {.s = s, .off = off, .len = len, .hash = hashes};
+    sk.st = malloc(k * sizeof *sk.st);
+    int err = sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg,
+                                   sizeof msg)
+                    : ENOMEM;
+    if (!err) {
+        for (uint64_t i = 0; i < k; i++)
+            hashes[i] = XXH3_64bits_digest(&sk.st[i]);
+        if ((err = rmt_cache_commit(s->cache, b0, k, hashes)))
+            snprintf(msg, sizeof msg, "cannot write the cache: %s",
+                     strerror(err));
+    }
+    free(sk.st);
     if (err)
         snprintf(last_error, sizeof last_error, "reading bytes %llu-%llu: %s",
                  (unsigned long long)off,
