@@ -432,17 +432,29 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
 static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
                        const char *mem, size_t mem_n, uint64_t pos,
                        uint64_t n) {
-    char *buf = malloc(mem_n + n ? mem_n + n : 1);
-    int err = buf ? 0 : ENOMEM;
-    if (buf && mem_n)
+    /* One buffer per worker thread, kept: a fresh malloc of a megabyte
+     * per read is an mmap, page faults and zeroing each time. */
+    static __thread char *buf;
+    static __thread size_t cap;
+    size_t want = mem_n + n ? mem_n + n : 1;
+    if (want > cap) {
+        char *b = realloc(buf, want);
+        if (!b) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        buf = b;
+        cap = want;
+    }
+    int err = 0;
+    if (mem_n)
         memcpy(buf, mem, mem_n);
-    if (!err && n)
+    if (n)
         err = gfs_data_read(fs, shard, pos, buf + mem_n, (size_t)n);
     if (err)
         fuse_reply_err(req, err);
     else
         fuse_reply_buf(req, buf, mem_n + n);
-    free(buf);
 }
 
 /* A key opened read-only: the text snapshot taken at open. */
