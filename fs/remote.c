@@ -67,10 +67,8 @@ static enum gguf_status open_one(void *u, const char *name, unsigned flags,
     }
     r->src = v;
     r->src[r->n++] = s;
-    struct gguf_reader rd = {.read = src_read,
-                             .u = s,
-                             .size = rmt_size(s),
-                             .first_chunk = 65536};
+    struct gguf_reader rd = {
+        .read = src_read, .u = s, .size = rmt_size(s), .first_chunk = 65536};
     return gguf_open_reader(out, &rd, rmt_url(s), flags, err);
 }
 

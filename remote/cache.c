@@ -91,8 +91,9 @@ static int private_dir(int dfd, const char *name, int make, char *msg,
         return -1;
     }
     if (sb.st_uid != geteuid() || (sb.st_mode & 022)) {
-        snprintf(msg, n, "cache %s: not a private directory of this user "
-                         "(owner %u, mode %03o)",
+        snprintf(msg, n,
+                 "cache %s: not a private directory of this user "
+                 "(owner %u, mode %03o)",
                  name, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 0777));
         close(fd);
         return -1;
@@ -123,8 +124,7 @@ static int private_file(int efd, const char *name, int flags, char *msg,
 }
 
 /* The entry's id file says key, or is made to say it.  0 or -1. */
-static int check_id(struct rmt_cache *c, const char *key, char *msg,
-                    size_t n) {
+static int check_id(struct rmt_cache *c, const char *key, char *msg, size_t n) {
     size_t kl = strlen(key);
     for (int round = 0; round < 2; round++) {
         int fd = private_file(c->efd, "id", O_RDONLY, msg, n);
@@ -143,11 +143,10 @@ static int check_id(struct rmt_cache *c, const char *key, char *msg,
          * another mount did it first. */
         char tmp[64];
         snprintf(tmp, sizeof tmp, "id.%ld", (long)getpid());
-        fd = openat(c->efd, tmp,
-                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
-        int ok = fd >= 0 && write(fd, key, kl) == (ssize_t)kl &&
-                 fsync(fd) == 0;
+        fd =
+            openat(c->efd, tmp,
+                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int ok = fd >= 0 && write(fd, key, kl) == (ssize_t)kl && fsync(fd) == 0;
         if (fd >= 0)
             close(fd);
         if (ok && renameat2(c->efd, tmp, c->efd, "id", RENAME_NOREPLACE) != 0 &&
@@ -155,8 +154,8 @@ static int check_id(struct rmt_cache *c, const char *key, char *msg,
             ok = 0;
         unlinkat(c->efd, tmp, 0);
         if (!ok) {
-            snprintf(msg, n, "cache entry %s: cannot write its id: %s",
-                     c->name, strerror(errno));
+            snprintf(msg, n, "cache entry %s: cannot write its id: %s", c->name,
+                     strerror(errno));
             return -1;
         }
     }
@@ -201,8 +200,7 @@ static int load_log(struct rmt_cache *c, uint8_t *present, uint64_t *hash,
         memcpy(&blk, b + o + 8, 8);
         memcpy(&h, b + o + 16, 8);
         memcpy(&chk, b + o + 24, 8);
-        if (w[0] != REC_MAGIC || chk != XXH3_64bits(b + o, 24) ||
-            blk >= c->nb)
+        if (w[0] != REC_MAGIC || chk != XXH3_64bits(b + o, 24) || blk >= c->nb)
             continue;
         present[blk] = w[1] == REC_ADD;
         hash[blk] = h;
@@ -286,8 +284,9 @@ static int open_root(const char *dir, char *msg, size_t n) {
         }
         snprintf(path, sizeof path, "%s/.cache/ggufs", home);
     } else {
-        snprintf(msg, n, "no cache directory: set -o cache=DIR, "
-                         "XDG_CACHE_HOME or HOME");
+        snprintf(msg, n,
+                 "no cache directory: set -o cache=DIR, "
+                 "XDG_CACHE_HOME or HOME");
         return -1;
     }
     return private_dir(-1, path, 1, msg, n);
@@ -316,8 +315,8 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
         check_id(c, key, msg, n) != 0 ||
         (c->data = private_file(c->efd, "data", O_RDWR | O_CREAT, msg, n)) <
             0 ||
-        (c->log = private_file(c->efd, "log", O_RDWR | O_APPEND | O_CREAT,
-                               msg, n)) < 0)
+        (c->log = private_file(c->efd, "log", O_RDWR | O_APPEND | O_CREAT, msg,
+                               n)) < 0)
         goto fail;
     struct stat sb;
     if (fstat(c->data, &sb) != 0 ||
@@ -418,8 +417,8 @@ int rmt_cache_commit(struct rmt_cache *c, uint64_t b0, uint64_t k,
 
 int rmt_cache_pread(struct rmt_cache *c, uint64_t off, void *buf, size_t n) {
     for (size_t done = 0; done < n;) {
-        ssize_t r = pread(c->data, (char *)buf + done, n - done,
-                          (off_t)(off + done));
+        ssize_t r =
+            pread(c->data, (char *)buf + done, n - done, (off_t)(off + done));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -431,8 +430,7 @@ int rmt_cache_pread(struct rmt_cache *c, uint64_t off, void *buf, size_t n) {
 
 uint64_t rmt_cache_bytes(const struct rmt_cache *c) {
     struct stat sb;
-    uint64_t ours = fstat(c->data, &sb) == 0 ? (uint64_t)sb.st_blocks * 512
-                                             : 0;
+    uint64_t ours = fstat(c->data, &sb) == 0 ? (uint64_t)sb.st_blocks * 512 : 0;
     return c->others + ours;
 }
 

@@ -90,9 +90,8 @@ char *rmt_resolve(const char *url, char *msg, size_t n) {
         elen--;
     /* A revision such as refs/pr/1 is one path segment. */
     char *erev = curl_easy_escape(NULL, rev, 0);
-    if (erev &&
-        asprintf(&out, "%.*s/%.*s/resolve/%s/%.*s", (int)elen, ep,
-                 (int)(s2 - p), p, erev, (int)plen, path) < 0)
+    if (erev && asprintf(&out, "%.*s/%.*s/resolve/%s/%.*s", (int)elen, ep,
+                         (int)(s2 - p), p, erev, (int)plen, path) < 0)
         out = NULL;
     curl_free(erev);
     if (!out)
@@ -109,7 +108,7 @@ static int read_header_file(const char *path, char **text, char *msg,
     if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
         sb.st_size > HEADER_FILE_MAX) {
         snprintf(msg, n, "header file %s: %s", path,
-                 fd < 0    ? strerror(errno)
+                 fd < 0                ? strerror(errno)
                  : S_ISREG(sb.st_mode) ? "larger than 64 KiB"
                                        : "not a regular file");
         if (fd >= 0)
@@ -177,8 +176,8 @@ struct resp {
 };
 
 static void copy_value(char *dst, size_t n, const char *v, size_t len) {
-    while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' ||
-                   v[len - 1] == ' '))
+    while (len &&
+           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
         len--;
     while (len && *v == ' ')
         v++, len--;
@@ -323,19 +322,21 @@ enum outcome { OK, TRANSIENT, FATAL, CHANGED };
 /* Checks a ranged answer against the identity. */
 static enum outcome check_ranged(struct rmt_http *h, const struct resp *r,
                                  char *msg, size_t n) {
-    if (r->status == 412 || (r->status == 206 && r->has_cr &&
-                             r->cr_total != h->id.size)) {
-        snprintf(msg, n, "the file changed on the server since it was "
-                         "mounted (%s)",
+    if (r->status == 412 ||
+        (r->status == 206 && r->has_cr && r->cr_total != h->id.size)) {
+        snprintf(msg, n,
+                 "the file changed on the server since it was "
+                 "mounted (%s)",
                  r->status == 412 ? "precondition failed" : "another size");
         return CHANGED;
     }
-    if (r->status == 206 && ((h->id.etag[0] && r->etag[0] &&
-                              strcmp(r->etag, h->id.etag) != 0) ||
-                             (h->id.lastmod[0] && r->lastmod[0] &&
-                              strcmp(r->lastmod, h->id.lastmod) != 0))) {
-        snprintf(msg, n, "the file changed on the server since it was "
-                         "mounted (ETag %s, was %s)",
+    if (r->status == 206 &&
+        ((h->id.etag[0] && r->etag[0] && strcmp(r->etag, h->id.etag) != 0) ||
+         (h->id.lastmod[0] && r->lastmod[0] &&
+          strcmp(r->lastmod, h->id.lastmod) != 0))) {
+        snprintf(msg, n,
+                 "the file changed on the server since it was "
+                 "mounted (ETag %s, was %s)",
                  r->etag[0] ? r->etag : r->lastmod,
                  h->id.etag[0] ? h->id.etag : h->id.lastmod);
         return CHANGED;
@@ -366,8 +367,8 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
     enum outcome o = FATAL;
     for (int hop = 0; url; hop++) {
         char org[512];
-        int creds = origin_of(url, org, sizeof org) == 0 &&
-                    strcmp(org, h->origin) == 0;
+        int creds =
+            origin_of(url, org, sizeof org) == 0 && strcmp(org, h->origin) == 0;
         r->got = 0;
         r->bad_body = 0;
         r->status = 0;
@@ -382,8 +383,9 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
             curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
             if (!next || hop >= MAX_HOPS) {
                 snprintf(msg, n, "HTTP %ld: %s", r->status,
-                         next ? "too many redirects" : "redirect without "
-                                                       "a location");
+                         next ? "too many redirects"
+                              : "redirect without "
+                                "a location");
                 o = FATAL;
                 break;
             }
@@ -433,8 +435,9 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
         }
         if (o == CHANGED) {
             if (!atomic_exchange(&h->changed, 1))
-                rmt_logf(h, "%s; reads of bytes not cached fail with EIO "
-                            "until it is mounted again",
+                rmt_logf(h,
+                         "%s; reads of bytes not cached fail with EIO "
+                         "until it is mounted again",
                          msg);
             break;
         }
@@ -506,7 +509,7 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
     if (request(h, 0, &r, msg, n) != 0) {
         if (r.status == 401 || r.status == 403 || r.status == 404)
             snprintf(msg, n, "HTTP %ld (%s)", r.status,
-                     r.status == 404 ? "not found"
+                     r.status == 404   ? "not found"
                      : r.status == 401 ? "authentication required"
                                        : "forbidden");
         return -1;
@@ -516,8 +519,9 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
         return -1;
     }
     if (strcasecmp(r.accept_ranges, "none") == 0) {
-        snprintf(msg, n, "the server does not support range requests "
-                         "(Accept-Ranges: none)");
+        snprintf(msg, n,
+                 "the server does not support range requests "
+                 "(Accept-Ranges: none)");
         return -1;
     }
     h->id.size = r.clen;

@@ -18,7 +18,7 @@
  * conditional on. */
 struct rmt_ident {
     uint64_t size;
-    char etag[256]; /* strong ETag with its quotes, or "" */
+    char etag[256];   /* strong ETag with its quotes, or "" */
     char lastmod[64]; /* Last-Modified as sent, or "" */
     int64_t mtime;    /* Last-Modified parsed, or 0 */
 };
@@ -36,11 +36,11 @@ struct rmt_http {
     struct rmt_ident id;
     void (*log)(void *u, const char *line);
     void *log_u;
-    atomic_int changed;      /* the file changed on the server: said once */
-    atomic_ullong n_ranged;  /* ranged requests sent */
-    pthread_mutex_t mu;      /* guards eff and the idle handles */
-    char *eff;               /* the URL the last redirect chain ended at */
-    void *idle[16];          /* CURL handles, kept for keep-alive */
+    atomic_int changed;     /* the file changed on the server: said once */
+    atomic_ullong n_ranged; /* ranged requests sent */
+    pthread_mutex_t mu;     /* guards eff and the idle handles */
+    char *eff;              /* the URL the last redirect chain ended at */
+    void *idle[16];         /* CURL handles, kept for keep-alive */
     int n_idle;
 };
 
@@ -79,8 +79,7 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
 void rmt_cache_close(struct rmt_cache *c);
 /* Writes n bytes at off into the entry's data (not yet counted).  0 or an
  * errno. */
-int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
-                    size_t n);
+int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
 /* Blocks [b0, b0 + k), written whole, with their hashes: recorded once
  * durable (batched: cache.c, Rules; rmt_cache_close flushes).  0 or an
  * errno. */

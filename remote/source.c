@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#define SEG_BLOCKS 64                      /* 4 MiB per request at most */
-#define RA_WINDOW ((uint64_t)32 << 20)     /* readahead past a read */
-#define MIN_DEMAND_BLOCKS 16               /* 1 MiB: small reads fetch more */
+#define SEG_BLOCKS 64                  /* 4 MiB per request at most */
+#define RA_WINDOW ((uint64_t)32 << 20) /* readahead past a read */
+#define MIN_DEMAND_BLOCKS 16           /* 1 MiB: small reads fetch more */
 #define N_WORKERS 4
 #define QUEUE_MAX 64
 
@@ -58,10 +58,18 @@ struct rmt_src {
     int n_workers, stop;
 };
 
-const char *rmt_url(const struct rmt_src *s) { return s->h.url; }
-uint64_t rmt_size(const struct rmt_src *s) { return s->size; }
-int64_t rmt_mtime(const struct rmt_src *s) { return s->h.id.mtime; }
-const char *rmt_identity(const struct rmt_src *s) { return s->ident; }
+const char *rmt_url(const struct rmt_src *s) {
+    return s->h.url;
+}
+uint64_t rmt_size(const struct rmt_src *s) {
+    return s->size;
+}
+int64_t rmt_mtime(const struct rmt_src *s) {
+    return s->h.id.mtime;
+}
+const char *rmt_identity(const struct rmt_src *s) {
+    return s->ident;
+}
 uint64_t rmt_requests(const struct rmt_src *s) {
     return atomic_load(&s->h.n_ranged);
 }
@@ -75,7 +83,9 @@ static double wait_budget(const struct rmt_src *s) {
 /* Fetches blocks [b0, b0 + k) (marked FETCHING by the caller) into the
  * cache; marks them PRESENT or ABSENT and wakes waiters.  0 or errno. */
 static __thread char last_error[600];
-const char *rmt_error(void) { return last_error; }
+const char *rmt_error(void) {
+    return last_error;
+}
 
 /* Where a fetch's body goes: the cache's data, each block hashed as its
  * bytes pass. */
@@ -112,9 +122,9 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t hashes[SEG_BLOCKS];
     struct sink sk = {.s = s, .off = off, .len = len, .hash = hashes};
     sk.st = malloc(k * sizeof *sk.st);
-    int err = sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg,
-                                   sizeof msg)
-                    : ENOMEM;
+    int err =
+        sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg, sizeof msg)
+              : ENOMEM;
     if (!err) {
         for (uint64_t i = 0; i < k; i++)
             hashes[i] = XXH3_64bits_digest(&sk.st[i]);
@@ -125,12 +135,11 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     free(sk.st);
     if (err)
         snprintf(last_error, sizeof last_error, "reading bytes %llu-%llu: %s",
-                 (unsigned long long)off,
-                 (unsigned long long)(off + len - 1), msg);
-    if (err && !quiet && !atomic_load(&s->h.changed))
-        rmt_logf(&s->h, "reading bytes %llu-%llu: %s",
                  (unsigned long long)off, (unsigned long long)(off + len - 1),
                  msg);
+    if (err && !quiet && !atomic_load(&s->h.changed))
+        rmt_logf(&s->h, "reading bytes %llu-%llu: %s", (unsigned long long)off,
+                 (unsigned long long)(off + len - 1), msg);
     pthread_mutex_lock(&s->mu);
     for (uint64_t i = 0; i < k; i++) {
         s->state[b0 + i] = err ? ABSENT : PRESENT;
@@ -227,8 +236,7 @@ static void read_ahead(struct rmt_src *s, uint64_t b, uint64_t end) {
         uint64_t k = claim(s, b, end, SEG_BLOCKS);
         if (!k)
             continue;
-        s->queue[(s->q_head + s->q_len++) % QUEUE_MAX] =
-            (struct job){b, k};
+        s->queue[(s->q_head + s->q_len++) % QUEUE_MAX] = (struct job){b, k};
         pthread_cond_signal(&s->work);
         b += k - 1;
     }
@@ -386,8 +394,8 @@ int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
     }
     s->h.log = o->log ? o->log : log_stderr;
     s->h.log_u = o->log_u;
-    if (rmt_http_open(&s->h, url, o->header_file, o->hf, o->timeout,
-                      o->retries, msg, n) != 0 ||
+    if (rmt_http_open(&s->h, url, o->header_file, o->hf, o->timeout, o->retries,
+                      msg, n) != 0 ||
         finish_open(s, o, msg, n) != 0) {
         rmt_close(s);
         return -1;

@@ -6,6 +6,9 @@ URLs are /MODE/NAME for a file NAME of the served directory:
   norange  ignores Range: 200 and the whole file
   change   serves the file until .changed is set, then another version
            (other bytes, other ETag) that honours If-Match like a real one
+  signed   redirects to /sig/GEN/NAME, a "signed URL" valid while GEN is
+           .sig_gen (else 403, as an expired one); .resolves counts
+           the redirects given
   stall    once .stall is set, ranged requests get their headers and then
            no byte (until .stall is cleared)
 HEAD answers with Content-Length, a strong ETag, Last-Modified and
@@ -24,6 +27,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def _signed(self):
+        """Handles /signed/ and /sig/GEN/ paths; True if answered."""
+        ctl = self.server.ctl
+        m = re.match(r"^/signed/(.+)$", self.path)
+        if m:
+            ctl.resolves += 1
+            self.send_response(302)
+            self.send_header("Location", "/sig/%d/%s" % (ctl.sig_gen, m.group(1)))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        m = re.match(r"^/sig/(\d+)/(.+)$", self.path)
+        if m and int(m.group(1)) != ctl.sig_gen:
+            self._empty(403)
+            return True
+        if m:
+            self.path = "/sig/" + m.group(2)
+        return False
 
     def _file(self):
         m = re.match(r"^/([a-z0-9]+)/(.+)$", self.path)
@@ -57,6 +79,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_HEAD(self):
+        if self._signed():
+            return
         mode, data, etag = self._file()
         if data is None:
             self._empty(404)
@@ -65,6 +89,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         ctl = self.server.ctl
+        if self._signed():
+            return
         mode, data, etag = self._file()
         if data is None:
             self._empty(404)
@@ -126,7 +152,7 @@ class Server:
         self.thread.start()
 
     def reset(self):
-        self.n = self.faults = 0
+        self.n = self.faults = self.resolves = self.sig_gen = 0
         self.changed = self.stall = False
 
     def url(self, mode, name):

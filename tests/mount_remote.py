@@ -387,6 +387,26 @@ def check_cache(tmp, ngx, f0, want0, mnt, live_bytes):
             raise Fail("a damaged cache block was served")
     J.log("ok   every cache block damaged on disk: the mount fetched them again, served the right bytes")
 
+    # kill -9 in the middle of reading: a remount serves the right bytes
+    big = os.path.join(ngx.www, "big.gguf")
+    wantb = open(big, "rb").read()
+    ck = os.path.join(tmp, "c-kill")
+    for cut in (1 << 16, len(wantb) // 2, len(wantb) - 100):
+        p = mount_url(ngx.url("big.gguf"), mnt, ["-o", "cache=" + ck])
+        if p.returncode != 0:
+            raise Fail("mount for kill -9: %s" % p.stderr.decode(errors="replace"))
+        pids = J._procs_for(mnt)
+        with open(os.path.join(mnt, "big.gguf"), "rb") as fh:
+            fh.read(cut)
+        for pid in pids:
+            os.kill(pid, 9)
+        subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        time.sleep(0.2)
+        with J.Mounted(ngx.url("big.gguf"), mnt, args=["-o", "cache=" + ck]):
+            if live_bytes(mnt, "big.gguf") != wantb:
+                raise Fail("after kill -9 of a mount (at byte %d), a remount served wrong bytes" % cut)
+    J.log("ok   kill -9 while reading (3 points): remounts serve the right bytes")
+
     # two mounts of one URL at once, reading in parallel, then a third from
     # the cache alone
     c2 = os.path.join(tmp, "c-two")
@@ -474,6 +494,21 @@ def check_faults(tmp, www, f0, want0, mnt):
         if text.count("changed on the server") != 1:
             raise Fail("changed file: expected one log line saying so, got: %r" % text)
         J.log("ok   the file changed on the server: %d tensor reads EIO, one log line" % errs)
+
+        # an expired signed URL (403 from where a redirect led) is resolved
+        # again from the original URL
+        srv.reset()
+        c = os.path.join(tmp, "c-signed")
+        with J.Mounted(srv.url("signed", f0), mnt, args=["-o", "cache=" + c] + fast):
+            with open(os.path.join(mnt, f0), "rb") as fh:
+                first = fh.read(len(want0) // 4)
+                srv.sig_gen += 1  # every signed URL given so far expires
+                rest = fh.read()
+            if first + rest != want0:
+                raise Fail("signed URL: the live view differs from the file")
+        if srv.resolves < 2:
+            raise Fail("signed URL: resolved %d times, expected again after it expired" % srv.resolves)
+        J.log("ok   an expired signed URL was resolved again from the original (%d redirects)" % srv.resolves)
 
         # stall: every data request hangs; reads fail with EIO within the bound
         srv.reset()
