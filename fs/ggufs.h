@@ -83,6 +83,7 @@ struct gfs_scratch {
     char *name;
     fuse_ino_t ino;
     struct gguf_buf data;
+    size_t granted; /* bytes of fs->max_drafts data may hold (memcap.c) */
     struct timespec mtime;
     int backup;                    /* renamed from a key: type and from hold */
     enum gguf_type type, arr_type; /* that key's */
@@ -99,7 +100,7 @@ struct gfs_ghost {
     size_t klen;
     char *fname; /* its file name in meta/ (escaped, maybe hashed) */
     enum gguf_type type, arr_type;
-    int64_t pos;
+    uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
@@ -114,6 +115,16 @@ struct gfs_ghost {
  * past it fail with EFBIG before anything is allocated: one truncate(2)
  * must not make the daemon allocate gigabytes. */
 #define GFS_MAX_VALUE_DEFAULT ((size_t)64 << 20)
+/* The most bytes all drafts and FILEs together may hold (memcap.c), unless
+ * -o max_drafts=SIZE says otherwise. */
+#define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
+/* Texts of values (tree.c).  The size of a file in meta/ is measured, never
+ * made; a text is made only when a file is opened, at most GFS_MAX_TEXT
+ * bytes (larger values: EFBIG at open, said in the log: a 4 KB sparse
+ * header of 400 M bools would make 2.4 GB), and kept for later opens while
+ * all kept texts stay under GFS_TEXT_CACHE bytes. */
+#define GFS_MAX_TEXT ((uint64_t)256 << 20)
+#define GFS_TEXT_CACHE ((size_t)64 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -136,6 +147,7 @@ struct gfs_fh {
      * Guarded by mu (first in the lock order, see struct gfs). */
     pthread_mutex_t mu;
     struct gguf_buf draft;
+    size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -143,7 +155,8 @@ struct gfs_fh {
     int written;    /* a write or truncate reached the draft: only
                        then may a flush apply it (bash flushes
                        right after open, before writing) */
-    int bad;        /* a write was refused: never apply */
+    int bad;        /* a write was refused (the errno, repeated to later
+                       writes and at close): never apply */
     size_t checked; /* draft bytes validated so far */
 };
 
@@ -153,6 +166,17 @@ struct gfs_text {
     atomic_int refs;
     size_t len;
     char data[];
+};
+
+/* An index of hashed long file names (tree.c): the 64-bit hash a hashed
+ * name ends with -> kv id (meta/) or tensor index (tensors/), so a lookup
+ * costs one probe, not an escape of every name. */
+struct gfs_lnames {
+    struct gfs_lname {
+        uint64_t h, v; /* v + 1; 0: empty slot */
+    } *slot;
+    size_t cap, n;
+    uint64_t next; /* ids (indexes) below next are in */
 };
 
 /* Where a byte range of a shard set's merged live view comes from. */
@@ -197,6 +221,8 @@ struct gfs {
     unsigned commit_flags;
     double timeout;   /* entry/attr timeout, seconds */
     size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
+    size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
+    atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Read-only mounts: set once an open finds the GGUF changed since the
@@ -215,6 +241,11 @@ struct gfs {
     size_t n_ghosts;
     fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
+    struct gfs_ord {
+        uint32_t id;
+        uint64_t ord;
+    } *ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
+    size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
     uint64_t generation;         /* bumped by every applied edit */
@@ -231,6 +262,10 @@ struct gfs {
     pthread_mutex_t text_lock;
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
+    size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
+    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
+    size_t n_sizes;
+    struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
     struct gfs_text *live; /* the live view's header, for generation
                               live_gen */
     uint64_t live_gen;
@@ -267,15 +302,20 @@ double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
+/* The length of kv index i's text, measured once (gguf_render_size), never
+ * rendered: 0 or errno.  Takes text_lock. */
+int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size);
 /* Returns the rendered text of kv index i with a new reference (release
- * with gfs_text_put), rendering it on first use; NULL and *err on failure.
- * Takes text_lock. */
+ * with gfs_text_put), rendering it on first use; NULL and *err on failure
+ * (EFBIG past GFS_MAX_TEXT).  Takes text_lock. */
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
+/* Frees the index of hashed long names (at unmount). */
+void gfs_lnames_free(struct gfs *fs);
 void gfs_texts_free(struct gfs *fs);
 /* True for keys not shown in meta/ (the filler). */
 int gfs_kv_hidden(const struct gfs *fs, int64_t i);
@@ -401,6 +441,11 @@ int gfs_errno(const struct gguf_error *err);
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n);
 int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
+
+/* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
+ * it grows past *granted, and with the new size after it shrinks or is
+ * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
+int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 /* remote.c: a model on a web server or the Hub (issue 13).  Remote
  * mounts are read-only; gfs_data_read serves their bytes through
  * gfs_remote_read (with readahead along tensor boundaries) and

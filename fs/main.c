@@ -36,6 +36,7 @@ enum {
     KEY_MAX_THREADS,
     KEY_MAX_IDLE,
     KEY_MAX_VALUE,
+    KEY_MAX_DRAFTS,
     KEY_CACHE_MAX,
     KEY_NET_TIMEOUT,
     KEY_NET_RETRIES
@@ -51,7 +52,8 @@ struct gfs_opts {
     int readonly;
     int no_insert;
     double timeout;
-    size_t max_value; /* bytes a meta file being written may hold */
+    size_t max_value;  /* bytes a meta file being written may hold */
+    size_t max_drafts; /* bytes all of them together may hold */
     struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
 };
 
@@ -62,6 +64,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
@@ -176,6 +179,15 @@ static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
         }
         return 0;
     }
+    if (key == KEY_MAX_DRAFTS) {
+        if (parse_size(val, 1, SIZE_MAX / 2, &o->max_drafts) != 0) {
+            usage_note("-o %s: the size is a number of bytes (suffix K, M "
+                       "or G for KiB, MiB, GiB), at least 1",
+                       arg);
+            return -1;
+        }
+        return 0;
+    }
     if (key == KEY_TIMEOUT) {
         char *end = NULL;
         double t = *val ? strtod(val, &end) : -1;
@@ -250,6 +262,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
         return -1;
     case KEY_TIMEOUT:
     case KEY_MAX_VALUE:
+    case KEY_MAX_DRAFTS:
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
@@ -597,6 +610,8 @@ static void usage(const char *prog) {
         "    -o ro                  read-only: every change fails with EROFS\n"
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
+        "    -o max_drafts=SIZE     most bytes all files in meta/ being written\n"
+        "                           may hold together (default 256M; ENOSPC)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n\n",
         prog, prog, prog, prog, prog);
@@ -866,6 +881,7 @@ static void init_state(struct gfs_main *m) {
     m->fs.commit_flags = m->o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
     m->fs.timeout = m->o.timeout;
     m->fs.max_value = m->o.max_value;
+    m->fs.max_drafts = m->o.max_drafts;
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
@@ -968,6 +984,7 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_mutex_destroy(&m->fs.fh_lock);
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
+        gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_rwlock_destroy(&m->fs.lock);
@@ -1005,6 +1022,7 @@ int main(int argc, char *argv[]) {
     struct gfs_main m = {
         .args = FUSE_ARGS_INIT(argc, argv),
         .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT,
+              .max_drafts = GFS_MAX_DRAFTS_DEFAULT,
               .remote = {.retries = -1}},
         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);

@@ -143,6 +143,9 @@ bool gguf_ggml_nbytes(uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
 
 /* True if key (len bytes) is GGUF_FILLER_KEY, the hidden filler KV. */
 bool gguf_key_is_filler(const char *key, size_t len);
+/* Whether key i is ggufs's own header padding (hidden from listings): a
+ * key named so that ggufs did not write is a normal key (keys.c). */
+bool gguf_kv_is_padding(const gguf_ctx *ctx, int64_t i);
 /* True if key (len bytes) is GGUF_ALIGNMENT_KEY. */
 bool gguf_key_is_alignment(const char *key, size_t len);
 /* x rounded up to a multiple of align (> 0): the rule for the data start
@@ -253,6 +256,9 @@ int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len);
  * the length). */
 const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i, size_t *len);
 uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i);
+/* One past the highest id given so far: ids are never reused, and a key
+ * added later gets an id >= the value read now. */
+uint32_t gguf_kv_id_end(const gguf_ctx *ctx);
 int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id);
 enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i);
 /* For arrays: element type and count; GGUF_TYPE_COUNT / 0 otherwise. */
@@ -297,6 +303,12 @@ uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i);
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err);
+/* The length of the text gguf_render would produce, measured without
+ * making it (memory: the largest element's text): the size of a file in
+ * meta/ at the cost of a scan, whatever the value. */
+enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, uint64_t *size,
+                                  struct gguf_error *err);
 /* Parses text as a value of type (with arr_type for arrays) and appends
  * the on-disk payload to out.  Refuses malformed text, out-of-range values
  * and partial array lines with GGUF_E_INVAL / GGUF_E_RANGE and a message

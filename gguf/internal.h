@@ -22,6 +22,7 @@
 enum gguf_kv_flags {
     GGUF_KV_OWN_KEY = 1 << 0, /* key points to its own malloc'ed copy */
     GGUF_KV_OWN_VAL = 1 << 1, /* val points to its own malloc'ed copy */
+    GGUF_KV_PADDING = 1 << 2, /* ggufs's own filler (gguf_mark_padding) */
 };
 
 struct gguf_kv {
@@ -136,6 +137,24 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
                                 const char *(*name)(const void *base, int64_t i,
                                                     size_t *len),
                                 const void *base, int64_t *dup);
+
+/* Position pos (named s[0, len) before the edit) was removed from the
+ * array, which the name callback now shows without it; positions after
+ * it moved down by one. */
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
+                       size_t len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at pos, formerly named old, now has the name the callback
+ * gives.  Cannot fail: the number of entries is unchanged. */
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at from moved to to, the ones between shifted by one. */
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to);
 
 /* ---- payload validation (payload.c) ---------------------------------- */
 
@@ -536,5 +555,14 @@ unsigned long gguf_text_float_fallbacks(void);
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
                                     char *out, size_t n,
                                     struct gguf_error *err);
+
+/* After parsing (keys.c): marks the key named GGUF_FILLER_KEY as ggufs's
+ * padding only if it has the shape ggufs writes (the last key; a string
+ * of spaces or a uint8 0); any other key of that name is someone else's:
+ * a normal key (listed, kept, editable), and a warning; while it is
+ * there no filler can be added (write.c). */
+void gguf_mark_padding(gguf_ctx *ctx);
+/* Whether kv is ggufs's padding (never listed, saved or merged). */
+bool gguf_kv_padding(const struct gguf_kv *kv);
 
 #endif
