@@ -250,16 +250,17 @@ static int timed_wait(struct rmt_src *s, const struct timespec *deadline) {
  * (fetched again) if not.  Caller holds evict (read) and mu; mu is
  * dropped meanwhile. */
 static void verify(struct rmt_src *s, uint64_t b) {
-    static __thread uint8_t *blk;
     uint64_t off = b * RMT_BLOCK, len = RMT_BLOCK;
     if (len > s->size - off)
         len = s->size - off;
-    if (!blk && !(blk = malloc(RMT_BLOCK)))
+    uint8_t *blk = malloc(RMT_BLOCK); /* once per block and mount */
+    if (!blk)
         return;
     uint64_t want = s->hash[b];
     pthread_mutex_unlock(&s->mu);
     int ok = rmt_cache_pread(s->cache, off, blk, len) == 0 &&
              rmt_block_hash(blk, len) == want;
+    free(blk);
     pthread_mutex_lock(&s->mu);
     if (s->state[b] == RECORDED)
         s->state[b] = ok ? PRESENT : ABSENT;
