@@ -596,7 +596,7 @@ out:
 
 static void usage(const char *prog) {
     printf(
-        "usage: %s [options] FILE.gguf MOUNTPOINT\n"
+        "usage: %s [options] FILE.gguf|URL MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
@@ -613,7 +613,15 @@ static void usage(const char *prog) {
         "    -o max_drafts=SIZE     most bytes all files in meta/ being written\n"
         "                           may hold together (default 256M; ENOSPC)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
-        "                           inserting blocks\n\n",
+        "                           inserting blocks\n\n"
+        "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
+        "mounted read-only through a block cache:\n"
+        "    -o header=FILE         extra request headers, 'Name: value' lines\n"
+        "                           (sent to the URL's own host only)\n"
+        "    -o cache=DIR           the cache (default ~/.cache/ggufs)\n"
+        "    -o cache_max=SIZE      bound on the cache (K, M, G; default none)\n"
+        "    -o net_timeout=SECONDS connect and low-speed timeout (default 15)\n"
+        "    -o net_retries=N       retries of a failed request (default 3)\n\n",
         prog, prog, prog, prog, prog);
 }
 
