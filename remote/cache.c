@@ -377,6 +377,12 @@ static int flush(struct rmt_cache *c) {
     return r;
 }
 
+void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n) {
+    /* One extent for the run instead of a block allocation per page
+     * written; failure is harmless (the writes allocate). */
+    (void)fallocate(c->data, 0, (off_t)off, (off_t)n);
+}
+
 int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
                     size_t n) {
     for (size_t done = 0; done < n;) {

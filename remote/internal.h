@@ -80,6 +80,8 @@ void rmt_cache_close(struct rmt_cache *c);
 /* Writes n bytes at off into the entry's data (not yet counted).  0 or an
  * errno. */
 int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
+/* Allocates [off, off + n) of the data at once before a run is written. */
+void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n);
 /* Blocks [b0, b0 + k), written whole, with their hashes: recorded once
  * durable (batched: cache.c, Rules; rmt_cache_close flushes).  0 or an
  * errno. */

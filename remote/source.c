@@ -122,6 +122,7 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t hashes[SEG_BLOCKS];
     struct sink sk = {.s = s, .off = off, .len = len, .hash = hashes};
     sk.st = malloc(k * sizeof *sk.st);
+    rmt_cache_reserve(s->cache, off, len);
     int err =
         sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg, sizeof msg)
               : ENOMEM;
