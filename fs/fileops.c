@@ -427,9 +427,7 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
-/* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
- * file from pos, copied through gfs_data_read (there is no descriptor to
- * serve them from).  Caller holds fs->lock (read). */
+/* reply_copy's buffer, one per worker thread. */
 struct copy_buf {
     size_t cap;
     char data[];
@@ -439,6 +437,9 @@ static void copy_key_init(void) {
     pthread_key_create(&copy_key, free);
 }
 
+/* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
+ * file from pos, copied through gfs_data_read (there is no descriptor to
+ * serve them from).  Caller holds fs->lock (read). */
 static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
                        const char *mem, size_t mem_n, uint64_t pos,
                        uint64_t n) {
