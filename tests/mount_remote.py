@@ -11,7 +11,8 @@ every meta file, xattr and tensor byte, the live view), except the times
 ranged requests (nginx's access log); redirects; a bearer-token path with
 -o header=FILE, and the token not sent after a redirect to another host;
 hf:// through HF_ENDPOINT with HF_TOKEN (and HF_TOKEN never sent to a
-plain URL); 404 and 401 at mount: one line, exit 1; a remote shard set
+plain URL); readahead along tensor boundaries (4 KiB of tensor 0 fetches
+tensor 1, never tensor 2) and few requests for many small reads; 404 and 401 at mount: one line, exit 1; a remote shard set
 whose merged live view ggml accepts; the cache's modes, a corrupted cache
 block never served, two mounts of one URL at once, a bounded cache.
 
@@ -348,6 +349,7 @@ def run(tmp, www, cache, mnt, ngx):
             raise Fail("ggml rejects the merged live view of the remote shard set")
         J.log("ok   remote 3-shard set: every file as the local mount's, merged live view accepted by ggml")
 
+    check_readahead(tmp, ngx, mnt)
     check_cache(tmp, ngx, f0, want0, mnt, live_bytes)
     check_faults(tmp, www, "big.gguf", open(os.path.join(www, "big.gguf"), "rb").read(), mnt)
     check_llama(tmp, ngx, www, mnt)
@@ -365,6 +367,63 @@ class _env_mount:
     def __exit__(self, *a):
         J.unmount(self.mnt)
         return False
+
+
+def covered(lines):
+    """The byte ranges of ranged requests in nginx's log lines."""
+    out = []
+    for ln in lines:
+        i = ln.find('"bytes=')
+        if i >= 0:
+            a, b = ln[i + 7:ln.index('"', i + 7)].split("-")
+            out.append((int(a), int(b) + 1))
+    return out
+
+
+def check_readahead(tmp, ngx, mnt):
+    """A reader of tensor N gets N+1 fetched ahead, not N+2; small reads
+    never cost one request each."""
+    model = os.path.join(ngx.www, "ra.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "16", "--n-tensors", "4"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    url = ngx.url("ra.gguf")
+    with J.Mounted(url, mnt, args=["-o", "cache=" + os.path.join(tmp, "c-ra")]):
+        td = os.path.join(mnt, "tensors")
+        ts = sorted(os.listdir(td), key=lambda n: int(J.xattr(os.path.join(td, n), "user.gguf.offset")))
+        ext = [(int(J.xattr(os.path.join(td, n), "user.gguf.offset")),
+                int(J.xattr(os.path.join(td, n), "user.gguf.size"))) for n in ts]
+        mark = ngx.log_mark()
+        fd = os.open(os.path.join(td, ts[0]), os.O_RDONLY)
+        os.read(fd, 4096)
+        os.close(fd)
+        deadline = time.time() + 10
+        t1_end = ext[1][0] + ext[1][1]
+        while time.time() < deadline:
+            got = covered(ngx.log_since(mark))
+            if any(a < t1_end <= b for a, b in got):
+                break
+            time.sleep(0.1)
+        else:
+            raise Fail("readahead: reading 4 KiB of tensor 0 did not fetch tensor 1 (ranges %s)" % got)
+        time.sleep(0.5)
+        got = covered(ngx.log_since(mark))
+        if any(b > ext[2][0] + (1 << 16) for a, b in got):
+            raise Fail("readahead went into tensor 2 after a read of tensor 0: %s" % got)
+        # the rest, in 4 KiB reads: whole blocks ahead, few requests
+        mark = ngx.log_mark()
+        n = 0
+        for name in ts:
+            fd = os.open(os.path.join(td, name), os.O_RDONLY)
+            while os.read(fd, 4096):
+                n += 1
+            os.close(fd)
+        reqs = len(ranged(ngx.log_since(mark)))
+        if reqs > 64:
+            raise Fail("%d reads of 4 KiB cost %d ranged requests" % (n, reqs))
+    J.log("ok   readahead: 4 KiB of tensor 0 fetched tensor 1 ahead, nothing of tensor 2; "
+          "%d reads of 4 KiB (%d MiB) then cost %d ranged requests" % (n, sum(e[1] for e in ext) >> 20, reqs))
 
 
 def check_cache(tmp, ngx, f0, want0, mnt, live_bytes):
