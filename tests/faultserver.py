@@ -18,6 +18,7 @@ import email.utils
 import http.server
 import os
 import re
+import socket
 import threading
 import time
 
@@ -27,6 +28,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def setup(self):
+        http.server.BaseHTTPRequestHandler.setup(self)
+        with self.server.ctl.lock:
+            self.server.ctl.conns.add(self.connection)
 
     def _signed(self):
         """Handles /signed/ and /sig/GEN/ paths; True if answered."""
@@ -139,11 +145,12 @@ class _Quiet(http.server.ThreadingHTTPServer):
 
 
 class Server:
-    def __init__(self, root):
+    def __init__(self, root, port=0):
         self.lock = threading.Lock()
+        self.conns = set()
         self.reset()
         self.stopping = False
-        self.httpd = _Quiet(("127.0.0.1", 0), _Handler)
+        self.httpd = _Quiet(("127.0.0.1", port), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.root = root
         self.httpd.ctl = self
@@ -159,10 +166,19 @@ class Server:
         return "http://127.0.0.1:%d/%s/%s" % (self.port, mode, name)
 
     def stop(self):
+        """Gone: the listening socket and every open connection closed."""
         self.stopping = True
         self.httpd.shutdown()
         self.httpd.server_close()
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.conns.clear()
 
 
-def start(root):
-    return Server(root)
+def start(root, port=0):
+    """A server on port (0: any free one)."""
+    return Server(root, port)

@@ -19,8 +19,10 @@ block never served, two mounts of one URL at once, a bounded cache.
 A fault-injecting server of our own (tests/faultserver.py) does what nginx
 will not: drops connections mid-body, answers 503 then recovers, changes
 the file between requests (EIO and one log line, never mixed bytes),
-ignores Range (exit 1 at mount), stalls (EIO within the bound set by
--o net_timeout, net_retries).
+ignores Range (exit 1 at mount), redirects to a signed URL that expires
+(resolved again), goes away and comes back on its port (EIO meanwhile,
+then served again), stalls (EIO within the bound set by -o net_timeout,
+net_retries).
 
 Finally llama.cpp (node-llama-cpp) runs a model from the live view of a
 remote mount with the same greedy tokens and probabilities as from the
@@ -568,6 +570,30 @@ def check_faults(tmp, www, f0, want0, mnt):
         if srv.resolves < 2:
             raise Fail("signed URL: resolved %d times, expected again after it expired" % srv.resolves)
         J.log("ok   an expired signed URL was resolved again from the original (%d redirects)" % srv.resolves)
+
+        # the server goes away (connections refused), then comes back on
+        # the same port: EIO meanwhile, then reads are served again
+        srv.reset()
+        c = os.path.join(tmp, "c-away")
+        with J.Mounted(srv.url("plain", f0), mnt, args=["-o", "cache=" + c] + fast):
+            port = srv.port
+            srv.stop()
+            t0 = time.time()
+            try:
+                with open(os.path.join(mnt, f0), "rb") as fh:
+                    fh.seek(len(want0) - 10)
+                    fh.read()
+                raise Fail("a read with the server gone succeeded")
+            except OSError as e:
+                if e.errno != 5:
+                    raise Fail("server gone: %s, expected EIO" % e)
+            dt_away = time.time() - t0
+            srv = FS.start(www, port)
+            with open(os.path.join(mnt, f0), "rb") as fh:
+                if fh.read() != want0:
+                    raise Fail("after the server came back, the live view differs")
+        J.log("ok   server gone: EIO after %.1f s; back on its port: served again, the daemon never died"
+              % dt_away)
 
         # stall: every data request hangs; reads fail with EIO within the bound
         srv.reset()
