@@ -1000,6 +1000,8 @@ static int cleanup(struct gfs_main *m, int status) {
     gfs_view_layout_free(&m->fs);
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gfs_remote_close(&m->fs);
+    free((char *)m->o.remote.cache_dir); /* strdup'ed by fuse_opt_parse */
+    free((char *)m->o.remote.header_file);
     gguf_file_close(&m->file);
     free(m->path);
     free(m->live_name);
