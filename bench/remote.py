@@ -16,32 +16,18 @@ Rows:
 """
 import os
 import shutil
-import socket
 import statistics
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import webserver as W  # noqa: E402  (tests/webserver.py: nginx on 127.0.0.1)
 
 LIMIT = "32m"  # nginx limit_rate per connection for the limited row
 
-CONF = """
-user root;
-worker_processes 2;
-error_log {d}/error.log;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-  log_format r '$request_method $uri $status "$http_range"';
-  access_log {d}/access.log r;
-  client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp;
-  uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;
-  default_type application/octet-stream;
-  server {{
-    listen 127.0.0.1:{port};
-    root {root};
-    location /slow/ {{ limit_rate {limit}; rewrite ^/slow/(.*)$ /$1 break; }}
-  }}
-}}
-"""
+LOCATIONS = ("    location /slow/ {{ limit_rate %s; rewrite ^/slow/(.*)$ /$1 break; }}\n"
+             % LIMIT)
 
 HF_META = """import { gguf } from "@huggingface/gguf";
 const r = await gguf(process.argv[2]);
@@ -49,49 +35,15 @@ console.log(r.metadata["general.architecture"]);
 """
 
 
-class Nginx:
-    def __init__(self, d, root):
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
-        self.d = d
-        # bench/run runs as root: workers as root too, so that the
-        # temporary (0700) directories are readable
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(CONF.format(d=d, port=self.port, root=root, limit=LIMIT))
-        exe = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.proc = subprocess.Popen([exe, "-c", conf, "-p", d, "-g", "daemon off;"])
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
-
-    def url(self, path):
-        return "http://127.0.0.1:%d/%s" % (self.port, path)
-
-    def mark(self):
-        p = os.path.join(self.d, "access.log")
-        return os.path.getsize(p) if os.path.exists(p) else 0
-
-    def ranged_since(self, mark):
-        with open(os.path.join(self.d, "access.log")) as f:
-            f.seek(mark)
-            return sum(1 for ln in f if '"bytes=' in ln)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
+def Nginx(d, root):
+    # bench/run runs as root: workers as root too, so that its temporary
+    # (0700) directories are readable
+    return W.Nginx(d, root, LOCATIONS, as_root=True)
 
 
 def group_remote(b, R):
     """b: the Bench; R: bench/run's module (run, timed, dd, measure, ...)."""
-    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+    if not W.exe():
         R.log("bench: remote: nginx is not installed (dev/setup --tests); skipped")
         return
     mods = os.path.join(R.REPO, ".deps", "node_modules", "@huggingface", "gguf")
@@ -175,7 +127,7 @@ def _read(b, R, ngx, model, mnt, caches):
         b.m.ggufs(url, mnt, opts=_fresh(caches))
         pid = R.pid_of("ggufs", mnt)
         b.add_rate("rread_g", total, R.read_files(files(tl), pid))
-        m0 = ngx.mark()
+        m0 = ngx.log_mark()
         R.read_files(files(tl), pid)
         b.m.unmount(mnt, "ggufs")
         b.m.ggufs(url, mnt, opts=["-o", "cache=" + caches])

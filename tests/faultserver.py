@@ -84,23 +84,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_HEAD(self):
+    def _start(self):
+        """Common to HEAD and GET: (mode, data, etag), or None if
+        answered already (a redirect, a 403, a 404)."""
         if self._signed():
-            return
+            return None
         mode, data, etag = self._file()
         if data is None:
             self._empty(404)
-            return
-        self._headers(200, len(data), etag)
+            return None
+        return mode, data, etag
+
+    def do_HEAD(self):
+        f = self._start()
+        if f:
+            self._headers(200, len(f[1]), f[2])
 
     def do_GET(self):
         ctl = self.server.ctl
-        if self._signed():
+        f = self._start()
+        if not f:
             return
-        mode, data, etag = self._file()
-        if data is None:
-            self._empty(404)
-            return
+        mode, data, etag = f
         rng = re.match(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
         if mode == "norange" or not rng:
             self._headers(200, len(data), etag)

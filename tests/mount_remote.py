@@ -33,7 +33,6 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE, no nginx).
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import judge as J  # noqa: E402
 import faultserver as FS  # noqa: E402
+import webserver as W  # noqa: E402
 
 Fail = J.Fail
 
@@ -65,29 +65,7 @@ class RemoteChecker(_Checker):
 J.Checker = RemoteChecker
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-NGINX_CONF = """
-worker_processes 2;
-error_log {d}/error.log;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-  log_format t '$request_method $uri $status "$http_range" "$http_authorization" "$http_x_secret" $host';
-  access_log {d}/access.log t;
-  client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp;
-  uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;
-  default_type application/octet-stream;
-  server {{
-    listen 127.0.0.1:{port};
-    server_name 127.0.0.1 localhost;
-    root {www};
+LOCATIONS = """
     location /redir/ {{ rewrite ^/redir/(.*)$ /$1 redirect; }}
     location /redir2/ {{ rewrite ^/redir2/(.*)$ /redir/$1 permanent; }}
     location /xredir/ {{ rewrite ^/xredir/(.*)$ http://localhost:{port}/private/$1 redirect; }}
@@ -101,47 +79,16 @@ http {{
       rewrite ^/hf/o/r/resolve/(main|v1)/(.*)$ /$2 break;
       return 404;
     }}
-    location /slow/ {{ limit_rate 4m; rewrite ^/slow/(.*)$ /$1 break; }}
-  }}
-}}
 """
 
 
-class Nginx:
-    def __init__(self, d, www):
-        if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
-            raise J.Skip("nginx is not installed (dev/setup --tests installs nginx-light)")
-        self.d, self.www, self.port = d, www, free_port()
-        os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(d=d, www=www, port=self.port))
-        exe = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.proc = subprocess.Popen([exe, "-c", conf, "-p", d, "-g", "daemon off;"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise Fail("nginx did not start: %s" % self.proc.stderr.read().decode(errors="replace"))
-
-    def url(self, path):
-        return "http://127.0.0.1:%d/%s" % (self.port, path)
-
-    def log_mark(self):
-        p = os.path.join(self.d, "access.log")
-        return os.path.getsize(p) if os.path.exists(p) else 0
-
-    def log_since(self, mark):
-        with open(os.path.join(self.d, "access.log")) as f:
-            f.seek(mark)
-            return [ln.rstrip("\n") for ln in f]
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
+def Nginx(d, www):
+    if not W.exe():
+        raise J.Skip("nginx is not installed (dev/setup --tests installs nginx-light)")
+    try:
+        return W.Nginx(d, www, LOCATIONS)
+    except RuntimeError as e:
+        raise Fail(str(e))
 
 
 def ranged(lines):
@@ -578,16 +525,7 @@ def check_faults(tmp, www, f0, want0, mnt):
         with J.Mounted(srv.url("plain", f0), mnt, args=["-o", "cache=" + c] + fast):
             port = srv.port
             srv.stop()
-            t0 = time.time()
-            try:
-                with open(os.path.join(mnt, f0), "rb") as fh:
-                    fh.seek(len(want0) - 10)
-                    fh.read()
-                raise Fail("a read with the server gone succeeded")
-            except OSError as e:
-                if e.errno != 5:
-                    raise Fail("server gone: %s, expected EIO" % e)
-            dt_away = time.time() - t0
+            dt_away = expect_eio(os.path.join(mnt, f0), len(want0), "server gone")
             srv = FS.start(www, port)
             with open(os.path.join(mnt, f0), "rb") as fh:
                 if fh.read() != want0:
@@ -601,16 +539,7 @@ def check_faults(tmp, www, f0, want0, mnt):
         with J.Mounted(srv.url("stall", f0), mnt, args=["-o", "cache=" + c, "-o", "net_timeout=1",
                                                       "-o", "net_retries=1"]):
             srv.stall = True
-            t0 = time.time()
-            try:
-                with open(os.path.join(mnt, f0), "rb") as fh:
-                    fh.seek(len(want0) - 10)
-                    fh.read()
-                raise Fail("a read from a stalled server succeeded")
-            except OSError as e:
-                if e.errno != 5:
-                    raise Fail("stalled server: %s, expected EIO" % e)
-            dt = time.time() - t0
+            dt = expect_eio(os.path.join(mnt, f0), len(want0), "stalled server")
             if dt > 40:
                 raise Fail("stalled server: EIO only after %.0f s" % dt)
             srv.stall = False  # the server is back: reads succeed again
@@ -620,6 +549,21 @@ def check_faults(tmp, www, f0, want0, mnt):
         J.log("ok   stalled server: EIO after %.1f s; served again once it answers" % dt)
     finally:
         srv.stop()
+
+
+def expect_eio(path, size, what):
+    """Reads the last bytes of path (not cached): EIO expected; returns
+    how long it took."""
+    t0 = time.time()
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(size - 10)
+            fh.read()
+        raise Fail("%s: a read succeeded" % what)
+    except OSError as e:
+        if e.errno != 5:
+            raise Fail("%s: %s, expected EIO" % (what, e))
+    return time.time() - t0
 
 
 def wait_mounted(mnt, secs=30):
