@@ -201,6 +201,10 @@ void gguf_file_close(struct gguf_file *f);
  * both) and f->path as its path. */
 enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
                                 unsigned flags, struct gguf_error *err);
+/* The file of ctx parsed again as it is now, through ctx's own descriptor
+ * (no path lookup): what a diff against the file on disk needs. */
+enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
+                             struct gguf_error *err);
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
                                unsigned flags, struct gguf_error *err);
@@ -535,9 +539,13 @@ enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
                                  struct gguf_error *err);
 enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
                                    struct gguf_error *err);
-/* Saves ctx's edits (all keys and the removed ones, with the identity of
- * the file they were made against) as the model's pending record. */
-enum gguf_status gguf_pending_save(const gguf_ctx *ctx, struct gguf_error *err);
+/* Saves ctx's edits (the keys that differ from the file and the removed
+ * ones, with the identity of the file they were made against) as the
+ * model's pending record.  disk, if not NULL, caches the file as it is on
+ * disk between calls: opened at the first (NULL in), kept for the next;
+ * the caller closes it, and must once the file changes (a commit). */
+enum gguf_status gguf_pending_save(const gguf_ctx *ctx, gguf_ctx **disk,
+                                   struct gguf_error *err);
 /* Applies the model's pending record to ctx (opened on that model), if
  * there is one (*found): GGUF_E_CHANGED, nothing applied, if the file is
  * not the one the edits were made against.  The caller commits. */

@@ -415,11 +415,12 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
 /* The key under which an edits file lists the keys of the file on disk
  * that the edits remove (an array of strings). */
 #define GGUF_REMOVED_KEY "ggufs.removed_keys"
-/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out)
- * plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is on
- * disk, or NULL) that ctx no longer has.  Appended to b. */
+/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out;
+ * with changes_only, also every key disk holds with the same type and
+ * value) plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is
+ * on disk, or NULL) that ctx no longer has.  Appended to b. */
 enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
-                                      struct gguf_buf *b,
+                                      bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err);
 
 /* ---- the context (ctx.c) -------------------------------------------- */
