@@ -106,6 +106,15 @@ def read_all(mnt):
     return out
 
 
+def tensor_xattrs(mnt):
+    td = os.path.join(mnt, "tensors")
+    out = {}
+    for n in os.listdir(td):
+        p = os.path.join(td, n)
+        out[n] = {a: os.getxattr(p, a) for a in os.listxattr(p)}
+    return out
+
+
 def mount_url(url, mnt, args=(), env=None):
     os.makedirs(mnt, exist_ok=True)
     return J.run_ggufs(list(args) + [url, mnt], env=env, timeout=120)
@@ -204,6 +213,23 @@ def run(tmp, www, cache, mnt, ngx):
             raise Fail("%s: remount and a second read sent %d ranged requests: %s" % (f, len(rr), rr[:3]))
         J.log("ok   %s by URL: %d keys, %d tensors as ggml reads the local copy (%d ranged requests); "
               "remount + read all: 0 ranged requests" % (f, nk, nt, n1))
+    # every file of the tree (f32/, npy/, index.tsv included) and every
+    # tensor's xattrs (hashes included) as a local read-only mount shows them
+    lmnt = mnt + "-local"
+    os.makedirs(lmnt, exist_ok=True)
+    for f in ("big.gguf", "tensors.gguf"):
+        with J.Mounted(os.path.join(www, f), lmnt, args=["-o", "ro"]):
+            want = read_all(lmnt)
+            want_x = tensor_xattrs(lmnt)
+        with J.Mounted(ngx.url(f), mnt, args=base):
+            got = read_all(mnt)
+            got_x = tensor_xattrs(mnt)
+        if got != want or got_x != want_x:
+            bad = sorted(k for k in set(want) | set(got) if got.get(k) != want.get(k))
+            raise Fail("%s by URL: the tree differs from a local mount's: %s %s"
+                       % (f, bad[:5], [k for k in want_x if got_x.get(k) != want_x[k]][:3]))
+        J.log("ok   %s by URL: all %d files and the tensors' xattrs (hashes too) as a local mount's"
+              % (f, len(got)))
     # cache layout: private
     for dp, dn, fn in os.walk(cache):
         for n in dn:
