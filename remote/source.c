@@ -243,6 +243,24 @@ static void read_ahead(struct rmt_src *s, uint64_t b, uint64_t end) {
     }
 }
 
+/* The block where readahead for a read ending at end, with the hint
+ * ahead, stops: at most RA_WINDOW past it (a quarter of cache_max at
+ * most: never evict what is ahead), at most the hint, and, short of the
+ * hint, on a SEG_BLOCKS boundary: as the window slides with each read, it
+ * grows by whole requests, not by each read's size. */
+static uint64_t ahead_end(const struct rmt_src *s, uint64_t end,
+                          uint64_t ahead) {
+    uint64_t a = ahead < s->size ? ahead : s->size;
+    uint64_t win = RA_WINDOW;
+    if (s->max && win > s->max / 4)
+        win = s->max / 4;
+    uint64_t hint = (a + RMT_BLOCK - 1) / RMT_BLOCK;
+    if (a <= end + win)
+        return hint;
+    uint64_t eb = (end + win) / RMT_BLOCK;
+    return eb / SEG_BLOCKS * SEG_BLOCKS;
+}
+
 static int timed_wait(struct rmt_src *s, const struct timespec *deadline) {
     return pthread_cond_timedwait(&s->cv, &s->mu, deadline);
 }
@@ -290,6 +308,11 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
 
     pthread_rwlock_rdlock(&s->evict);
     pthread_mutex_lock(&s->mu);
+    /* Readahead first, from the end of what this read fetches itself:
+     * queued after the read's own fetch, it would start too late, and the
+     * reads that follow would each fetch their own small runs. */
+    if (ahead > off + n)
+        read_ahead(s, dem_end, ahead_end(s, off + n, ahead));
     for (uint64_t b = b0; b < b1 && !err;) {
         switch (s->state[b]) {
         case PRESENT:
@@ -326,15 +349,6 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
             b = b0; /* evicted meanwhile? look again */
         }
         }
-    }
-    if (!err && ahead > off + n) {
-        uint64_t a = ahead < s->size ? ahead : s->size;
-        uint64_t win = RA_WINDOW;
-        if (s->max && win > s->max / 4) /* never evict what is ahead */
-            win = s->max / 4;
-        if (a > off + n + win)
-            a = off + n + win;
-        read_ahead(s, b1, (a + RMT_BLOCK - 1) / RMT_BLOCK);
     }
     pthread_mutex_unlock(&s->mu);
     if (!err)
