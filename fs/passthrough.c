@@ -5,9 +5,9 @@
  * on exactly one version of its bytes.
  *
  * Contract.
- *  - While the view is byte-identical to the GGUF (one file, no edit
- *    pending: the library's header planner then serves the file's own
- *    header bytes) and the daemon may register backing files (root), opens
+ *  - While the view is byte-identical to the GGUF (one local file, not a
+ *    remote source; no edit pending: the library's header planner then
+ *    serves the file's own header bytes) and the daemon may register backing files (root), opens
  *    of the view are passthrough opens: the kernel reads and maps the GGUF
  *    itself, no request reaches the daemon.  Otherwise (-o passthrough=off,
  *    not root, edits pending, a shard set's merged view, a kernel without
@@ -433,10 +433,12 @@ static struct pt_backing *backing(struct gfs *fs) {
     return b;
 }
 
-/* Passthrough may serve the current epoch c. */
+/* Passthrough may serve the current epoch c: one local file (a remote
+ * source's bytes are in a cache, not a file that is the model), no edit
+ * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
     return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
-           fs->n_shards == 1 && !c->dirty;
+           fs->n_shards == 1 && !fs->remote && !c->dirty;
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
