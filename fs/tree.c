@@ -46,15 +46,6 @@ gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
     return fs->shards[s];
 }
 
-static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len) {
-    for (int s = 0; s < fs->n_shards; s++) {
-        int64_t i = gguf_find_tensor(fs->shards[s], name, len);
-        if (i >= 0)
-            return fs->t_first[s] + i;
-    }
-    return -1;
-}
-
 /* Tensor index of ino, or -1 if ino is not a tensor of this file. */
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino) {
     if (gfs_kind(ino) != GFS_TENSOR)
@@ -200,40 +191,19 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     return 0;
 }
 
-/* Maps a file name back to a key or tensor name.  Names are accepted only
- * in their canonical escaped form, so every key has exactly one path;
- * hashed long names are resolved by scanning. */
+/* Maps a file name back to a key or a (global) tensor index: canonical
+ * escaped names only, so every key has exactly one path; O(1) per lookup,
+ * hashed long names included (gguf_find_fname). */
 static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
     size_t nlen = strlen(name);
-    struct gguf_buf raw = {0}, canon = {0};
-    int64_t found = -1;
-
-    if (gguf_name_unescape(name, nlen, &raw, NULL) == GGUF_OK) {
-        found = tensors ? find_tensor(fs, (char *)raw.p, raw.len)
-                        : gguf_find_key(fs->ctx, (char *)raw.p, raw.len);
-        if (found >= 0) {
-            if (gguf_name_escape((char *)raw.p, raw.len, &canon) != GGUF_OK ||
-                canon.len != nlen || memcmp(canon.p, name, nlen) != 0)
-                found = -1;
-        }
-        goto out;
+    if (!tensors)
+        return gguf_find_fname(fs->ctx, name, nlen, false);
+    for (int s = 0; s < fs->n_shards; s++) {
+        int64_t i = gguf_find_fname(fs->shards[s], name, nlen, true);
+        if (i >= 0)
+            return fs->t_first[s] + i;
     }
-    if (!strstr(name, "%~"))
-        goto out;
-    int64_t n = tensors ? gfs_n_tensors(fs) : gguf_n_kv(fs->ctx);
-    for (int64_t i = 0; i < n; i++) {
-        if (tensors ? gfs_tensor_fname(fs, i, &canon)
-                    : gfs_kv_fname(fs, i, &canon))
-            break;
-        if (canon.len == nlen + 1 && memcmp(canon.p, name, nlen) == 0) {
-            found = i;
-            break;
-        }
-    }
-out:
-    gguf_buf_free(&raw);
-    gguf_buf_free(&canon);
-    return found;
+    return -1;
 }
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,

@@ -316,6 +316,12 @@ enum gguf_status gguf_name_escape(const char *name, size_t len,
 enum gguf_status gguf_name_unescape(const char *fname, size_t len,
                                     struct gguf_buf *out,
                                     struct gguf_error *err);
+/* The key (tensors false) or tensor whose file name is exactly fname (the
+ * canonical escape, hashed long names included), or -1.  O(1) whatever the
+ * number of names: a hashed name is found through the hash it carries,
+ * which is the slot of its name in the context's own index. */
+int64_t gguf_find_fname(const gguf_ctx *ctx, const char *fname, size_t len,
+                        bool tensors);
 
 /* ---- editing (gguf/edit.c) ---------------------------------------- */
 

@@ -7,6 +7,18 @@
  * probe always meets an empty slot.  Entries are inserted in increasing
  * position order; with duplicate names (gguf_index_build does not refuse
  * them) gguf_index_find returns the lowest position.
+ *
+ * Edits keep the index instead of rebuilding it (issue 11: 20 k keys made
+ * every key added or removed hash them all again): an entry is added
+ * (gguf_index_add, amortized O(1)), taken out (gguf_index_unslot, O(1):
+ * backward-shift deletion keeps every probe chain unbroken, no tombstones)
+ * or put back under a new name (gguf_index_put), and positions that move
+ * with the caller's array are renumbered in one pass over the slots with no
+ * name hashed (gguf_index_renumber).
+ *
+ * The slot of a name is its full 64-bit gguf_hash, the same hash a hashed
+ * long file name carries (names.c), so gguf_index_find_hash finds the keys
+ * behind such a name without escaping any other.
  */
 #include "internal.h"
 
@@ -117,4 +129,76 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i, name_fn name,
     }
     put(ix->slot, ix->n_slots, gguf_hash(s, len), i);
     return GGUF_OK;
+}
+
+/* The home slot of an entry. */
+static size_t home(const struct gguf_index *ix, int64_t e, name_fn name,
+                   const void *base) {
+    size_t len;
+    const char *s = name(base, e, &len);
+    return (size_t)gguf_hash(s, len) & (ix->n_slots - 1);
+}
+
+void gguf_index_unslot(struct gguf_index *ix, int64_t i, const char *s,
+                       size_t len, name_fn name, const void *base) {
+    if (!ix->n_slots)
+        return;
+    size_t mask = ix->n_slots - 1, k = (size_t)gguf_hash(s, len) & mask;
+    while (ix->slot[k] >= 0 && ix->slot[k] != i)
+        k = (k + 1) & mask;
+    if (ix->slot[k] < 0)
+        return; /* not there */
+    /* Backward shift: an entry further on whose home is not in (hole, j]
+     * would be cut off from its home by the hole, so it moves into it. */
+    size_t hole = k;
+    for (size_t j = (k + 1) & mask; ix->slot[j] >= 0; j = (j + 1) & mask) {
+        size_t h = home(ix, ix->slot[j], name, base);
+        bool reachable =
+            hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
+        if (!reachable) {
+            ix->slot[hole] = ix->slot[j];
+            hole = j;
+        }
+    }
+    ix->slot[hole] = -1;
+}
+
+void gguf_index_put(struct gguf_index *ix, int64_t i, const char *s,
+                    size_t len) {
+    if (ix->n_slots)
+        put(ix->slot, ix->n_slots, gguf_hash(s, len), i);
+}
+
+void gguf_index_renumber(struct gguf_index *ix, int64_t from, int64_t to) {
+    for (size_t k = 0; k < ix->n_slots; k++) {
+        int64_t v = ix->slot[k];
+        if (v < 0)
+            continue;
+        if (v == from)
+            ix->slot[k] = to;
+        else if (from < to && v > from && v <= to)
+            ix->slot[k] = v - 1;
+        else if (to < from && v >= to && v < from)
+            ix->slot[k] = v + 1;
+    }
+}
+
+int64_t gguf_index_find_hash(const struct gguf_index *ix, uint64_t h,
+                             name_fn name, const void *base,
+                             bool (*match)(const void *base, int64_t i,
+                                           const void *arg),
+                             const void *arg) {
+    if (!ix || !ix->n_slots)
+        return -1;
+    size_t mask = ix->n_slots - 1;
+    int64_t found = -1;
+    for (size_t k = (size_t)h & mask; ix->slot[k] >= 0; k = (k + 1) & mask) {
+        size_t l;
+        int64_t e = ix->slot[k];
+        const char *t = name(base, e, &l);
+        if (gguf_hash(t, l) == h && (found < 0 || e < found) &&
+            match(base, e, arg))
+            found = e;
+    }
+    return found;
 }

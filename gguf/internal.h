@@ -134,6 +134,32 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
                                 const char *(*name)(const void *base, int64_t i,
                                                     size_t *len),
                                 const void *base, int64_t *dup);
+/* Takes entry i out (found through the hash of its name s; the names of
+ * the entries after it are read through name, so call it while they are
+ * still in place).  Positions are unchanged.  Never allocates. */
+void gguf_index_unslot(struct gguf_index *ix, int64_t i, const char *s,
+                       size_t len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* Puts entry i under name s (after gguf_index_unslot: the count is the
+ * same, so there is room).  Never allocates. */
+void gguf_index_put(struct gguf_index *ix, int64_t i, const char *s,
+                    size_t len);
+/* The caller's array moved the entry at position from to position to (the
+ * ones between shifted by one): the index follows.  Removing entry i is
+ * gguf_index_unslot then gguf_index_renumber(ix, i, INT64_MAX).  One pass
+ * over the slots; no name is read. */
+void gguf_index_renumber(struct gguf_index *ix, int64_t from, int64_t to);
+/* The lowest entry whose name's gguf_hash is h and for which match(base,
+ * i, arg) holds, or -1: O(1), whatever the number of entries. */
+int64_t gguf_index_find_hash(const struct gguf_index *ix, uint64_t h,
+                             const char *(*name)(const void *base, int64_t i,
+                                                 size_t *len),
+                             const void *base,
+                             bool (*match)(const void *base, int64_t i,
+                                           const void *arg),
+                             const void *arg);
 
 /* ---- payload validation (payload.c) ---------------------------------- */
 

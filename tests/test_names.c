@@ -530,6 +530,135 @@ START_TEST(sidecar_distinct)
 }
 END_TEST
 
+/* ---- file names back to keys and tensors (gguf_find_fname) ----------- */
+
+/* A key name for slot k, generation g: long (hashed file name) for most,
+ * short for some, with bytes that need escapes in some. */
+static size_t key_for(char *buf, int k, int g)
+{
+    size_t n = (size_t)snprintf(buf, 64, "k.%d.%d.", k, g);
+    size_t want = k % 4 == 0 ? 20 : 260 + (size_t)(k % 50);
+    while (n < want)
+        buf[n++] = k % 3 == 0 ? '/' : 'x';
+    /* the same first 237 bytes for many: only the hash tells them apart */
+    return n;
+}
+
+/* Every key of ctx is found by its file name, at its index; and names
+ * that are near misses find nothing. */
+static void check_all_fnames(const gguf_ctx *ctx)
+{
+    for (int64_t i = 0; i < gguf_n_kv(ctx); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(ctx, i, &kl);
+        struct gguf_buf f = {0};
+        ck_assert_int_eq(gguf_name_escape(k, kl, &f), GGUF_OK);
+        ck_assert_msg(gguf_find_fname(ctx, (char *)f.p, f.len, false) == i,
+                      "key %lld not found by its file name", (long long)i);
+        ck_assert_int_eq(gguf_find_key(ctx, k, kl), i);
+        if (f.len > 18 && f.p[f.len - 18] == '%') {
+            /* another hash, or the same hash in upper case: nothing */
+            char *miss = malloc(f.len);
+            memcpy(miss, f.p, f.len);
+            miss[f.len - 1] = miss[f.len - 1] == '0' ? '1' : '0';
+            ck_assert_int_eq(gguf_find_fname(ctx, miss, f.len, false), -1);
+            memcpy(miss, f.p, f.len);
+            for (size_t j = f.len - 16; j < f.len; j++)
+                if (miss[j] >= 'a')
+                    miss[j] = (char)(miss[j] - 'a' + 'A');
+            if (memcmp(miss, f.p, f.len) != 0)
+                ck_assert_int_eq(gguf_find_fname(ctx, miss, f.len, false),
+                                 -1);
+            /* the right hash behind another prefix: nothing */
+            memcpy(miss, f.p, f.len);
+            miss[0] = miss[0] == 'k' ? 'q' : 'k';
+            ck_assert_int_eq(gguf_find_fname(ctx, miss, f.len, false), -1);
+            free(miss);
+        }
+        gguf_buf_free(&f);
+    }
+}
+
+START_TEST(find_fname_index)
+{
+    /* keys added, removed, renamed and moved: the index is kept, never
+     * rebuilt, and every name still leads to its key */
+    enum { N = 700 };
+    gguf_ctx *ctx = gguf_new(3);
+    struct gguf_error err = {0};
+    char name[400];
+    uint8_t v = 1;
+    for (int k = 0; k < N; k++) {
+        size_t n = key_for(name, k, 0);
+        ck_assert_int_eq(gguf_set_payload(ctx, name, n, GGUF_TYPE_UINT8, &v,
+                                          1, &err), GGUF_OK);
+    }
+    check_all_fnames(ctx);
+    for (int round = 1; round <= 6; round++) {
+        for (int j = 0; j < 60; j++) {
+            int64_t n_kv = gguf_n_kv(ctx);
+            int64_t i = (int64_t)(rnd() % (uint64_t)n_kv);
+            switch (j % 4) {
+            case 0:
+                ck_assert_int_eq(gguf_remove_key(ctx, i, &err), GGUF_OK);
+                break;
+            case 1: {
+                size_t n = key_for(name, (int)(rnd() % 1000), round * 100 + j);
+                ck_assert_int_eq(gguf_rename_key(ctx, i, name, n, &err),
+                                 GGUF_OK);
+                break;
+            }
+            case 2:
+                ck_assert_int_eq(gguf_move_key(ctx, i,
+                                               (int64_t)(rnd() % (uint64_t)n_kv),
+                                               &err), GGUF_OK);
+                break;
+            default: {
+                size_t n = key_for(name, (int)(rnd() % 1000), round * 100 + j);
+                ck_assert_int_eq(gguf_set_payload(ctx, name, n,
+                                                  GGUF_TYPE_UINT8, &v, 1, &err),
+                                 GGUF_OK);
+                break;
+            }
+            }
+        }
+        check_all_fnames(ctx);
+    }
+    /* not file names of anything */
+    ck_assert_int_eq(gguf_find_fname(ctx, "%~0123456789abcdef", 18, false), -1);
+    ck_assert_int_eq(gguf_find_fname(ctx, "nope", 4, false), -1);
+    ck_assert_int_eq(gguf_find_fname(ctx, "k%2E", 4, false), -1);
+    gguf_close(ctx);
+}
+END_TEST
+
+START_TEST(find_fname_tensors)
+{
+    /* tensor names are at most 63 bytes: escaped, never hashed */
+    enum { N = 300 };
+    gguf_ctx *ctx = gguf_new(3);
+    struct gguf_error err = {0};
+    char name[400];
+    int64_t ne[1] = {32};
+    for (int k = 0; k < N; k++) {
+        size_t n = (size_t)snprintf(name, sizeof name, "blk.%d/%%.w\x7f", k);
+        ck_assert_int_eq(gguf_add_tensor(ctx, name, n, 0, 1, ne, &err),
+                         GGUF_OK);
+    }
+    for (int64_t i = 0; i < N; i++) {
+        size_t nl;
+        const char *t = gguf_tensor_name(ctx, i, &nl);
+        struct gguf_buf f = {0};
+        ck_assert_int_eq(gguf_name_escape(t, nl, &f), GGUF_OK);
+        ck_assert_int_eq(gguf_find_fname(ctx, (char *)f.p, f.len, true), i);
+        ck_assert_int_eq(gguf_find_fname(ctx, (char *)f.p, f.len, false), -1);
+        ck_assert_int_eq(gguf_find_fname(ctx, t, nl, true), -1); /* raw */
+        gguf_buf_free(&f);
+    }
+    gguf_close(ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("names");
@@ -547,6 +676,8 @@ int main(void)
     tcase_add_test(tc, sidecar_limit);
     tcase_add_test(tc, sidecar_utf8);
     tcase_add_test(tc, sidecar_distinct);
+    tcase_add_test(tc, find_fname_index);
+    tcase_add_test(tc, find_fname_tensors);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
