@@ -78,9 +78,31 @@ static const char *hex(const void *p, size_t n)
     return hexbuf;
 }
 
-/* gguf_render_size must give len, the length of the text rendered (or the
- * expected text) for the same payload. */
-static void check_size(enum gguf_type t, const void *p, size_t n, size_t len)
+/* The size pass (gguf_render_size, gguf_render_map) must give len, the
+ * length of text (rendered, or written by hand), and every window
+ * (gguf_render_window) the bytes of text there. */
+static void check_window(enum gguf_type t, const void *p, size_t n,
+                         const struct gguf_text_map *m, const char *text,
+                         size_t len, uint64_t off, size_t want)
+{
+    struct gguf_error err = {0};
+    struct gguf_buf w = {0};
+    ck_assert_msg(gguf_render_window(t, p, n, m, off, want, &w, &err) ==
+                      GGUF_OK,
+                  "window %llu+%zu of %s: %s", (unsigned long long)off, want,
+                  hex(p, n > 64 ? 64 : n), err.msg);
+    size_t o = off < len ? (size_t)off : len;
+    size_t k = len - o < want ? len - o : want;
+    ck_assert_msg(w.len == k && (k == 0 || memcmp(w.p, text + o, k) == 0),
+                  "window %llu+%zu of %s: %zu bytes '%.*s', want %zu '%.*s'",
+                  (unsigned long long)off, want, hex(p, n > 64 ? 64 : n),
+                  w.len, (int)(w.len > 80 ? 80 : w.len), (const char *)w.p, k,
+                  (int)(k > 80 ? 80 : k), text + o);
+    gguf_buf_free(&w);
+}
+
+static void check_size_text(enum gguf_type t, const void *p, size_t n,
+                            const char *text, size_t len)
 {
     struct gguf_error err = {0};
     uint64_t size = 0;
@@ -88,6 +110,18 @@ static void check_size(enum gguf_type t, const void *p, size_t n, size_t len)
                   "render_size %s: %s", hex(p, n), err.msg);
     ck_assert_msg(size == len, "render_size of %s: %llu, text has %zu",
                   hex(p, n), (unsigned long long)size, len);
+    struct gguf_text_map m = {0};
+    ck_assert_msg(gguf_render_map(t, p, n, &m, &err) == GGUF_OK,
+                  "render_map %s: %s", hex(p, n), err.msg);
+    ck_assert_msg(m.size == len, "render_map of %s: %llu, text has %zu",
+                  hex(p, n), (unsigned long long)m.size, len);
+    /* the whole text, a middle part, the last bytes, past the end */
+    check_window(t, p, n, &m, text, len, 0, len + 1);
+    check_window(t, p, n, &m, text, len, len / 2, len / 3 + 1);
+    check_window(t, p, n, &m, text, len, len > 2 ? len - 2 : 0, 5);
+    check_window(t, p, n, NULL, text, len, len / 3, 2);
+    check_window(t, p, n, &m, text, len, len + 1, 3);
+    gguf_text_map_free(&m);
 }
 
 /* Renders and checks the text is exactly `exp` (explen bytes). */
@@ -102,7 +136,7 @@ static void expect_render(enum gguf_type t, const void *p, size_t n,
                       (explen == 0 || memcmp(out.p, exp, explen) == 0),
                   "render of %s: got '%.*s' expected '%.*s'", hex(p, n),
                   (int)out.len, (const char *)out.p, (int)explen, exp);
-    check_size(t, p, n, explen);
+    check_size_text(t, p, n, exp, explen);
     gguf_buf_free(&out);
 }
 
@@ -156,7 +190,7 @@ static char *roundtrip(enum gguf_type t, const void *p, size_t n,
     struct gguf_error err = {0};
     enum gguf_status st = gguf_render(t, p, n, &text, &err);
     ck_assert_msg(st == GGUF_OK, "render %s: %s", hex(p, n), err.msg);
-    check_size(t, p, n, text.len);
+    check_size_text(t, p, n, (const char *)text.p, text.len);
     enum gguf_type at = GGUF_TYPE_COUNT;
     if (t == GGUF_TYPE_ARRAY)
         at = (enum gguf_type)(((const uint8_t *)p)[0] |
@@ -1472,6 +1506,87 @@ END_TEST
 
 /* ---- performance ---------------------------------------------------- */
 
+START_TEST(windows_of_big_values)
+{
+    /* values whose text is megabytes: the size pass, the marks and windows
+     * anywhere (random, and read through in 128 KiB steps) agree with the
+     * whole rendering, for every kind of line */
+    rng_state = 7;
+    for (int kind = 0; kind < 6; kind++) {
+        struct gguf_buf p = {0}, text = {0};
+        struct gguf_error err = {0};
+        enum gguf_type t = GGUF_TYPE_ARRAY;
+        uint64_t n = kind == 4 ? 3 : 300000;
+        switch (kind) {
+        case 0: /* bools, bytes other than 0 and 1 among them */
+            b_arr(&p, GGUF_TYPE_BOOL, n);
+            for (uint64_t i = 0; i < n; i++) {
+                uint8_t v = (uint8_t)(rnd() % 3);
+                b_add(&p, &v, 1);
+            }
+            break;
+        case 1: /* float32 of any bits: NaN payloads, denormals */
+            b_arr(&p, GGUF_TYPE_FLOAT32, n);
+            for (uint64_t i = 0; i < n; i++)
+                b_u32(&p, (uint32_t)rnd());
+            break;
+        case 2: /* strings that need escapes, empty ones */
+            b_arr(&p, GGUF_TYPE_STRING, n);
+            for (uint64_t i = 0; i < n; i++) {
+                char s[16];
+                size_t k = rnd() % 12;
+                for (size_t j = 0; j < k; j++)
+                    s[j] = (char)(rnd() % 5 == 0 ? rnd() : 'a' + rnd() % 26);
+                b_str(&p, s, k);
+            }
+            break;
+        case 3: /* int64 extremes */
+            b_arr(&p, GGUF_TYPE_INT64, n);
+            for (uint64_t i = 0; i < n; i++)
+                b_u64(&p, i % 3 == 0 ? (uint64_t)INT64_MIN : rnd());
+            break;
+        case 4: /* inner arrays: lines far longer than a mark step */
+            b_arr(&p, GGUF_TYPE_ARRAY, n);
+            for (uint64_t i = 0; i < n; i++) {
+                b_arr(&p, GGUF_TYPE_UINT16, 100000);
+                for (int j = 0; j < 100000; j++)
+                    b_le(&p, rnd(), 2);
+            }
+            break;
+        default: /* a string of 3 MB */
+            t = GGUF_TYPE_STRING;
+            b_u64(&p, 3u << 20);
+            for (uint64_t i = 0; i < 3u << 20; i++) {
+                uint8_t v = (uint8_t)rnd();
+                b_add(&p, &v, 1);
+            }
+            break;
+        }
+        ck_assert_int_eq(gguf_render(t, p.p, p.len, &text, &err), GGUF_OK);
+        struct gguf_text_map m = {0};
+        ck_assert_int_eq(gguf_render_map(t, p.p, p.len, &m, &err), GGUF_OK);
+        ck_assert_uint_eq(m.size, text.len);
+        if (t == GGUF_TYPE_ARRAY && kind != 4)
+            ck_assert_msg(m.n > text.len / GGUF_TEXT_STEP / 2,
+                          "kind %d: %zu marks for %zu bytes", kind, m.n,
+                          text.len);
+        for (int k = 0; k < 200; k++)
+            check_window(t, p.p, p.len, &m, (char *)text.p, text.len,
+                         rnd() % (text.len + 10), 1 + rnd() % 200000);
+        struct gguf_buf all = {0};
+        for (uint64_t off = 0; off < text.len; off += 128 << 10)
+            ck_assert_int_eq(gguf_render_window(t, p.p, p.len, &m, off,
+                                                128 << 10, &all, &err),
+                             GGUF_OK);
+        ck_assert(all.len == text.len && memcmp(all.p, text.p, text.len) == 0);
+        gguf_text_map_free(&m);
+        gguf_buf_free(&all);
+        gguf_buf_free(&text);
+        gguf_buf_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(big_arrays_are_linear)
 {
     /* 150000 tokens, some needing escapes */
@@ -1585,6 +1700,7 @@ int main(void)
     tcase_add_test(tc, roundtrip_random_nested);
     tcase_add_test(tc, garbage);
     tcase_add_test(tc, big_arrays_are_linear);
+    tcase_add_test(tc, windows_of_big_values);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);
