@@ -119,10 +119,12 @@ struct gfs_ghost {
  * -o max_drafts=SIZE says otherwise. */
 #define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
 /* Texts of values (tree.c).  The size of a file in meta/ is measured, never
- * made; a text is made only when a file is opened, at most GFS_MAX_TEXT
- * bytes (larger values: EFBIG at open, said in the log: a 4 KB sparse
- * header of 400 M bools would make 2.4 GB), and kept for later opens while
- * all kept texts stay under GFS_TEXT_CACHE bytes. */
+ * made.  A text longer than GFS_TEXT_WHOLE is opened windowed (see struct
+ * gfs_text); a shorter one is made whole at open.  Operations that need a
+ * whole text (gfs_text_get: renames onto keys, type changes, backups) make
+ * at most GFS_MAX_TEXT bytes (EFBIG past it, said in the log).  Whole texts
+ * are kept for later opens while all kept texts stay under GFS_TEXT_CACHE
+ * bytes. */
 #define GFS_MAX_TEXT ((uint64_t)256 << 20)
 #define GFS_TEXT_CACHE ((size_t)64 << 20)
 /* Files in meta/ whose text is longer than this are opened windowed (see
