@@ -261,23 +261,8 @@ def main():
     ctx = MB.Ctx()
     ctx.tmp = tempfile.mkdtemp(prefix="ggufs-amplify-", dir="/tmp")
     os.chmod(ctx.tmp, 0o755)
-    failures = []
     try:
-        only = os.environ.get("MOUNT_AMPLIFY_ONLY", "")
-        for name, fn in SECTIONS:
-            if only and only not in name:
-                continue
-            t0 = time.time()
-            del ME.LATE[:]
-            try:
-                summary = fn(ctx)
-                if ME.LATE:
-                    raise Fail("\n  - ".join(ME.LATE))
-                log("ok   %s (%.1fs) %s" % (name, time.time() - t0, summary or ""))
-            except Fail as e:
-                failures.append(name)
-                log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
-            ME.cleanup_mounts(ctx.tmp)
+        failures = MB.run_sections(ctx, SECTIONS, os.environ.get("MOUNT_AMPLIFY_ONLY", ""))
     finally:
         ME.cleanup_mounts(ctx.tmp)
         if not ME.mounts_under(ctx.tmp):

@@ -709,6 +709,28 @@ class Ctx:
         return p
 
 
+def run_sections(ctx, sections, only):
+    """Runs each (name, fn) of sections whose name contains only (all when
+    only is empty), logging ok/FAIL; unmounts what each left under ctx.tmp.
+    Returns the names that failed."""
+    failures = []
+    for name, fn in sections:
+        if only and only not in name:
+            continue
+        t0 = time.time()
+        del ME.LATE[:]
+        try:
+            summary = fn(ctx)
+            if ME.LATE:
+                raise Fail("\n  - ".join(ME.LATE))
+            log("ok   %s (%.1fs) %s" % (name, time.time() - t0, summary or ""))
+        except Fail as e:
+            failures.append(name)
+            log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
+        ME.cleanup_mounts(ctx.tmp)
+    return failures
+
+
 def main():
     J.require_fuse()
     if os.geteuid() != 0:
@@ -729,21 +751,7 @@ def main():
             if p.returncode != 0:
                 raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
         J.refdump(ctx.tiny)  # raises Skip without ggml
-        only = os.environ.get("MOUNT_BOUNDS_ONLY", "")
-        for name, fn in SECTIONS:
-            if only and only not in name:
-                continue
-            t0 = time.time()
-            del ME.LATE[:]
-            try:
-                summary = fn(ctx)
-                if ME.LATE:
-                    raise Fail("\n  - ".join(ME.LATE))
-                log("ok   %s (%.1fs) %s" % (name, time.time() - t0, summary or ""))
-            except Fail as e:
-                failures.append(name)
-                log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
-            ME.cleanup_mounts(ctx.tmp)
+        failures = run_sections(ctx, SECTIONS, os.environ.get("MOUNT_BOUNDS_ONLY", ""))
     finally:
         ME.cleanup_mounts(ctx.tmp)
         if not ME.mounts_under(ctx.tmp):
