@@ -22,6 +22,9 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
     default:
         break;
     }
+    enum gfs_kind vk = gfs_views_kind(ino); /* views.c's inodes */
+    if (vk != GFS_NONE)
+        return vk;
     if (ino >= GFS_INO_SCRATCH)
         return GFS_SCRATCH;
     if (ino >= GFS_INO_KV)
@@ -44,6 +47,15 @@ gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
     if (shard)
         *shard = s;
     return fs->shards[s];
+}
+
+static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len) {
+    for (int s = 0; s < fs->n_shards; s++) {
+        int64_t i = gguf_find_tensor(fs->shards[s], name, len);
+        if (i >= 0)
+            return fs->t_first[s] + i;
+    }
+    return -1;
 }
 
 /* Tensor index of ino, or -1 if ino is not a tensor of this file. */
@@ -133,9 +145,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
             return ENOENT;
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
-        int64_t j;
-        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
-        st->st_size = (off_t)gguf_tensor_size(c, j);
+        st->st_size = (off_t)gfs_tensor_bytes(fs, i);
         st->st_blocks = (st->st_size + 511) / 512;
         return 0;
     }
@@ -165,6 +175,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     }
     case GFS_NONE:
         break;
+    default:
+        return gfs_views_stat(fs, ino, st);
     }
     return ENOENT;
 }
@@ -191,19 +203,161 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     return 0;
 }
 
-/* Maps a file name back to a key or a (global) tensor index: canonical
- * escaped names only, so every key has exactly one path; O(1) per lookup,
- * hashed long names included (gguf_find_fname). */
+/* ---- hashed long names ----------------------------------------------
+ * A name whose escaped form is too long ends in "%~" and 16 hex digits of
+ * the FNV-1a hash of the whole name (gguf/names.c).  The index maps that
+ * hash to kv ids (tensor indexes), built at the first lookup of such a
+ * name and caught up at each later one with the keys added since (ids only
+ * grow), so creating a key costs one entry and nothing is rebuilt.  Keys
+ * gone leave stale entries: every candidate is checked against its current
+ * file name.  Guarded by text_lock (a leaf). */
+
+/* The hash a hashed file name ends with; false if it has none. */
+static bool name_hash(const char *name, size_t len, uint64_t *h) {
+    if (len < 18 || name[len - 18] != '%' || name[len - 17] != '~')
+        return false;
+    uint64_t v = 0;
+    for (size_t k = len - 16; k < len; k++) {
+        char c = name[k];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : -1;
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *h = v;
+    return true;
+}
+
+static int lnames_put(struct gfs_lnames *ix, uint64_t h, uint64_t v) {
+    if (2 * (ix->n + 1) > ix->cap) {
+        size_t cap = ix->cap ? ix->cap * 2 : 64;
+        struct gfs_lname *s = calloc(cap, sizeof *s);
+        if (!s)
+            return ENOMEM;
+        for (size_t k = 0; k < ix->cap; k++)
+            if (ix->slot[k].v) {
+                size_t m = (size_t)ix->slot[k].h & (cap - 1);
+                while (s[m].v)
+                    m = (m + 1) & (cap - 1);
+                s[m] = ix->slot[k];
+            }
+        free(ix->slot);
+        ix->slot = s;
+        ix->cap = cap;
+    }
+    size_t m = (size_t)h & (ix->cap - 1);
+    while (ix->slot[m].v)
+        m = (m + 1) & (ix->cap - 1);
+    ix->slot[m] = (struct gfs_lname){h, v + 1};
+    ix->n++;
+    return 0;
+}
+
+/* Adds name (key id or tensor index v) if its file name is hashed.  An
+ * escape at most triples a name, so short ones are skipped unescaped (the
+ * empty name is hashed too). */
+static int lnames_add(struct gfs_lnames *ix, const char *raw, size_t len,
+                      uint64_t v, struct gguf_buf *tmp) {
+    if (len && len * 3 <= 255)
+        return 0;
+    tmp->len = 0;
+    uint64_t h;
+    if (gguf_name_escape(raw, len, tmp) != GGUF_OK)
+        return ENOMEM;
+    if (!name_hash((const char *)tmp->p, tmp->len, &h))
+        return 0;
+    return lnames_put(ix, h, v);
+}
+
+/* Brings the index up to date: keys with ids in [next, end), or every
+ * tensor once.  Caller holds text_lock. */
+static int lnames_catch_up(struct gfs *fs, int tensors) {
+    struct gfs_lnames *ix = tensors ? &fs->ltensors : &fs->lkeys;
+    uint64_t end =
+        tensors ? (uint64_t)gfs_n_tensors(fs) : gguf_kv_id_end(fs->ctx);
+    struct gguf_buf tmp = {0};
+    int err = 0;
+    for (; !err && ix->next < end; ix->next++) {
+        size_t len;
+        const char *raw;
+        if (tensors) {
+            int64_t j;
+            gguf_ctx *c = gfs_tensor_ctx(fs, (int64_t)ix->next, &j, NULL);
+            raw = gguf_tensor_name(c, j, &len);
+        } else {
+            int64_t i = gguf_find_id(fs->ctx, (uint32_t)ix->next);
+            raw = i >= 0 ? gguf_kv_key(fs->ctx, i, &len) : NULL;
+        }
+        if (raw)
+            err = lnames_add(ix, raw, len, ix->next, &tmp);
+    }
+    gguf_buf_free(&tmp);
+    return err;
+}
+
+/* The key (tensor) index whose file name is the hashed name, or -1. */
+static int64_t find_hashed(struct gfs *fs, const char *name, size_t nlen,
+                           int tensors) {
+    uint64_t h;
+    int64_t found = -1;
+    struct gguf_buf canon = {0};
+    if (!name_hash(name, nlen, &h))
+        return -1;
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_lnames *ix = tensors ? &fs->ltensors : &fs->lkeys;
+    if (lnames_catch_up(fs, tensors) || !ix->cap)
+        goto out;
+    for (size_t m = (size_t)h & (ix->cap - 1); ix->slot[m].v;
+         m = (m + 1) & (ix->cap - 1)) {
+        if (ix->slot[m].h != h)
+            continue;
+        uint64_t v = ix->slot[m].v - 1;
+        int64_t i = tensors ? (int64_t)v : gguf_find_id(fs->ctx, (uint32_t)v);
+        if (i < 0 || (tensors ? gfs_tensor_fname(fs, i, &canon)
+                              : gfs_kv_fname(fs, i, &canon)))
+            continue;
+        if (canon.len == nlen + 1 && memcmp(canon.p, name, nlen) == 0) {
+            found = i;
+            break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&fs->text_lock);
+    gguf_buf_free(&canon);
+    return found;
+}
+
+void gfs_lnames_free(struct gfs *fs) {
+    free(fs->lkeys.slot);
+    free(fs->ltensors.slot);
+    memset(&fs->lkeys, 0, sizeof fs->lkeys);
+    memset(&fs->ltensors, 0, sizeof fs->ltensors);
+}
+
+/* Maps a file name back to a key or tensor name.  Names are accepted only
+ * in their canonical escaped form, so every key has exactly one path;
+ * hashed long names through their index. */
 static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
     size_t nlen = strlen(name);
-    if (!tensors)
-        return gguf_find_fname(fs->ctx, name, nlen, false);
-    for (int s = 0; s < fs->n_shards; s++) {
-        int64_t i = gguf_find_fname(fs->shards[s], name, nlen, true);
-        if (i >= 0)
-            return fs->t_first[s] + i;
+    struct gguf_buf raw = {0}, canon = {0};
+    int64_t found = -1;
+
+    if (gguf_name_unescape(name, nlen, &raw, NULL) == GGUF_OK) {
+        found = tensors ? find_tensor(fs, (char *)raw.p, raw.len)
+                        : gguf_find_key(fs->ctx, (char *)raw.p, raw.len);
+        if (found >= 0) {
+            if (gguf_name_escape((char *)raw.p, raw.len, &canon) != GGUF_OK ||
+                canon.len != nlen || memcmp(canon.p, name, nlen) != 0)
+                found = -1;
+        }
+    } else if (strstr(name, "%~")) {
+        found = find_hashed(fs, name, nlen, tensors);
     }
-    return -1;
+    gguf_buf_free(&raw);
+    gguf_buf_free(&canon);
+    return found;
 }
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
@@ -223,7 +377,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = GFS_INO_LIVE;
             return 0;
         }
-        return ENOENT;
+        return gfs_root_view_lookup(fs, name, out);
     case GFS_DIR_META: {
         struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
         if (sc) {
@@ -242,10 +396,16 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return ENOENT;
         *out = GFS_INO_TENSOR + (fuse_ino_t)i;
         return 0;
+    case GFS_DIR_F32:
+    case GFS_DIR_NPY:
+        return gfs_views_lookup(fs, parent, name, out);
     case GFS_TENSOR:
     case GFS_KV:
     case GFS_SCRATCH:
     case GFS_LIVE:
+    case GFS_F32:
+    case GFS_NPY:
+    case GFS_INDEX:
         return ENOTDIR;
     case GFS_NONE:
         break;
@@ -253,8 +413,40 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return ENOENT;
 }
 
-static struct gfs_text *text_new(const struct gguf_buf *b) {
-    struct gfs_text *t = calloc(1, sizeof *t + b->len);
+/* The root's entries after meta, tensors and the live view: the views
+ * (views.c), present once gfs_views_init ran.  Entry k (0-based among
+ * them) into *name, *ino, *mode; 0 past the last. */
+static const struct {
+    const char *name;
+    fuse_ino_t ino;
+    mode_t mode;
+} root_views[] = {{"f32", GFS_INO_DIR_F32, S_IFDIR},
+                  {"npy", GFS_INO_DIR_NPY, S_IFDIR},
+                  {"index.tsv", GFS_INO_INDEX, S_IFREG}};
+
+int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
+                  fuse_ino_t *ino, mode_t *mode) {
+    if (!fs->views || k < 0 ||
+        k >= (int64_t)(sizeof root_views / sizeof *root_views))
+        return 0;
+    *name = root_views[k].name;
+    *ino = root_views[k].ino;
+    *mode = root_views[k].mode;
+    return 1;
+}
+
+int gfs_root_view_lookup(const struct gfs *fs, const char *name,
+                         fuse_ino_t *out) {
+    const char *nm;
+    mode_t mode;
+    for (int64_t k = 0; gfs_root_view(fs, k, &nm, out, &mode); k++)
+        if (strcmp(nm, name) == 0)
+            return 0;
+    return ENOENT;
+}
+
+struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
+    struct gfs_text *t = calloc(1, sizeof *t + b->len); /* not windowed */
     if (!t)
         return NULL;
     atomic_init(&t->refs, 1);
@@ -354,7 +546,7 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         *err = gfs_errno(&gerr);
         goto out;
     }
-    t = text_new(&b);
+    t = gfs_text_new(&b);
     if (!t) {
         *err = ENOMEM;
         goto out;

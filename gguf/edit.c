@@ -3,7 +3,7 @@
  * rename keys; append tensor infos (fixture building).
  *
  * Every edit is all-or-nothing: allocations that can fail (copies, array
- * growth, the name index's growth) are made before the context is touched,
+ * growth, the rebuilt name index) are made before the context is touched,
  * or the change is rolled back, so a failed edit leaves the context exactly
  * as it was.
  *
@@ -17,19 +17,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rebuilds the tensor index into a fresh struct and swaps it in only on
- * success, so a failure leaves the old (still usable for rollback) index
- * in place.  (Key edits keep the key index instead: index.c.) */
-static enum gguf_status rebuild_index(gguf_ctx *ctx) {
+/* Rebuilds the KV (or tensor) index into a fresh struct and swaps it in
+ * only on success, so a failure leaves the old (still usable for rollback)
+ * index in place. */
+static enum gguf_status rebuild_index(gguf_ctx *ctx, bool tensors) {
     struct gguf_index fresh = {0};
-    enum gguf_status st =
-        gguf_index_build(&fresh, ctx->n_t, gguf_ctx_tensor_name, ctx);
+    enum gguf_status st;
+    if (tensors)
+        st = gguf_index_build(&fresh, ctx->n_t, gguf_ctx_tensor_name, ctx);
+    else
+        st = gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx);
     if (st != GGUF_OK) {
         gguf_index_free(&fresh);
         return st;
     }
-    gguf_index_free(&ctx->t_index);
-    ctx->t_index = fresh;
+    struct gguf_index *ix = tensors ? &ctx->t_index : &ctx->kv_index;
+    gguf_index_free(ix);
+    *ix = fresh;
     return GGUF_OK;
 }
 
@@ -274,14 +278,12 @@ enum gguf_status gguf_remove_key(gguf_ctx *ctx, int64_t i,
                          "general.alignment cannot be removed: the layout of "
                          "the tensor data depends on it");
 
-    /* The index is kept, not rebuilt (never fails: nothing allocated). */
-    gguf_index_unslot(&ctx->kv_index, i, kv->key, (size_t)kv->key_len,
-                      gguf_ctx_key_name, ctx);
-    gguf_index_renumber(&ctx->kv_index, i, INT64_MAX);
     struct gguf_kv gone = *kv;
     size_t tail = (size_t)(ctx->n_kv - i - 1) * sizeof *kv;
     memmove(kv, kv + 1, tail);
     ctx->n_kv--;
+    gguf_index_remove(&ctx->kv_index, i, gone.key, (size_t)gone.key_len,
+                      gguf_ctx_key_name, ctx); /* cannot fail */
     gguf_kv_release(&gone);
     ctx->dirty = true;
     return GGUF_OK;
@@ -344,12 +346,11 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
     }
 
     struct gguf_kv old = *kv;
-    gguf_index_unslot(&ctx->kv_index, i, old.key, (size_t)old.key_len,
-                      gguf_ctx_key_name, ctx);
     kv->key = kcopy;
     kv->key_len = klen;
     kv->flags |= GGUF_KV_OWN_KEY;
-    gguf_index_put(&ctx->kv_index, i, kcopy, klen);
+    gguf_index_rename(&ctx->kv_index, i, old.key, (size_t)old.key_len,
+                      gguf_ctx_key_name, ctx); /* cannot fail */
     kcopy = NULL;
     if (old.flags & GGUF_KV_OWN_KEY)
         free((void *)old.key);
@@ -453,7 +454,7 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
     };
     memcpy(t->ne, full, sizeof full);
     ctx->n_t++;
-    st = rebuild_index(ctx);
+    st = rebuild_index(ctx, true);
     if (st != GGUF_OK) {
         ctx->n_t--;
         st = gguf_fail(err, st, "out of memory indexing tensor '%s'", q);

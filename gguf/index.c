@@ -4,24 +4,17 @@
  * fetched back through a callback, so it never owns or copies a name.
  *
  * Slots are a power of two, at least twice the number of entries, so a
- * probe always meets an empty slot.  Entries are inserted in increasing
+ * probe always meets an empty slot.  Edits keep the index instead of
+ * rebuilding it: an append adds one entry, a removal empties one slot
+ * (moving back the rest of its cluster) and renumbers the positions after
+ * it, a rename re-slots one entry, a move renumbers; none hashes every
+ * name again.  Entries are inserted in increasing
  * position order; with duplicate names (gguf_index_build does not refuse
  * them) gguf_index_find returns the lowest position.
- *
- * Edits keep the index instead of rebuilding it (issue 11: 20 k keys made
- * every key added or removed hash them all again): an entry is added
- * (gguf_index_add, amortized O(1)), taken out (gguf_index_unslot, O(1):
- * backward-shift deletion keeps every probe chain unbroken, no tombstones)
- * or put back under a new name (gguf_index_put), and positions that move
- * with the caller's array are renumbered in one pass over the slots with no
- * name hashed (gguf_index_renumber).
- *
- * The slot of a name is its full 64-bit gguf_hash, the same hash a hashed
- * long file name carries (names.c), so gguf_index_find_hash finds the keys
- * behind such a name without escaping any other.
  */
 #include "internal.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,74 +124,73 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i, name_fn name,
     return GGUF_OK;
 }
 
-/* The home slot of an entry. */
-static size_t home(const struct gguf_index *ix, int64_t e, name_fn name,
+/* Empties slot k of a linear-probing table and moves later entries of its
+ * cluster back so every entry stays reachable from its home slot (no
+ * tombstones).  The names of the moved entries are fetched and hashed: a
+ * cluster, not the table. */
+static void unslot(struct gguf_index *ix, size_t k, name_fn name,
                    const void *base) {
-    size_t len;
-    const char *s = name(base, e, &len);
-    return (size_t)gguf_hash(s, len) & (ix->n_slots - 1);
-}
-
-void gguf_index_unslot(struct gguf_index *ix, int64_t i, const char *s,
-                       size_t len, name_fn name, const void *base) {
-    if (!ix->n_slots)
-        return;
-    size_t mask = ix->n_slots - 1, k = (size_t)gguf_hash(s, len) & mask;
-    while (ix->slot[k] >= 0 && ix->slot[k] != i)
-        k = (k + 1) & mask;
-    if (ix->slot[k] < 0)
-        return; /* not there */
-    /* Backward shift: an entry further on whose home is not in (hole, j]
-     * would be cut off from its home by the hole, so it moves into it. */
-    size_t hole = k;
-    for (size_t j = (k + 1) & mask; ix->slot[j] >= 0; j = (j + 1) & mask) {
-        size_t h = home(ix, ix->slot[j], name, base);
-        bool reachable =
-            hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
-        if (!reachable) {
+    size_t mask = ix->n_slots - 1, hole = k;
+    ix->slot[hole] = -1;
+    for (size_t j = (hole + 1) & mask; ix->slot[j] >= 0; j = (j + 1) & mask) {
+        size_t len;
+        const char *s = name(base, ix->slot[j], &len);
+        size_t home = (size_t)gguf_hash(s, len) & mask;
+        /* j's entry may fill the hole unless its home lies in (hole, j] */
+        bool stays =
+            hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!stays) {
             ix->slot[hole] = ix->slot[j];
+            ix->slot[j] = -1;
             hole = j;
         }
     }
-    ix->slot[hole] = -1;
 }
 
-void gguf_index_put(struct gguf_index *ix, int64_t i, const char *s,
-                    size_t len) {
-    if (ix->n_slots)
-        put(ix->slot, ix->n_slots, gguf_hash(s, len), i);
+/* The slot holding position pos, found from its name s; n_slots if none. */
+static size_t slot_of(const struct gguf_index *ix, int64_t pos, const char *s,
+                      size_t len) {
+    size_t mask = ix->n_slots - 1, k = (size_t)gguf_hash(s, len) & mask;
+    for (; ix->slot[k] >= 0; k = (k + 1) & mask)
+        if (ix->slot[k] == pos)
+            return k;
+    return ix->n_slots;
 }
 
-void gguf_index_renumber(struct gguf_index *ix, int64_t from, int64_t to) {
-    for (size_t k = 0; k < ix->n_slots; k++) {
-        int64_t v = ix->slot[k];
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
+                       size_t len, name_fn name, const void *base) {
+    if (!ix->n_slots)
+        return;
+    size_t k = slot_of(ix, pos, s, len);
+    for (size_t m = 0; m < ix->n_slots; m++)
+        if (ix->slot[m] > pos)
+            ix->slot[m]--;
+    if (k < ix->n_slots)
+        unslot(ix, k, name, base);
+}
+
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len, name_fn name, const void *base) {
+    size_t len;
+    const char *s = name(base, pos, &len);
+    if (!ix->n_slots)
+        return;
+    size_t k = slot_of(ix, pos, old, old_len);
+    if (k < ix->n_slots)
+        unslot(ix, k, name, base);
+    put(ix->slot, ix->n_slots, gguf_hash(s, len), pos);
+}
+
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to) {
+    for (size_t m = 0; m < ix->n_slots; m++) {
+        int64_t v = ix->slot[m];
         if (v < 0)
             continue;
         if (v == from)
-            ix->slot[k] = to;
+            ix->slot[m] = to;
         else if (from < to && v > from && v <= to)
-            ix->slot[k] = v - 1;
+            ix->slot[m] = v - 1;
         else if (to < from && v >= to && v < from)
-            ix->slot[k] = v + 1;
+            ix->slot[m] = v + 1;
     }
-}
-
-int64_t gguf_index_find_hash(const struct gguf_index *ix, uint64_t h,
-                             name_fn name, const void *base,
-                             bool (*match)(const void *base, int64_t i,
-                                           const void *arg),
-                             const void *arg) {
-    if (!ix || !ix->n_slots)
-        return -1;
-    size_t mask = ix->n_slots - 1;
-    int64_t found = -1;
-    for (size_t k = (size_t)h & mask; ix->slot[k] >= 0; k = (k + 1) & mask) {
-        size_t l;
-        int64_t e = ix->slot[k];
-        const char *t = name(base, e, &l);
-        if (gguf_hash(t, l) == h && (found < 0 || e < found) &&
-            match(base, e, arg))
-            found = e;
-    }
-    return found;
 }

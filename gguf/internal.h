@@ -134,32 +134,24 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
                                 const char *(*name)(const void *base, int64_t i,
                                                     size_t *len),
                                 const void *base, int64_t *dup);
-/* Takes entry i out (found through the hash of its name s; the names of
- * the entries after it are read through name, so call it while they are
- * still in place).  Positions are unchanged.  Never allocates. */
-void gguf_index_unslot(struct gguf_index *ix, int64_t i, const char *s,
+
+/* Position pos (named s[0, len) before the edit) was removed from the
+ * array, which the name callback now shows without it; positions after
+ * it moved down by one. */
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
                        size_t len,
                        const char *(*name)(const void *base, int64_t i,
                                            size_t *len),
                        const void *base);
-/* Puts entry i under name s (after gguf_index_unslot: the count is the
- * same, so there is room).  Never allocates. */
-void gguf_index_put(struct gguf_index *ix, int64_t i, const char *s,
-                    size_t len);
-/* The caller's array moved the entry at position from to position to (the
- * ones between shifted by one): the index follows.  Removing entry i is
- * gguf_index_unslot then gguf_index_renumber(ix, i, INT64_MAX).  One pass
- * over the slots; no name is read. */
-void gguf_index_renumber(struct gguf_index *ix, int64_t from, int64_t to);
-/* The lowest entry whose name's gguf_hash is h and for which match(base,
- * i, arg) holds, or -1: O(1), whatever the number of entries. */
-int64_t gguf_index_find_hash(const struct gguf_index *ix, uint64_t h,
-                             const char *(*name)(const void *base, int64_t i,
-                                                 size_t *len),
-                             const void *base,
-                             bool (*match)(const void *base, int64_t i,
-                                           const void *arg),
-                             const void *arg);
+/* The entry at pos, formerly named old, now has the name the callback
+ * gives.  Cannot fail: the number of entries is unchanged. */
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at from moved to to, the ones between shifted by one. */
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to);
 
 /* ---- payload validation (payload.c) ---------------------------------- */
 
@@ -420,11 +412,12 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
 /* The key under which an edits file lists the keys of the file on disk
  * that the edits remove (an array of strings). */
 #define GGUF_REMOVED_KEY "ggufs.removed_keys"
-/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out)
- * plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is on
- * disk, or NULL) that ctx no longer has.  Appended to b. */
+/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out;
+ * with changes_only, also every key disk holds with the same type and
+ * value) plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is
+ * on disk, or NULL) that ctx no longer has.  Appended to b. */
 enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
-                                      struct gguf_buf *b,
+                                      bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err);
 
 /* ---- the context (ctx.c) -------------------------------------------- */

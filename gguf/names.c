@@ -22,13 +22,6 @@
  * gguf_name_escape (upper-case hex, no needless escapes such as %41, no raw
  * bytes that should have been escaped), so that every name has one file
  * name and no two file names lead to the same key.
- *
- * Lookup (gguf_find_fname): an unhashed file name is unescaped and looked
- * up; a hashed one carries the FNV-1a hash of its whole name, which is also
- * where the context's name index puts that name (index.c), so the few
- * names in that probe chain with that hash are escaped and compared: O(1),
- * where escaping every name was O(names) per lookup (20 k keys of 300
- * bytes: 7.5 minutes for `ls -l meta/`).
  */
 #include "internal.h"
 
@@ -183,65 +176,4 @@ enum gguf_status gguf_name_unescape(const char *fname, size_t len,
     }
     gguf_buf_free(&canon);
     return GGUF_OK;
-}
-
-/* The hash a hashed long file name carries: true and *h if fname is one
- * ("%~" and 16 lower-case hex digits at its end; at most 255 bytes). */
-static bool carried_hash(const char *fname, size_t len, uint64_t *h) {
-    if (len < HASH_SUFFIX || len > NAME_MAX_BYTES)
-        return false;
-    const char *suf = fname + len - HASH_SUFFIX;
-    if (suf[0] != '%' || suf[1] != '~')
-        return false;
-    uint64_t v = 0;
-    for (int j = 0; j < 16; j++) {
-        char c = suf[2 + j];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                       : -1;
-        if (d < 0)
-            return false;
-        v = v << 4 | (uint64_t)d;
-    }
-    *h = v;
-    return true;
-}
-
-struct fname_want {
-    const char *fname;
-    size_t len;
-    const char *(*name)(const void *base, int64_t i, size_t *len);
-};
-
-/* True if entry i's name escapes to exactly the wanted file name. */
-static bool escapes_to(const void *base, int64_t i, const void *arg) {
-    const struct fname_want *w = arg;
-    size_t nl;
-    const char *n = w->name(base, i, &nl);
-    struct gguf_buf e = {0};
-    bool same = gguf_name_escape(n, nl, &e) == GGUF_OK && e.len == w->len &&
-                memcmp(e.p, w->fname, w->len) == 0;
-    gguf_buf_free(&e);
-    return same;
-}
-
-int64_t gguf_find_fname(const gguf_ctx *ctx, const char *fname, size_t len,
-                        bool tensors) {
-    if (!ctx || !fname)
-        return -1;
-    uint64_t h;
-    if (carried_hash(fname, len, &h)) {
-        struct fname_want w = {
-            fname, len, tensors ? gguf_ctx_tensor_name : gguf_ctx_key_name};
-        return gguf_index_find_hash(tensors ? &ctx->t_index : &ctx->kv_index, h,
-                                    w.name, ctx, escapes_to, &w);
-    }
-    /* Unescaping accepts the canonical spelling only. */
-    struct gguf_buf raw = {0};
-    int64_t found = -1;
-    if (gguf_name_unescape(fname, len, &raw, NULL) == GGUF_OK)
-        found = tensors ? gguf_find_tensor(ctx, (char *)raw.p, raw.len)
-                        : gguf_find_key(ctx, (char *)raw.p, raw.len);
-    gguf_buf_free(&raw);
-    return found;
 }

@@ -122,7 +122,6 @@ enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
         memmove(&ctx->kv[i], &ctx->kv[i + 1], (size_t)(pos - i) * sizeof kv);
     ctx->kv[pos] = kv;
     ctx->dirty = true;
-    /* The index maps names to positions: they moved with the array. */
-    gguf_index_renumber(&ctx->kv_index, i, pos);
+    gguf_index_move(&ctx->kv_index, i, pos); /* positions only */
     return GGUF_OK;
 }
