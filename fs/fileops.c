@@ -431,25 +431,6 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
-<<<<<<< HEAD
-/* Replies with the bytes [off, off + size) of a windowed text (tree.c:
- * made for this read).  Caller holds no lock but fh->mu. */
-static void reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
-                         off_t off, size_t size) {
-    struct gguf_buf b = {0};
-    int err = gfs_text_read(fs, t, (uint64_t)off, size, &b);
-    if (err)
-        fuse_reply_err(req, err);
-    else
-        fuse_reply_buf(req, (const char *)b.p, b.len);
-    gguf_buf_free(&b);
-}
-
-/* A key opened read-only: the text snapshot taken at open (a windowed
- * text: the value as it was at open, or ESTALE). */
-static void read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                      off_t off, size_t size) {
-=======
 /* reply_copy's buffer, one per worker thread. */
 struct copy_buf {
     size_t cap;
@@ -495,10 +476,23 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
         fuse_reply_buf(req, buf, mem_n + n);
 }
 
-/* A key opened read-only: the text snapshot taken at open. */
-static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
-                      size_t size) {
->>>>>>> main
+/* Replies with the bytes [off, off + size) of a windowed text (tree.c:
+ * made for this read).  Caller holds no lock but fh->mu. */
+static void reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
+                         off_t off, size_t size) {
+    struct gguf_buf b = {0};
+    int err = gfs_text_read(fs, t, (uint64_t)off, size, &b);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, (const char *)b.p, b.len);
+    gguf_buf_free(&b);
+}
+
+/* A key opened read-only: the text snapshot taken at open (a windowed
+ * text: the value as it was at open, or ESTALE). */
+static void read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                      off_t off, size_t size) {
     struct gfs_text *t = fh->text;
     if (t->windowed) {
         reply_window(req, fs, t, off, size);
