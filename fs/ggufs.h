@@ -223,6 +223,9 @@ struct gfs {
     int pending_failed;    /* the last save of it failed */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
     int commit_failed;
+    /* -o overlay (overlay.c): set at mount, NULL otherwise; what it
+     * holds is guarded by lock like the edits. */
+    struct gfs_overlay *overlay;
 
     /* Guarded by text_lock, taken with lock held (for reading at least):
      * readers render and cache texts concurrently. */
@@ -362,6 +365,9 @@ int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
 int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
                       size_t len);
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
+/* True if there are edits a commit would write (into the GGUF, or into
+ * the overlay of an overlay mount).  Caller holds lock. */
+int gfs_meta_uncommitted(struct gfs *fs);
 /* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg. */
 int gfs_meta_commit(struct gfs *fs);
 /* Unlocks fs->lock taken for writing around an edit, keeping the edits
@@ -436,5 +442,25 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
  * users get EACCES: their fsync must not publish the owner's edits. */
 int gfs_may_commit(fuse_req_t req);
 extern const struct fuse_lowlevel_ops gfs_ops;
+
+/* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
+ * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
+ * where the overlay is (opt, else the default in the state directory),
+ * the source's identity, and the overlay applied if it belongs to it; 0,
+ * or -1 after one line on stderr (an overlay that does not belong, or
+ * one not to be trusted).  gfs_overlay_keep: after an edit (persist),
+ * writes the overlay when the edits changed; 0 or EIO.
+ * gfs_overlay_commit: gfs_meta_commit of an overlay mount (fills
+ * commit_msg); 0 or errno.  Both with lock held for writing.
+ * gfs_overlay_cmd: runs `ggufs --overlay-apply|--overlay-drop FILE
+ * [OVERLAY]` and returns its exit status, or -1 when argv is not one. */
+int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
+                      const char *file);
+void gfs_overlay_free(struct gfs *fs);
+int gfs_overlay_keep(struct gfs *fs);
+int gfs_overlay_commit(struct gfs *fs);
+/* True if edits were made since the overlay was last written whole. */
+int gfs_overlay_uncommitted(struct gfs *fs);
+int gfs_overlay_cmd(int argc, char **argv);
 
 #endif

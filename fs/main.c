@@ -49,6 +49,8 @@ struct gfs_opts {
     int no_insert;
     double timeout;
     size_t max_value; /* bytes a meta file being written may hold */
+    int overlay;              /* -o overlay[=PATH]: edits to an overlay */
+    const char *overlay_path; /* its PATH, or NULL for the default */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -56,6 +58,7 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
+    GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -538,6 +541,8 @@ static void usage(const char *prog) {
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
+        "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
+        "       ggufs --overlay-drop FILE.gguf [OVERLAY]   forget it\n"
         "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
@@ -548,7 +553,9 @@ static void usage(const char *prog) {
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
-        "                           inserting blocks\n\n",
+        "                           inserting blocks\n"
+        "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
+        "                           file (default PATH in ~/.local/state/ggufs)\n\n",
         prog, prog, prog, prog, prog);
 }
 
@@ -661,6 +668,23 @@ static int lock_gguf(const struct gfs_main *m) {
     return -1;
 }
 
+/* How the GGUF is opened: never for writing with -o overlay (the file may
+ * be 0444, immutable, on a read-only filesystem: it is never written),
+ * read-only with -o ro, else read-write if permitted (-1). */
+static int overlay_rdwr(const struct gfs_main *m) {
+    return m->o.readonly || m->o.overlay ? 0 : -1;
+}
+
+/* -o overlay: the overlay found and applied once the GGUF is open
+ * (fs/overlay.c).  0 or -1 after one line. */
+static int setup_overlay(struct gfs_main *m) {
+    if (m->o.overlay_path)
+        m->o.overlay = 1;
+    if (!m->o.overlay)
+        return 0;
+    return gfs_overlay_setup(&m->fs, m->path, m->o.overlay_path, m->o.file);
+}
+
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and
  * locked.  0, or -1 after one line on stderr. */
 static int open_gguf(struct gfs_main *m) {
@@ -679,17 +703,17 @@ static int open_gguf(struct gfs_main *m) {
     int fallback_ro = 0;
     /* The one lookup of the path: everything below uses this descriptor
      * (gguf/file.c). */
-    if (gguf_file_open(&m->file, m->path, m->o.readonly ? 0 : -1, &gerr) !=
+    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) !=
         GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
         return -1;
     }
-    if (!m->o.readonly && !m->file.writable) {
+    if (!m->o.readonly && !m->o.overlay && !m->file.writable) {
         fallback_ro = 1;
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
     }
-    if (!m->o.readonly) {
+    if (!m->o.readonly && !m->o.overlay) {
         if (recover_first(m) != 0)
             return -1;
         flags |= GGUF_OPEN_RDWR;
@@ -720,7 +744,8 @@ static int open_gguf(struct gfs_main *m) {
     /* Locked: no live daemon of this file is left, so any pending record
      * is a dead mount's.  A read-write mount would replace it. */
     (void)gfs_print_outcome(m->path);
-    if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly) {
+    if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly &&
+        !m->o.overlay) {
         fprintf(stderr,
                 "ggufs: %s: not mounted read-write over pending edits (-o ro "
                 "mounts it to look)\n",
@@ -884,6 +909,7 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_rwlock_destroy(&m->fs.lock);
     }
     gfs_view_layout_free(&m->fs);
+    gfs_overlay_free(&m->fs);
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gguf_file_close(&m->file);
     free(m->path);
@@ -901,6 +927,9 @@ int main(int argc, char *argv[]) {
                 {"--recover", recover_cmd},
                 {"--apply-pending", gfs_apply_pending_cmd},
                 {"--drop-pending", gfs_drop_pending_cmd}};
+    int ov = gfs_overlay_cmd(argc, argv);
+    if (ov >= 0)
+        return ov;
     for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {
         if (strcmp(argv[1], cmds[c].name) != 0)
             continue;
@@ -920,7 +949,7 @@ int main(int argc, char *argv[]) {
     if (status != GO_ON)
         goto out;
     status = EXIT_BADFILE;
-    if (open_gguf(&m) != 0)
+    if (open_gguf(&m) != 0 || setup_overlay(&m) != 0)
         goto out;
     name_live_view(&m);
     init_state(&m);

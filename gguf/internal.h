@@ -400,6 +400,13 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                       struct gguf_buf *b,
                                       struct gguf_error *err);
 
+/* Applies KV i of an edits file e to ctx (pending.c): the filler is
+ * skipped, GGUF_REMOVED_KEY removes the keys it lists, a key whose type
+ * and payload ctx already has is left alone (general.alignment among
+ * them), any other is set (an existing key keeps its place). */
+enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
+                                     int64_t i, struct gguf_error *err);
+
 /* ---- the context (ctx.c) -------------------------------------------- */
 
 /* Records a one-line warning on ctx (advisory: at most 64 are kept, a
@@ -533,5 +540,11 @@ unsigned long gguf_text_float_fallbacks(void);
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
                                     char *out, size_t n,
                                     struct gguf_error *err);
+
+/* Opens the state directory (state.c; created 0700 if create), with its
+ * trust checks (a real directory of the effective user, writable by
+ * nobody else).  Its fd, or -1 with err set, or -1 with *absent when it
+ * does not exist and create is false. */
+int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err);
 
 #endif

@@ -19,6 +19,11 @@ bool gguf_key_is_alignment(const char *key, size_t len) {
     return key_eq(key, len, GGUF_ALIGNMENT_KEY, sizeof GGUF_ALIGNMENT_KEY - 1);
 }
 
+bool gguf_key_is_overlay(const char *key, size_t len) {
+    size_t n = sizeof GGUF_OVERLAY_NS - 1;
+    return key && len >= n && memcmp(key, GGUF_OVERLAY_NS, n) == 0;
+}
+
 /* Callers keep x far below 2^64 (offsets are bounded by file sizes < 2^63
  * and alignments by 2^31), so x + align - 1 cannot wrap. */
 uint64_t gguf_align_up(uint64_t x, uint64_t align) {
