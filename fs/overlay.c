@@ -35,6 +35,9 @@ struct gfs_overlay {
                                   the default one */
     char shown[PATH_MAX + 64]; /* where it is, for messages */
     struct gguf_overlay_id id; /* of the source, as mounted */
+    gguf_ctx *disk;            /* the source without edits, what the overlay is
+                       written against: parsed at the first write (a
+                       mount pays for one parse only) */
     /* Guarded by fs->lock (written under it for writing). */
     uint64_t written_gen; /* fs->generation last written to the overlay */
     int failed;           /* that write failed */
@@ -145,9 +148,27 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
 void gfs_overlay_free(struct gfs *fs) {
     if (!fs->overlay)
         return;
+    gguf_close(fs->overlay->disk);
     free(fs->overlay->path);
     free(fs->overlay);
     fs->overlay = NULL;
+}
+
+/* Writes the overlay: the edits against the source as opened (parsed
+ * anew from the mount's descriptor, never by its path, once). */
+static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
+    struct gfs_overlay *o = fs->overlay;
+    if (!o->disk) {
+        struct gguf_file f;
+        gguf_file_init(&f);
+        f.fd = gguf_fd(fs->ctx);
+        f.path = (char *)fs->path;
+        enum gguf_status st =
+            gguf_open_file(&o->disk, &f, GGUF_OPEN_ALLOW_NESTED, err);
+        if (st != GGUF_OK)
+            return st;
+    }
+    return gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
 }
 
 int gfs_overlay_keep(struct gfs *fs) {
@@ -156,7 +177,7 @@ int gfs_overlay_keep(struct gfs *fs) {
     if (fs->readonly || o->written_gen == fs->generation)
         return o->failed ? EIO : 0;
     o->written_gen = fs->generation;
-    o->failed = gguf_overlay_write(o->path, fs->ctx, &o->id, &err) != GGUF_OK;
+    o->failed = write_overlay(fs, &err) != GGUF_OK;
     if (o->failed)
         gfs_log(fs, "%s: cannot write the overlay: %s", fs->path, err.msg);
     return o->failed ? EIO : 0;
@@ -174,8 +195,7 @@ int gfs_overlay_commit(struct gfs *fs) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int wrote =
         !fs->readonly && (o->written_gen != fs->generation || o->failed);
-    enum gguf_status st =
-        wrote ? gguf_overlay_write(o->path, fs->ctx, &o->id, &err) : GGUF_OK;
+    enum gguf_status st = wrote ? write_overlay(fs, &err) : GGUF_OK;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != GGUF_OK) {
         char saved[PATH_MAX] = "";

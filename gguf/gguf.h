@@ -520,11 +520,13 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
 /* An overlay keeps the edits of a model that must not change (read-only,
  * immutable, shared, remote) in a file of its own: a tensor-less GGUF
  * whose first keys, in the namespace GGUF_OVERLAY_NS, say which source it
- * belongs to (struct gguf_overlay_id), followed by the edited model's keys
- * in order (the filler left out).  Applying it makes the model's keys
- * exactly the overlay's: keys it lacks are removed, the others set (a key
- * the source has keeps its place, a new one goes last).  The file's rules
- * (where it lives, trust, crash-safe writes, fault points): overlay.c. */
+ * belongs to (struct gguf_overlay_id), then the list of the source's keys
+ * the edits removed, then every key the edits set (changed or new), in
+ * the edited model's order.  Applying it removes the listed keys and sets
+ * the others (a key the source has keeps its place, a new one goes last),
+ * which gives the edited model's keys in its order.  The file's rules
+ * (layout, where it lives, trust, crash-safe writes, fault points):
+ * overlay.c. */
 #define GGUF_OVERLAY_NS "ggufs.overlay."
 #define GGUF_OVERLAY_VERSION 1
 /* Which source an overlay belongs to.  A local source is known by its
@@ -567,16 +569,18 @@ enum gguf_status gguf_overlay_load(const char *path, const char *source,
 bool gguf_overlay_matches(const struct gguf_overlay_id *made,
                           const struct gguf_overlay_id *now, char *why,
                           size_t n);
-/* Makes ctx's keys those of overlay ov (see above); *set and *removed
- * count the keys changed or added and the keys removed. */
+/* Applies overlay ov to ctx (the source as opened; see above); *set and
+ * *removed count the keys changed or added and the keys removed. */
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err);
-/* Writes ctx's keys as the overlay of id at path (NULL: the default),
- * crash-safely: a new file beside it, synced, renamed over it, the
- * directory synced; a kill at any instant leaves the old overlay or the
- * new one whole.  Never opens the source. */
+/* Writes the edits of ctx against disk (the source as opened, without
+ * edits) as the overlay of id at path (NULL: the default), crash-safely:
+ * a new file beside it, synced, renamed over it, the directory synced; a
+ * kill at any instant leaves the old overlay or the new one whole.  Never
+ * writes the source. */
 enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
+                                    const gguf_ctx *disk,
                                     const struct gguf_overlay_id *id,
                                     struct gguf_error *err);
 /* Removes the overlay at path (NULL: source's default), durably, if it is

@@ -11,9 +11,16 @@
  *   ggufs.overlay.source_shards       uint32  files in the set
  *   ggufs.overlay.source_header_hash  string  "xxh3-128:" 32 hex digits
  *   ggufs.overlay.source_etag         string  remote sources only
- * then every key of the edited model in its order, the filler left out.
- * Any GGUF reader (ggml's included) reads it; ggufs never shows the
- * overlay's own keys in meta/ (they never enter the model's context).
+ * then, when keys of the source are gone from the edited model,
+ *   ggufs.removed_keys                array of their names (the edits
+ *                                     file's list, GGUF_REMOVED_KEY)
+ * then every key of the edited model that the source lacks or holds with
+ * another type or value, in the edited model's order (the filler left
+ * out).  So the overlay costs what the edits cost, not what the header
+ * does (a mount with one reads and checks a few keys, not a second copy
+ * of a 150k-token vocabulary), and shows exactly what was changed.  Any
+ * GGUF reader (ggml's included) reads it; ggufs never shows the overlay's
+ * own keys in meta/ (they never enter the model's context).
  *
  * Where.  -o overlay=PATH names it; by default it is in the user's state
  * directory (state.c: checked as hostile, created 0700) as
@@ -340,30 +347,41 @@ bool gguf_overlay_matches(const struct gguf_overlay_id *made,
     return why[0] == '\0';
 }
 
+/* True if key i of a has the same type and value in b (as key j). */
+static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b) {
+    size_t kl, al, bl;
+    const char *k = gguf_kv_key(a, i, &kl);
+    int64_t j = gguf_find_key(b, k, kl);
+    if (j < 0 || gguf_kv_type(a, i) != gguf_kv_type(b, j))
+        return false;
+    const uint8_t *pa = gguf_kv_payload(a, i, &al);
+    const uint8_t *pb = gguf_kv_payload(b, j, &bl);
+    return al == bl && memcmp(pa, pb, al) == 0;
+}
+
+/* The removal list's key (the edits file's). */
+static bool is_removals(const char *k, size_t kl) {
+    return kl == sizeof GGUF_REMOVED_KEY - 1 &&
+           memcmp(k, GGUF_REMOVED_KEY, kl) == 0;
+}
+
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     *set = *removed = 0;
-    for (int64_t i = gguf_n_kv(ctx) - 1; st == GGUF_OK && i >= 0; i--) {
-        size_t kl;
-        const char *k = gguf_kv_key(ctx, i, &kl);
-        if (gguf_key_is_filler(k, kl) || gguf_key_is_overlay(k, kl) ||
-            gguf_find_key(ov, k, kl) >= 0)
-            continue;
-        st = gguf_remove_key(ctx, i, err);
-        ++*removed;
-    }
     for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
-        size_t kl, pl, cl;
+        size_t kl;
         const char *k = gguf_kv_key(ov, i, &kl);
         if (gguf_key_is_overlay(k, kl) || gguf_key_is_filler(k, kl))
             continue;
-        const uint8_t *p = gguf_kv_payload(ov, i, &pl);
-        int64_t j = gguf_find_key(ctx, k, kl);
-        const uint8_t *c = j >= 0 ? gguf_kv_payload(ctx, j, &cl) : NULL;
-        if (c && cl == pl && gguf_kv_type(ctx, j) == gguf_kv_type(ov, i) &&
-            memcmp(c, p, pl) == 0)
+        if (is_removals(k, kl)) {
+            int64_t before = gguf_n_kv(ctx);
+            st = gguf_edits_apply_kv(ctx, ov, i, err);
+            *removed += before - gguf_n_kv(ctx);
+            continue;
+        }
+        if (same_kv(ov, i, ctx))
             continue;
         st = gguf_edits_apply_kv(ctx, ov, i, err);
         ++*set;
@@ -394,8 +412,26 @@ static uint8_t *put_own(uint8_t *p, const struct own_kv *o) {
     return gguf_put_kv(p, o->key, kl, o->type, o->val, own_len(o));
 }
 
-/* The overlay's bytes (header comment) into b. */
-static enum gguf_status serialize(const gguf_ctx *ctx,
+/* Whether kv i of ctx goes into the overlay of ctx against disk: an edit,
+ * not the filler nor one of the overlay's own keys. */
+static bool is_edit(const gguf_ctx *ctx, int64_t i, const gguf_ctx *disk) {
+    const struct gguf_kv *kv = &ctx->kv[i];
+    return !gguf_key_is_filler(kv->key, (size_t)kv->key_len) &&
+           !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
+           !same_kv(ctx, i, disk);
+}
+
+/* Whether key i of disk is gone from ctx (and so listed as removed). */
+static bool is_gone(const gguf_ctx *disk, int64_t i, const gguf_ctx *ctx) {
+    const struct gguf_kv *kv = &disk->kv[i];
+    return !gguf_key_is_filler(kv->key, (size_t)kv->key_len) &&
+           !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
+           gguf_find_key(ctx, kv->key, (size_t)kv->key_len) < 0;
+}
+
+/* The overlay's bytes (header comment) into b: ctx's edits against disk,
+ * the source as opened. */
+static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                   const struct gguf_overlay_id *id,
                                   struct gguf_buf *b, struct gguf_error *err) {
     struct own_kv own[6] = {
@@ -413,14 +449,21 @@ static enum gguf_status serialize(const gguf_ctx *ctx,
     uint64_t size = 4 + 4 + 8 + 8, n_kv = 0;
     for (int o = 0; o < n_own; o++)
         size += gguf_kv_record_size(strlen(own[o].key), own_len(&own[o]));
-    for (int64_t i = 0; i < ctx->n_kv; i++) {
-        const struct gguf_kv *kv = &ctx->kv[i];
-        if (gguf_key_is_filler(kv->key, (size_t)kv->key_len) ||
-            gguf_key_is_overlay(kv->key, (size_t)kv->key_len))
-            continue;
+    uint64_t n_gone = 0, list = 4 + 8;
+    for (int64_t i = 0; i < disk->n_kv; i++)
+        if (is_gone(disk, i, ctx)) {
+            n_gone++;
+            list += 8 + disk->kv[i].key_len;
+        }
+    if (n_gone) {
         n_kv++;
-        size += gguf_kv_record_size(kv->key_len, kv->val_len);
+        size += gguf_kv_record_size(sizeof GGUF_REMOVED_KEY - 1, list);
     }
+    for (int64_t i = 0; i < ctx->n_kv; i++)
+        if (is_edit(ctx, i, disk)) {
+            n_kv++;
+            size += gguf_kv_record_size(ctx->kv[i].key_len, ctx->kv[i].val_len);
+        }
     uint64_t padded = gguf_align_up(size, gguf_ctx_alignment(ctx));
     enum gguf_status st =
         padded > SIZE_MAX ? GGUF_E_NOMEM : gguf_buf_reserve(b, (size_t)padded);
@@ -431,10 +474,19 @@ static enum gguf_status serialize(const gguf_ctx *ctx,
                           n_kv + (uint64_t)n_own);
     for (int o = 0; o < n_own; o++)
         p = put_own(p, &own[o]);
+    if (n_gone) {
+        p = gguf_put_kv(p, GGUF_REMOVED_KEY, sizeof GGUF_REMOVED_KEY - 1,
+                        GGUF_TYPE_ARRAY, NULL, 0);
+        gguf_wr32(p, GGUF_TYPE_STRING);
+        gguf_wr64(p + 4, n_gone);
+        p += 12;
+        for (int64_t i = 0; i < disk->n_kv; i++)
+            if (is_gone(disk, i, ctx))
+                p = gguf_put_str(p, disk->kv[i].key, disk->kv[i].key_len);
+    }
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
-        if (!gguf_key_is_filler(kv->key, (size_t)kv->key_len) &&
-            !gguf_key_is_overlay(kv->key, (size_t)kv->key_len))
+        if (is_edit(ctx, i, disk))
             p = gguf_put_kv(p, kv->key, kv->key_len, kv->type, kv->val,
                             kv->val_len);
     }
@@ -530,6 +582,7 @@ out:
 }
 
 enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
+                                    const gguf_ctx *disk,
                                     const struct gguf_overlay_id *id,
                                     struct gguf_error *err) {
     char base[256], shown[4096];
@@ -549,7 +602,7 @@ enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
     else if (errno != ENOENT)
         st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
     if (st == GGUF_OK)
-        st = serialize(ctx, id, &b, err);
+        st = serialize(ctx, disk, id, &b, err);
     if (st == GGUF_OK)
         st = replace(dfd, base, shown, &b, err);
     gguf_buf_free(&b);
