@@ -668,19 +668,22 @@ static int lock_gguf(const struct gfs_main *m) {
     return -1;
 }
 
+/* -o overlay or -o overlay=PATH was given. */
+static int overlay_wanted(const struct gfs_main *m) {
+    return m->o.overlay || m->o.overlay_path;
+}
+
 /* How the GGUF is opened: never for writing with -o overlay (the file may
  * be 0444, immutable, on a read-only filesystem: it is never written),
  * read-only with -o ro, else read-write if permitted (-1). */
 static int overlay_rdwr(const struct gfs_main *m) {
-    return m->o.readonly || m->o.overlay ? 0 : -1;
+    return m->o.readonly || overlay_wanted(m) ? 0 : -1;
 }
 
 /* -o overlay: the overlay found and applied once the GGUF is open
  * (fs/overlay.c).  0 or -1 after one line. */
 static int setup_overlay(struct gfs_main *m) {
-    if (m->o.overlay_path)
-        m->o.overlay = 1;
-    if (!m->o.overlay)
+    if (!overlay_wanted(m))
         return 0;
     return gfs_overlay_setup(&m->fs, m->path, m->o.overlay_path, m->o.file);
 }
@@ -708,12 +711,12 @@ static int open_gguf(struct gfs_main *m) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
         return -1;
     }
-    if (!m->o.readonly && !m->o.overlay && !m->file.writable) {
+    if (!m->o.readonly && !overlay_wanted(m) && !m->file.writable) {
         fallback_ro = 1;
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
     }
-    if (!m->o.readonly && !m->o.overlay) {
+    if (!m->o.readonly && !overlay_wanted(m)) {
         if (recover_first(m) != 0)
             return -1;
         flags |= GGUF_OPEN_RDWR;
@@ -745,7 +748,7 @@ static int open_gguf(struct gfs_main *m) {
      * is a dead mount's.  A read-write mount would replace it. */
     (void)gfs_print_outcome(m->path);
     if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly &&
-        !m->o.overlay) {
+        !overlay_wanted(m)) {
         fprintf(stderr,
                 "ggufs: %s: not mounted read-write over pending edits (-o ro "
                 "mounts it to look)\n",

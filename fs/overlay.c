@@ -125,6 +125,16 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
         return -1;
     }
     fs->overlay = o;
+    /* Recovery writes the file, which an overlay mount never does; until
+     * it has run the header may be half old, half new. */
+    if (gguf_commit_interrupted(path)) {
+        fprintf(stderr,
+                "ggufs: %s: a commit of this file was interrupted: 'ggufs "
+                "--recover %s' completes it (an overlay mount never writes "
+                "the file)\n",
+                file, file);
+        return -1;
+    }
     if (locate(file, path, opt, &o->path, o->shown, sizeof o->shown) != 0)
         return -1;
     if (gguf_overlay_identify(fs->shards, fs->n_shards, path, false, NULL,
