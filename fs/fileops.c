@@ -83,6 +83,7 @@ static void fh_free(struct gfs *fs, struct gfs_fh *fh) {
     pthread_mutex_unlock(&fs->fh_lock);
     gfs_text_put(fh->text);
     gguf_buf_free(&fh->draft);
+    (void)gfs_mem_grant(fs, &fh->granted, 0);
     pthread_mutex_destroy(&fh->mu);
     free(fh);
 }
@@ -105,9 +106,9 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
         if (!err || !quiet)
             fh->dirty = 0;
         if (err && !quiet)
-            fh->bad = 1;
+            fh->bad = err;
     } else if (fh->bad) {
-        err = EINVAL;
+        err = fh->bad;
     }
     pthread_mutex_unlock(&fh->mu);
     return err;
@@ -549,6 +550,9 @@ static int draft_load(struct gfs *fs, struct gfs_fh *fh, size_t keep) {
     size_t n = fh->text->len < keep ? fh->text->len : keep;
     if (n > fs->max_value)
         return EFBIG;
+    int e = gfs_mem_grant(fs, &fh->granted, n);
+    if (e)
+        return e;
     if (gguf_buf_add(&fh->draft, fh->text->data, n) != GGUF_OK)
         return ENOMEM;
     fh->loaded = 1;
@@ -575,10 +579,14 @@ static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
                          size_t n, off_t off) {
     pthread_rwlock_wrlock(&fs->lock);
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
+    size_t end = (size_t)off + n;
     int err = !sc ? ENOENT
-              : (uint64_t)off + n > fs->max_value
-                  ? EFBIG
-                  : buf_pwrite(&sc->data, p, n, off);
+              : (uint64_t)off + n > fs->max_value ? EFBIG
+              : end > sc->data.len
+                  ? gfs_mem_grant(fs, &sc->granted, end)
+                  : 0;
+    if (!err)
+        err = buf_pwrite(&sc->data, p, n, off);
     if (sc)
         clock_gettime(CLOCK_REALTIME, &sc->mtime);
     pthread_rwlock_unlock(&fs->lock);
@@ -599,8 +607,8 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
                                       gguf_kv_arr_type(fs->ctx, i),
                                       (char *)fh->draft.p, fh->draft.len,
                                       &fh->checked, &gerr) != GGUF_OK) {
-        fh->bad = 1;
         err = gfs_errno(&gerr);
+        fh->bad = err;
         size_t klen;
         const char *key = gguf_kv_key(fs->ctx, i, &klen);
         char q[GGUF_QUOTE_MAX];
@@ -623,8 +631,16 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     struct gfs_fh *fh = fh_of(fi);
     int err = 0;
 
-    /* The cap, before anything is allocated. */
+    /* The cap, before anything is allocated.  A refused write leaves a
+     * key's draft half-made: never applied (bad), the key keeps its
+     * value. */
     if (off < 0 || (uint64_t)off + n > fs->max_value) {
+        if (fh->kind == GFS_KV && fh->writable) {
+            pthread_mutex_lock(&fh->mu);
+            if (fh->dirty) /* an untouched draft is never applied */
+                fh->bad = EFBIG;
+            pthread_mutex_unlock(&fh->mu);
+        }
         fuse_reply_err(req, EFBIG);
         return;
     }
@@ -638,14 +654,19 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     }
     pthread_mutex_lock(&fh->mu);
     if (fh->bad) {
-        err = EINVAL;
+        err = fh->bad;
         goto unlock;
     }
     if ((size_t)off < fh->checked)
         fh->checked = 0; /* rewriting validated text: check again */
     if ((err = draft_load(fs, fh, SIZE_MAX)) ||
-        (err = buf_pwrite(&fh->draft, p, n, off)))
+        ((size_t)off + n > fh->draft.len &&
+         (err = gfs_mem_grant(fs, &fh->granted, (size_t)off + n))) ||
+        (err = buf_pwrite(&fh->draft, p, n, off))) {
+        if (fh->dirty) /* half-made (or emptied by O_TRUNC): never applied */
+            fh->bad = err;
         goto unlock;
+    }
     fh->dirty = 1;
     fh->written = 1;
     err = draft_check(fs, fh);
@@ -672,6 +693,8 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
     pthread_mutex_lock(&fh->mu);
     size_t ns = (size_t)size;
     if ((err = draft_load(fs, fh, ns)))
+        goto unlock;
+    if (ns > fh->draft.len && (err = gfs_mem_grant(fs, &fh->granted, ns)))
         goto unlock;
     if (ns <= fh->draft.len) {
         fh->draft.len = ns;

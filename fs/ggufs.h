@@ -83,6 +83,7 @@ struct gfs_scratch {
     char *name;
     fuse_ino_t ino;
     struct gguf_buf data;
+    size_t granted; /* bytes of fs->max_drafts data may hold (memcap.c) */
     struct timespec mtime;
     int backup;                    /* renamed from a key: type and from hold */
     enum gguf_type type, arr_type; /* that key's */
@@ -99,7 +100,7 @@ struct gfs_ghost {
     size_t klen;
     char *fname; /* its file name in meta/ (escaped, maybe hashed) */
     enum gguf_type type, arr_type;
-    int64_t pos;
+    uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
@@ -114,6 +115,9 @@ struct gfs_ghost {
  * past it fail with EFBIG before anything is allocated: one truncate(2)
  * must not make the daemon allocate gigabytes. */
 #define GFS_MAX_VALUE_DEFAULT ((size_t)64 << 20)
+/* The most bytes all drafts and FILEs together may hold (memcap.c), unless
+ * -o max_drafts=SIZE says otherwise. */
+#define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -136,6 +140,7 @@ struct gfs_fh {
      * Guarded by mu (first in the lock order, see struct gfs). */
     pthread_mutex_t mu;
     struct gguf_buf draft;
+    size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -143,7 +148,8 @@ struct gfs_fh {
     int written;    /* a write or truncate reached the draft: only
                        then may a flush apply it (bash flushes
                        right after open, before writing) */
-    int bad;        /* a write was refused: never apply */
+    int bad;        /* a write was refused (the errno, repeated to later
+                       writes and at close): never apply */
     size_t checked; /* draft bytes validated so far */
 };
 
@@ -197,6 +203,8 @@ struct gfs {
     unsigned commit_flags;
     double timeout;   /* entry/attr timeout, seconds */
     size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
+    size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
+    atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -213,6 +221,11 @@ struct gfs {
     size_t n_ghosts;
     fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
     size_t n_aliases;
+    struct gfs_ord {
+        uint32_t id;
+        uint64_t ord;
+    } *ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
+    size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
     uint64_t generation;         /* bumped by every applied edit */
@@ -405,6 +418,11 @@ int gfs_errno(const struct gguf_error *err);
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n);
 int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
+
+/* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
+ * it grows past *granted, and with the new size after it shrinks or is
+ * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
+int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 /* One line to stderr (foreground) or syslog.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -35,7 +35,8 @@ enum {
     KEY_TIMEOUT,
     KEY_MAX_THREADS,
     KEY_MAX_IDLE,
-    KEY_MAX_VALUE
+    KEY_MAX_VALUE,
+    KEY_MAX_DRAFTS
 };
 
 #define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
@@ -48,7 +49,8 @@ struct gfs_opts {
     int readonly;
     int no_insert;
     double timeout;
-    size_t max_value; /* bytes a meta file being written may hold */
+    size_t max_value;  /* bytes a meta file being written may hold */
+    size_t max_drafts; /* bytes all of them together may hold */
     int overlay;              /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path; /* its PATH, or NULL for the default */
 };
@@ -61,6 +63,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
@@ -169,6 +172,15 @@ static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
         }
         return 0;
     }
+    if (key == KEY_MAX_DRAFTS) {
+        if (parse_size(val, 1, SIZE_MAX / 2, &o->max_drafts) != 0) {
+            usage_note("-o %s: the size is a number of bytes (suffix K, M "
+                       "or G for KiB, MiB, GiB), at least 1",
+                       arg);
+            return -1;
+        }
+        return 0;
+    }
     if (key == KEY_TIMEOUT) {
         char *end = NULL;
         double t = *val ? strtod(val, &end) : -1;
@@ -207,6 +219,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
         return -1;
     case KEY_TIMEOUT:
     case KEY_MAX_VALUE:
+    case KEY_MAX_DRAFTS:
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
@@ -552,6 +565,8 @@ static void usage(const char *prog) {
         "    -o ro                  read-only: every change fails with EROFS\n"
         "    -o max_value=SIZE      most bytes a file in meta/ being written may\n"
         "                           hold (K, M, G suffixes; default 64M, at most 1G)\n"
+        "    -o max_drafts=SIZE     most bytes all files in meta/ being written\n"
+        "                           may hold together (default 256M; ENOSPC)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
@@ -805,6 +820,7 @@ static void init_state(struct gfs_main *m) {
     m->fs.commit_flags = m->o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
     m->fs.timeout = m->o.timeout;
     m->fs.max_value = m->o.max_value;
+    m->fs.max_drafts = m->o.max_drafts;
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
@@ -946,7 +962,8 @@ int main(int argc, char *argv[]) {
 
     struct gfs_main m = {
         .args = FUSE_ARGS_INIT(argc, argv),
-        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT},
+        .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT,
+              .max_drafts = GFS_MAX_DRAFTS_DEFAULT},
         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)

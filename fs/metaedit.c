@@ -107,9 +107,10 @@ struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
     return NULL;
 }
 
-static void scratch_free(struct gfs_scratch *s) {
+static void scratch_free(struct gfs *fs, struct gfs_scratch *s) {
     if (!s)
         return;
+    (void)gfs_mem_grant(fs, &s->granted, 0);
     free(s->name);
     free(s->from);
     gguf_buf_free(&s->data);
@@ -120,7 +121,7 @@ static void scratch_remove(struct gfs *fs, struct gfs_scratch *s) {
     for (struct gfs_scratch **pp = &fs->scratch; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
-            scratch_free(s);
+            scratch_free(fs, s);
             fs->n_scratch--;
             return;
         }
@@ -311,6 +312,39 @@ static struct gfs_ghost *ghost_by_fname(struct gfs *fs, const char *name) {
     return NULL;
 }
 
+/* Key order.  A key's place in the KV order is its ordinal: its id (ids
+ * grow in file order at open, and each new key, which goes last, gets the
+ * next one), or, for a GHOST brought back, the ordinal the key had
+ * (fs->ords).  The KV list stays sorted by ordinal, so a GHOST goes back
+ * before the first key with a greater ordinal, in whatever order GHOSTs
+ * come back (a position alone would shift as other keys leave and
+ * return). */
+static uint64_t key_ord(const struct gfs *fs, uint32_t id) {
+    for (size_t k = 0; k < fs->n_ords; k++)
+        if (fs->ords[k].id == id)
+            return fs->ords[k].ord;
+    return id;
+}
+
+/* Puts key i, a GHOST's key back, at the place its ordinal gives. */
+static void restore_place(struct gfs *fs, int64_t i, uint64_t ord) {
+    struct gguf_error err = {0};
+    if (fs->n_ords < GFS_MAX_GHOSTS) {
+        struct gfs_ord *o =
+            realloc(fs->ords, (fs->n_ords + 1) * sizeof *fs->ords);
+        if (o) {
+            fs->ords = o;
+            fs->ords[fs->n_ords++] =
+                (struct gfs_ord){gguf_kv_id(fs->ctx, i), ord};
+        }
+    }
+    int64_t pos = 0;
+    for (int64_t j = 0; j < gguf_n_kv(fs->ctx); j++)
+        if (j != i && key_ord(fs, gguf_kv_id(fs->ctx, j)) < ord)
+            pos++;
+    (void)gguf_move_key(fs->ctx, i, pos, &err); /* order only: best effort */
+}
+
 /* Removes kv i, leaving a GHOST that remembers its name, type and place.
  * Past GFS_MAX_GHOSTS the oldest ghost is forgotten (the list is newest
  * first). */
@@ -349,8 +383,8 @@ static int remove_key(struct gfs *fs, int64_t i) {
     }
     g->type = gguf_kv_type(fs->ctx, i);
     g->arr_type = gguf_kv_arr_type(fs->ctx, i);
-    g->pos = i;
     uint32_t id = gguf_kv_id(fs->ctx, i);
+    g->ord = key_ord(fs, id);
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
         return refuse(fs, i, &err);
     gfs_text_forget(fs, id);
@@ -391,10 +425,11 @@ static int add_key(struct gfs *fs, const char *key, size_t klen,
         goto out;
     }
     int64_t i = gguf_find_key(fs->ctx, key, klen);
-    if (g && gguf_move_key(fs->ctx, i, g->pos, &err) == GGUF_OK)
+    if (g) {
+        restore_place(fs, i, g->ord);
         i = gguf_find_key(fs->ctx, key, klen);
-    if (g)
         ghost_remove(fs, g);
+    }
     edited(fs, i);
     *out = i;
 out:
@@ -541,6 +576,8 @@ static int key_to_file(struct gfs *fs, int64_t i, fuse_ino_t ino,
     if (ts)
         scratch_remove(fs, ts);
     if (!(s = scratch_new(fs, to, &rc)))
+        goto out;
+    if ((rc = gfs_mem_grant(fs, &s->granted, t->len)))
         goto out;
     if (gguf_buf_add(&s->data, t->data, t->len) != GGUF_OK ||
         gfs_kv_fname(fs, i, &fname)) {
@@ -737,6 +774,11 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
     if (s) {
         if ((size_t)size > fs->max_value)
             return EFBIG;
+        int g = (size_t)size > s->data.len
+                    ? gfs_mem_grant(fs, &s->granted, (size_t)size)
+                    : 0;
+        if (g)
+            return g;
         if ((size_t)size > s->data.len &&
             gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
             return ENOMEM;
@@ -945,7 +987,7 @@ void gfs_meta_free(struct gfs *fs) {
     while (fs->scratch) {
         struct gfs_scratch *s = fs->scratch;
         fs->scratch = s->next;
-        scratch_free(s);
+        scratch_free(fs, s);
     }
     fs->n_scratch = 0;
     while (fs->ghosts) {
@@ -957,6 +999,9 @@ void gfs_meta_free(struct gfs *fs) {
     free(fs->aliases);
     fs->aliases = NULL;
     fs->n_aliases = 0;
+    free(fs->ords);
+    fs->ords = NULL;
+    fs->n_ords = 0;
     for (size_t i = 0; i < fs->n_errors; i++)
         free(fs->errors[i]);
     free(fs->errors);

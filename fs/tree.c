@@ -73,9 +73,7 @@ int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino) {
 }
 
 int gfs_kv_hidden(const struct gfs *fs, int64_t i) {
-    size_t len;
-    const char *k = gguf_kv_key(fs->ctx, i, &len);
-    return gguf_key_is_filler(k, len);
+    return gguf_kv_is_padding(fs->ctx, i);
 }
 
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out) {

@@ -143,6 +143,9 @@ bool gguf_ggml_nbytes(uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
 
 /* True if key (len bytes) is GGUF_FILLER_KEY, the hidden filler KV. */
 bool gguf_key_is_filler(const char *key, size_t len);
+/* Whether key i is ggufs's own header padding (hidden from listings): a
+ * key named so that ggufs did not write is a normal key (keys.c). */
+bool gguf_kv_is_padding(const gguf_ctx *ctx, int64_t i);
 /* True if key (len bytes) is GGUF_ALIGNMENT_KEY. */
 bool gguf_key_is_alignment(const char *key, size_t len);
 /* True if key is in the overlay's own namespace (GGUF_OVERLAY_NS): such

@@ -22,6 +22,7 @@
 enum gguf_kv_flags {
     GGUF_KV_OWN_KEY = 1 << 0, /* key points to its own malloc'ed copy */
     GGUF_KV_OWN_VAL = 1 << 1, /* val points to its own malloc'ed copy */
+    GGUF_KV_PADDING = 1 << 2, /* ggufs's own filler (gguf_mark_padding) */
 };
 
 struct gguf_kv {
@@ -540,6 +541,15 @@ unsigned long gguf_text_float_fallbacks(void);
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
                                     char *out, size_t n,
                                     struct gguf_error *err);
+
+/* After parsing (keys.c): marks the key named GGUF_FILLER_KEY as ggufs's
+ * padding only if it has the shape ggufs writes (the last key; a string
+ * of spaces or a uint8 0); any other key of that name is someone else's:
+ * a normal key (listed, kept, editable), and a warning; while it is
+ * there no filler can be added (write.c). */
+void gguf_mark_padding(gguf_ctx *ctx);
+/* Whether kv is ggufs's padding (never listed, saved or merged). */
+bool gguf_kv_padding(const struct gguf_kv *kv);
 
 /* Opens the state directory (state.c; created 0700 if create), with its
  * trust checks (a real directory of the effective user, writable by

@@ -15,10 +15,11 @@
  *   ggufs.removed_keys                array of their names (the edits
  *                                     file's list, GGUF_REMOVED_KEY)
  * then every key of the edited model that the source lacks or holds with
- * another type or value, in the edited model's order (the filler left
- * out).  So the overlay costs what the edits cost, not what the header
- * does (a mount with one reads and checks a few keys, not a second copy
- * of a 150k-token vocabulary), and shows exactly what was changed.  Any
+ * another type or value, in the edited model's order (ggufs's padding
+ * left out: gguf_kv_padding).  So the overlay costs what the edits cost,
+ * not what the header does (a mount with one reads and checks a few keys,
+ * not a second copy of a 150k-token vocabulary), and shows exactly what
+ * was changed.  Any
  * GGUF reader (ggml's included) reads it; ggufs never shows the overlay's
  * own keys in meta/ (they never enter the model's context).
  *
@@ -373,7 +374,7 @@ enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
     for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
         size_t kl;
         const char *k = gguf_kv_key(ov, i, &kl);
-        if (gguf_key_is_overlay(k, kl) || gguf_key_is_filler(k, kl))
+        if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
             continue;
         if (is_removals(k, kl)) {
             int64_t before = gguf_n_kv(ctx);
@@ -416,7 +417,7 @@ static uint8_t *put_own(uint8_t *p, const struct own_kv *o) {
  * not the filler nor one of the overlay's own keys. */
 static bool is_edit(const gguf_ctx *ctx, int64_t i, const gguf_ctx *disk) {
     const struct gguf_kv *kv = &ctx->kv[i];
-    return !gguf_key_is_filler(kv->key, (size_t)kv->key_len) &&
+    return !gguf_kv_padding(kv) &&
            !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
            !same_kv(ctx, i, disk);
 }
@@ -424,7 +425,7 @@ static bool is_edit(const gguf_ctx *ctx, int64_t i, const gguf_ctx *disk) {
 /* Whether key i of disk is gone from ctx (and so listed as removed). */
 static bool is_gone(const gguf_ctx *disk, int64_t i, const gguf_ctx *ctx) {
     const struct gguf_kv *kv = &disk->kv[i];
-    return !gguf_key_is_filler(kv->key, (size_t)kv->key_len) &&
+    return !gguf_kv_padding(kv) &&
            !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
            gguf_find_key(ctx, kv->key, (size_t)kv->key_len) < 0;
 }

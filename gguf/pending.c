@@ -6,7 +6,7 @@
  *
  * The record lives in the per-user state directory (state.c) as the
  * model's "pending" file.  Its body: one line
- *   "dev INO SIZE MTIME_NS\n"
+ *   "DEV INO SIZE MTIME_NS CTIME_NS\n"
  * (the identity of the GGUF the edits were made against, as the context
  * last saw it), then an edits file as gguf_edits_serialize writes it.  The
  * identity guards the apply: edits made against one version of a file are
@@ -31,8 +31,10 @@ enum gguf_status gguf_pending_save(const gguf_ctx *ctx,
     if (!ctx || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
     int w = snprintf(
-        line, sizeof line, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n",
-        (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size, ctx->mtime_ns);
+        line, sizeof line,
+        "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 "\n",
+        (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size, ctx->mtime_ns,
+        ctx->ctime_ns);
     if ((st = gguf_buf_add(&b, line, (size_t)w)) != GGUF_OK) {
         st = gguf_fail(err, st, "out of memory saving the pending edits");
         goto out;
@@ -50,23 +52,41 @@ out:
     return st;
 }
 
+/* The identity of the file the edits were made against (the record's
+ * first line); ctime is -1 in a record of an older ggufs (not checked). */
+struct ident {
+    uint64_t dev, ino, size;
+    int64_t mtime, ctime;
+};
+
+/* Whether the file (dev, ino, size, mtime, ctime now) is still the one
+ * the record was made against: the one rule both the apply and the
+ * report use.  ctime catches an in-place write whose mtime was put back. */
+static bool same_file(const struct ident *id, uint64_t dev, uint64_t ino,
+                      uint64_t size, int64_t mtime, int64_t ctime) {
+    return id->dev == dev && id->ino == ino && id->size == size &&
+           id->mtime == mtime && (id->ctime < 0 || id->ctime == ctime);
+}
+
 /* Splits a pending record into its identity and its edits file. */
-static enum gguf_status parse_record(const struct gguf_buf *b, uint64_t id[4],
-                                     const uint8_t **edits, size_t *n,
-                                     struct gguf_error *err) {
+static enum gguf_status parse_record(const struct gguf_buf *b,
+                                     struct ident *id, const uint8_t **edits,
+                                     size_t *n, struct gguf_error *err) {
     const uint8_t *nl = memchr(b->p, '\n', b->len < 128 ? b->len : 128);
     char line[128];
-    int64_t mt;
     if (!nl)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "pending edits record has no identity line");
     memcpy(line, b->p, (size_t)(nl - b->p));
     line[nl - b->p] = '\0';
-    if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64, &id[0],
-               &id[1], &id[2], &mt) != 4)
+    id->ctime = -1;
+    int got = sscanf(line,
+                     "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64
+                     " %" SCNd64,
+                     &id->dev, &id->ino, &id->size, &id->mtime, &id->ctime);
+    if (got != 4 && got != 5)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "pending edits record has a bad identity line");
-    id[3] = (uint64_t)mt;
     *edits = nl + 1;
     *n = b->len - (size_t)(nl + 1 - b->p);
     return GGUF_OK;
@@ -96,7 +116,7 @@ enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i
     size_t kl, pl;
     const char *key = gguf_kv_key(e, i, &kl);
     const uint8_t *p = gguf_kv_payload(e, i, &pl);
-    if (gguf_key_is_filler(key, kl))
+    if (gguf_kv_is_padding(e, i))
         return GGUF_OK;
     if (is_removal_list(e, i)) {
         uint64_t count = gguf_kv_arr_n(e, i), off = 12;
@@ -130,7 +150,7 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
     gguf_ctx *e = NULL;
     const uint8_t *edits;
     size_t n;
-    uint64_t id[4];
+    struct ident id;
     enum gguf_status st;
 
     *found = false;
@@ -139,15 +159,15 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
     st = gguf_state_read(ctx->path, GGUF_STATE_PENDING, &b, found, err);
     if (st != GGUF_OK || !*found)
         goto out;
-    if ((st = parse_record(&b, id, &edits, &n, err)) != GGUF_OK)
+    if ((st = parse_record(&b, &id, &edits, &n, err)) != GGUF_OK)
         goto out;
-    if (id[0] != (uint64_t)ctx->dev || id[1] != (uint64_t)ctx->ino ||
-        id[2] != ctx->file_size || (int64_t)id[3] != ctx->mtime_ns) {
+    if (!same_file(&id, (uint64_t)ctx->dev, (uint64_t)ctx->ino,
+                   ctx->file_size, ctx->mtime_ns, ctx->ctime_ns)) {
         st = gguf_fail(err, GGUF_E_CHANGED,
                        "the file changed since the pending edits were made "
                        "(inode %llu, %llu bytes then; inode %llu, %llu bytes "
                        "now): not applied",
-                       (unsigned long long)id[1], (unsigned long long)id[2],
+                       (unsigned long long)id.ino, (unsigned long long)id.size,
                        (unsigned long long)ctx->ino,
                        (unsigned long long)ctx->file_size);
         goto out;
@@ -171,12 +191,12 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
     gguf_ctx *e = NULL, *disk = NULL;
     const uint8_t *edits;
     size_t len;
-    uint64_t id[4];
+    struct ident id;
     enum gguf_status st =
         gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
     if (st != GGUF_OK || !*found)
         goto out;
-    if ((st = parse_record(&b, id, &edits, &len, err)) != GGUF_OK ||
+    if ((st = parse_record(&b, &id, &edits, &len, err)) != GGUF_OK ||
         (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
             GGUF_OK)
         goto out;
@@ -210,10 +230,13 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
              changed == 1 ? "" : "s", (long long)removed);
     *in_file = disk && changed == 0 && still == 0;
     struct stat sb;
-    *stale = stat(path, &sb) != 0 || id[0] != (uint64_t)sb.st_dev ||
-             id[1] != (uint64_t)sb.st_ino || id[2] != (uint64_t)sb.st_size ||
-             (int64_t)id[3] !=
-                 (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    *stale = stat(path, &sb) != 0 ||
+             !same_file(&id, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino,
+                        (uint64_t)sb.st_size,
+                        (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+                            sb.st_mtim.tv_nsec,
+                        (int64_t)sb.st_ctim.tv_sec * 1000000000 +
+                            sb.st_ctim.tv_nsec);
 out:
     if (e)
         gguf_close(e);

@@ -805,6 +805,8 @@ static enum gguf_status parse_sized(gguf_ctx *ctx, int fd, const uint8_t *mem,
     if (st != GGUF_OK) {
         /* Entries point nowhere yet; don't let gguf_close look at them. */
         ctx->n_kv = ctx->n_t = 0;
+    } else {
+        gguf_mark_padding(ctx);
     }
     return st;
 }

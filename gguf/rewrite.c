@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define COPY_CHUNK (UINT64_C(8) << 20)
@@ -137,8 +138,61 @@ static enum gguf_status check_room(int fd, const struct stat *sb, uint64_t d2,
     return GGUF_OK;
 }
 
+/* Copies every extended attribute of fd to nfd (user.*, ACLs as
+ * system.posix_acl_*, security.* and trusted.* where we may read them):
+ * the file keeps what the user or the system attached to it.  One that
+ * cannot be copied fails the rewrite, naming it, before anything is
+ * renamed: silently dropping an ACL could open the model to others.  The
+ * kernel bounds a list and a value at 64 KiB each (XATTR_LIST_MAX,
+ * XATTR_SIZE_MAX), so the buffers are fixed. */
+static enum gguf_status copy_xattrs(int fd, int nfd, struct gguf_error *err) {
+    enum { XMAX = 65536 };
+    enum gguf_status st = GGUF_OK;
+    char *names = malloc(XMAX), *val = malloc(XMAX), *have = malloc(XMAX);
+    if (!names || !val || !have) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    ssize_t n = flistxattr(fd, names, XMAX);
+    if (n < 0) {
+        if (errno != ENOTSUP)
+            st = gguf_sys_fail(err, errno,
+                               "cannot list the extended attributes of the "
+                               "file; it is unchanged");
+        goto out;
+    }
+    for (ssize_t at = 0; at < n; at += (ssize_t)strlen(names + at) + 1) {
+        const char *name = names + at;
+        ssize_t v = fgetxattr(fd, name, val, XMAX);
+        if (v < 0) {
+            st = gguf_sys_fail(err, errno,
+                               "cannot read extended attribute %s of the "
+                               "file; it is unchanged",
+                               name);
+            goto out;
+        }
+        ssize_t h = fgetxattr(nfd, name, have, XMAX);
+        if (h == v && memcmp(have, val, (size_t)v) == 0)
+            continue; /* the new file has it already (a default label) */
+        if (fsetxattr(nfd, name, val, (size_t)v, 0) < 0) {
+            st = gguf_sys_fail(err, errno,
+                               "the header must grow by rewriting the file, "
+                               "and its extended attribute %s cannot be "
+                               "copied to the new file; the file is "
+                               "unchanged",
+                               name);
+            goto out;
+        }
+    }
+out:
+    free(names);
+    free(val);
+    free(have);
+    return st;
+}
+
 /* The new file nfd (at npath) takes over what belongs to the file, not to
- * its bytes: owner, mode, and the caller's flock on fd (the mount's "one
+ * its bytes: owner, mode, extended attributes (ACLs too), and the caller's flock on fd (the mount's "one
  * writer" lock must hold on the file that replaces it; nfd is nobody
  * else's yet). */
 static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
@@ -152,6 +206,9 @@ static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
                          strerror(errno));
     if (fchmod(nfd, sb->st_mode & 07777) < 0)
         return gguf_sys_fail(err, errno, "cannot set the mode of %s", npath);
+    enum gguf_status st = copy_xattrs(fd, nfd, err);
+    if (st != GGUF_OK)
+        return st;
     int held = held_flock(fd);
     if (held && flock(nfd, held | LOCK_NB) < 0)
         return gguf_sys_fail(err, errno, "cannot lock %s", npath);

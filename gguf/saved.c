@@ -33,14 +33,14 @@
 static bool removed(const gguf_ctx *disk, const gguf_ctx *ctx, int64_t i,
                     const char **key, size_t *kl) {
     *key = gguf_kv_key(disk, i, kl);
-    return !gguf_key_is_filler(*key, *kl) && gguf_find_key(ctx, *key, *kl) < 0;
+    return !gguf_kv_is_padding(disk, i) && gguf_find_key(ctx, *key, *kl) < 0;
 }
 
 /* Left out of the saved keys: the filler, and, when a list of removals is
  * written, a REMOVED_KEY of ctx's own (ours anyway; two keys of one name
  * would make the file invalid). */
 static bool left_out(const struct gguf_kv *kv, bool listing) {
-    return gguf_key_is_filler(kv->key, (size_t)kv->key_len) ||
+    return gguf_kv_padding(kv) ||
            (listing && kv->key_len == REMOVED_KEY_LEN &&
             memcmp(kv->key, REMOVED_KEY, REMOVED_KEY_LEN) == 0);
 }

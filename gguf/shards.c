@@ -171,7 +171,7 @@ gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err) {
         const char *k = gguf_kv_key(v[0], i, &kl);
         const uint8_t *p = gguf_kv_payload(v[0], i, &pl);
         if ((kl == strlen(SPLIT_COUNT) && memcmp(k, SPLIT_COUNT, kl) == 0) ||
-            gguf_key_is_filler(k, kl))
+            gguf_kv_is_padding(v[0], i))
             continue;
         if (gguf_key_is_alignment(k, kl)) {
             if (gguf_find_key(m, k, kl) >= 0)

@@ -32,7 +32,7 @@
 #define FILLER_STR_MIN (FILLER_FIXED + 8) /* 33: an empty string */
 
 static bool is_filler(const struct gguf_kv *kv) {
-    return gguf_key_is_filler(kv->key, (size_t)kv->key_len);
+    return gguf_kv_padding(kv);
 }
 
 uint64_t gguf_kv_record_size(uint64_t klen, uint64_t vlen) {
@@ -117,9 +117,14 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
     *mode = FILL_NONE;
     *filler = -1;
     *str_len = 0;
-    for (int64_t i = 0; i < ctx->n_kv; i++)
-        if (is_filler(&ctx->kv[i]))
+    bool foreign = false; /* someone else's key of the filler's name */
+    for (int64_t i = 0; i < ctx->n_kv; i++) {
+        const struct gguf_kv *kv = &ctx->kv[i];
+        if (is_filler(kv))
             *filler = i;
+        else if (gguf_key_is_filler(kv->key, (size_t)kv->key_len))
+            foreign = true;
+    }
 
     if (*target == 0) {
         *target = padded;
@@ -143,6 +148,12 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
     }
     if (*target == padded)
         goto check;
+    if (foreign)
+        return gguf_fail(err, GGUF_E_PERM,
+                         "the header needs padding, and ggufs pads with a key "
+                         "named %s, which this file already has as a key of "
+                         "its own: rename or remove that key first",
+                         GGUF_FILLER_KEY);
 
     uint64_t slack = *target - h;
     if (slack >= FILLER_STR_MIN) {

@@ -519,6 +519,174 @@ def sec_save_fails(ctx):
         ctx.tmpfs = None
 
 
+def foreign_padding_gguf(path):
+    """A GGUF v3 without tensors whose FIRST key is ggufs.padding = "someone
+    else's data" (not ggufs's filler: not last, not spaces), then
+    general.name = "p"."""
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = s(b"ggufs.padding") + struct.pack("<I", 8) + s(b"someone else's data")
+    kv += s(b"general.name") + struct.pack("<I", 8) + s(b"p")
+    h = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv
+    with open(path, "wb") as f:
+        f.write(h + b"\0" * (-len(h) % 32))
+
+
+def sec_foreign_padding(ctx):
+    """Item 12: a key named ggufs.padding that ggufs did not write is a
+    normal key: listed, its value kept; a commit that needs padding is
+    refused (a second key of that name would make the file invalid) and
+    says why; once the user removes it, the commit goes through."""
+    d = ctx.dir("padding")
+    mnt = os.path.join(d, "mnt")
+    path = os.path.join(d, "p.gguf")
+    foreign_padding_gguf(path)
+    if J.refdump(path)[0] != "ggml-accepts":
+        raise Fail("ggml rejects the fixture")
+    before = J.file_sha256(path)
+    with ME.Watchdog(mnt, 60, "foreign padding"):
+        ME.mount(path, mnt)
+        try:
+            k = os.path.join(mnt, "meta", "ggufs.padding")
+            if "ggufs.padding" not in os.listdir(os.path.join(mnt, "meta")):
+                raise Fail("someone else's ggufs.padding key is hidden")
+            if ME.read(k) != b"someone else's data\n":
+                raise Fail("its value reads %r" % ME.read(k))
+            ME.write_file(os.path.join(mnt, "meta", "general.name"), b"a much longer name that no longer fits in the header\n")
+            fd = os.open(os.path.join(mnt, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+                refused = False
+            except OSError:
+                refused = True
+            finally:
+                os.close(fd)
+            msg = os.getxattr(mnt, "user.ggufs.commit").decode(errors="replace")
+            if not refused or "ggufs.padding" not in msg:
+                raise Fail("commit beside a foreign ggufs.padding: refused=%s, report %r"
+                           % (refused, msg))
+            if J.file_sha256(path) != before:
+                raise Fail("the refused commit changed the file")
+            os.unlink(k)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        ME.ggufs_u(mnt, 0, "after removing the foreign key")
+    verdict, ref = J.refdump(path)
+    if verdict != "ggml-accepts":
+        raise Fail("ggml rejects the committed file")
+    names = [kv.key for kv in ref.kvs]
+    if b"general.name" not in names or names.count(b"ggufs.padding") > 1:
+        raise Fail("keys after the commit: %r" % names)
+    if value_of(path, b"general.name") != ME.sval(b"a much longer name that no longer fits in the header"):
+        raise Fail("general.name was not committed")
+    return "listed, refused with %r, committed once removed" % msg[msg.index("commit failed"):][:90]
+
+
+def sec_total_cap(ctx):
+    """Item 5: all files in meta/ being written together are bounded
+    (-o max_drafts), not only each one (-o max_value): past it, ENOSPC
+    before anything is allocated; removing one frees its share."""
+    d = ctx.dir("total")
+    mnt = os.path.join(d, "mnt")
+    path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    before = J.file_sha256(path)
+    with ME.Watchdog(mnt, 120, "total cap"):
+        ME.mount(path, mnt, ["-o", "max_value=1M,max_drafts=3M"])
+        try:
+            chunk = b"a" * (900 * 1024)
+            made, refused = [], None
+            for n in range(5):
+                f = os.path.join(mnt, "meta", "X%d.swp" % n)  # not a key name: a FILE
+                try:
+                    ME.write_file(f, chunk, os.O_WRONLY | os.O_CREAT)
+                    made.append(f)
+                except OSError as e:
+                    refused = e.errno
+                    break
+            if len(made) != 3 or refused != errno.ENOSPC:
+                raise Fail("900 KiB FILEs under max_drafts=3M: %d made, then %s (want 3, ENOSPC)"
+                           % (len(made), refused and errno.errorcode[refused]))
+            # a key's draft counts too
+            k = os.path.join(mnt, "meta", "general.name")
+            try:
+                ME.write_file(k, b"b" * (400 * 1024) + b"\n")
+                raise Fail("a 400 KiB draft past the total cap succeeded")
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise Fail("a draft past the total cap: %s (want ENOSPC)" % e)
+            os.unlink(made[0])
+            ME.write_file(os.path.join(mnt, "meta", "Y.swp"), chunk, os.O_WRONLY | os.O_CREAT)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    if J.file_sha256(path) != before:
+        raise Fail("FILEs and a refused draft changed the GGUF")
+    return "3 x 900 KiB, then ENOSPC; freed by rm"
+
+
+def sec_memlimit(ctx):
+    """Item 5, "the memory caps hold under a memory limit": the daemon runs
+    with its address space limited (RLIMIT_AS, 640 MiB; no cgroups here)
+    and is driven at every cap at once: truncate -s 5G, a 100 MB dd, 300
+    FILEs of 1 MiB.  It stays up, serves, and the GGUF is unchanged.
+    AddressSanitizer reserves terabytes of address space: skipped there."""
+    import resource
+    ldd = subprocess.run(["ldd", ME.ggufs_exe()], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if b"libasan" in ldd.stdout:
+        return "skipped under AddressSanitizer (it reserves terabytes of address space)"
+    d = ctx.dir("memlimit")
+    mnt = os.path.join(d, "mnt")
+    os.makedirs(mnt)
+    path = ME.copy_of(ctx, ctx.tiny, "model.gguf", where=d)
+    before = J.file_sha256(path)
+    limit = 640 * MiB
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with ME.Watchdog(mnt, 300, "memory limit"):
+        # glibc reserves 64 MiB of address space per thread arena: two
+        # arenas keep RLIMIT_AS about memory actually used
+        env = dict(os.environ, MALLOC_ARENA_MAX="2")
+        p = J.run_ggufs([path, mnt], preexec_fn=limited, env=env)
+        if p.returncode != 0:
+            raise Fail("ggufs under RLIMIT_AS=640M: exit %d %r" % (p.returncode, p.stderr))
+        try:
+            pid = daemon_pid(mnt)
+            subprocess.run(["truncate", "-s", "5G", os.path.join(mnt, "meta", "x.tmp")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(["dd", "if=/dev/zero", "of=" + os.path.join(mnt, "meta", "mytool.big"),
+                            "bs=1M", "count=100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            refused = 0
+            for n in range(300):
+                try:
+                    ME.write_file(os.path.join(mnt, "meta", "F%d.swp" % n), b"z" * MiB,
+                                  os.O_WRONLY | os.O_CREAT)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise Fail("FILE %d under the memory limit: %s (want ENOSPC past max_drafts)"
+                                   % (n, e))
+                    refused += 1
+            if not os.path.exists("/proc/%d" % pid) or J.mountinfo_entry(mnt) is None:
+                raise Fail("the daemon died under RLIMIT_AS=640M")
+            if ME.read(os.path.join(mnt, "meta", "general.architecture")) == b"":
+                raise Fail("the daemon no longer serves")
+            hwm = vm_hwm(pid)
+            for n in ("x.tmp", "mytool.big"):  # created (empty) by truncate and dd
+                os.unlink(os.path.join(mnt, "meta", n))
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    if J.file_sha256(path) != before:
+        raise Fail("the refused writes changed the GGUF")
+    if refused < 40:
+        raise Fail("only %d of 300 1-MiB FILEs were refused (max_drafts is 256M)" % refused)
+    return "alive; %d FILEs refused (ENOSPC); VmHWM %.1f MiB" % (refused, hwm / MiB)
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -527,6 +695,9 @@ SECTIONS = [
     ("arrays of arrays refused where the shell sees it", sec_nested),
     ("names with control bytes escaped in messages", sec_quoting),
     ("a commit and the save of its edits both fail", sec_save_fails),
+    ("someone else's ggufs.padding key", sec_foreign_padding),
+    ("a bound on all drafts together", sec_total_cap),
+    ("the caps under a memory limit", sec_memlimit),
 ]
 
 

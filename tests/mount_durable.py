@@ -21,6 +21,7 @@ ggml's reader (refdump, through mount_edit's snapshots and models):
    symlink or belongs to another user is refused, not followed.
 """
 import os
+import struct
 import shutil
 import subprocess
 import tempfile
@@ -276,6 +277,42 @@ def sec_hostile_state(d, state):
     return "symlink and foreign owner refused: %r" % err_of(r)[:120]
 
 
+def sec_ctime(d):
+    """kill -9 with pending edits; then another program rewrites the header
+    in place and puts the mtime back.  --apply-pending sees the ctime and
+    refuses: edits made against one version never land on another."""
+    path = fixture(d)
+    mnt = os.path.join(d, "mnt")
+    E.mount(path, mnt)
+    pid = daemon_pid(mnt)
+    E.write_file(os.path.join(mnt, "meta", "general.name"), b"made against v1\n")
+    os.kill(pid, 9)
+    for _ in range(200):
+        if not os.path.exists("/proc/%d" % pid):
+            break
+        time.sleep(0.01)
+    run(["-u", mnt])
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        hdr = f.read(4096)
+        i = hdr.find(b"general.name")
+        if i < 0:
+            raise Fail("fixture without general.name")
+        n = struct.unpack_from("<Q", hdr, i + 16)[0]
+        f.seek(i + 24)
+        f.write(b"Z" * n)  # another program's in-place edit, same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after_other = E.snapshot(path).sha
+    a = run(["--apply-pending", path])
+    if a.returncode == 0 or "changed" not in err_of(a):
+        raise Fail("--apply-pending after an in-place write with the mtime put back: "
+                   "exit %d, %r" % (a.returncode, err_of(a)))
+    if E.snapshot(path).sha != after_other:
+        raise Fail("the other program's bytes were overwritten")
+    run(["--drop-pending", path])
+    return "refused: %r" % err_of(a)[:120]
+
+
 def main():
     J.require_fuse()
     state = os.environ.get("XDG_STATE_HOME")
@@ -289,6 +326,7 @@ def main():
                                ("failed background commit", sec_failed_reported, ()),
                                ("model moved while mounted", sec_moved, ()),
                                ("killed inside its commit", sec_killed_in_commit, ()),
+                               ("pending edits, then mtime put back", sec_ctime, ()),
                                ("hostile state files", sec_hostile_state, (state,))):
             d = os.path.join(root, name.split()[0] + str(len(failed)) + name.split()[-1])
             os.makedirs(d)

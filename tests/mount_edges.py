@@ -266,6 +266,43 @@ def sec_messages(tmp):
             log("ok: many writes: %s" % e)
 
 
+def sec_ghost_order(tmp):
+    """Keys removed and brought back (rm, then create the name again: what
+    editors' backup dances do) return to their own places in the KV order,
+    in whichever order they come back, and the file is byte-identical."""
+    d = os.path.join(tmp, "order")
+    os.makedirs(d)
+    path = os.path.join(d, "m.gguf")
+    model(d, path)
+    with open(path, "rb") as f:
+        orig = f.read()
+    keys = [k for k, t, s in J.walk_gguf(path).kvs if k != b"ggufs.padding"]
+    mid = len(keys) // 2
+    pick = [k.decode() for k in keys[mid - 1:mid + 2]]  # three neighbours
+    mnt = os.path.join(d, "mnt")
+    os.makedirs(mnt)
+    for order in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):
+        mount(path, mnt)
+        try:
+            texts = {}
+            for k in pick:
+                texts[k] = open(os.path.join(mnt, "meta", k), "rb").read()
+                os.unlink(os.path.join(mnt, "meta", k))
+            for n in order:
+                k = pick[n]
+                write(os.path.join(mnt, "meta", k), texts[k], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        finally:
+            ggufs_u(mnt, 0)
+        now = [k for k, t, s in J.walk_gguf(path).kvs if k != b"ggufs.padding"]
+        if now != keys:
+            raise Fail("keys %s removed, brought back in order %s: KV order %r, was %r"
+                       % (pick, order, now[mid - 3:mid + 4], keys[mid - 3:mid + 4]))
+        with open(path, "rb") as f:
+            if f.read() != orig:
+                raise Fail("keys brought back in order %s: the file is not byte-identical" % (order,))
+    log("ok   keys brought back in any order keep their places: %s" % pick)
+
+
 def main():
     J.require_fuse()
     with tempfile.TemporaryDirectory(prefix="ggufs-edges-") as tmp:
@@ -273,6 +310,7 @@ def main():
             sec_long_names(tmp)
             sec_readonly_change(tmp)
             sec_messages(tmp)
+            sec_ghost_order(tmp)
         finally:
             for root, dirs, _ in os.walk(tmp):
                 for x in dirs:

@@ -1011,6 +1011,16 @@ def sec_commit_paths(ctx):
         path = copy_of(ctx, src, "model.gguf", where=where)
         os.chown(path, 1234, 2345)
         os.chmod(path, 0o640)
+        # extended attributes and an ACL: a rewrite must carry them over
+        xattrs = {}
+        try:
+            os.setxattr(path, "user.origin", b"hf://x/y@abc")
+            xattrs["user.origin"] = b"hf://x/y@abc"
+        except OSError:
+            pass
+        if shutil.which("setfacl") and subprocess.run(
+                ["setfacl", "-m", "u:4321:r", path], stderr=subprocess.DEVNULL).returncode == 0:
+            xattrs["system.posix_acl_access"] = os.getxattr(path, "system.posix_acl_access")
         before = snapshot(path)
         m = Model(before)
         with Watchdog(mnt, 120, label):
@@ -1028,6 +1038,14 @@ def sec_commit_paths(ctx):
         if (after.mode, after.uid, after.gid) != (0o640, 1234, 2345):
             raise Fail("%s: mode/owner %o %d:%d after the commit, expected 640 1234:2345"
                        % (label, after.mode, after.uid, after.gid))
+        for name, val in xattrs.items():
+            try:
+                got = os.getxattr(path, name)
+            except OSError as e:
+                got = e
+            if got != val:
+                raise Fail("%s (%s): extended attribute %s is %r after the commit, was %r"
+                           % (label, how, name, got, val))
         if how == "insert" and after.ino != before.ino:
             raise Fail("%s: insert-range commit replaced the file (inode %d -> %d)" % (label, before.ino, after.ino))
         if how == "rewrite" and [f for f in os.listdir(where) if f not in ("model.gguf", "mnt")]:
@@ -1048,7 +1066,9 @@ def sec_commit_paths(ctx):
         after2 = judge_commit(label + ", then a small edit", path, after, m2, "inplace", how2)
         if (after2.mode, after2.uid, after2.gid) != (0o640, 1234, 2345) or after2.ino != after.ino:
             raise Fail("%s: a later in-place commit changed mode/owner/inode" % label)
-        out.append("%s: %s (data %d -> %d), then %s" % (label, how, before.data_offset, after.data_offset, how2))
+        out.append("%s: %s (data %d -> %d, xattrs kept: %s), then %s"
+                   % (label, how, before.data_offset, after.data_offset,
+                      ",".join(sorted(xattrs)) or "none settable", how2))
         os.unlink(path)
 
     def while_mounted(label, where, args):

@@ -788,9 +788,11 @@ START_TEST(filler_bad_targets) {
 }
 END_TEST
 
-/* A file whose filler is not last (hand-built): written back, the filler
- * moves last, the other keys keep their order, the length is exact. */
-START_TEST(filler_moves_last) {
+/* Keys named like ggufs's filler (hand-built files).  Only one with the
+ * shape ggufs writes (the last key; spaces or a uint8 0) is ggufs's
+ * padding; any other is someone else's key: counted, kept in its place,
+ * written back byte-identical, with a warning (issue 11, item 12). */
+START_TEST(filler_only_ours) {
     struct bytes f = {0};
     b_add(&f, "GGUF", 4);
     b_u32(&f, 3);
@@ -811,25 +813,20 @@ START_TEST(filler_moves_last) {
     gguf_ctx *ctx = NULL;
     ck_assert_msg(gguf_open_mem(&ctx, f.p, f.len, 0, &err) == GGUF_OK, "%s", err.msg);
     ck_assert_uint_eq(gguf_data_offset(ctx), d);
-    /* the filler is not counted: the header without it */
-    ck_assert_uint_eq(gguf_header_size(ctx), 24 + 2 * (8 + 4 + 4 + 1) + 1);
+    ck_assert(!gguf_kv_is_padding(ctx, 1));
+    ck_assert_int_eq(gguf_n_warnings(ctx), 1);
+    ck_assert_ptr_nonnull(strstr(gguf_warning(ctx, 0), FILLER));
+    /* someone else's key is counted: the whole header */
+    ck_assert_uint_eq(gguf_header_size(ctx), 24 + 18 + 73 + 17);
     struct gguf_buf out = {0};
     ck_assert(gguf_write_header(ctx, d, &out, &err) == GGUF_OK);
-    ck_assert_uint_eq(out.len, d);
-    gguf_ctx *back = reopen(&out);
-    ck_assert_int_eq(gguf_n_kv(back), 3);
-    size_t kl;
-    ck_assert_str_eq(gguf_kv_key(back, 0, &kl), "first");
-    ck_assert_str_eq(gguf_kv_key(back, 1, &kl), "last");
-    ck_assert_str_eq(gguf_kv_key(back, 2, &kl), FILLER);
-    /* target 0: the filler is dropped */
-    struct gguf_buf min = {0};
-    ck_assert(gguf_write_header(ctx, 0, &min, &err) == GGUF_OK);
-    ck_assert_uint_eq(min.len, 64);
-    gguf_ctx *m = reopen(&min);
-    ck_assert_int_eq(gguf_n_kv(m), 2);
+    ck_assert(out.len == f.len && !memcmp(out.p, f.p, f.len));
+    /* growing would need a filler of the same name: refused, saying so */
+    struct gguf_buf big = {0};
+    ck_assert_int_eq(gguf_write_header(ctx, d + 64, &big, &err), GGUF_E_PERM);
+    ck_assert_ptr_nonnull(strstr(err.msg, FILLER));
 
-    /* a filler already last is kept verbatim when it fits: identity */
+    /* ggufs's own filler, last, spaces: padding, dropped at target 0 */
     b_free(&f);
     b_add(&f, "GGUF", 4);
     b_u32(&f, 3);
@@ -839,20 +836,27 @@ START_TEST(filler_moves_last) {
     b_u32(&f, GGUF_TYPE_UINT8);
     b_u8(&f, 1);
     b_str(&f, FILLER);
-    b_u32(&f, GGUF_TYPE_UINT32); /* not a type ggufs writes */
-    b_u32(&f, 0xabcdef);
+    b_u32(&f, GGUF_TYPE_STRING);
+    b_str(&f, "                                        ");
     b_zeros(&f, up(f.len, 32) - f.len);
     gguf_ctx *v = NULL;
     ck_assert(gguf_open_mem(&v, f.p, f.len, 0, &err) == GGUF_OK);
+    ck_assert(gguf_kv_is_padding(v, 1));
+    ck_assert_int_eq(gguf_n_warnings(v), 0);
     struct gguf_buf vb = {0};
     ck_assert(gguf_write_header(v, gguf_data_offset(v), &vb, &err) == GGUF_OK);
     ck_assert(vb.len == f.len && !memcmp(vb.p, f.p, f.len));
+    struct gguf_buf min = {0};
+    ck_assert(gguf_write_header(v, 0, &min, &err) == GGUF_OK);
+    ck_assert_uint_eq(min.len, 64);
+    gguf_ctx *m = reopen(&min);
+    ck_assert_int_eq(gguf_n_kv(m), 1);
 
-    gguf_buf_free(&vb);
-    gguf_close(v);
     gguf_close(m);
     gguf_buf_free(&min);
-    gguf_close(back);
+    gguf_buf_free(&vb);
+    gguf_close(v);
+    gguf_buf_free(&big);
     gguf_buf_free(&out);
     gguf_close(ctx);
     b_free(&f);
@@ -1156,7 +1160,7 @@ static Suite *suite(void) {
     tcase_add_test(t, edit_models);
     tcase_add_loop_test(t, filler_targets, 0, 7);
     tcase_add_test(t, filler_bad_targets);
-    tcase_add_test(t, filler_moves_last);
+    tcase_add_test(t, filler_only_ours);
     suite_add_tcase(s, t);
     TCase *e = tcase_create("edit");
     tcase_add_test(e, edit_set);
