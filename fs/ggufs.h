@@ -463,7 +463,9 @@ extern const struct fuse_lowlevel_ops gfs_ops;
 
 /* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
  * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
- * where the overlay is (opt, else the default in the state directory),
+ * path is its absolute path, or a remote source's URL with remote_id its
+ * identity (ETag; NULL for a local file); where the overlay is (opt, else
+ * the default in the state directory),
  * the source's identity, and the overlay applied if it belongs to it; 0,
  * or -1 after one line on stderr (an overlay that does not belong, or
  * one not to be trusted).  gfs_overlay_keep: after an edit (persist),
@@ -472,13 +474,17 @@ extern const struct fuse_lowlevel_ops gfs_ops;
  * commit_msg); 0 or errno.  Both with lock held for writing.
  * gfs_overlay_cmd: runs `ggufs --overlay-apply|--overlay-drop FILE
  * [OVERLAY]` and returns its exit status, or -1 when argv is not one. */
-int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
-                      const char *file);
+int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
+                      const char *opt, const char *file);
 void gfs_overlay_free(struct gfs *fs);
 int gfs_overlay_keep(struct gfs *fs);
 int gfs_overlay_commit(struct gfs *fs);
 /* True if edits were made since the overlay was last written whole. */
 int gfs_overlay_uncommitted(struct gfs *fs);
 int gfs_overlay_cmd(int argc, char **argv);
+/* A mount without -o overlay of a file that has a default overlay: one
+ * note on stderr saying so (its edits are not shown; a commit makes the
+ * overlay stale). */
+void gfs_overlay_note(const char *path, const char *file);
 
 #endif

@@ -698,9 +698,12 @@ static int overlay_rdwr(const struct gfs_main *m) {
 /* -o overlay: the overlay found and applied once the GGUF is open
  * (fs/overlay.c).  0 or -1 after one line. */
 static int setup_overlay(struct gfs_main *m) {
-    if (!overlay_wanted(m))
+    if (!overlay_wanted(m)) {
+        gfs_overlay_note(m->path, m->o.file);
         return 0;
-    return gfs_overlay_setup(&m->fs, m->path, m->o.overlay_path, m->o.file);
+    }
+    return gfs_overlay_setup(&m->fs, m->path, NULL, m->o.overlay_path,
+                             m->o.file);
 }
 
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and

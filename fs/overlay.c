@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,8 +116,8 @@ out:
     return r;
 }
 
-int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
-                      const char *file) {
+int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
+                      const char *opt, const char *file) {
     struct gguf_error err = {0};
     struct gfs_overlay *o = calloc(1, sizeof *o);
     int64_t set = 0, removed = 0;
@@ -127,7 +128,7 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
     fs->overlay = o;
     /* Recovery writes the file, which an overlay mount never does; until
      * it has run the header may be half old, half new. */
-    if (gguf_commit_interrupted(path)) {
+    if (!remote_id && gguf_commit_interrupted(path)) {
         fprintf(stderr,
                 "ggufs: %s: a commit of this file was interrupted: 'ggufs "
                 "--recover %s' completes it (an overlay mount never writes "
@@ -137,8 +138,8 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *opt,
     }
     if (locate(file, path, opt, &o->path, o->shown, sizeof o->shown) != 0)
         return -1;
-    if (gguf_overlay_identify(fs->shards, fs->n_shards, path, false, NULL,
-                              &o->id, &err) != GGUF_OK) {
+    if (gguf_overlay_identify(fs->shards, fs->n_shards, path, remote_id != NULL,
+                              remote_id, &o->id, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         return -1;
     }
@@ -164,17 +165,14 @@ void gfs_overlay_free(struct gfs *fs) {
     fs->overlay = NULL;
 }
 
-/* Writes the overlay: the edits against the source as opened (parsed
- * anew from the mount's descriptor, never by its path, once). */
+/* Writes the overlay: the edits against the source as opened (its
+ * header parsed again from the bytes the context keeps, once: no I/O, so
+ * a remote source is served alike). */
 static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
     struct gfs_overlay *o = fs->overlay;
     if (!o->disk) {
-        struct gguf_file f;
-        gguf_file_init(&f);
-        f.fd = gguf_fd(fs->ctx);
-        f.path = (char *)fs->path;
         enum gguf_status st =
-            gguf_open_file(&o->disk, &f, GGUF_OPEN_ALLOW_NESTED, err);
+            gguf_open_original(&o->disk, fs->ctx, GGUF_OPEN_ALLOW_NESTED, err);
         if (st != GGUF_OK)
             return st;
     }
@@ -248,6 +246,18 @@ int gfs_overlay_commit(struct gfs *fs) {
         gfs_log(fs, "%s", fs->commit_msg);
     gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
     return 0;
+}
+
+void gfs_overlay_note(const char *path, const char *file) {
+    char where[PATH_MAX + 64];
+    struct stat sb;
+    if (gguf_overlay_default_path(path, where, sizeof where, NULL) == GGUF_OK &&
+        lstat(where, &sb) == 0)
+        fprintf(stderr,
+                "ggufs: %s: note: the overlay %s holds edits of this file; "
+                "this mount shows the file without them (-o overlay "
+                "applies them, and a commit here makes the overlay stale)\n",
+                file, where);
 }
 
 /* ---- ggufs --overlay-apply / --overlay-drop ------------------------- */

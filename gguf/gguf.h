@@ -208,6 +208,12 @@ enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
                                unsigned flags, struct gguf_error *err);
+/* The header ctx was opened from, as it was read (before any edit; a
+ * commit does not change it), parsed again from the bytes ctx keeps: no
+ * I/O, whatever the source (a file, a remote reader).  A memory context
+ * with ctx's keys and tensor infos; flags as for gguf_open. */
+enum gguf_status gguf_open_original(gguf_ctx **out, const gguf_ctx *ctx,
+                                    unsigned flags, struct gguf_error *err);
 /* A new, empty context (no keys, no tensors) of the given version. */
 gguf_ctx *gguf_new(uint32_t version);
 void gguf_close(gguf_ctx *ctx);

@@ -234,8 +234,12 @@ def section_remount(t):
     unmount(t, "holds every edit")
     if (sha(t.overlay), os.stat(t.overlay).st_mtime_ns) != before or sha(t.src) != t.sha0:
         raise Fail("a remount without edits rewrote the overlay or the source")
+    err = mount(t, t.src, ["-o", "ro"])
+    unmount(t, None)
+    if "note: the overlay %s holds edits of this file" % t.overlay not in err:
+        raise Fail("a mount without -o overlay does not say the file has an overlay: %r" % err)
     log("ok   remount: the overlay applied (meta/, live view by ggml, llama.cpp), its keys hidden; "
-        "nothing rewritten without edits")
+        "nothing rewritten without edits; a mount without -o overlay notes the overlay")
 
 
 def copy_model(t, name, d=None):
@@ -491,6 +495,25 @@ def section_shards(t):
     unmount(t)
     if got != E.sval(NEW_NAME) or "applied" not in err:
         raise Fail("remount of the set: general.name %r, stderr %r" % (got, err))
+    # --overlay-apply into a set: the bytes a normal mount's commit gives
+    sets = []
+    for tag in ("normal", "overlay"):
+        sd = os.path.join(t.tmp, "set-" + tag)
+        os.mkdir(sd)
+        for f in files:
+            shutil.copyfile(os.path.join(d, f), os.path.join(sd, f))
+        sets.append(sd)
+    ovs = os.path.join(t.tmp, "set.overlay.gguf")
+    for sd, args in ((sets[0], []), (sets[1], ["-o", "overlay=" + ovs])):
+        mount(t, os.path.join(sd, files[0]), args)
+        E.sh("echo 'set edit' > meta/general.name && echo 1 > meta/mytool.flag", t.mnt)
+        unmount(t, "committed" if not args else "overlay")
+    rc, out, err = run(["--overlay-apply", os.path.join(sets[1], files[0]), ovs])
+    if rc != 0:
+        raise Fail("--overlay-apply into a shard set: exit %d, %r" % (rc, err))
+    for f in files:
+        if sha(os.path.join(sets[0], f)) != sha(os.path.join(sets[1], f)):
+            raise Fail("--overlay-apply into a set: shard %s differs from a normal commit's" % f)
     # another set of the same first shard's name does not take it
     os.chmod(d, 0o755)
     os.chmod(os.path.join(d, files[2]), 0o644)
@@ -499,7 +522,8 @@ def section_shards(t):
     refused(t, ["-o", "overlay=" + ov], first, None, "a set whose third shard changed",
             ("does not belong", "bytes"))
     log("ok   shard set (0444 files, 0555 directory): the overlay belongs to the set (its size and every "
-        "shard's header); the merged live view shows the edit; the shards byte-identical")
+        "shard's header); the merged live view shows the edit; the shards byte-identical; --overlay-apply "
+        "gives every shard a normal commit gives")
 
 
 def section_drop(t):

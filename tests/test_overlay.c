@@ -146,6 +146,15 @@ START_TEST(roundtrip) {
     bool found;
     identify(disk, &id);
     edit(edited, "edited");
+    /* The header as opened, parsed again from the edited context's bytes:
+     * the unedited keys. */
+    gguf_ctx *orig = NULL;
+    ck_assert_msg(gguf_open_original(&orig, edited, 0, &e) == GGUF_OK, "%s",
+                  e.msg);
+    same_keys(orig, disk);
+    ck_assert_int_eq(gguf_n_tensors(orig), 2);
+    ck_assert_uint_eq(gguf_data_offset(orig), gguf_data_offset(disk));
+    gguf_close(orig);
     write_ov(edited, disk, &id);
     struct stat sb;
     ck_assert(stat(g_ov, &sb) == 0 && (sb.st_mode & 0777) == 0600);
