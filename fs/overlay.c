@@ -77,9 +77,9 @@ static int locate(const char *file, const char *source, const char *opt,
     return 0;
 }
 
-/* Loads the overlay at o (path, shown) for the source identified by id
- * and applies it to ctx when it belongs there.  1 applied, 0 none, -1
- * refused (one line said why). */
+/* Loads the overlay at opath (NULL: the default; shown in messages) for
+ * the source identified by id and applies it to ctx when it belongs
+ * there.  1 applied, 0 none, -1 refused (one line said why). */
 static int load_apply(const char *file, const char *opath, const char *shown,
                       const struct gguf_overlay_id *id, gguf_ctx *ctx,
                       int64_t *set, int64_t *removed) {
