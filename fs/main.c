@@ -932,6 +932,7 @@ static int cleanup(struct gfs_main *m, int status) {
     }
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);
+    free((char *)m->o.overlay_path); /* fuse_opt's copy of -o overlay= */
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gguf_file_close(&m->file);
     free(m->path);
