@@ -479,6 +479,9 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
 void gfs_overlay_free(struct gfs *fs);
 int gfs_overlay_keep(struct gfs *fs);
 int gfs_overlay_commit(struct gfs *fs);
+/* Where the overlay of an overlay mount is (user.ggufs.overlay), else
+ * NULL.  No lock: set at mount. */
+const char *gfs_overlay_where(const struct gfs *fs);
 /* True if edits were made since the overlay was last written whole. */
 int gfs_overlay_uncommitted(struct gfs *fs);
 int gfs_overlay_cmd(int argc, char **argv);

@@ -156,6 +156,10 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
     return 0;
 }
 
+const char *gfs_overlay_where(const struct gfs *fs) {
+    return fs->overlay ? fs->overlay->shown : NULL;
+}
+
 void gfs_overlay_free(struct gfs *fs) {
     if (!fs->overlay)
         return;

@@ -176,6 +176,10 @@ def section_mount(t):
         live = os.path.join(t.mnt, os.path.basename(t.src))
         E.judge_commit("live view of the overlay mount", live, t.before, model)
         t.model = model
+        where = os.getxattr(t.mnt, "user.ggufs.overlay").decode()
+        if where != os.path.join(t.state, "ggufs", os.listdir(os.path.join(t.state, "ggufs"))[0]) \
+                or "user.ggufs.overlay" not in os.listxattr(t.mnt):
+            raise Fail("user.ggufs.overlay of the mount reads %r" % where)
         ty = os.getxattr(os.path.join(t.mnt, "meta", "mytool.note"), "user.gguf.type")
         if ty != b"string":
             raise Fail("user.gguf.type of the new key reads %r" % ty)
@@ -235,6 +239,11 @@ def section_remount(t):
     if (sha(t.overlay), os.stat(t.overlay).st_mtime_ns) != before or sha(t.src) != t.sha0:
         raise Fail("a remount without edits rewrote the overlay or the source")
     err = mount(t, t.src, ["-o", "ro"])
+    try:
+        os.getxattr(t.mnt, "user.ggufs.overlay")
+        raise Fail("a mount without -o overlay has user.ggufs.overlay")
+    except OSError:
+        pass
     unmount(t, None)
     if "note: the overlay %s holds edits of this file" % t.overlay not in err:
         raise Fail("a mount without -o overlay does not say the file has an overlay: %r" % err)
