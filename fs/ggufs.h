@@ -118,6 +118,13 @@ struct gfs_ghost {
 /* The most bytes all drafts and FILEs together may hold (memcap.c), unless
  * -o max_drafts=SIZE says otherwise. */
 #define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
+/* Texts of values (tree.c).  The size of a file in meta/ is measured, never
+ * made; a text is made only when a file is opened, at most GFS_MAX_TEXT
+ * bytes (larger values: EFBIG at open, said in the log: a 4 KB sparse
+ * header of 400 M bools would make 2.4 GB), and kept for later opens while
+ * all kept texts stay under GFS_TEXT_CACHE bytes. */
+#define GFS_MAX_TEXT ((uint64_t)256 << 20)
+#define GFS_TEXT_CACHE ((size_t)64 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -159,6 +166,17 @@ struct gfs_text {
     atomic_int refs;
     size_t len;
     char data[];
+};
+
+/* An index of hashed long file names (tree.c): the 64-bit hash a hashed
+ * name ends with -> kv id (meta/) or tensor index (tensors/), so a lookup
+ * costs one probe, not an escape of every name. */
+struct gfs_lnames {
+    struct gfs_lname {
+        uint64_t h, v; /* v + 1; 0: empty slot */
+    } *slot;
+    size_t cap, n;
+    uint64_t next; /* ids (indexes) below next are in */
 };
 
 /* Where a byte range of a shard set's merged live view comes from. */
@@ -232,6 +250,8 @@ struct gfs {
     uint64_t saved_generation;   /* edits already saved after a failed commit */
     char saved_path[4096];       /* where they were saved ("" if never) */
     uint64_t pending_generation; /* edits kept as the pending record */
+    gguf_ctx *disk;        /* the GGUF as on disk, for the pending record's
+                              diff (gguf_pending_save); NULL after a commit */
     int pending_kept;      /* a pending record exists (as far as we know) */
     int pending_failed;    /* the last save of it failed */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
@@ -245,6 +265,10 @@ struct gfs {
     pthread_mutex_t text_lock;
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
+    size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
+    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
+    size_t n_sizes;
+    struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
     struct gfs_text *live; /* the live view's header, for generation
                               live_gen */
     uint64_t live_gen;
@@ -281,15 +305,20 @@ double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
+/* The length of kv index i's text, measured once (gguf_render_size), never
+ * rendered: 0 or errno.  Takes text_lock. */
+int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size);
 /* Returns the rendered text of kv index i with a new reference (release
- * with gfs_text_put), rendering it on first use; NULL and *err on failure.
- * Takes text_lock. */
+ * with gfs_text_put), rendering it on first use; NULL and *err on failure
+ * (EFBIG past GFS_MAX_TEXT).  Takes text_lock. */
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
+/* Frees the index of hashed long names (at unmount). */
+void gfs_lnames_free(struct gfs *fs);
 void gfs_texts_free(struct gfs *fs);
 /* True for keys not shown in meta/ (the filler). */
 int gfs_kv_hidden(const struct gfs *fs, int64_t i);

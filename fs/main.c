@@ -926,6 +926,7 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_mutex_destroy(&m->fs.fh_lock);
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
+        gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_rwlock_destroy(&m->fs.lock);

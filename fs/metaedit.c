@@ -883,7 +883,7 @@ static int persist(struct gfs *fs) {
     fs->pending_generation = fs->generation;
     fs->pending_kept = keep;
     enum gguf_status st =
-        keep ? gguf_pending_save(fs->ctx, &err)
+        keep ? gguf_pending_save(fs->ctx, &fs->disk, &err)
              : gguf_state_remove(fs->path, GGUF_STATE_PENDING, &err);
     fs->pending_failed = st != GGUF_OK;
     if (st != GGUF_OK)
@@ -952,6 +952,10 @@ int gfs_meta_commit(struct gfs *fs) {
         return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* The file changes (or may have, if the commit fails half-way): the
+     * pending record's picture of it is made again when next needed. */
+    gguf_close(fs->disk);
+    fs->disk = NULL;
     if (gguf_commit(fs->ctx, fs->commit_flags, &info, &err) != GGUF_OK) {
         char where[1024];
         fs->commit_failed = 1;
@@ -1002,6 +1006,8 @@ void gfs_meta_free(struct gfs *fs) {
     free(fs->ords);
     fs->ords = NULL;
     fs->n_ords = 0;
+    gguf_close(fs->disk);
+    fs->disk = NULL;
     for (size_t i = 0; i < fs->n_errors; i++)
         free(fs->errors[i]);
     free(fs->errors);

@@ -3,6 +3,7 @@
  * and the cache of rendered meta files.
  */
 #include "ggufs.h"
+#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -151,15 +152,14 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         int64_t i = gfs_kv_index(fs, ino);
         if (i < 0)
             return ENOENT;
-        int err = 0;
-        struct gfs_text *t = gfs_text_get(fs, i, &err);
-        if (!t)
+        uint64_t size = 0;
+        int err = gfs_text_size(fs, i, &size);
+        if (err)
             return err;
         st->st_mode = S_IFREG | (fs->readonly ? 0444 : 0644);
         st->st_nlink = 1;
-        st->st_size = (off_t)t->len;
+        st->st_size = (off_t)size;
         st->st_blocks = (st->st_size + 511) / 512;
-        gfs_text_put(t);
         return 0;
     }
     case GFS_SCRATCH: {
@@ -200,9 +200,142 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     return 0;
 }
 
+/* ---- hashed long names ----------------------------------------------
+ * A name whose escaped form is too long ends in "%~" and 16 hex digits of
+ * the FNV-1a hash of the whole name (gguf/names.c).  The index maps that
+ * hash to kv ids (tensor indexes), built at the first lookup of such a
+ * name and caught up at each later one with the keys added since (ids only
+ * grow), so creating a key costs one entry and nothing is rebuilt.  Keys
+ * gone leave stale entries: every candidate is checked against its current
+ * file name.  Guarded by text_lock (a leaf). */
+
+/* The hash a hashed file name ends with; false if it has none. */
+static bool name_hash(const char *name, size_t len, uint64_t *h) {
+    if (len < 18 || name[len - 18] != '%' || name[len - 17] != '~')
+        return false;
+    uint64_t v = 0;
+    for (size_t k = len - 16; k < len; k++) {
+        char c = name[k];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : -1;
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *h = v;
+    return true;
+}
+
+static int lnames_put(struct gfs_lnames *ix, uint64_t h, uint64_t v) {
+    if (2 * (ix->n + 1) > ix->cap) {
+        size_t cap = ix->cap ? ix->cap * 2 : 64;
+        struct gfs_lname *s = calloc(cap, sizeof *s);
+        if (!s)
+            return ENOMEM;
+        for (size_t k = 0; k < ix->cap; k++)
+            if (ix->slot[k].v) {
+                size_t m = (size_t)ix->slot[k].h & (cap - 1);
+                while (s[m].v)
+                    m = (m + 1) & (cap - 1);
+                s[m] = ix->slot[k];
+            }
+        free(ix->slot);
+        ix->slot = s;
+        ix->cap = cap;
+    }
+    size_t m = (size_t)h & (ix->cap - 1);
+    while (ix->slot[m].v)
+        m = (m + 1) & (ix->cap - 1);
+    ix->slot[m] = (struct gfs_lname){h, v + 1};
+    ix->n++;
+    return 0;
+}
+
+/* Adds name (key id or tensor index v) if its file name is hashed.  An
+ * escape at most triples a name, so short ones are skipped unescaped (the
+ * empty name is hashed too). */
+static int lnames_add(struct gfs_lnames *ix, const char *raw, size_t len,
+                      uint64_t v, struct gguf_buf *tmp) {
+    if (len && len * 3 <= 255)
+        return 0;
+    tmp->len = 0;
+    uint64_t h;
+    if (gguf_name_escape(raw, len, tmp) != GGUF_OK)
+        return ENOMEM;
+    if (!name_hash((const char *)tmp->p, tmp->len, &h))
+        return 0;
+    return lnames_put(ix, h, v);
+}
+
+/* Brings the index up to date: keys with ids in [next, end), or every
+ * tensor once.  Caller holds text_lock. */
+static int lnames_catch_up(struct gfs *fs, int tensors) {
+    struct gfs_lnames *ix = tensors ? &fs->ltensors : &fs->lkeys;
+    uint64_t end =
+        tensors ? (uint64_t)gfs_n_tensors(fs) : gguf_kv_id_end(fs->ctx);
+    struct gguf_buf tmp = {0};
+    int err = 0;
+    for (; !err && ix->next < end; ix->next++) {
+        size_t len;
+        const char *raw;
+        if (tensors) {
+            int64_t j;
+            gguf_ctx *c = gfs_tensor_ctx(fs, (int64_t)ix->next, &j, NULL);
+            raw = gguf_tensor_name(c, j, &len);
+        } else {
+            int64_t i = gguf_find_id(fs->ctx, (uint32_t)ix->next);
+            raw = i >= 0 ? gguf_kv_key(fs->ctx, i, &len) : NULL;
+        }
+        if (raw)
+            err = lnames_add(ix, raw, len, ix->next, &tmp);
+    }
+    gguf_buf_free(&tmp);
+    return err;
+}
+
+/* The key (tensor) index whose file name is the hashed name, or -1. */
+static int64_t find_hashed(struct gfs *fs, const char *name, size_t nlen,
+                           int tensors) {
+    uint64_t h;
+    int64_t found = -1;
+    struct gguf_buf canon = {0};
+    if (!name_hash(name, nlen, &h))
+        return -1;
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_lnames *ix = tensors ? &fs->ltensors : &fs->lkeys;
+    if (lnames_catch_up(fs, tensors) || !ix->cap)
+        goto out;
+    for (size_t m = (size_t)h & (ix->cap - 1); ix->slot[m].v;
+         m = (m + 1) & (ix->cap - 1)) {
+        if (ix->slot[m].h != h)
+            continue;
+        uint64_t v = ix->slot[m].v - 1;
+        int64_t i = tensors ? (int64_t)v : gguf_find_id(fs->ctx, (uint32_t)v);
+        if (i < 0 || (tensors ? gfs_tensor_fname(fs, i, &canon)
+                              : gfs_kv_fname(fs, i, &canon)))
+            continue;
+        if (canon.len == nlen + 1 && memcmp(canon.p, name, nlen) == 0) {
+            found = i;
+            break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&fs->text_lock);
+    gguf_buf_free(&canon);
+    return found;
+}
+
+void gfs_lnames_free(struct gfs *fs) {
+    free(fs->lkeys.slot);
+    free(fs->ltensors.slot);
+    memset(&fs->lkeys, 0, sizeof fs->lkeys);
+    memset(&fs->ltensors, 0, sizeof fs->ltensors);
+}
+
 /* Maps a file name back to a key or tensor name.  Names are accepted only
  * in their canonical escaped form, so every key has exactly one path;
- * hashed long names are resolved by scanning. */
+ * hashed long names through their index. */
 static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
     size_t nlen = strlen(name);
     struct gguf_buf raw = {0}, canon = {0};
@@ -216,21 +349,9 @@ static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
                 canon.len != nlen || memcmp(canon.p, name, nlen) != 0)
                 found = -1;
         }
-        goto out;
+    } else if (strstr(name, "%~")) {
+        found = find_hashed(fs, name, nlen, tensors);
     }
-    if (!strstr(name, "%~"))
-        goto out;
-    int64_t n = tensors ? gfs_n_tensors(fs) : gguf_n_kv(fs->ctx);
-    for (int64_t i = 0; i < n; i++) {
-        if (tensors ? gfs_tensor_fname(fs, i, &canon)
-                    : gfs_kv_fname(fs, i, &canon))
-            break;
-        if (canon.len == nlen + 1 && memcmp(canon.p, name, nlen) == 0) {
-            found = i;
-            break;
-        }
-    }
-out:
     gguf_buf_free(&raw);
     gguf_buf_free(&canon);
     return found;
@@ -299,11 +420,58 @@ void gfs_text_put(struct gfs_text *t) {
         free(t);
 }
 
+/* Grows a by-id array of elem-sized slots (zeroed) to hold id.  0 or
+ * ENOMEM.  Caller holds text_lock. */
+static int grow_by_id(void **arr, size_t *n, uint32_t id, size_t elem) {
+    if (id < *n)
+        return 0;
+    size_t m = *n ? *n : 64;
+    while (m <= id)
+        m *= 2;
+    char *p = realloc(*arr, m * elem);
+    if (!p)
+        return ENOMEM;
+    memset(p + *n * elem, 0, (m - *n) * elem);
+    *arr = p;
+    *n = m;
+    return 0;
+}
+
+/* gfs_text_size's body; caller holds text_lock. */
+static int text_size_locked(struct gfs *fs, int64_t i, uint64_t *size) {
+    uint32_t id = gguf_kv_id(fs->ctx, i);
+    struct gguf_error gerr = {0};
+    if (id < fs->n_texts && fs->texts[id]) {
+        *size = fs->texts[id]->len;
+        return 0;
+    }
+    if (id < fs->n_sizes && fs->sizes[id]) {
+        *size = fs->sizes[id] - 1;
+        return 0;
+    }
+    size_t plen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    if (gguf_render_size(gguf_kv_type(fs->ctx, i), p, plen, size, &gerr) !=
+        GGUF_OK)
+        return gfs_errno(&gerr);
+    if (!grow_by_id((void **)&fs->sizes, &fs->n_sizes, id, sizeof *fs->sizes))
+        fs->sizes[id] = *size + 1;
+    return 0;
+}
+
+int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size) {
+    pthread_mutex_lock(&fs->text_lock);
+    int err = text_size_locked(fs, i, size);
+    pthread_mutex_unlock(&fs->text_lock);
+    return err;
+}
+
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
     uint32_t id = gguf_kv_id(fs->ctx, i);
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
     struct gguf_error gerr = {0};
+    uint64_t size = 0;
 
     pthread_mutex_lock(&fs->text_lock);
     if (id < fs->n_texts && fs->texts[id]) {
@@ -311,7 +479,22 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         atomic_fetch_add(&t->refs, 1);
         goto out;
     }
-    /* Rendered lazily, never at mount: a mount costs the header only. */
+    /* Rendered lazily, never at mount: a mount costs the header only; and
+     * only up to GFS_MAX_TEXT, measured first. */
+    if ((*err = text_size_locked(fs, i, &size)))
+        goto out;
+    if (size > GFS_MAX_TEXT) {
+        size_t klen;
+        char q[GGUF_QUOTE_MAX];
+        const char *key = gguf_kv_key(fs->ctx, i, &klen);
+        gfs_log(fs,
+                "%s: meta/%s: its text would be %llu bytes, more than ggufs "
+                "makes (%llu): not opened (EFBIG)",
+                fs->path, gguf_quote(q, sizeof q, key, klen),
+                (unsigned long long)size, (unsigned long long)GFS_MAX_TEXT);
+        *err = EFBIG;
+        goto out;
+    }
     size_t plen;
     const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
     if (gguf_render(gguf_kv_type(fs->ctx, i), p, plen, &b, &gerr) != GGUF_OK) {
@@ -323,19 +506,14 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         *err = ENOMEM;
         goto out;
     }
-    if (id >= fs->n_texts) {
-        size_t n = fs->n_texts ? fs->n_texts : 64;
-        while (n <= id)
-            n *= 2;
-        struct gfs_text **nt = realloc(fs->texts, n * sizeof *nt);
-        if (!nt)
-            goto out; /* serve uncached */
-        memset(nt + fs->n_texts, 0, (n - fs->n_texts) * sizeof *nt);
-        fs->texts = nt;
-        fs->n_texts = n;
+    /* Kept for later opens while the kept texts stay small; otherwise the
+     * openers' references are the only ones. */
+    if (fs->texts_bytes + t->len <= GFS_TEXT_CACHE &&
+        !grow_by_id((void **)&fs->texts, &fs->n_texts, id, sizeof *fs->texts)) {
+        fs->texts[id] = t;
+        fs->texts_bytes += t->len;
+        atomic_fetch_add(&t->refs, 1);
     }
-    fs->texts[id] = t;
-    atomic_fetch_add(&t->refs, 1);
 out:
     pthread_mutex_unlock(&fs->text_lock);
     gguf_buf_free(&b);
@@ -344,10 +522,13 @@ out:
 
 void gfs_text_forget(struct gfs *fs, uint32_t id) {
     pthread_mutex_lock(&fs->text_lock);
-    if (id < fs->n_texts) {
+    if (id < fs->n_texts && fs->texts[id]) {
+        fs->texts_bytes -= fs->texts[id]->len;
         gfs_text_put(fs->texts[id]);
         fs->texts[id] = NULL;
     }
+    if (id < fs->n_sizes)
+        fs->sizes[id] = 0;
     pthread_mutex_unlock(&fs->text_lock);
 }
 
@@ -357,4 +538,8 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->texts);
     fs->texts = NULL;
     fs->n_texts = 0;
+    fs->texts_bytes = 0;
+    free(fs->sizes);
+    fs->sizes = NULL;
+    fs->n_sizes = 0;
 }

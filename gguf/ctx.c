@@ -164,6 +164,10 @@ uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i) {
     return kv ? kv->id : 0;
 }
 
+uint32_t gguf_kv_id_end(const gguf_ctx *ctx) {
+    return ctx ? ctx->next_id : 0;
+}
+
 /* Ids increase with the index as read, and edits keep that order (a new
  * key goes last with the next id; renames keep their id): binary search,
  * with a linear scan as the fallback should the order ever be broken. */

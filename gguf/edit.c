@@ -180,7 +180,9 @@ static enum gguf_status set_kv(gguf_ctx *ctx, const char *key, size_t klen,
         .flags = GGUF_KV_OWN_KEY | GGUF_KV_OWN_VAL,
     };
     ctx->n_kv++;
-    st = rebuild_index(ctx, false);
+    int64_t dup;
+    st = gguf_index_add(&ctx->kv_index, ctx->n_kv - 1, gguf_ctx_key_name, ctx,
+                        &dup);
     if (st != GGUF_OK) {
         ctx->n_kv--; /* kcopy/vcopy still ours: freed below */
         st = gguf_fail(err, st, "out of memory indexing key '%s'", q);
@@ -280,15 +282,8 @@ enum gguf_status gguf_remove_key(gguf_ctx *ctx, int64_t i,
     size_t tail = (size_t)(ctx->n_kv - i - 1) * sizeof *kv;
     memmove(kv, kv + 1, tail);
     ctx->n_kv--;
-    enum gguf_status st = rebuild_index(ctx, false);
-    if (st != GGUF_OK) {
-        memmove(kv + 1, kv, tail); /* put it back where it was */
-        *kv = gone;
-        ctx->n_kv++;
-        char q[GGUF_QUOTE_MAX];
-        gguf_quote(q, sizeof q, gone.key, (size_t)gone.key_len);
-        return gguf_fail(err, st, "out of memory removing key '%s'", q);
-    }
+    gguf_index_remove(&ctx->kv_index, i, gone.key, (size_t)gone.key_len,
+                      gguf_ctx_key_name, ctx); /* cannot fail */
     gguf_kv_release(&gone);
     ctx->dirty = true;
     return GGUF_OK;
@@ -354,12 +349,8 @@ enum gguf_status gguf_rename_key(gguf_ctx *ctx, int64_t i, const char *key,
     kv->key = kcopy;
     kv->key_len = klen;
     kv->flags |= GGUF_KV_OWN_KEY;
-    st = rebuild_index(ctx, false);
-    if (st != GGUF_OK) {
-        *kv = old;
-        st = gguf_fail(err, st, "out of memory renaming key '%s'", q);
-        goto out;
-    }
+    gguf_index_rename(&ctx->kv_index, i, old.key, (size_t)old.key_len,
+                      gguf_ctx_key_name, ctx); /* cannot fail */
     kcopy = NULL;
     if (old.flags & GGUF_KV_OWN_KEY)
         free((void *)old.key);

@@ -205,6 +205,10 @@ void gguf_file_close(struct gguf_file *f);
  * both) and f->path as its path. */
 enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
                                 unsigned flags, struct gguf_error *err);
+/* The file of ctx parsed again as it is now, through ctx's own descriptor
+ * (no path lookup): what a diff against the file on disk needs. */
+enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
+                             struct gguf_error *err);
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
                                unsigned flags, struct gguf_error *err);
@@ -243,6 +247,9 @@ int64_t gguf_find_key(const gguf_ctx *ctx, const char *key, size_t len);
  * the length). */
 const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i, size_t *len);
 uint32_t gguf_kv_id(const gguf_ctx *ctx, int64_t i);
+/* One past the highest id given so far: ids are never reused, and a key
+ * added later gets an id >= the value read now. */
+uint32_t gguf_kv_id_end(const gguf_ctx *ctx);
 int64_t gguf_find_id(const gguf_ctx *ctx, uint32_t id);
 enum gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i);
 /* For arrays: element type and count; GGUF_TYPE_COUNT / 0 otherwise. */
@@ -287,6 +294,12 @@ uint64_t gguf_tensor_size(const gguf_ctx *ctx, int64_t i);
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err);
+/* The length of the text gguf_render would produce, measured without
+ * making it (memory: the largest element's text): the size of a file in
+ * meta/ at the cost of a scan, whatever the value. */
+enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, uint64_t *size,
+                                  struct gguf_error *err);
 /* Parses text as a value of type (with arr_type for arrays) and appends
  * the on-disk payload to out.  Refuses malformed text, out-of-range values
  * and partial array lines with GGUF_E_INVAL / GGUF_E_RANGE and a message
@@ -503,9 +516,13 @@ enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
                                  struct gguf_error *err);
 enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
                                    struct gguf_error *err);
-/* Saves ctx's edits (all keys and the removed ones, with the identity of
- * the file they were made against) as the model's pending record. */
-enum gguf_status gguf_pending_save(const gguf_ctx *ctx, struct gguf_error *err);
+/* Saves ctx's edits (the keys that differ from the file and the removed
+ * ones, with the identity of the file they were made against) as the
+ * model's pending record.  disk, if not NULL, caches the file as it is on
+ * disk between calls: opened at the first (NULL in), kept for the next;
+ * the caller closes it, and must once the file changes (a commit). */
+enum gguf_status gguf_pending_save(const gguf_ctx *ctx, gguf_ctx **disk,
+                                   struct gguf_error *err);
 /* Applies the model's pending record to ctx (opened on that model), if
  * there is one (*found): GGUF_E_CHANGED, nothing applied, if the file is
  * not the one the edits were made against.  The caller commits. */

@@ -4,12 +4,17 @@
  * fetched back through a callback, so it never owns or copies a name.
  *
  * Slots are a power of two, at least twice the number of entries, so a
- * probe always meets an empty slot.  Entries are inserted in increasing
+ * probe always meets an empty slot.  Edits keep the index instead of
+ * rebuilding it: an append adds one entry, a removal empties one slot
+ * (moving back the rest of its cluster) and renumbers the positions after
+ * it, a rename re-slots one entry, a move renumbers; none hashes every
+ * name again.  Entries are inserted in increasing
  * position order; with duplicate names (gguf_index_build does not refuse
  * them) gguf_index_find returns the lowest position.
  */
 #include "internal.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +122,75 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i, name_fn name,
     }
     put(ix->slot, ix->n_slots, gguf_hash(s, len), i);
     return GGUF_OK;
+}
+
+/* Empties slot k of a linear-probing table and moves later entries of its
+ * cluster back so every entry stays reachable from its home slot (no
+ * tombstones).  The names of the moved entries are fetched and hashed: a
+ * cluster, not the table. */
+static void unslot(struct gguf_index *ix, size_t k, name_fn name,
+                   const void *base) {
+    size_t mask = ix->n_slots - 1, hole = k;
+    ix->slot[hole] = -1;
+    for (size_t j = (hole + 1) & mask; ix->slot[j] >= 0; j = (j + 1) & mask) {
+        size_t len;
+        const char *s = name(base, ix->slot[j], &len);
+        size_t home = (size_t)gguf_hash(s, len) & mask;
+        /* j's entry may fill the hole unless its home lies in (hole, j] */
+        bool stays =
+            hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!stays) {
+            ix->slot[hole] = ix->slot[j];
+            ix->slot[j] = -1;
+            hole = j;
+        }
+    }
+}
+
+/* The slot holding position pos, found from its name s; n_slots if none. */
+static size_t slot_of(const struct gguf_index *ix, int64_t pos, const char *s,
+                      size_t len) {
+    size_t mask = ix->n_slots - 1, k = (size_t)gguf_hash(s, len) & mask;
+    for (; ix->slot[k] >= 0; k = (k + 1) & mask)
+        if (ix->slot[k] == pos)
+            return k;
+    return ix->n_slots;
+}
+
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
+                       size_t len, name_fn name, const void *base) {
+    if (!ix->n_slots)
+        return;
+    size_t k = slot_of(ix, pos, s, len);
+    for (size_t m = 0; m < ix->n_slots; m++)
+        if (ix->slot[m] > pos)
+            ix->slot[m]--;
+    if (k < ix->n_slots)
+        unslot(ix, k, name, base);
+}
+
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len, name_fn name, const void *base) {
+    size_t len;
+    const char *s = name(base, pos, &len);
+    if (!ix->n_slots)
+        return;
+    size_t k = slot_of(ix, pos, old, old_len);
+    if (k < ix->n_slots)
+        unslot(ix, k, name, base);
+    put(ix->slot, ix->n_slots, gguf_hash(s, len), pos);
+}
+
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to) {
+    for (size_t m = 0; m < ix->n_slots; m++) {
+        int64_t v = ix->slot[m];
+        if (v < 0)
+            continue;
+        if (v == from)
+            ix->slot[m] = to;
+        else if (from < to && v > from && v <= to)
+            ix->slot[m] = v - 1;
+        else if (to < from && v >= to && v < from)
+            ix->slot[m] = v + 1;
+    }
 }

@@ -135,6 +135,24 @@ enum gguf_status gguf_index_add(struct gguf_index *ix, int64_t i,
                                                     size_t *len),
                                 const void *base, int64_t *dup);
 
+/* Position pos (named s[0, len) before the edit) was removed from the
+ * array, which the name callback now shows without it; positions after
+ * it moved down by one. */
+void gguf_index_remove(struct gguf_index *ix, int64_t pos, const char *s,
+                       size_t len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at pos, formerly named old, now has the name the callback
+ * gives.  Cannot fail: the number of entries is unchanged. */
+void gguf_index_rename(struct gguf_index *ix, int64_t pos, const char *old,
+                       size_t old_len,
+                       const char *(*name)(const void *base, int64_t i,
+                                           size_t *len),
+                       const void *base);
+/* The entry at from moved to to, the ones between shifted by one. */
+void gguf_index_move(struct gguf_index *ix, int64_t from, int64_t to);
+
 /* ---- payload validation (payload.c) ---------------------------------- */
 
 /* Validates a payload of the given type in [p, p+len): exact length,
@@ -394,11 +412,12 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
 /* The key under which an edits file lists the keys of the file on disk
  * that the edits remove (an array of strings). */
 #define GGUF_REMOVED_KEY "ggufs.removed_keys"
-/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out)
- * plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is on
- * disk, or NULL) that ctx no longer has.  Appended to b. */
+/* An edits file: a tensor-less GGUF of ctx's keys (the filler left out;
+ * with changes_only, also every key disk holds with the same type and
+ * value) plus GGUF_REMOVED_KEY listing the keys of disk (the file as it is
+ * on disk, or NULL) that ctx no longer has.  Appended to b. */
 enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
-                                      struct gguf_buf *b,
+                                      bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err);
 
 /* Applies KV i of an edits file e to ctx (pending.c): the filler is

@@ -8,7 +8,9 @@
  * model's "pending" file.  Its body: one line
  *   "DEV INO SIZE MTIME_NS CTIME_NS\n"
  * (the identity of the GGUF the edits were made against, as the context
- * last saw it), then an edits file as gguf_edits_serialize writes it.  The
+ * last saw it), then an edits file as gguf_edits_serialize writes it: the
+ * keys that differ from the file (or every key, if the file could not be
+ * read) and the keys removed, so that an edit costs what it changes.  The
  * identity guards the apply: edits made against one version of a file are
  * never applied to another (the edits file stays for the user to apply by
  * hand with any GGUF tool).
@@ -21,10 +23,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum gguf_status gguf_pending_save(const gguf_ctx *ctx,
+enum gguf_status gguf_pending_save(const gguf_ctx *ctx, gguf_ctx **disk,
                                    struct gguf_error *err) {
     struct gguf_buf b = {0};
-    gguf_ctx *disk = NULL;
+    gguf_ctx *own = NULL;
     char line[128];
     enum gguf_status st;
 
@@ -39,15 +41,15 @@ enum gguf_status gguf_pending_save(const gguf_ctx *ctx,
         st = gguf_fail(err, st, "out of memory saving the pending edits");
         goto out;
     }
+    gguf_ctx **d = disk ? disk : &own;
     struct gguf_error e2 = {0};
-    if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
-        disk = NULL; /* unreadable now: no list of removals */
-    st = gguf_edits_serialize(ctx, disk, &b, err);
+    if (!*d && gguf_reopen(ctx, d, &e2) != GGUF_OK)
+        *d = NULL; /* unreadable now: every key, no list of removals */
+    st = gguf_edits_serialize(ctx, *d, *d != NULL, &b, err);
     if (st == GGUF_OK)
         st = gguf_state_write(ctx->path, GGUF_STATE_PENDING, b.p, b.len, err);
 out:
-    if (disk)
-        gguf_close(disk);
+    gguf_close(own);
     gguf_buf_free(&b);
     return st;
 }

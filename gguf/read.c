@@ -884,6 +884,18 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     return open_fd(out, fd, path, flags, err);
 }
 
+enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
+                             struct gguf_error *err) {
+    if (!out || !ctx || ctx->fd < 0 || !ctx->path)
+        return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
+    *out = NULL;
+    int fd = fcntl(ctx->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
+                         strerror(errno));
+    return open_fd(out, fd, ctx->path, GGUF_OPEN_ALLOW_NESTED, err);
+}
+
 enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
                                 unsigned flags, struct gguf_error *err) {
     if (!out || !f || f->fd < 0)

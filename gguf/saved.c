@@ -45,10 +45,28 @@ static bool left_out(const struct gguf_kv *kv, bool listing) {
             memcmp(kv->key, REMOVED_KEY, REMOVED_KEY_LEN) == 0);
 }
 
+/* Whether kv of ctx is the same key, type and value in disk: left out of
+ * an edits file that holds the changes only.  disk must be the file ctx
+ * was read from (or last committed to). */
+static bool unchanged(const struct gguf_kv *kv, const gguf_ctx *disk) {
+    int64_t j = disk ? gguf_find_key(disk, kv->key, (size_t)kv->key_len) : -1;
+    if (j < 0)
+        return false;
+    /* A value never replaced is still the bytes read from the file (disk is
+     * that file, parsed again): no need to compare megabytes of
+     * vocabulary at every edit. */
+    if (!(kv->flags & (GGUF_KV_OWN_VAL | GGUF_KV_OWN_KEY)))
+        return true;
+    size_t dl;
+    const uint8_t *d = gguf_kv_payload(disk, j, &dl);
+    return gguf_kv_type(disk, j) == (enum gguf_type)kv->type &&
+           dl == kv->val_len && memcmp(d, kv->val, dl) == 0;
+}
+
 /* The saved file's bytes, appended to b (empty).  disk: the file as it is
  * on disk now, or NULL (unreadable: no list of removals). */
 enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
-                                      struct gguf_buf *b,
+                                      bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err) {
     uint64_t n_removed = 0, list_bytes = 4 + 8, n_kv = 0;
     uint64_t size = 4 + 4 + 8 + 8;
@@ -62,7 +80,8 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
         }
     bool listing = n_removed > 0;
     for (int64_t i = 0; i < ctx->n_kv; i++)
-        if (!left_out(&ctx->kv[i], listing)) {
+        if (!left_out(&ctx->kv[i], listing) &&
+            !(changes_only && unchanged(&ctx->kv[i], disk))) {
             n_kv++;
             size += gguf_kv_record_size(ctx->kv[i].key_len, ctx->kv[i].val_len);
         }
@@ -78,7 +97,7 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
     p = gguf_put_preamble(p, ctx->version == 2 ? 2 : 3, 0, n_kv + listing);
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
-        if (!left_out(kv, listing))
+        if (!left_out(kv, listing) && !(changes_only && unchanged(kv, disk)))
             p = gguf_put_kv(p, kv->key, kv->key_len, kv->type, kv->val,
                             kv->val_len);
     }
@@ -191,10 +210,10 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
         ctx->fd >= 0 && fstat(ctx->fd, &msb) == 0 ? msb.st_mode : 0600;
     if (ctx->path) {
         struct gguf_error e2 = {0};
-        if (gguf_open(&disk, ctx->path, 0, &e2) != GGUF_OK)
+        if (gguf_reopen(ctx, &disk, &e2) != GGUF_OK)
             disk = NULL; /* unreadable now: no list of removals */
     }
-    st = gguf_edits_serialize(ctx, disk, &b, err);
+    st = gguf_edits_serialize(ctx, disk, false, &b, err);
     if (disk)
         gguf_close(disk);
     if (st != GGUF_OK)

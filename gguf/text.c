@@ -260,7 +260,30 @@ static enum gguf_status render_inline(struct rd *r, int level,
     return gguf_text_put1(out, ']');
 }
 
-static enum gguf_status render_array(struct rd *r, struct gguf_buf *out,
+/* Where rendered text goes: appended to out, or, when out is NULL, only
+ * measured: each element is rendered into tmp, counted and dropped, so the
+ * size of any value is known in the memory of its largest element
+ * (gguf_render_size).  Both ways run the same code, so a size can never
+ * disagree with the text. */
+struct sink {
+    struct gguf_buf *out;
+    struct gguf_buf tmp;
+    uint64_t n; /* bytes measured (counting only) */
+};
+
+static struct gguf_buf *sink_buf(struct sink *s) {
+    return s->out ? s->out : &s->tmp;
+}
+
+/* An element is complete: in counting mode, count and drop it. */
+static void sink_done(struct sink *s) {
+    if (!s->out) {
+        s->n += s->tmp.len;
+        s->tmp.len = 0;
+    }
+}
+
+static enum gguf_status render_array(struct rd *r, struct sink *s,
                                      struct gguf_error *err) {
     enum gguf_status st;
     if (!rd_has(r, 12))
@@ -275,7 +298,8 @@ static enum gguf_status render_array(struct rd *r, struct gguf_buf *out,
         if (n > rest / 8)
             return bad_payload(err, "array longer than its value", r->i);
         /* string bytes plus one newline each; escapes grow it as needed */
-        if ((st = gguf_text_room(out, rest - n * 8 + n)) != GGUF_OK)
+        if (s->out &&
+            (st = gguf_text_room(s->out, rest - n * 8 + n)) != GGUF_OK)
             return st;
         for (uint64_t j = 0; j < n; j++) {
             if (!rd_has(r, 8))
@@ -284,37 +308,40 @@ static enum gguf_status render_array(struct rd *r, struct gguf_buf *out,
             r->i += 8;
             if (!rd_has(r, sl))
                 return bad_payload(err, "truncated string", r->i);
-            if ((st = gguf_text_escape(r->p + r->i, sl, false, out)) !=
+            if ((st = gguf_text_escape(r->p + r->i, sl, false, sink_buf(s))) !=
                     GGUF_OK ||
-                (st = gguf_text_put1(out, '\n')) != GGUF_OK)
+                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
                 return st;
+            sink_done(s);
             r->i += sl;
         }
     } else if (et == GGUF_TYPE_ARRAY) {
         for (uint64_t j = 0; j < n; j++) {
-            if ((st = render_inline(r, 2, out, err)) != GGUF_OK ||
-                (st = gguf_text_put1(out, '\n')) != GGUF_OK)
+            if ((st = render_inline(r, 2, sink_buf(s), err)) != GGUF_OK ||
+                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
                 return st;
+            sink_done(s);
         }
     } else {
         size_t sz = gguf_type_size(et);
         if (n > rest / sz)
             return bad_payload(err, "array longer than its value", r->i);
         size_t per = sz == 1 ? 5 : sz == 2 ? 7 : sz == 4 ? 12 : 21;
-        if (n <= SIZE_MAX / per &&
-            (st = gguf_text_room(out, n * per)) != GGUF_OK)
+        if (s->out && n <= SIZE_MAX / per &&
+            (st = gguf_text_room(s->out, n * per)) != GGUF_OK)
             return st;
         for (uint64_t j = 0; j < n; j++) {
-            if ((st = render_scalar_at(r, et, out, err)) != GGUF_OK ||
-                (st = gguf_text_put1(out, '\n')) != GGUF_OK)
+            if ((st = render_scalar_at(r, et, sink_buf(s), err)) != GGUF_OK ||
+                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
                 return st;
+            sink_done(s);
         }
     }
     return GGUF_OK;
 }
 
 static enum gguf_status render(enum gguf_type type, const uint8_t *p,
-                               size_t len, struct gguf_buf *out,
+                               size_t len, struct sink *s,
                                struct gguf_error *err) {
     enum gguf_status st;
     struct rd r = {p, len, 0};
@@ -327,19 +354,24 @@ static enum gguf_status render(enum gguf_type type, const uint8_t *p,
                              "malformed value: string length %" PRIu64
                              " but %zu bytes follow",
                              sl, len - 8);
-        if ((st = gguf_text_room(out, len - 7)) != GGUF_OK)
+        if (!s->out) { /* the bytes as they are, and a newline */
+            s->n += len - 7;
+            return GGUF_OK;
+        }
+        if ((st = gguf_text_room(s->out, len - 7)) != GGUF_OK)
             return st;
-        memcpy(out->p + out->len, p + 8, len - 8);
-        out->len += len - 8;
-        return gguf_text_put1(out, '\n');
+        memcpy(s->out->p + s->out->len, p + 8, len - 8);
+        s->out->len += len - 8;
+        return gguf_text_put1(s->out, '\n');
     }
     if (type == GGUF_TYPE_ARRAY) {
-        if ((st = render_array(&r, out, err)) != GGUF_OK)
+        if ((st = render_array(&r, s, err)) != GGUF_OK)
             return st;
     } else if (is_fixed(type)) {
-        if ((st = render_scalar_at(&r, type, out, err)) != GGUF_OK ||
-            (st = gguf_text_put1(out, '\n')) != GGUF_OK)
+        if ((st = render_scalar_at(&r, type, sink_buf(s), err)) != GGUF_OK ||
+            (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
             return st;
+        sink_done(s);
     } else {
         return gguf_fail(err, GGUF_E_INVAL, "unknown value type %u",
                          (unsigned)type);
@@ -355,14 +387,29 @@ enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err) {
     size_t mark = out->len;
+    struct sink s = {.out = out};
     locale_t old = enter_c_locale();
-    enum gguf_status st = render(type, payload, len, out, err);
+    enum gguf_status st = render(type, payload, len, &s, err);
     leave_c_locale(old);
     if (st != GGUF_OK) {
         out->len = mark;
         if (st == GGUF_E_NOMEM)
             gguf_fail(err, st, "out of memory rendering a %s", tname(type));
     }
+    return st;
+}
+
+enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, uint64_t *size,
+                                  struct gguf_error *err) {
+    struct sink s = {0};
+    locale_t old = enter_c_locale();
+    enum gguf_status st = render(type, payload, len, &s, err);
+    leave_c_locale(old);
+    gguf_buf_free(&s.tmp);
+    if (st == GGUF_E_NOMEM)
+        gguf_fail(err, st, "out of memory measuring a %s", tname(type));
+    *size = st == GGUF_OK ? s.n : 0;
     return st;
 }
 

@@ -122,14 +122,6 @@ enum gguf_status gguf_move_key(gguf_ctx *ctx, int64_t i, int64_t pos,
         memmove(&ctx->kv[i], &ctx->kv[i + 1], (size_t)(pos - i) * sizeof kv);
     ctx->kv[pos] = kv;
     ctx->dirty = true;
-    /* The index maps names to positions: rebuild it. */
-    struct gguf_index fresh = {0};
-    if (gguf_index_build(&fresh, ctx->n_kv, gguf_ctx_key_name, ctx) !=
-        GGUF_OK) {
-        gguf_index_free(&fresh);
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory reindexing keys");
-    }
-    gguf_index_free(&ctx->kv_index);
-    ctx->kv_index = fresh;
+    gguf_index_move(&ctx->kv_index, i, pos); /* positions only */
     return GGUF_OK;
 }

@@ -687,6 +687,106 @@ def sec_memlimit(ctx):
     return "alive; %d FILEs refused (ENOSPC); VmHWM %.1f MiB" % (refused, hwm / MiB)
 
 
+def amplify_bools(path, n):
+    """A sparse GGUF: general.name, then test.bools = n bools (all false,
+    the file's holes): a few KB on disk, n bytes of header."""
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = s(b"general.name") + struct.pack("<I", 8) + s(b"amp")
+    kv += s(b"test.bools") + struct.pack("<IIQ", 9, 7, n)
+    h = b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv
+    with open(path, "wb") as f:
+        f.write(h)
+        end = len(h) + n
+        f.truncate(end + (-end % 32))
+
+
+def amplify_names(path, n):
+    """n keys with 300-byte names (hashed file names in meta/)."""
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    kv = b"".join(s(("x" * 280 + ".%08d" % i + "y" * 11).encode()) + struct.pack("<II", 4, i)
+                  for i in range(n))
+    h = b"GGUF" + struct.pack("<IQQ", 3, 0, n) + kv
+    with open(path, "wb") as f:
+        f.write(h + b"\0" * (-len(h) % 32))
+
+
+def sec_amplify(ctx):
+    """Item 6: hostile headers do not amplify.  100 M bools in a sparse file
+    (the issue's case had 400 M): the mount costs the header, `ls -l meta/`
+    measures the text (600 MB) without making it, and opening it is EFBIG;
+    20 000 keys with 300-byte names: `ls -l meta/` as nobody in seconds (it
+    took 7.5 minutes), every hashed name found."""
+    d = ctx.dir("amplify")
+    mnt = os.path.join(d, "mnt")
+    os.makedirs(mnt)
+    n = 100_000_000
+    bools = os.path.join(d, "bools.gguf")
+    amplify_bools(bools, n)
+    notes = []
+    with ME.Watchdog(mnt, 300, "100 M bools"):
+        ME.mount(bools, mnt, ["-o", "ro,allow_other"])
+        try:
+            pid = daemon_pid(mnt)
+            at_mount = vm_hwm(pid)
+            t0 = time.time()
+            r = subprocess.run(NOBODY + ["ls", "-l", os.path.join(mnt, "meta")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+            took = time.time() - t0
+            if r.returncode != 0:
+                raise Fail("ls -l meta/ as nobody: %r" % r.stderr)
+            size = os.stat(os.path.join(mnt, "meta", "test.bools")).st_size
+            if size != 6 * n:  # "false\n" each
+                raise Fail("meta/test.bools has size %d, its text is %d bytes" % (size, 6 * n))
+            try:
+                ME.read(os.path.join(mnt, "meta", "test.bools"))
+                raise Fail("a 600 MB text was made and served")
+            except OSError as e:
+                if e.errno != errno.EFBIG:
+                    raise Fail("opening the 600 MB text: %s (want EFBIG)" % e)
+            after = vm_hwm(pid)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    if at_mount > n + 64 * MiB + asan_slack_of(pid):
+        raise Fail("mounting %d MB of header peaked at %.0f MiB" % (n // 10**6, at_mount / MiB))
+    if after - at_mount > 32 * MiB:
+        raise Fail("ls -l and a refused open raised VmHWM by %.0f MiB" % ((after - at_mount) / MiB))
+    notes.append("100 M bools: VmHWM %.0f MiB at mount, +%.1f MiB after ls -l (%.1f s) and open"
+                 % (at_mount / MiB, (after - at_mount) / MiB, took))
+
+    names = os.path.join(d, "names.gguf")
+    amplify_names(names, 20000)
+    with ME.Watchdog(mnt, 300, "20k long names"):
+        ME.mount(names, mnt, ["-o", "ro,allow_other"])
+        try:
+            t0 = time.time()
+            r = subprocess.run(NOBODY + ["ls", "-l", os.path.join(mnt, "meta")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+            took = time.time() - t0
+            lines = [x for x in r.stdout.decode().splitlines() if "%~" in x]
+            if r.returncode != 0 or len(lines) != 20000:
+                raise Fail("ls -l of 20 000 hashed names as nobody: exit %d, %d listed, %r"
+                           % (r.returncode, len(lines), r.stderr[-300:]))
+            if took > 60:
+                raise Fail("ls -l of 20 000 hashed names took %.0f s" % took)
+        except BaseException:
+            ME.cleanup_mounts(d)
+            raise
+        J.unmount(mnt)
+    notes.append("20 000 hashed names: ls -l as nobody %.1f s" % took)
+    return "; ".join(notes)
+
+
+def asan_slack_of(pid):
+    try:
+        return asan_slack(pid)
+    except OSError:
+        return 320 * MiB  # the daemon is gone: allow for it
+
+
 SECTIONS = [
     ("other users cannot commit", sec_other_users),
     ("caps on meta files", sec_caps),
@@ -698,6 +798,7 @@ SECTIONS = [
     ("someone else's ggufs.padding key", sec_foreign_padding),
     ("a bound on all drafts together", sec_total_cap),
     ("the caps under a memory limit", sec_memlimit),
+    ("hostile headers do not amplify", sec_amplify),
 ]
 
 

@@ -78,6 +78,18 @@ static const char *hex(const void *p, size_t n)
     return hexbuf;
 }
 
+/* gguf_render_size must give len, the length of the text rendered (or the
+ * expected text) for the same payload. */
+static void check_size(enum gguf_type t, const void *p, size_t n, size_t len)
+{
+    struct gguf_error err = {0};
+    uint64_t size = 0;
+    ck_assert_msg(gguf_render_size(t, p, n, &size, &err) == GGUF_OK,
+                  "render_size %s: %s", hex(p, n), err.msg);
+    ck_assert_msg(size == len, "render_size of %s: %llu, text has %zu",
+                  hex(p, n), (unsigned long long)size, len);
+}
+
 /* Renders and checks the text is exactly `exp` (explen bytes). */
 static void expect_render(enum gguf_type t, const void *p, size_t n,
                           const char *exp, size_t explen)
@@ -90,6 +102,7 @@ static void expect_render(enum gguf_type t, const void *p, size_t n,
                       (explen == 0 || memcmp(out.p, exp, explen) == 0),
                   "render of %s: got '%.*s' expected '%.*s'", hex(p, n),
                   (int)out.len, (const char *)out.p, (int)explen, exp);
+    check_size(t, p, n, explen);
     gguf_buf_free(&out);
 }
 
@@ -143,6 +156,7 @@ static char *roundtrip(enum gguf_type t, const void *p, size_t n,
     struct gguf_error err = {0};
     enum gguf_status st = gguf_render(t, p, n, &text, &err);
     ck_assert_msg(st == GGUF_OK, "render %s: %s", hex(p, n), err.msg);
+    check_size(t, p, n, text.len);
     enum gguf_type at = GGUF_TYPE_COUNT;
     if (t == GGUF_TYPE_ARRAY)
         at = (enum gguf_type)(((const uint8_t *)p)[0] |
