@@ -546,10 +546,10 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
 /* An overlay keeps the edits of a model that must not change (read-only,
  * immutable, shared, remote) in a file of its own: a tensor-less GGUF
  * whose first keys, in the namespace GGUF_OVERLAY_NS, say which source it
- * belongs to (struct gguf_overlay_id), then the list of the source's keys
- * the edits removed, then every key the edits set (changed or new), in
- * the edited model's order.  Applying it removes the listed keys and sets
- * the others (a key the source has keeps its place, a new one goes last),
+ * belongs to (struct gguf_overlay_id), then every key the edits set
+ * (changed or new), in the edited model's order, then the list of the
+ * source's keys the edits removed.  Applying it removes the listed keys
+ * and sets the others (a key the source has keeps its place, a new one goes last),
  * which gives the edited model's keys in its order.  The file's rules
  * (layout, where it lives, trust, crash-safe writes, fault points):
  * overlay.c. */
@@ -569,7 +569,9 @@ struct gguf_overlay_id {
                         headers (to the end of the tensor infos) in order */
 };
 /* The identity of the set v[0..n) (contexts as opened, before any edit)
- * as the source named source (remote: a URL, with etag). */
+ * as the source named source (remote: a URL, with etag).  GGUF_E_PERM if
+ * the first file has a key in the GGUF_OVERLAY_NS namespace (it would
+ * clash with the overlay's own). */
 enum gguf_status gguf_overlay_identify(gguf_ctx *const *v, int n,
                                        const char *source, bool remote,
                                        const char *etag,

@@ -420,6 +420,16 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                       bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err);
 
+/* Same, with lead_n KV records (lead_len bytes at lead, laid out by
+ * gguf_put_kv) first: an overlay's own keys (overlay.c).  ctx must have no
+ * key of those names. */
+enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
+                                          const gguf_ctx *disk,
+                                          bool changes_only,
+                                          const uint8_t *lead, size_t lead_len,
+                                          uint64_t lead_n, struct gguf_buf *b,
+                                          struct gguf_error *err);
+
 /* Applies KV i of an edits file e to ctx (pending.c): the filler is
  * skipped, GGUF_REMOVED_KEY removes the keys it lists, a key whose type
  * and payload ctx already has is left alone (general.alignment among

@@ -11,12 +11,12 @@
  *   ggufs.overlay.source_shards       uint32  files in the set
  *   ggufs.overlay.source_header_hash  string  "xxh3-128:" 32 hex digits
  *   ggufs.overlay.source_etag         string  remote sources only
- * then, when keys of the source are gone from the edited model,
- *   ggufs.removed_keys                array of their names (the edits
- *                                     file's list, GGUF_REMOVED_KEY)
- * then every key of the edited model that the source lacks or holds with
- * another type or value, in the edited model's order (ggufs's padding
- * left out: gguf_kv_padding).  So the overlay costs what the edits cost,
+ * then the edits file of the edited model against the source, changes
+ * only, as saved.c writes it (gguf_edits_serialize: one rule for what an
+ * edit is): every key the source lacks or holds with another type or
+ * value, in the edited model's order (ggufs's padding left out), then,
+ * when keys of the source are gone,
+ *   ggufs.removed_keys                array of their names  So the overlay costs what the edits cost,
  * not what the header does (a mount with one reads and checks a few keys,
  * not a second copy of a 150k-token vocabulary), and shows exactly what
  * was changed.  Any
@@ -82,6 +82,18 @@ enum gguf_status gguf_overlay_identify(gguf_ctx *const *v, int n,
         return gguf_fail(err, GGUF_E_RANGE,
                          "the source's name or ETag is too long for an "
                          "overlay");
+    /* The overlay's own keys would clash with the model's. */
+    for (int64_t i = 0; n > 0 && i < gguf_n_kv(v[0]); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(v[0], i, &kl);
+        char q[GGUF_QUOTE_MAX];
+        if (gguf_key_is_overlay(k, kl))
+            return gguf_fail(err, GGUF_E_PERM,
+                             "the model has a key '%s' in the namespace of "
+                             "ggufs's overlays (" GGUF_OVERLAY_NS "): it "
+                             "cannot have an overlay",
+                             gguf_quote(q, sizeof q, k, kl));
+    }
     XXH3_state_t *h = XXH3_createState();
     if (!h)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
@@ -413,25 +425,9 @@ static uint8_t *put_own(uint8_t *p, const struct own_kv *o) {
     return gguf_put_kv(p, o->key, kl, o->type, o->val, own_len(o));
 }
 
-/* Whether kv i of ctx goes into the overlay of ctx against disk: an edit,
- * not the filler nor one of the overlay's own keys. */
-static bool is_edit(const gguf_ctx *ctx, int64_t i, const gguf_ctx *disk) {
-    const struct gguf_kv *kv = &ctx->kv[i];
-    return !gguf_kv_padding(kv) &&
-           !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
-           !same_kv(ctx, i, disk);
-}
-
-/* Whether key i of disk is gone from ctx (and so listed as removed). */
-static bool is_gone(const gguf_ctx *disk, int64_t i, const gguf_ctx *ctx) {
-    const struct gguf_kv *kv = &disk->kv[i];
-    return !gguf_kv_padding(kv) &&
-           !gguf_key_is_overlay(kv->key, (size_t)kv->key_len) &&
-           gguf_find_key(ctx, kv->key, (size_t)kv->key_len) < 0;
-}
-
-/* The overlay's bytes (header comment) into b: ctx's edits against disk,
- * the source as opened. */
+/* The overlay's bytes (header comment) into b: its own keys, then the
+ * edits file of ctx against disk (the source as opened) that saved.c
+ * writes, changes only: one rule for what an edit is. */
 static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                   const struct gguf_overlay_id *id,
                                   struct gguf_buf *b, struct gguf_error *err) {
@@ -447,53 +443,17 @@ static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
     gguf_wr64(own[2].val, id->size);
     gguf_wr32(own[3].val, id->shards);
     int n_own = id->remote ? 6 : 5;
-    uint64_t size = 4 + 4 + 8 + 8, n_kv = 0;
+    uint64_t size = 0;
     for (int o = 0; o < n_own; o++)
         size += gguf_kv_record_size(strlen(own[o].key), own_len(&own[o]));
-    uint64_t n_gone = 0, list = 4 + 8;
-    for (int64_t i = 0; i < disk->n_kv; i++)
-        if (is_gone(disk, i, ctx)) {
-            n_gone++;
-            list += 8 + disk->kv[i].key_len;
-        }
-    if (n_gone) {
-        n_kv++;
-        size += gguf_kv_record_size(sizeof GGUF_REMOVED_KEY - 1, list);
-    }
-    for (int64_t i = 0; i < ctx->n_kv; i++)
-        if (is_edit(ctx, i, disk)) {
-            n_kv++;
-            size += gguf_kv_record_size(ctx->kv[i].key_len, ctx->kv[i].val_len);
-        }
-    uint64_t padded = gguf_align_up(size, gguf_ctx_alignment(ctx));
-    enum gguf_status st =
-        padded > SIZE_MAX ? GGUF_E_NOMEM : gguf_buf_reserve(b, (size_t)padded);
-    if (st != GGUF_OK)
-        return gguf_fail(err, st, "out of memory writing the overlay");
-    uint8_t *p = b->p + b->len;
-    p = gguf_put_preamble(p, ctx->version == 2 ? 2 : 3, 0,
-                          n_kv + (uint64_t)n_own);
+    uint8_t lead[sizeof id->source + sizeof id->etag + sizeof id->hash + 512];
+    if (size > sizeof lead)
+        return gguf_fail(err, GGUF_E_RANGE, "overlay identity too long");
+    uint8_t *p = lead;
     for (int o = 0; o < n_own; o++)
         p = put_own(p, &own[o]);
-    if (n_gone) {
-        p = gguf_put_kv(p, GGUF_REMOVED_KEY, sizeof GGUF_REMOVED_KEY - 1,
-                        GGUF_TYPE_ARRAY, NULL, 0);
-        gguf_wr32(p, GGUF_TYPE_STRING);
-        gguf_wr64(p + 4, n_gone);
-        p += 12;
-        for (int64_t i = 0; i < disk->n_kv; i++)
-            if (is_gone(disk, i, ctx))
-                p = gguf_put_str(p, disk->kv[i].key, disk->kv[i].key_len);
-    }
-    for (int64_t i = 0; i < ctx->n_kv; i++) {
-        const struct gguf_kv *kv = &ctx->kv[i];
-        if (is_edit(ctx, i, disk))
-            p = gguf_put_kv(p, kv->key, kv->key_len, kv->type, kv->val,
-                            kv->val_len);
-    }
-    memset(p, 0, (size_t)(padded - size));
-    b->len += (size_t)padded;
-    return GGUF_OK;
+    return gguf_edits_serialize_led(ctx, disk, true, lead, (size_t)size,
+                                    (uint64_t)n_own, b, err);
 }
 
 /* The temporary name's prefix for base: the name beside it, cut like

@@ -216,6 +216,11 @@ START_TEST(identity_differs) {
     other = id;
     snprintf(other.source, sizeof other.source, "/elsewhere/m.gguf");
     ck_assert(gguf_overlay_matches(&other, &id, why, sizeof why));
+    /* A model with a key of the overlay's namespace cannot have one. */
+    set_str(c, "ggufs.overlay.source", "mine");
+    ck_assert(gguf_overlay_identify(&c, 1, g_model, false, NULL, &other, &e) ==
+              GGUF_E_PERM);
+    ck_assert_msg(strstr(e.msg, "namespace"), "%s", e.msg);
     gguf_close(c);
 }
 END_TEST
