@@ -214,7 +214,7 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
     int64_t j;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
     fh->rel = gguf_tensor_rel_offset(c, j);
-    fh->size = gguf_tensor_size(c, j);
+    fh->size = gfs_tensor_bytes(fs, i);
     /* Tensor bytes never change while mounted: keep the page cache.  Then
      * the GGUF's own copy of bytes that were not cached before is dead
      * weight (the kernel would hold every byte twice). */
@@ -290,6 +290,10 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
         return open_kv(fs, fh, fi, wants_write);
     case GFS_LIVE:
         return open_view(fs, fh, fi, wants_write);
+    case GFS_F32:
+    case GFS_NPY:
+    case GFS_INDEX:
+        return gfs_views_open(fs, fh, fi, wants_write);
     case GFS_SCRATCH:
         if (!gfs_meta_scratch_by_ino(fs, fh->ino))
             return ENOENT;
@@ -534,6 +538,9 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         read_scratch(req, fs, fh, off, size);
     else if (fh->kind == GFS_LIVE)
         read_view(req, fs, fh, off, size);
+    else if (fh->kind == GFS_F32 || fh->kind == GFS_NPY ||
+             fh->kind == GFS_INDEX)
+        gfs_views_read(req, fs, fh, off, size); /* views.c */
     else
         read_tensor(req, fs, fh, off, size);
     pthread_rwlock_unlock(&fs->lock);

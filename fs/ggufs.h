@@ -14,6 +14,10 @@
  *   GFS_INO_SCRATCH+n  /meta/X      a file whose name is not a key (an
  *                                   editor's temporary file): kept in
  *                                   memory, never committed
+ *   5, 6, 7            /f32, /npy, /index.tsv   the converted views and
+ *                                   the tensor index (views.c)
+ *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
+ *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
  *
  * Names say the layer:
  *   gfs_op_<operation>  FUSE low-level handlers, gathered in gfs_ops (ops.c:
@@ -58,6 +62,11 @@
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
 #define GFS_INO_KV (UINT64_C(2) << 32)
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
+#define GFS_INO_DIR_F32 5
+#define GFS_INO_DIR_NPY 6
+#define GFS_INO_INDEX 7
+#define GFS_INO_F32 (UINT64_C(4) << 32)
+#define GFS_INO_NPY (UINT64_C(5) << 32)
 
 enum gfs_kind {
     GFS_NONE,
@@ -67,7 +76,12 @@ enum gfs_kind {
     GFS_TENSOR,
     GFS_KV,
     GFS_SCRATCH,
-    GFS_LIVE
+    GFS_LIVE,
+    GFS_DIR_F32, /* views.c */
+    GFS_DIR_NPY,
+    GFS_F32,
+    GFS_NPY,
+    GFS_INDEX
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -223,6 +237,7 @@ struct gfs {
     size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
+    struct gfs_views *views; /* f32/, npy/, index.tsv, hashes (views.c) */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -302,6 +317,13 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
 int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 /* How long the kernel may trust ino's attributes, seconds.  No lock. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
+/* The root's view entries (f32, npy, index.tsv) after meta, tensors and
+ * the live view: entry k into name, ino, mode; 0 past the last (none
+ * before gfs_views_init).  gfs_root_view_lookup: by name; 0 or ENOENT. */
+int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
+                  fuse_ino_t *ino, mode_t *mode);
+int gfs_root_view_lookup(const struct gfs *fs, const char *name,
+                         fuse_ino_t *out);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
@@ -314,6 +336,9 @@ int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size);
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
+/* A new text holding a copy of b, with one reference; NULL if out of
+ * memory. */
+struct gfs_text *gfs_text_new(const struct gguf_buf *b);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
@@ -481,6 +506,42 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
  * bytes) as far as it fits.  Returns how many were dropped.  Only once the
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
+
+/* views.c, vconv.c, hashes.c: the converted views f32/NAME, npy/NAME.npy,
+ * index.tsv and the hashes of tensors (user.gguf.sha256, user.gguf.xxh64).
+ * gfs_views_init: at mount, before the daemon detaches; finds ggml's
+ * library (ggml: -o ggml=PATH, "none", or NULL for $GGUFS_GGML_LIB, then
+ * the usual places) when a tensor needs it, and prints one line on
+ * stderr naming the tensors left without a view and why.  0, or -1 after
+ * one line (an -o ggml=PATH that cannot be used).  The others: caller
+ * holds fs->lock (read). */
+int gfs_views_init(struct gfs *fs, const char *ggml, const char *file);
+void gfs_views_free(struct gfs *fs);
+/* The kind of a views inode, or GFS_NONE.  No lock. */
+enum gfs_kind gfs_views_kind(fuse_ino_t ino);
+int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
+/* Names in f32/ and npy/; 0 or errno. */
+int gfs_views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
+                     fuse_ino_t *out);
+/* Entry k of directory kind (f32/ or npy/): 1 and its name and inode, or 0
+ * when tensor k has no view (skipped); -1 on error. */
+int gfs_views_dirent(struct gfs *fs, enum gfs_kind kind, int64_t k,
+                     struct gguf_buf *name, fuse_ino_t *child);
+int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
+                   int wants_write);
+void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                    off_t off, size_t size);
+/* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
+ * tensors/ (every tensor's bytes in order); ENODATA for other names. */
+int gfs_views_xattr(struct gfs *fs, fuse_ino_t ino, const char *name,
+                    struct gguf_buf *out);
+int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
+/* Bytes of tensor i: the library's size, but for a type id ggufs does not
+ * know and ggml does (ids >= 40), which the library sized up to the next
+ * tensor's offset: ggml's size of its blocks.  No lock. */
+uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
+/* index.tsv's text (a new reference), rendered on first use. */
+struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
 /* ops.c: the handler table (the tree's handlers are static there). */
 /* True if req comes from the mount's owner (fs->uid) or root: only they

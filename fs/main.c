@@ -51,6 +51,8 @@ struct gfs_opts {
     double timeout;
     size_t max_value;  /* bytes a meta file being written may hold */
     size_t max_drafts; /* bytes all of them together may hold */
+    char *ggml;        /* -o ggml=PATH|none: ggml's library (views.c);
+                          fuse_opt's copy, freed by cleanup */
     int overlay;              /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path; /* its PATH, or NULL for the default */
 };
@@ -60,6 +62,7 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
+    GFS_OPT("ggml=%s", ggml, 0),
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
@@ -569,6 +572,10 @@ static void usage(const char *prog) {
         "                           may hold together (default 256M; ENOSPC)\n"
         "    -o no_insert_range     grow headers by rewriting the file, not by\n"
         "                           inserting blocks\n"
+        "    -o ggml=PATH|none      ggml's libggml-base.so for f32/ and npy/ of\n"
+        "                           the types ggufs does not convert itself\n"
+        "                           (default: $GGUFS_GGML_LIB, else the usual\n"
+        "                           places; none: ggufs's own converters only)\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
         "                           file (default PATH in ~/.local/state/ggufs)\n\n",
         prog, prog, prog, prog, prog);
@@ -794,7 +801,8 @@ static int open_gguf(struct gfs_main *m) {
  * shard set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf,
  * as the library's gguf_split_name parses it): clients such as
  * node-llama-cpp see the -00001-of- pattern and go looking for the other
- * shards beside it.  Never meta or tensors; none if no name fits. */
+ * shards beside it.  Never meta, tensors, f32, npy or index.tsv (the
+ * views, views.c); none if no name fits. */
 static void name_live_view(struct gfs_main *m) {
     const char *base =
         strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
@@ -808,7 +816,8 @@ static void name_live_view(struct gfs_main *m) {
         base = m->live_name;
     }
     if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
-        strlen(base) <= 255)
+        strcmp(base, "f32") != 0 && strcmp(base, "npy") != 0 &&
+        strcmp(base, "index.tsv") != 0 && strlen(base) <= 255)
         m->fs.live_name = base;
 }
 
@@ -931,6 +940,8 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_rwlock_destroy(&m->fs.lock);
     }
+    gfs_views_free(&m->fs);
+    free(m->o.ggml);
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);
     free((char *)m->o.overlay_path); /* fuse_opt's copy of -o overlay= */
@@ -981,6 +992,11 @@ int main(int argc, char *argv[]) {
     status = EXIT_MOUNT;
     if (mount_options(&m) != 0)
         goto out;
+    /* After the mountpoint's check: a failed mount says one line. */
+    if (gfs_views_init(&m.fs, m.o.ggml, m.o.file) != 0) {
+        status = EXIT_BADFILE;
+        goto out;
+    }
     status = serve(&m);
 out:
     return cleanup(&m, status);

@@ -101,6 +101,8 @@ static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
     case GFS_ROOT:
     case GFS_DIR_META:
     case GFS_DIR_TENSORS:
+    case GFS_DIR_F32:
+    case GFS_DIR_NPY:
         fi->cache_readdir = gfs_of(req)->readonly;
         fi->keep_cache = gfs_of(req)->readonly;
         fuse_reply_open(req, fi);
@@ -139,9 +141,17 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
     pthread_rwlock_rdlock(&fs->lock);
     /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
-    int64_t n = kind == GFS_ROOT          ? (fs->live_name ? 3 : 2)
+    int64_t n_root = fs->live_name ? 3 : 2, n_views = 0;
+    const char *vname;
+    fuse_ino_t vino;
+    mode_t vmode;
+    while (gfs_root_view(fs, n_views, &vname, &vino, &vmode))
+        n_views++;
+    int views_dir = kind == GFS_DIR_F32 || kind == GFS_DIR_NPY;
+    int64_t n = kind == GFS_ROOT          ? n_root + n_views
                 : kind == GFS_DIR_META    ? gguf_n_kv(fs->ctx)
                 : kind == GFS_DIR_TENSORS ? gfs_n_tensors(fs)
+                : views_dir               ? gfs_n_tensors(fs)
                                           : -1;
     if (n < 0) {
         err = ENOTDIR;
@@ -166,9 +176,21 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             nm = "..";
             child = GFS_INO_ROOT;
             mode = S_IFDIR;
-        } else if (kind == GFS_ROOT && k == 4) {
+        } else if (kind == GFS_ROOT && k == 4 && fs->live_name) {
             nm = fs->live_name;
             child = GFS_INO_LIVE;
+        } else if (kind == GFS_ROOT && k >= 2 + n_root) {
+            if (!gfs_root_view(fs, k - 2 - n_root, &nm, &child, &mode))
+                break;
+        } else if (views_dir) {
+            int r = gfs_views_dirent(fs, kind, k - 2, &name, &child);
+            if (r < 0) {
+                err = ENOMEM;
+                goto out;
+            }
+            if (r == 0)
+                continue;
+            nm = (char *)name.p;
         } else if (kind == GFS_ROOT) {
             nm = k == 2 ? "meta" : "tensors";
             child = k == 2 ? GFS_INO_META : GFS_INO_TENSORS;
@@ -446,6 +468,8 @@ static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino) {
     pthread_rwlock_rdlock(&fs->lock); /* a commit refreshes fs->st */
     sv.f_blocks = ((uint64_t)fs->st.st_size + 4095) / 4096;
     sv.f_files = 3 + (uint64_t)gguf_n_kv(fs->ctx) + (uint64_t)gfs_n_tensors(fs);
+    if (fs->views) /* f32/, npy/, index.tsv: two files per tensor at most */
+        sv.f_files += 3 + 2 * (uint64_t)gfs_n_tensors(fs);
     pthread_rwlock_unlock(&fs->lock);
     sv.f_namemax = 255;
     if (fs->readonly)

@@ -22,6 +22,9 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
     default:
         break;
     }
+    enum gfs_kind vk = gfs_views_kind(ino); /* views.c's inodes */
+    if (vk != GFS_NONE)
+        return vk;
     if (ino >= GFS_INO_SCRATCH)
         return GFS_SCRATCH;
     if (ino >= GFS_INO_KV)
@@ -142,9 +145,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
             return ENOENT;
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
-        int64_t j;
-        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
-        st->st_size = (off_t)gguf_tensor_size(c, j);
+        st->st_size = (off_t)gfs_tensor_bytes(fs, i);
         st->st_blocks = (st->st_size + 511) / 512;
         return 0;
     }
@@ -174,6 +175,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     }
     case GFS_NONE:
         break;
+    default:
+        return gfs_views_stat(fs, ino, st);
     }
     return ENOENT;
 }
@@ -374,7 +377,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = GFS_INO_LIVE;
             return 0;
         }
-        return ENOENT;
+        return gfs_root_view_lookup(fs, name, out);
     case GFS_DIR_META: {
         struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
         if (sc) {
@@ -393,10 +396,16 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return ENOENT;
         *out = GFS_INO_TENSOR + (fuse_ino_t)i;
         return 0;
+    case GFS_DIR_F32:
+    case GFS_DIR_NPY:
+        return gfs_views_lookup(fs, parent, name, out);
     case GFS_TENSOR:
     case GFS_KV:
     case GFS_SCRATCH:
     case GFS_LIVE:
+    case GFS_F32:
+    case GFS_NPY:
+    case GFS_INDEX:
         return ENOTDIR;
     case GFS_NONE:
         break;
@@ -404,7 +413,39 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return ENOENT;
 }
 
-static struct gfs_text *text_new(const struct gguf_buf *b) {
+/* The root's entries after meta, tensors and the live view: the views
+ * (views.c), present once gfs_views_init ran.  Entry k (0-based among
+ * them) into *name, *ino, *mode; 0 past the last. */
+static const struct {
+    const char *name;
+    fuse_ino_t ino;
+    mode_t mode;
+} root_views[] = {{"f32", GFS_INO_DIR_F32, S_IFDIR},
+                  {"npy", GFS_INO_DIR_NPY, S_IFDIR},
+                  {"index.tsv", GFS_INO_INDEX, S_IFREG}};
+
+int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
+                  fuse_ino_t *ino, mode_t *mode) {
+    if (!fs->views || k < 0 ||
+        k >= (int64_t)(sizeof root_views / sizeof *root_views))
+        return 0;
+    *name = root_views[k].name;
+    *ino = root_views[k].ino;
+    *mode = root_views[k].mode;
+    return 1;
+}
+
+int gfs_root_view_lookup(const struct gfs *fs, const char *name,
+                         fuse_ino_t *out) {
+    const char *nm;
+    mode_t mode;
+    for (int64_t k = 0; gfs_root_view(fs, k, &nm, out, &mode); k++)
+        if (strcmp(nm, name) == 0)
+            return 0;
+    return ENOENT;
+}
+
+struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
     struct gfs_text *t = malloc(sizeof *t + b->len);
     if (!t)
         return NULL;
@@ -501,7 +542,7 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
         *err = gfs_errno(&gerr);
         goto out;
     }
-    t = text_new(&b);
+    t = gfs_text_new(&b);
     if (!t) {
         *err = ENOMEM;
         goto out;

@@ -9,6 +9,7 @@
  *   user.ggufs.commit root: the report of the last commit
  *   user.ggufs.pid    root: the daemon's process id (ggufs -u waits for it)
  *   user.ggufs.overlay root of an overlay mount: where the overlay is
+ *   user.gguf.sha256, user.gguf.xxh64   tensors and tensors/: hashes.c
  */
 #include "ggufs.h"
 
@@ -62,7 +63,7 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
     if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
         return add_str(out, gguf_path(c));
     if (strcmp(name, "user.gguf.size") == 0) {
-        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_size(c, i));
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
         return add_str(out, tmp);
     }
     return ENODATA;
@@ -71,6 +72,9 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out) {
     int64_t i;
+    int r = gfs_views_xattr(fs, ino, name, out); /* the hashes: hashes.c */
+    if (r != ENODATA)
+        return r;
     switch (gfs_kind(ino)) {
     case GFS_TENSOR:
         i = gfs_tensor_index(fs, ino);
@@ -139,5 +143,5 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     if (gfs_kind(ino) == GFS_ROOT && gfs_overlay_where(fs) &&
         gguf_buf_add(out, "user.ggufs.overlay", 19) != GGUF_OK)
         return ENOMEM;
-    return 0;
+    return gfs_views_xattr_list(fs, ino, out);
 }

@@ -922,8 +922,11 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
         ck.bad("mount root lacks meta/ or tensors/ (has %r)" % sorted(top))
         ck.done()
     live_name = os.path.basename(os.fsencode(gguf))
-    if top != {b"meta", b"tensors", live_name}:
-        ck.bad("mount root lists %r, expected meta, tensors and the live view %r" % (sorted(top), live_name))
+    # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py)
+    views = {b"f32", b"npy", b"index.tsv"}
+    if top != {b"meta", b"tensors", live_name} | views:
+        ck.bad("mount root lists %r, expected meta, tensors, the live view %r, f32, npy and index.tsv"
+               % (sorted(top), live_name))
     if live_name in top:
         check_live(ck, gguf, os.path.join(bmnt, live_name), ref, check_common)
     mdir, tdir = os.path.join(bmnt, b"meta"), os.path.join(bmnt, b"tensors")

@@ -10,6 +10,11 @@
  *   mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]
  *                              an f16 model of K tensors, ~N MiB of data;
  *                              --sparse leaves the data as holes
+ *   mkfixture dequant OUT      a tensor of every type, ids ggml has and
+ *                              ggufs does not (40-42) included
+ *   mkfixture quants OUT --mega N
+ *                              q8_0, q4_K, q6_K, iq4_xs, f16, f32 tensors of N Mi
+ *                              values each (bench/run, group views)
  *   mkfixture llama OUT [--vocab-from FILE.gguf]
  *                              a tiny llama model (random f32 weights),
  *                              loadable by llama.cpp, with a generated
@@ -993,6 +998,111 @@ static int cmd_llama(int argc, char **argv) {
     return 0;
 }
 
+/* ---- dequant.gguf (issue 15) ------------------------------------------ */
+
+/* Types ggml has and ggufs's table does not (ggml 0.5: nvfp4, q1_0, q2_0):
+ * id, elements and bytes per block.  The writer refuses unknown ids, so
+ * each is written as an i8 tensor of the same bytes and its info patched
+ * afterwards (type id and ne[0]; the header keeps its length).  Two
+ * rows of `row` bytes: q1_0's 108 bytes are padded to 128, so the size
+ * ggufs reads from the next tensor's offset is not the blocks' own. */
+static const struct {
+    const char *name;
+    uint32_t id, blck, size, row;
+} newer_types[] = {{"nvfp4", 40, 64, 36, 288}, {"q1_0", 41, 128, 18, 54},
+                   {"q2_0", 42, 64, 18, 288}};
+
+static void patch_info(const char *path, const char *name, uint32_t type,
+                       int64_t ne0) {
+    FILE *f = fopen(path, "r+b");
+    if (!f)
+        die("cannot open %s: %s", path, strerror(errno));
+    static uint8_t head[1 << 16];
+    size_t n = fread(head, 1, sizeof head, f);
+    size_t nl = strlen(name);
+    for (size_t i = 8; i + nl + 4 + 16 + 4 <= n; i++) {
+        uint64_t len;
+        memcpy(&len, head + i - 8, 8);
+        if (len != nl || memcmp(head + i, name, nl) != 0)
+            continue;
+        uint32_t nd;
+        memcpy(&nd, head + i + nl, 4);
+        size_t at = i + nl + 4;
+        memcpy(head + at, &ne0, 8);
+        memcpy(head + at + 8 * nd, &type, 4);
+        if (fseek(f, 0, SEEK_SET) != 0 || fwrite(head, 1, n, f) != n ||
+            fclose(f) != 0)
+            die("cannot write %s", path);
+        return;
+    }
+    die("%s: tensor %s not found to patch", path, name);
+}
+
+/* One tensor of every type ggml converts or ggufs knows, several blocks
+ * per row and several rows (reads at each block boundary mean something),
+ * 1 to 4 dimensions; then the newer types; an f32 tensor last. */
+static void fixture_dequant(const char *path) {
+    gguf_ctx *c = new_ctx(3);
+    set_str(c, "general.architecture", "dequant");
+    set_str(c, "general.name", "every tensor type, several blocks");
+    int k = 0;
+    for (uint32_t t = 0; t < 256; t++) {
+        if (!gguf_ggml_type_known(t))
+            continue;
+        uint32_t blck = gguf_ggml_blck_size(t);
+        uint32_t n_dims = 1 + (uint32_t)(k % 4);
+        int64_t ne[4] = {(int64_t)blck * (blck == 1 ? 37 : 3 + k % 4), 3, 2, 2};
+        char name[64];
+        int n = snprintf(name, sizeof name, "d.%s", gguf_ggml_type_name(t));
+        add_tensor(c, name, (size_t)n, t, n_dims, ne);
+        k++;
+    }
+    for (size_t i = 0; i < sizeof newer_types / sizeof *newer_types; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "d.%s", newer_types[i].name);
+        int64_t ne[2] = {newer_types[i].row, 2};
+        add_tensor(c, name, (size_t)n, 24 /* i8 */, 2, ne);
+    }
+    /* Large enough that a read is split over the daemon's threads. */
+    static const uint32_t big[] = {8 /* q8_0 */, 12 /* q4_K */, 1 /* f16 */};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "d.big.%s",
+                         gguf_ggml_type_name(big[i]));
+        int64_t ne[2] = {4096, 256};
+        add_tensor(c, name, (size_t)n, big[i], 2, ne);
+    }
+    int64_t last[1] = {8};
+    add_tensor(c, "d.last", 6, 0, 1, last);
+    write_random(c, path, 15);
+    gguf_close(c);
+    for (size_t i = 0; i < sizeof newer_types / sizeof *newer_types; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "d.%s", newer_types[i].name);
+        patch_info(path, name, newer_types[i].id,
+                   newer_types[i].row / newer_types[i].size *
+                       newer_types[i].blck);
+    }
+}
+
+/* The f32/ view benchmark's model (bench/run, group views): one tensor
+ * of q8_0, q4_K, q6_K, iq4_xs, f16 and f32 (no conversion: what FUSE
+ * alone costs), mega Mi elements each (rows of 4096), random bytes. */
+static void fixture_quants(const char *path, uint64_t mega) {
+    static const uint32_t types[] = {8, 12, 14, 23, 1, 0};
+    gguf_ctx *c = new_ctx(3);
+    set_str(c, "general.architecture", "quants");
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        char name[64];
+        int n = snprintf(name, sizeof name, "w.%s",
+                         gguf_ggml_type_name(types[i]));
+        int64_t ne[2] = {4096, (int64_t)(mega * 256)};
+        add_tensor(c, name, (size_t)n, types[i], 2, ne);
+    }
+    write_random(c, path, 16);
+    gguf_close(c);
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static const struct {
@@ -1010,7 +1120,9 @@ static void usage(void) {
             "usage: mkfixture all DIR\n"
             "       mkfixture {types|tensors|names|align64|v2|empty|vocab} OUT\n"
             "       mkfixture model OUT --tensor-mb N --n-tensors K [--vocab N] [--sparse]\n"
-            "       mkfixture llama OUT [--vocab-from FILE.gguf]\n");
+            "       mkfixture llama OUT [--vocab-from FILE.gguf]\n"
+            "       mkfixture dequant OUT    every tensor type, newer ggml ids too\n"
+            "       mkfixture quants OUT --mega N   6 tensors (q8_0 ... f32), N Mi values each\n");
     exit(2);
 }
 
@@ -1021,6 +1133,15 @@ int main(int argc, char **argv) {
         return cmd_model(argc - 2, argv + 2);
     if (!strcmp(argv[1], "llama"))
         return cmd_llama(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "quants") && argc == 5 &&
+        !strcmp(argv[3], "--mega")) {
+        fixture_quants(argv[2], parse_num(argv[4], "--mega"));
+        return 0;
+    }
+    if (!strcmp(argv[1], "dequant") && argc == 3) {
+        fixture_dequant(argv[2]);
+        return 0;
+    }
     if (!strcmp(argv[1], "all")) {
         if (argc != 3)
             usage();

@@ -1,0 +1,425 @@
+/*
+ * views.c - the converted views of a mount: f32/NAME (a tensor's values
+ * as little-endian float32, in ggml's element order), npy/NAME.npy (the
+ * same after a NumPy format 1.0 header) and index.tsv (hashes.c renders
+ * it): their inodes, names, attributes, opens and reads.
+ *
+ * A read of a byte range converts only the blocks that cover it
+ * (gfs_vconv, vconv.c), into a buffer the size of the request plus at
+ * most two blocks: memory stays bounded by the request size, whatever the
+ * tensor's.  The values never change while mounted, so the kernel keeps
+ * its page cache (and mmap works as on any file with one).
+ *
+ * Which tensors have a view is decided once, at mount (gfs_views_init):
+ * those whose type ggufs's own code or ggml's converts (gguf/dequant.h),
+ * whose shape fits the type and whose data holds all its blocks.
+ */
+#include "views.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define NPY_SUFFIX ".npy"
+
+enum gfs_kind gfs_views_kind(fuse_ino_t ino) {
+    switch (ino) {
+    case GFS_INO_DIR_F32:
+        return GFS_DIR_F32;
+    case GFS_INO_DIR_NPY:
+        return GFS_DIR_NPY;
+    case GFS_INO_INDEX:
+        return GFS_INDEX;
+    default:
+        break;
+    }
+    if (ino >= GFS_INO_F32 && ino < GFS_INO_NPY)
+        return GFS_F32;
+    if (ino >= GFS_INO_NPY && ino < GFS_INO_NPY + (UINT64_C(1) << 32))
+        return GFS_NPY;
+    return GFS_NONE;
+}
+
+/* Tensor index of a view inode that has a view, else -1. */
+static int64_t view_index(const struct gfs *fs, fuse_ino_t ino) {
+    const struct gfs_views *v = fs->views;
+    enum gfs_kind k = gfs_views_kind(ino);
+    uint64_t i = k == GFS_F32   ? ino - GFS_INO_F32
+                 : k == GFS_NPY ? ino - GFS_INO_NPY
+                                : UINT64_MAX;
+    if (!v || i >= (uint64_t)v->n || !v->t[i].dq.to_float)
+        return -1;
+    return (int64_t)i;
+}
+
+/* NumPy format 1.0: magic, version 1.0, a uint16 header length, then a
+ * Python dict literal padded with spaces and ended by '\n' so that the
+ * data starts at a multiple of 64.  The shape is ggml's ne reversed
+ * (ne[0], the fastest, is NumPy's last axis in C order). */
+size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint32_t nd = gguf_tensor_n_dims(c, j);
+    const int64_t *ne = gguf_tensor_ne(c, j);
+    char shape[128] = "";
+    size_t n = 0;
+    for (uint32_t d = nd; d-- > 0;)
+        n += (size_t)snprintf(shape + n, sizeof shape - n, "%" PRId64 ", ",
+                              ne[d]);
+    if (nd > 1)
+        shape[n - 2] = '\0'; /* (a, b) but (a,) */
+    else if (nd == 1)
+        shape[n - 1] = '\0';
+    int len = snprintf(buf + 10, 200,
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                       "(%s), }",
+                       shape);
+    size_t total = (10 + (size_t)len + 1 + 63) / 64 * 64;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    size_t hl = total - 10;
+    buf[8] = (char)(hl & 0xff);
+    buf[9] = (char)(hl >> 8);
+    memset(buf + 10 + len, ' ', total - 10 - (size_t)len - 1);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint64_t size = gguf_tensor_size(c, j), elems, bytes;
+    uint32_t ty = gguf_tensor_type(c, j);
+    if (!fs->views || !fs->views->ggml || gguf_ggml_type_known(ty) ||
+        !gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS,
+                        gguf_tensor_ne(c, j), &elems, &bytes) ||
+        bytes > size)
+        return size;
+    return bytes;
+}
+
+int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    int64_t i;
+    switch (gfs_views_kind(ino)) {
+    case GFS_DIR_F32:
+    case GFS_DIR_NPY:
+        st->st_mode = S_IFDIR | 0555;
+        st->st_nlink = 2;
+        return 0;
+    case GFS_INDEX: {
+        int err = 0;
+        struct gfs_text *t = gfs_views_index(fs, &err);
+        if (!t)
+            return err;
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = (off_t)t->len;
+        gfs_text_put(t);
+        break;
+    }
+    case GFS_F32:
+    case GFS_NPY:
+        if ((i = view_index(fs, ino)) < 0)
+            return ENOENT;
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = (off_t)(fs->views->t[i].elems * 4);
+        if (gfs_views_kind(ino) == GFS_NPY)
+            st->st_size += fs->views->t[i].hdr;
+        break;
+    default:
+        return ENOENT;
+    }
+    st->st_blocks = (st->st_size + 511) / 512;
+    return 0;
+}
+
+int gfs_views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
+                     fuse_ino_t *out) {
+    enum gfs_kind k = gfs_views_kind(parent);
+    size_t len = strlen(name), sl = strlen(NPY_SUFFIX);
+    struct gguf_buf base = {0};
+    if (k == GFS_DIR_NPY) {
+        if (len <= sl || strcmp(name + len - sl, NPY_SUFFIX) != 0)
+            return ENOENT;
+        len -= sl;
+    }
+    if (gguf_buf_add(&base, name, len) != GGUF_OK ||
+        gguf_buf_add(&base, "", 1) != GGUF_OK) {
+        gguf_buf_free(&base);
+        return ENOMEM;
+    }
+    fuse_ino_t tino = 0;
+    int err = gfs_lookup_name(fs, GFS_INO_TENSORS, (char *)base.p, &tino);
+    gguf_buf_free(&base);
+    if (err)
+        return err;
+    fuse_ino_t ino = (k == GFS_DIR_NPY ? GFS_INO_NPY : GFS_INO_F32) +
+                     (tino - GFS_INO_TENSOR);
+    if (view_index(fs, ino) < 0)
+        return ENOENT;
+    *out = ino;
+    return 0;
+}
+
+int gfs_views_dirent(struct gfs *fs, enum gfs_kind kind, int64_t k,
+                     struct gguf_buf *name, fuse_ino_t *child) {
+    fuse_ino_t ino =
+        (kind == GFS_DIR_NPY ? GFS_INO_NPY : GFS_INO_F32) + (fuse_ino_t)k;
+    if (view_index(fs, ino) < 0)
+        return 0;
+    if (gfs_tensor_fname(fs, k, name))
+        return -1;
+    if (kind == GFS_DIR_NPY) {
+        name->len--; /* the NUL */
+        if (gguf_buf_add(name, NPY_SUFFIX, sizeof NPY_SUFFIX) != GGUF_OK)
+            return -1;
+    }
+    *child = ino;
+    return 1;
+}
+
+int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
+                   int wants_write) {
+    int err = 0;
+    if (wants_write)
+        return fs->readonly ? EROFS : EACCES;
+    if (fh->kind == GFS_INDEX) {
+        if (!(fh->text = gfs_views_index(fs, &err)))
+            return err;
+    } else if (view_index(fs, fh->ino) < 0) {
+        return ENOENT;
+    }
+    /* The values never change while mounted. */
+    fi->keep_cache = 1;
+    fi->noflush = 1;
+    return 0;
+}
+
+/* Replies with bytes [off, off + size) of tensor i's npy file (hdr > 0)
+ * or f32 file (hdr == 0): the header's part from memory, the values'
+ * part converted from the blocks that cover it. */
+static void read_values(fuse_req_t req, struct gfs *fs, int64_t i, int npy,
+                        uint64_t off, size_t size) {
+    const struct gfs_vt *vt = &fs->views->t[i];
+    char hdr[256];
+    size_t hl = npy ? gfs_npy_header(fs, i, hdr) : 0;
+    uint64_t total = hl + vt->elems * 4;
+    uint64_t a = off < total ? off : total;
+    uint64_t b = total - a < size ? total : a + size;
+    struct iovec iov[2] = {{0}};
+    int n_iov = 0;
+    if (a < hl) {
+        iov[n_iov].iov_base = hdr + a;
+        iov[n_iov++].iov_len = (b < hl ? b : hl) - a;
+    }
+    float *buf = NULL;
+    uint64_t da = a > hl ? a - hl : 0, db = b > hl ? b - hl : 0;
+    if (db > da) {
+        uint64_t blck = vt->dq.blck, bb = blck * 4; /* bytes of floats */
+        uint64_t b0 = da / bb, b1 = (db + bb - 1) / bb;
+        buf = malloc((size_t)((b1 - b0) * bb));
+        int err = buf ? gfs_vconv(fs, i, b0, b1, buf) : ENOMEM;
+        if (err) {
+            free(buf);
+            fuse_reply_err(req, err);
+            return;
+        }
+        iov[n_iov].iov_base = (char *)buf + (da - b0 * bb);
+        iov[n_iov++].iov_len = (size_t)(db - da);
+    }
+    fuse_reply_iov(req, iov, n_iov);
+    free(buf);
+}
+
+void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                    off_t off, size_t size) {
+    if (fh->kind == GFS_INDEX) {
+        const struct gfs_text *t = fh->text;
+        size_t o = (uint64_t)off < t->len ? (size_t)off : t->len;
+        fuse_reply_buf(req, t->data + o, t->len - o < size ? t->len - o : size);
+        return;
+    }
+    int64_t i = view_index(fs, fh->ino);
+    if (i < 0)
+        fuse_reply_err(req, ENOENT);
+    else
+        read_values(req, fs, i, fh->kind == GFS_NPY, (uint64_t)off, size);
+}
+
+/* ---- at mount -------------------------------------------------------- */
+
+/* Decides tensor i's view with converters of g (may be NULL). */
+static void decide(struct gfs *fs, const gguf_ggml *g, int64_t i,
+                   struct gfs_vt *vt) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint32_t type = gguf_tensor_type(c, j);
+    memset(vt, 0, sizeof *vt);
+    if (!gguf_dq_find(g, type, &vt->dq) ||
+        !gguf_dq_extent(g, type, GGUF_MAX_DIMS, gguf_tensor_ne(c, j),
+                        &vt->elems, &vt->bytes) ||
+        vt->bytes > gguf_tensor_size(c, j) ||
+        vt->elems > (UINT64_MAX - 4096) / 4) {
+        memset(vt, 0, sizeof *vt);
+        return;
+    }
+    char hdr[256];
+    vt->hdr = (uint32_t)gfs_npy_header(fs, i, hdr);
+}
+
+/* Integer tensors (i8 to i64: ids 24-27) hold no weights: they have no
+ * float view and nobody misses one. */
+static int is_integer(struct gfs *fs, int64_t i) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint32_t ty = gguf_tensor_type(c, j);
+    return ty >= 24 && ty <= 27;
+}
+
+/* The types of the tensors without a view ("q4_K, q6_K"), and how many;
+ * integer tensors left out. */
+static int64_t missing(struct gfs *fs, char *types, size_t n) {
+    int64_t count = 0;
+    size_t used = 0;
+    types[0] = '\0';
+    for (int64_t i = 0; i < fs->views->n; i++) {
+        if (fs->views->t[i].dq.to_float || is_integer(fs, i))
+            continue;
+        count++;
+        int64_t j;
+        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+        uint32_t ty = gguf_tensor_type(c, j);
+        const char *nm = NULL;
+        uint32_t bl, sz;
+        char tmp[32];
+        if (!gguf_dq_type(fs->views->ggml, ty, &nm, &bl, &sz)) {
+            snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
+            nm = tmp;
+        }
+        char *hit = strstr(types, nm);
+        size_t nl = strlen(nm);
+        if (hit && (hit[nl] == ',' || hit[nl] == '\0') &&
+            (hit == types || hit[-1] == ' '))
+            continue;
+        if (used + nl + 3 < n)
+            used += (size_t)snprintf(types + used, n - used, "%s%s",
+                                     used ? ", " : "", nm);
+    }
+    return count;
+}
+
+/* Loads ggml as the option, the environment or the usual places say;
+ * why (>= 512 bytes) says why not.  -1: an explicit path that fails. */
+static int find_ggml(struct gfs *fs, const char *opt, const char *file,
+                     char *why, size_t n) {
+    struct gguf_error err = {0};
+    const char *env = getenv("GGUFS_GGML_LIB");
+    if (opt && strcmp(opt, "none") == 0) {
+        snprintf(why, n, "-o ggml=none");
+        return 0;
+    }
+    const char *path = opt ? opt : env && *env ? env : NULL;
+    if (gguf_ggml_load(&fs->views->ggml, path, &err) == GGUF_OK)
+        return 0;
+    if (opt) {
+        fprintf(stderr, "ggufs: %s: -o ggml=%s: %s\n", file, opt, err.msg);
+        return -1;
+    }
+    if (path)
+        snprintf(why, n, "GGUFS_GGML_LIB: %s", err.msg);
+    else if (err.code == GGUF_E_NOTFOUND)
+        snprintf(why, n,
+                 "ggml's libggml-base.so was not found in the usual places "
+                 "(-o ggml=PATH or GGUFS_GGML_LIB names one)");
+    else
+        snprintf(why, n, "%s", err.msg);
+    return 0;
+}
+
+/* The warnings of the open said how the library sized unknown ids;
+ * where ggml knows them, its size is the one used (gfs_tensor_bytes): one
+ * line says so. */
+static void say_newer(struct gfs *fs, const char *file) {
+    struct gfs_views *v = fs->views;
+    char types[200] = "";
+    int64_t known = 0;
+    size_t used = 0;
+    for (int64_t i = 0; i < v->n && v->ggml; i++) {
+        int64_t j;
+        gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+        uint32_t ty = gguf_tensor_type(c, j), bl, sz;
+        const char *nm;
+        if (gguf_ggml_type_known(ty) ||
+            !gguf_dq_type(v->ggml, ty, &nm, &bl, &sz))
+            continue;
+        if (!strstr(types, nm) && used + strlen(nm) + 3 < sizeof types)
+            used += (size_t)snprintf(types + used, sizeof types - used, "%s%s",
+                                     used ? ", " : "", nm);
+        known++;
+    }
+    if (known)
+        fprintf(stderr,
+                "ggufs: %s: ggml (%s) knows the type ids ggufs does not: "
+                "%" PRId64 " tensor%s (%s) sized and converted as it says\n",
+                file, gguf_ggml_path(v->ggml), known, known == 1 ? "" : "s",
+                types);
+}
+
+int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
+    struct gfs_views *v = calloc(1, sizeof *v);
+    int64_t n = gfs_n_tensors(fs);
+    if (!v || !(v->t = calloc((size_t)n + 1, sizeof *v->t)) ||
+        !(v->h = calloc((size_t)n + 1, sizeof *v->h))) {
+        if (v)
+            free(v->t);
+        free(v);
+        fprintf(stderr, "ggufs: %s: out of memory\n", file);
+        return -1;
+    }
+    pthread_mutex_init(&v->mu, NULL);
+    v->n = n;
+    fs->views = v;
+    /* ggufs's own converters first: ggml is loaded only when a tensor
+     * needs it (a library is code run by a daemon that may be root). */
+    int need = 0;
+    for (int64_t i = 0; i < n; i++) {
+        decide(fs, NULL, i, &v->t[i]);
+        need |= !v->t[i].dq.to_float && !is_integer(fs, i);
+    }
+    char why[600] = "", types[200];
+    if (need || (ggml && strcmp(ggml, "none") != 0)) {
+        if (find_ggml(fs, ggml, file, why, sizeof why) != 0)
+            return -1;
+        for (int64_t i = 0; i < n && v->ggml; i++)
+            if (!v->t[i].dq.to_float)
+                decide(fs, v->ggml, i, &v->t[i]);
+    }
+    say_newer(fs, file);
+    int64_t m = missing(fs, types, sizeof types);
+    if (m && v->ggml)
+        snprintf(why, sizeof why, "neither ggufs nor ggml (%s) converts them",
+                 gguf_ggml_path(v->ggml));
+    if (m)
+        fprintf(stderr,
+                "ggufs: %s: f32/ and npy/ leave out %" PRId64
+                " tensor%s (%s): %s\n",
+                file, m, m == 1 ? "" : "s", types, why);
+    return 0;
+}
+
+void gfs_views_free(struct gfs *fs) {
+    struct gfs_views *v = fs->views;
+    if (!v)
+        return;
+    gfs_pool_stop(v);
+    gguf_ggml_unload(v->ggml);
+    gfs_text_put(v->index);
+    pthread_mutex_destroy(&v->mu);
+    free(v->t);
+    free(v->h);
+    free(v);
+    fs->views = NULL;
+}

@@ -1,0 +1,54 @@
+/*
+ * views.h - state of the converted views (f32/, npy/, index.tsv) and the
+ * tensor hashes, shared by views.c (the tree and reads), vconv.c (block
+ * conversion on the daemon's threads) and hashes.c (hashes, index.tsv).
+ * The rest of fs/ sees only the gfs_views_ functions of ggufs.h.
+ */
+#ifndef GGUFS_VIEWS_H
+#define GGUFS_VIEWS_H
+
+#include "dequant.h"
+#include "ggufs.h"
+
+/* One tensor's float32 view.  dq.to_float NULL: none. */
+struct gfs_vt {
+    struct gguf_dq dq;
+    uint64_t elems; /* values */
+    uint64_t bytes; /* bytes of data its blocks take (<= the tensor's) */
+    uint32_t hdr;   /* bytes of its npy header (a multiple of 64) */
+};
+
+struct gfs_hash {
+    int have;
+    uint8_t sha256[32];
+    uint64_t xxh64;
+};
+
+struct gfs_pool; /* vconv.c */
+
+/* Set at mount (gfs_views_init), read-only after, but for mu's fields. */
+struct gfs_views {
+    gguf_ggml *ggml;  /* NULL: ggufs's own converters only */
+    struct gfs_vt *t; /* by global tensor index */
+    int64_t n;
+    /* Guarded by mu, a leaf (taken with fs->lock held for reading, nothing
+     * taken under it): hashes computed so far and index.tsv.  A hash is
+     * computed without mu held; two first requests may both compute it. */
+    pthread_mutex_t mu;
+    struct gfs_hash *h;  /* by tensor */
+    struct gfs_hash all; /* every tensor in order: tensors/ */
+    struct gfs_text *index;
+    struct gfs_pool *pool; /* started by the first large read */
+};
+
+/* The npy header of tensor i into buf (>= 256 bytes); its length. */
+size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf);
+
+/* vconv.c.  Converts blocks [b0, b1) of tensor i into dst (b1 - b0 times
+ * blck floats), reading only those blocks through gfs_data_read; large
+ * ranges are split over the pool's threads.  0 or errno.  Caller holds
+ * fs->lock (read) for the whole call. */
+int gfs_vconv(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1, float *dst);
+void gfs_pool_stop(struct gfs_views *v);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * test_dequant - ggufs's own float32 converters on hand-made blocks whose
+ * values are worked out here from docs/format.md, Tensor block formats
+ * (half edge cases: subnormals, infinities, NaNs made quiet), the choice
+ * of converter, the extent arithmetic, and the refusals of
+ * gguf_ggml_load (a missing file, one writable by others, one that is not
+ * a library); with ggml's library at hand ($GGUFS_GGML_LIB or .deps), that
+ * it loads and converts the types ggufs leaves to it.
+ */
+#include "dequant.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static void convert(uint32_t type, const void *src, float *dst, int64_t n) {
+    struct gguf_dq dq;
+    ck_assert(gguf_dq_find(NULL, type, &dq));
+    ck_assert(!dq.ggml);
+    dq.to_float(src, dst, n);
+}
+
+START_TEST(halves) {
+    /* half bits -> float bits, worked out by hand */
+    static const uint16_t h[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400,
+                                 0x3c00, 0x7bff, 0x7c00, 0xfc00, 0x7e00,
+                                 0x7d00, 0xc000};
+    static const uint32_t f[] = {0x00000000, 0x80000000, 0x33800000,
+                                 0x387fc000, 0x38800000, 0x3f800000,
+                                 0x477fe000, 0x7f800000, 0xff800000,
+                                 0x7fc00000, 0x7fe00000, 0xc0000000};
+    uint8_t src[2 * 12];
+    for (int i = 0; i < 12; i++) {
+        src[2 * i] = (uint8_t)h[i];
+        src[2 * i + 1] = (uint8_t)(h[i] >> 8);
+    }
+    float out[12];
+    convert(1, src, out, 12);
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(bits(out[i]) == f[i], "half %04x: %08x, want %08x", h[i],
+                      bits(out[i]), f[i]);
+    /* bf16: the upper half of the float */
+    uint8_t b[4] = {0x80, 0x3f, 0xc1, 0xff};
+    convert(30, b, out, 2);
+    ck_assert_uint_eq(bits(out[0]), 0x3f800000);
+    ck_assert_uint_eq(bits(out[1]), 0xffc10000);
+}
+END_TEST
+
+START_TEST(q8_0_q4) {
+    uint8_t blk[34] = {0x00, 0x40}; /* d = 2 */
+    for (int j = 0; j < 32; j++)
+        blk[2 + j] = (uint8_t)(int8_t)(j - 16);
+    float out[32];
+    convert(8, blk, out, 32);
+    for (int j = 0; j < 32; j++)
+        ck_assert(out[j] == (float)((j - 16) * 2));
+    /* q4_0: byte j = low nibble j, high nibble 15 - j */
+    uint8_t q4[18] = {0x00, 0x38}; /* d = 0.5 */
+    for (int j = 0; j < 16; j++)
+        q4[2 + j] = (uint8_t)(j | (15 - j) << 4);
+    convert(2, q4, out, 32);
+    for (int j = 0; j < 16; j++) {
+        ck_assert(out[j] == (float)(j - 8) * 0.5f);
+        ck_assert(out[j + 16] == (float)(15 - j - 8) * 0.5f);
+    }
+    /* q4_1: d = 1, m = -3 */
+    uint8_t q41[20] = {0x00, 0x3c, 0x00, 0xc2};
+    for (int j = 0; j < 16; j++)
+        q41[4 + j] = (uint8_t)(j | (15 - j) << 4);
+    convert(3, q41, out, 32);
+    for (int j = 0; j < 16; j++) {
+        ck_assert(out[j] == (float)j - 3);
+        ck_assert(out[j + 16] == (float)(15 - j) - 3);
+    }
+}
+END_TEST
+
+START_TEST(q5) {
+    /* q5_0: d = 1, qh bit 0 (value 0) and bit 17 (value 17) set, nibbles
+     * all 1: value 0 = 1 + 16 - 16 = 1, value 17 = 17 - 16 = 1, others
+     * 1 - 16 = -15. */
+    uint8_t b[22] = {0x00, 0x3c, 0x01, 0x00, 0x02, 0x00};
+    for (int j = 0; j < 16; j++)
+        b[6 + j] = 0x11;
+    float out[32];
+    convert(6, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        ck_assert_msg(out[j] == (j == 0 || j == 17 ? 1.0f : -15.0f),
+                      "q5_0 value %d: %g", j, out[j]);
+    /* q5_1: d = 2, m = 0.5, qh bit 31 (value 31): 2 * (1 + 16) + 0.5 */
+    uint8_t c[24] = {0x00, 0x40, 0x00, 0x38, 0x00, 0x00, 0x00, 0x80};
+    for (int j = 0; j < 16; j++)
+        c[8 + j] = 0x11;
+    convert(7, c, out, 32);
+    for (int j = 0; j < 32; j++)
+        ck_assert(out[j] == (j == 31 ? 34.5f : 2.5f));
+}
+END_TEST
+
+START_TEST(choice_and_extent) {
+    struct gguf_dq dq;
+    static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        ck_assert(gguf_dq_find(NULL, own[i], &dq) && !dq.ggml);
+    ck_assert(!gguf_dq_find(NULL, 12, &dq)); /* q4_K: ggml's */
+    ck_assert(!gguf_dq_find(NULL, 24, &dq)); /* i8: nobody's */
+    ck_assert(!gguf_dq_find(NULL, 40, &dq));
+    uint64_t e, b;
+    int64_t ne[4] = {512, 3, 2, 1};
+    ck_assert(gguf_dq_extent(NULL, 12, 4, ne, &e, &b));
+    ck_assert_uint_eq(e, 3072);
+    ck_assert_uint_eq(b, 12 * 144);
+    ne[0] = 100; /* not a multiple of 256 */
+    ck_assert(!gguf_dq_extent(NULL, 12, 4, ne, &e, &b));
+    int64_t huge[4] = {INT64_C(1) << 40, INT64_C(1) << 30, 1, 1};
+    ck_assert(!gguf_dq_extent(NULL, 0, 4, huge, &e, &b));
+    ck_assert(!gguf_dq_extent(NULL, 40, 4, ne, &e, &b)); /* unknown */
+}
+END_TEST
+
+START_TEST(load_refusals) {
+    gguf_ggml *g = NULL;
+    struct gguf_error err = {0};
+    ck_assert_int_eq(gguf_ggml_load(&g, "/nonexistent/libggml-base.so", &err),
+                     GGUF_E_IO);
+    ck_assert(strstr(err.msg, "/nonexistent"));
+    char dir[] = "/tmp/ggufs-dq-XXXXXX";
+    ck_assert(mkdtemp(dir));
+    chmod(dir, 0755);
+    char path[64];
+    snprintf(path, sizeof path, "%s/libggml-base.so", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f);
+    fputs("not a library\n", f);
+    fclose(f);
+    chmod(path, 0666); /* writable by others: never loaded */
+    ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_PERM);
+    ck_assert(strstr(err.msg, "writable by nobody else"));
+    chmod(path, 0644);
+    chmod(dir, 0777); /* in a directory anyone may write: never loaded */
+    ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_PERM);
+    chmod(dir, 0755); /* safe, but no library */
+    ck_assert_int_eq(gguf_ggml_load(&g, path, &err), GGUF_E_UNSUPPORTED);
+    ck_assert(strstr(err.msg, "not used"));
+    ck_assert(g == NULL);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* A library that says q4_K has 128 values per block is not used. */
+START_TEST(load_lying) {
+    const char *fake = getenv("FAKE_GGML");
+    ck_assert_msg(fake, "FAKE_GGML is not set (run through meson test)");
+    gguf_ggml *g = NULL;
+    struct gguf_error err = {0};
+    ck_assert_int_eq(gguf_ggml_load(&g, fake, &err), GGUF_E_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "type 12 is not ggufs's q4_K"), "%s",
+                  err.msg);
+    ck_assert(g == NULL);
+}
+END_TEST
+
+START_TEST(load_ggml) {
+    const char *lib = getenv("GGUFS_GGML_LIB"), *src = getenv("GGUFS_SRCDIR");
+    char path[4096];
+    if (!lib || !*lib) {
+        snprintf(path, sizeof path,
+                 "%s/.deps/node_modules/@node-llama-cpp/linux-x64/bins/"
+                 "linux-x64/libggml-base.so",
+                 src ? src : ".");
+        lib = path;
+    }
+    if (access(lib, R_OK) != 0) {
+        fprintf(stderr, "test_dequant: no %s: ggml's part skipped\n", lib);
+        return;
+    }
+    gguf_ggml *g = NULL;
+    struct gguf_error err = {0};
+    ck_assert_msg(gguf_ggml_load(&g, lib, &err) == GGUF_OK, "%s", err.msg);
+    struct gguf_dq dq;
+    ck_assert(gguf_dq_find(g, 12, &dq) && dq.ggml && dq.blck == 256 &&
+              dq.size == 144 && strcmp(dq.name, "q4_K") == 0);
+    ck_assert(gguf_dq_find(g, 8, &dq) && !dq.ggml); /* ggufs's own first */
+    ck_assert(!gguf_dq_find(g, 24, &dq));           /* i8: nobody's */
+    /* ggml's q4_0 and ggufs's agree on a block */
+    uint8_t q4[18] = {0x00, 0x38};
+    for (int j = 0; j < 16; j++)
+        q4[2 + j] = (uint8_t)(j * 17);
+    float a[32], b[32];
+    ck_assert(gguf_ggml_dq(g, 2, &dq));
+    dq.to_float(q4, a, 32);
+    convert(2, q4, b, 32);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    gguf_ggml_unload(g);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("dequant");
+    TCase *tc = tcase_create("all");
+    tcase_add_test(tc, halves);
+    tcase_add_test(tc, q8_0_q4);
+    tcase_add_test(tc, q5);
+    tcase_add_test(tc, choice_and_extent);
+    tcase_add_test(tc, load_refusals);
+    tcase_add_test(tc, load_lying);
+    tcase_add_test(tc, load_ggml);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
