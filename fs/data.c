@@ -15,7 +15,7 @@
 
 int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     struct stat sb;
-    if (n == 0)
+    if (n == 0 || fs->remote)
         return 0;
     if (fstat(gguf_fd(fs->shards[shard]), &sb) == 0 &&
         (uint64_t)sb.st_size >= pos + n)
@@ -31,6 +31,8 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
 
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
+    if (fs->remote)
+        return gfs_remote_read(fs, shard, pos, buf, n);
     int fd = gguf_fd(fs->shards[shard]);
     size_t done = 0;
     while (done < n) {

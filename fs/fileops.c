@@ -166,7 +166,7 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size) {
  * hold the file locked, and their commit refuses a changed file.  No lock:
  * fs->st does not change on a read-only mount.  0 or EIO. */
 static int file_changed(struct gfs *fs) {
-    if (!fs->readonly)
+    if (!fs->readonly || fs->remote) /* remote: checked by every request */
         return 0;
     if (atomic_load(&fs->changed))
         return EIO;
@@ -220,7 +220,8 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
      * weight (the kernel would hold every byte twice). */
     fi->keep_cache = 1;
     fi->noflush = 1;
-    fh->drop = !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
+    fh->drop = !fs->remote &&
+               !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
     return 0;
 }
 
@@ -270,7 +271,7 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
     if (!(fh->text = gfs_view_header(fs, &err)))
         return err;
     fi->noflush = 1;
-    if (fs->n_shards == 1) {
+    if (fs->n_shards == 1 && !fs->remote) {
         uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
         fh->drop = fsz > d && !range_cached(gguf_fd(fs->ctx), d, fsz - d);
     }
@@ -430,6 +431,51 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
+/* reply_copy's buffer, one per worker thread. */
+struct copy_buf {
+    size_t cap;
+    char data[];
+};
+static pthread_key_t copy_key;
+static void copy_key_init(void) {
+    pthread_key_create(&copy_key, free);
+}
+
+/* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
+ * file from pos, copied through gfs_data_read (there is no descriptor to
+ * serve them from).  Caller holds fs->lock (read). */
+static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
+                       const char *mem, size_t mem_n, uint64_t pos,
+                       uint64_t n) {
+    /* One buffer per worker thread, kept (freed when the thread ends): a
+     * fresh malloc of a megabyte per read is an mmap, page faults and
+     * zeroing each time. */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, copy_key_init);
+    struct copy_buf *cb = pthread_getspecific(copy_key);
+    size_t want = mem_n + n ? mem_n + n : 1;
+    if (!cb || want > cb->cap) {
+        struct copy_buf *nb = realloc(cb, sizeof *cb + want);
+        if (!nb) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        cb = nb;
+        cb->cap = want;
+        pthread_setspecific(copy_key, cb);
+    }
+    char *buf = cb->data;
+    int err = 0;
+    if (mem_n)
+        memcpy(buf, mem, mem_n);
+    if (n)
+        err = gfs_data_read(fs, shard, pos, buf + mem_n, (size_t)n);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, buf, mem_n + n);
+}
+
 /* A key opened read-only: the text snapshot taken at open. */
 static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
                       size_t size) {
@@ -476,7 +522,9 @@ static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     gguf_ctx *c = fs->shards[fh->shard];
     uint64_t pos = gguf_data_offset(c) + fh->rel + o;
-    if (gfs_data_short(fs, fh->shard, pos, n))
+    if (fs->remote)
+        reply_copy(req, fs, fh->shard, NULL, 0, pos, n);
+    else if (gfs_data_short(fs, fh->shard, pos, n))
         fuse_reply_err(req, EIO);
     else
         reply_file(req, NULL, 0, gguf_fd(c), pos, n, fh->drop);
@@ -494,7 +542,10 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
-    if (fs->n_shards == 1) {
+    if (fs->n_shards == 1 && fs->remote) {
+        reply_copy(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n, sp.data_pos,
+                   sp.data_n);
+    } else if (fs->n_shards == 1) {
         if (gfs_data_short(fs, 0, sp.data_pos, sp.data_n))
             fuse_reply_err(req, EIO);
         else

@@ -238,6 +238,8 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views; /* f32/, npy/, index.tsv, hashes (views.c) */
+    struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
+                                  local files */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -477,6 +479,39 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
  * it grows past *granted, and with the new size after it shrinks or is
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
+/* remote.c: a model on a web server or the Hub (issue 13).  Remote
+ * mounts are read-only; gfs_data_read serves their bytes through
+ * gfs_remote_read (with readahead along tensor boundaries) and
+ * gfs_data_short is never true for them (their size is fixed by their
+ * identity).  No lock of fs is needed: the sources lock themselves. */
+struct gfs_remote_opts {
+    const char *cache_dir;   /* -o cache=DIR, or NULL: the default */
+    uint64_t cache_max;      /* -o cache_max=SIZE, 0: no bound */
+    const char *header_file; /* -o header=FILE, or NULL */
+    double net_timeout;      /* -o net_timeout=SECONDS, 0: default */
+    int retries;             /* -o net_retries=N, -1: default */
+    int hf;                  /* the source given was hf:// (HF_TOKEN) */
+};
+/* True if source names a remote file (http://, https://, hf://). */
+int gfs_remote_is(const char *source);
+/* The http(s) URL a source names (hf:// resolved); malloc'ed, or NULL
+ * with msg. */
+char *gfs_remote_resolve(const char *source, char *msg, size_t n);
+/* Opens url (and its sibling shards) into fs->shards / fs->n_shards and
+ * fs->remote.  0, or -1 with err and bad (the file at fault). */
+int gfs_remote_open(struct gfs *fs, const char *url,
+                    const struct gfs_remote_opts *o, unsigned flags, char *bad,
+                    size_t bad_len, struct gguf_error *err);
+void gfs_remote_close(struct gfs *fs);
+int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                    size_t n);
+/* The times and size every file of the tree shows (fs->st). */
+void gfs_remote_stat(const struct gfs *fs, struct stat *st);
+/* The root's user.ggufs.url, .identity, .requests (ranged requests sent
+ * so far); ENODATA for other names or a local mount. */
+int gfs_remote_xattr(const struct gfs *fs, const char *name,
+                     struct gguf_buf *out);
+
 /* One line to stderr (foreground) or syslog.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -36,7 +36,10 @@ enum {
     KEY_MAX_THREADS,
     KEY_MAX_IDLE,
     KEY_MAX_VALUE,
-    KEY_MAX_DRAFTS
+    KEY_MAX_DRAFTS,
+    KEY_CACHE_MAX,
+    KEY_NET_TIMEOUT,
+    KEY_NET_RETRIES
 };
 
 #define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
@@ -53,6 +56,7 @@ struct gfs_opts {
     size_t max_drafts; /* bytes all of them together may hold */
     char *ggml;        /* -o ggml=PATH|none: ggml's library (views.c);
                           fuse_opt's copy, freed by cleanup */
+    struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
     int overlay;              /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path; /* its PATH, or NULL for the default */
 };
@@ -71,7 +75,13 @@ static const struct fuse_opt gfs_opt_spec[] = {
     /* libfuse's own numeric options, checked here (its sscanf takes "-5"
      * as 4294967291) and then passed on */
     FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
-    FUSE_OPT_KEY("max_idle_threads=", KEY_MAX_IDLE), FUSE_OPT_END};
+    FUSE_OPT_KEY("max_idle_threads=", KEY_MAX_IDLE),
+    /* remote sources (issue 13): remote_opt */
+    GFS_OPT("cache=%s", remote.cache_dir, 0),
+    GFS_OPT("header=%s", remote.header_file, 0),
+    FUSE_OPT_KEY("cache_max=", KEY_CACHE_MAX),
+    FUSE_OPT_KEY("net_timeout=", KEY_NET_TIMEOUT),
+    FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES), FUSE_OPT_END};
 
 /* ---- usage errors ----------------------------------------------------
  * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,
@@ -205,6 +215,42 @@ static int numeric_opt(struct gfs_opts *o, const char *arg, int key) {
     return 1; /* libfuse's: keep it */
 }
 
+/* The numeric options of remote sources (issue 13); 0 or -1. */
+static int remote_opt(struct gfs_opts *o, const char *arg, int key) {
+    const char *val = strchr(arg, '=') + 1;
+    size_t sz;
+    long n;
+    char *end = NULL;
+    double t;
+    switch (key) {
+    case KEY_CACHE_MAX:
+        if (parse_size(val, 0, SIZE_MAX >> 1, &sz) == 0) {
+            o->remote.cache_max = sz;
+            return 0;
+        }
+        usage_note("-o %s: the size is a number of bytes (suffix K, M or G)",
+                   arg);
+        return -1;
+    case KEY_NET_TIMEOUT:
+        t = *val ? strtod(val, &end) : -1;
+        if (end && !*end && isfinite(t) && t >= 0.1 && t <= 3600) {
+            o->remote.net_timeout = t;
+            return 0;
+        }
+        usage_note("-o %s: the timeout is a number of seconds from 0.1 to "
+                   "3600",
+                   arg);
+        return -1;
+    default:
+        if (parse_count(val, 0, 20, &n) == 0) {
+            o->remote.retries = (int)n;
+            return 0;
+        }
+        usage_note("-o %s: expected a whole number from 0 to 20", arg);
+        return -1;
+    }
+}
+
 /* Takes the first non-option as the GGUF and the second as the mountpoint
  * (a third is a usage error); checks numeric options; leaves every other
  * option to libfuse, whose parsers check them (check_fuse_options). */
@@ -226,6 +272,10 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     case KEY_MAX_THREADS:
     case KEY_MAX_IDLE:
         return numeric_opt(o, arg, key);
+    case KEY_CACHE_MAX:
+    case KEY_NET_TIMEOUT:
+    case KEY_NET_RETRIES:
+        return remote_opt(o, arg, key);
     case KEY_RO:
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
@@ -552,7 +602,7 @@ out:
 
 static void usage(const char *prog) {
     printf(
-        "usage: %s [options] FILE.gguf MOUNTPOINT\n"
+        "usage: %s [options] FILE.gguf|URL MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
@@ -577,7 +627,15 @@ static void usage(const char *prog) {
         "                           (default: $GGUFS_GGML_LIB, else the usual\n"
         "                           places; none: ggufs's own converters only)\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
-        "                           file (default PATH in ~/.local/state/ggufs)\n\n",
+        "                           file (default PATH in ~/.local/state/ggufs)\n\n"
+        "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
+        "mounted read-only through a block cache:\n"
+        "    -o header=FILE         extra request headers, 'Name: value' lines\n"
+        "                           (sent to the URL's own host only)\n"
+        "    -o cache=DIR           the cache (default ~/.cache/ggufs)\n"
+        "    -o cache_max=SIZE      bound on the cache (K, M, G; default none)\n"
+        "    -o net_timeout=SECONDS connect and low-speed timeout (default 15)\n"
+        "    -o net_retries=N       retries of a failed request (default 3)\n\n",
         prog, prog, prog, prog, prog);
 }
 
@@ -705,18 +763,68 @@ static int overlay_rdwr(const struct gfs_main *m) {
 /* -o overlay: the overlay found and applied once the GGUF is open
  * (fs/overlay.c).  0 or -1 after one line. */
 static int setup_overlay(struct gfs_main *m) {
+    int remote = gfs_remote_is(m->o.file);
     if (!overlay_wanted(m)) {
-        gfs_overlay_note(m->path, m->o.file);
+        if (!remote)
+            gfs_overlay_note(m->path, m->o.file);
         return 0;
+    }
+    /* The library's identity has the URL and ETag (gguf_overlay_identify);
+     * the remote mount is read-only and has no lock of its own yet. */
+    if (remote) {
+        fprintf(stderr,
+                "ggufs: %s: -o overlay is not supported for remote sources "
+                "yet\n",
+                m->o.file);
+        return -1;
     }
     return gfs_overlay_setup(&m->fs, m->path, NULL, m->o.overlay_path,
                              m->o.file);
+}
+
+/* Source selection (issue 13): an http(s):// or hf:// source is opened
+ * through fs/remote.c, read-only; there is no file to recover, lock or
+ * keep pending edits of.  0, or -1 after one line on stderr naming the
+ * source (or the shard at fault). */
+static int open_remote(struct gfs_main *m) {
+    struct gguf_error gerr = {0};
+    char bad[PATH_MAX + 64], msg[512];
+    m->o.remote.hf = strncmp(m->o.file, "hf://", 5) == 0;
+    if (!(m->path = gfs_remote_resolve(m->o.file, msg, sizeof msg))) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, msg);
+        return -1;
+    }
+    if (!m->o.readonly) {
+        m->o.readonly = 1;
+        fuse_opt_add_arg(&m->args, "-oro");
+    }
+    unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
+    if (gfs_remote_open(&m->fs, m->path, &m->o.remote, flags, bad,
+                        sizeof bad, &gerr) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n",
+                strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg);
+        return -1;
+    }
+    m->fs.ctx = m->fs.shards[0];
+    if (gfs_view_layout(&m->fs, &gerr) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
+        return -1;
+    }
+    for (int sh = 0; sh < m->fs.n_shards; sh++)
+        for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
+            fprintf(stderr, "ggufs: %s: warning: %s\n",
+                    sh ? gguf_path(m->fs.shards[sh]) : m->o.file,
+                    gguf_warning(m->fs.shards[sh], w));
+    gfs_remote_stat(&m->fs, &m->fs.st);
+    return 0;
 }
 
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and
  * locked.  0, or -1 after one line on stderr. */
 static int open_gguf(struct gfs_main *m) {
     struct gguf_error gerr = {0};
+    if (gfs_remote_is(m->o.file))
+        return open_remote(m);
     /* Absolute: the daemon changes its directory to / when it detaches. */
     m->path = realpath(m->o.file, NULL);
     if (!m->path) {
@@ -946,6 +1054,9 @@ static int cleanup(struct gfs_main *m, int status) {
     gfs_overlay_free(&m->fs);
     free((char *)m->o.overlay_path); /* fuse_opt's copy of -o overlay= */
     gguf_close_set(m->fs.shards, m->fs.n_shards);
+    gfs_remote_close(&m->fs);
+    free((char *)m->o.remote.cache_dir); /* strdup'ed by fuse_opt_parse */
+    free((char *)m->o.remote.header_file);
     gguf_file_close(&m->file);
     free(m->path);
     free(m->live_name);
@@ -979,7 +1090,8 @@ int main(int argc, char *argv[]) {
     struct gfs_main m = {
         .args = FUSE_ARGS_INIT(argc, argv),
         .o = {.timeout = 3600.0, .max_value = GFS_MAX_VALUE_DEFAULT,
-              .max_drafts = GFS_MAX_DRAFTS_DEFAULT},
+              .max_drafts = GFS_MAX_DRAFTS_DEFAULT,
+              .remote = {.retries = -1}},
         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)

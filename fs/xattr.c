@@ -102,7 +102,7 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
             snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
             return add_str(out, tmp);
         }
-        return ENODATA;
+        return gfs_remote_xattr(fs, name, out);
     default:
         return ENODATA;
     }

@@ -212,6 +212,29 @@ enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
 /* Same, on bytes in memory (copied); used by tests and fuzzers. */
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
                                unsigned flags, struct gguf_error *err);
+/* A source of a GGUF's bytes other than a local file (a remote one, see
+ * remote/): the parser asks read for growing ranges of the header
+ * (first_chunk bytes first, 0: 1 MiB, then at least double, or what a
+ * count says is needed; never past size).  read fills buf with n bytes at
+ * off, or fewer only where the source ends (*got), and returns GGUF_OK;
+ * else a status and err naming what failed.  A local file opened by
+ * gguf_open/gguf_open_file is read through the same interface. */
+struct gguf_reader {
+    enum gguf_status (*read)(void *u, uint64_t off, void *buf, size_t n,
+                             size_t *got, struct gguf_error *err);
+    void *u;
+    uint64_t size;        /* bytes in the source */
+    uint64_t first_chunk; /* bytes of the first read; 0: 1 MiB */
+};
+/* Parses and validates the header read through rd, as gguf_open does.
+ * The context has no file descriptor (gguf_fd is -1) and name (a URL) as
+ * its path; it can be read and edited in memory, never committed
+ * (GGUF_OPEN_RDWR is refused).  The context keeps rd (the unedited live
+ * header is the source's own bytes, read through it): the source must
+ * outlive the context. */
+enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
+                                  const char *name, unsigned flags,
+                                  struct gguf_error *err);
 /* The header ctx was opened from, as it was read (before any edit; a
  * commit does not change it), parsed again from the bytes ctx keeps: no
  * I/O, whatever the source (a file, a remote reader).  A memory context
@@ -424,6 +447,16 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
 enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
                                unsigned flags, gguf_ctx ***out, int *n, char *bad,
                                size_t bad_len, struct gguf_error *err);
+/* The same for any source: open(u, name, flags, &ctx, err) opens one file
+ * of the set, path first, then each sibling named like it
+ * (NAME-0000K-of-0000N.gguf: the same prefix, a URL's too). */
+typedef enum gguf_status (*gguf_opener)(void *u, const char *name,
+                                        unsigned flags, gguf_ctx **out,
+                                        struct gguf_error *err);
+enum gguf_status gguf_open_set_by(const char *path, gguf_opener open, void *u,
+                                  unsigned flags, gguf_ctx ***out, int *n,
+                                  char *bad, size_t bad_len,
+                                  struct gguf_error *err);
 void gguf_close_set(gguf_ctx **v, int n);
 /* The context of the single file gguf-split --merge would write for the
  * set: the first shard's keys (split.count set to 0, which moves it last),

@@ -56,7 +56,10 @@ struct gguf_index {
 
 struct gguf_ctx {
     char *path; /* NULL for memory contexts */
-    int fd;     /* -1 for memory contexts */
+    int fd;     /* -1 for memory and reader contexts */
+    struct gguf_reader rd; /* reader contexts (gguf_open_reader): the
+                              source, which outlives the context; else
+                              rd.read is NULL */
     dev_t dev;  /* identity of the file when opened (for commits) */
     ino_t ino;
     int64_t mtime_ns;

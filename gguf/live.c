@@ -78,10 +78,20 @@ static enum gguf_status own_header(const gguf_ctx *ctx, struct gguf_buf *out,
                          (unsigned long long)d);
     size_t got = 0;
     while (got < d) {
-        ssize_t r = pread(ctx->fd, out->p + got, (size_t)d - got, (off_t)got);
-        if (r <= 0)
+        size_t r = 0;
+        if (ctx->fd < 0) {
+            st = ctx->rd.read(ctx->rd.u, got, out->p + got, (size_t)d - got,
+                              &r, err);
+            if (st != GGUF_OK)
+                return st;
+        } else {
+            ssize_t k =
+                pread(ctx->fd, out->p + got, (size_t)d - got, (off_t)got);
+            r = k > 0 ? (size_t)k : 0;
+        }
+        if (r == 0)
             return gguf_fail(err, GGUF_E_IO, "reading the header at %zu", got);
-        got += (size_t)r;
+        got += r;
     }
     out->len = got;
     return GGUF_OK;
@@ -110,7 +120,7 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
     hdr->len = 0;
     *how = GGUF_PLAN_UNCHANGED;
     *data_offset = d;
-    if (!ctx->dirty && ctx->fd >= 0)
+    if (!ctx->dirty && (ctx->fd >= 0 || ctx->rd.read))
         return own_header(ctx, hdr, err);
     st = gguf_write_header(ctx, d, hdr, &fit);
     if (st == GGUF_OK) {

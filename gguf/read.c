@@ -3,9 +3,12 @@
  * validating its header into a context.  The context's lifetime, warnings
  * and getters are in ctx.c.
  *
- * Reading.  The header is read with pread in growing chunks (1 MiB, then
- * doubling, never past the file size), so a model of many GiB costs only
- * its header.  While parsing, the buffer may move, so keys, values and
+ * Reading.  The header is read through a struct gguf_reader (gguf.h): a
+ * local file's reader preads its descriptor, a remote source's fetches
+ * ranges; both are asked for growing chunks (the reader's first chunk,
+ * 1 MiB for a file, then at least doubling, or what a count says is
+ * needed; never past the size), so a model of many GiB costs only its
+ * header.  While parsing, the buffer may move, so keys, values and
  * tensor names are recorded as offsets and turned into pointers at the end.
  * Keys and tensor names are copied, NUL-terminated, into one pool
  * (ctx->names); values stay in the header buffer (ctx->hdr) as their
@@ -50,7 +53,7 @@ struct t_off {
 
 struct parse {
     gguf_ctx *ctx;
-    int fd; /* source: fd >= 0, else mem */
+    const struct gguf_reader *rd; /* source: rd, else mem */
     const uint8_t *mem;
     uint64_t size;  /* bytes readable from fd or mem */
     uint64_t fsize; /* the file size the tensor data is checked against:
@@ -86,7 +89,9 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
         return GGUF_OK;
     if (end > pr->size)
         return fail(pr, GGUF_E_FORMAT, "internal: read past the end requested");
-    uint64_t target = pr->have ? pr->have * 2 : FIRST_CHUNK;
+    uint64_t first = pr->rd && pr->rd->first_chunk ? pr->rd->first_chunk
+                                                   : FIRST_CHUNK;
+    uint64_t target = pr->have ? pr->have * 2 : first;
     if (target < end)
         target = end;
     if (target > pr->size)
@@ -99,7 +104,7 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
         return fail(pr, GGUF_E_NOMEM, "out of memory reading %llu header bytes",
                     U(target));
     pr->buf = b;
-    if (pr->fd < 0) {
+    if (!pr->rd) {
         memcpy(b + pr->have, pr->mem + pr->have, (size_t)(target - pr->have));
         pr->have = target;
         return GGUF_OK;
@@ -108,20 +113,36 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
         uint64_t want = target - pr->have;
         if (want > (UINT64_C(1) << 30))
             want = UINT64_C(1) << 30;
-        ssize_t n = pread(pr->fd, b + pr->have, (size_t)want, (off_t)pr->have);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return fail(pr, GGUF_E_IO, "reading the header at offset %llu: %s",
-                        U(pr->have), strerror(errno));
-        if (n == 0)
+        size_t got = 0;
+        enum gguf_status st = pr->rd->read(pr->rd->u, pr->have, b + pr->have,
+                                           (size_t)want, &got, pr->err);
+        if (st != GGUF_OK)
+            return st;
+        if (got == 0)
             return fail(
                 pr, GGUF_E_CHANGED,
                 "the file shrank while its header was read (end at %llu, expected %llu)",
                 U(pr->have), U(pr->size));
-        pr->have += (uint64_t)n;
+        pr->have += got;
     }
     return GGUF_OK;
+}
+
+/* The reader of a local file: pread on its descriptor. */
+static enum gguf_status fd_read(void *u, uint64_t off, void *buf, size_t n,
+                                size_t *got, struct gguf_error *err) {
+    int fd = *(const int *)u;
+    for (;;) {
+        ssize_t r = pread(fd, buf, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return gguf_fail(err, GGUF_E_IO,
+                             "reading the header at offset %llu: %s", U(off),
+                             strerror(errno));
+        *got = (size_t)r;
+        return GGUF_OK;
+    }
 }
 
 /* Grows *p (elements of size elem, capacity *cap) to hold n + 1. */
@@ -176,7 +197,7 @@ static enum gguf_status parse_header(struct parse *pr, uint64_t *n_t,
                                      uint64_t *n_kv) {
     gguf_ctx *ctx = pr->ctx;
     uint64_t F = pr->size;
-    enum gguf_status st = fill(pr, F < FIRST_CHUNK ? F : FIRST_CHUNK);
+    enum gguf_status st = fill(pr, F < HEADER_BYTES ? F : HEADER_BYTES);
     if (st != GGUF_OK)
         return st;
     if (F < 4)
@@ -785,13 +806,14 @@ static enum gguf_status parse_file(struct parse *pr) {
     return GGUF_OK;
 }
 
-/* Parses from fd (>= 0) or mem into ctx, the tensor data checked against
- * fsize; frees the parser's leftovers. */
-static enum gguf_status parse_sized(gguf_ctx *ctx, int fd, const uint8_t *mem,
+/* Parses from rd (if not NULL) or mem into ctx, the tensor data checked
+ * against fsize; frees the parser's leftovers. */
+static enum gguf_status parse_sized(gguf_ctx *ctx, const struct gguf_reader *rd,
+                                    const uint8_t *mem,
                                     uint64_t size, uint64_t fsize,
                                     unsigned flags, struct gguf_error *err) {
     struct parse pr = {.ctx = ctx,
-                       .fd = fd,
+                       .rd = rd,
                        .mem = mem,
                        .size = size,
                        .fsize = fsize,
@@ -811,10 +833,10 @@ static enum gguf_status parse_sized(gguf_ctx *ctx, int fd, const uint8_t *mem,
     return st;
 }
 
-static enum gguf_status parse_into(gguf_ctx *ctx, int fd, const uint8_t *mem,
-                                   uint64_t size, unsigned flags,
-                                   struct gguf_error *err) {
-    return parse_sized(ctx, fd, mem, size, size, flags, err);
+static enum gguf_status parse_into(gguf_ctx *ctx, const struct gguf_reader *rd,
+                                   const uint8_t *mem, uint64_t size,
+                                   unsigned flags, struct gguf_error *err) {
+    return parse_sized(ctx, rd, mem, size, size, flags, err);
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -854,7 +876,8 @@ static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
         (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     ctx->ctime_ns =
         (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
-    st = parse_into(ctx, ctx->fd, NULL, (uint64_t)sb.st_size, flags, err);
+    struct gguf_reader rd = {.read = fd_read, .u = &ctx->fd};
+    st = parse_into(ctx, &rd, NULL, (uint64_t)sb.st_size, flags, err);
 out:
     if (fd >= 0)
         close(fd);
@@ -918,11 +941,34 @@ enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
     gguf_ctx *ctx = gguf_ctx_alloc();
     if (!ctx)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st = parse_into(ctx, -1, data, len, flags, err);
+    enum gguf_status st = parse_into(ctx, NULL, data, len, flags, err);
     if (st != GGUF_OK) {
         gguf_close(ctx);
         return st;
     }
+    *out = ctx;
+    return GGUF_OK;
+}
+
+enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
+                                  const char *name, unsigned flags,
+                                  struct gguf_error *err) {
+    if (!out || !rd || !rd->read || !name)
+        return gguf_fail(err, GGUF_E_INVAL, "no source given");
+    *out = NULL;
+    if (flags & GGUF_OPEN_RDWR)
+        return gguf_fail(err, GGUF_E_PERM, "%s can only be read", name);
+    gguf_ctx *ctx = gguf_ctx_alloc();
+    if (!ctx || !(ctx->path = strdup(name))) {
+        gguf_close(ctx);
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    }
+    enum gguf_status st = parse_into(ctx, rd, NULL, rd->size, flags, err);
+    if (st != GGUF_OK) {
+        gguf_close(ctx);
+        return st;
+    }
+    ctx->rd = *rd;
     *out = ctx;
     return GGUF_OK;
 }
@@ -940,7 +986,8 @@ enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
     gguf_ctx *ctx = gguf_ctx_alloc();
     if (!ctx)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st = parse_sized(ctx, -1, hdr, len, file_size, flags, err);
+    enum gguf_status st =
+        parse_sized(ctx, NULL, hdr, len, file_size, flags, err);
     if (st == GGUF_OK && ctx->data_offset != len)
         st = gguf_fail(
             err, GGUF_E_FORMAT, "header puts the data at %llu, not at %llu",
@@ -957,7 +1004,7 @@ enum gguf_status gguf_open_original(gguf_ctx **out, const gguf_ctx *ctx,
     gguf_ctx *c = gguf_ctx_alloc();
     if (!c)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st = parse_sized(c, -1, ctx->hdr, ctx->hdr_len,
+    enum gguf_status st = parse_sized(c, NULL, ctx->hdr, ctx->hdr_len,
                                       ctx->file_size, flags, err);
     if (st != GGUF_OK) {
         gguf_close(c);

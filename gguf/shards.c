@@ -59,10 +59,33 @@ static enum gguf_status check_shard(gguf_ctx **v, int n, int count,
     return GGUF_OK;
 }
 
+/* gguf_open_set's opener: the first file from its descriptor when given,
+ * the others by path. */
+struct local_open {
+    const char *path;
+    const struct gguf_file *first;
+};
+static enum gguf_status open_local(void *u, const char *name, unsigned flags,
+                                   gguf_ctx **out, struct gguf_error *err) {
+    const struct local_open *lo = u;
+    if (lo->first && name == lo->path)
+        return gguf_open_file(out, lo->first, flags, err);
+    return gguf_open(out, name, flags, err);
+}
+
 enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
                                unsigned flags,
                                gguf_ctx ***out, int *n_out, char *bad,
                                size_t bad_len, struct gguf_error *err) {
+    struct local_open lo = {.path = path, .first = first};
+    return gguf_open_set_by(path, open_local, &lo, flags, out, n_out, bad,
+                            bad_len, err);
+}
+
+enum gguf_status gguf_open_set_by(const char *path, gguf_opener open, void *u,
+                                  unsigned flags, gguf_ctx ***out, int *n_out,
+                                  char *bad, size_t bad_len,
+                                  struct gguf_error *err) {
     gguf_ctx **v = NULL;
     enum gguf_status st;
     int no = 0, count = 0, n = 0;
@@ -74,8 +97,7 @@ enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
     v = calloc(1, sizeof *v);
     if (!v)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    if ((st = first ? gguf_open_file(&v[0], first, flags, err)
-                    : gguf_open(&v[0], path, flags, err)) != GGUF_OK)
+    if ((st = open(u, path, flags, &v[0], err)) != GGUF_OK)
         goto fail;
     n = 1;
     bool named = gguf_split_name(path, &no, &count, &cut);
@@ -127,7 +149,7 @@ enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
         snprintf(name, cut + 32, "%.*s-%05d-of-%05d.gguf", (int)cut, path, s,
                  count);
         snprintf(bad, bad_len, "%s", name);
-        st = gguf_open(&v[n], name, flags & GGUF_OPEN_ALLOW_NESTED, err);
+        st = open(u, name, flags & GGUF_OPEN_ALLOW_NESTED, &v[n], err);
         if (st != GGUF_OK)
             goto fail;
         n++;

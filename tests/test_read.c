@@ -565,6 +565,88 @@ START_TEST(big_header_file) {
 }
 END_TEST
 
+/* gguf_open_reader (issue 13): a source read through struct gguf_reader
+ * (here memory, counting the reads) gets the reader's first chunk, then
+ * growing ranges, never the tensor data; the same bytes parse as through a
+ * file, and a reader's failure is the open's status. */
+struct count_src {
+    const uint8_t *p;
+    size_t len;
+    int reads;
+    uint64_t first_n, max_end;
+    int fail_at; /* read number that fails; 0: none */
+};
+static enum gguf_status count_read(void *u, uint64_t off, void *buf, size_t n,
+                                   size_t *got, struct gguf_error *err) {
+    struct count_src *c = u;
+    if (++c->reads == c->fail_at)
+        return gguf_fail(err, GGUF_E_IO, "network down at %llu",
+                         (unsigned long long)off);
+    if (c->reads == 1)
+        c->first_n = n;
+    size_t m = off < c->len ? (c->len - off < n ? c->len - off : n) : 0;
+    memcpy(buf, c->p + off, m);
+    if (off + m > c->max_end)
+        c->max_end = off + m;
+    *got = m;
+    return GGUF_OK;
+}
+
+START_TEST(reader_source) {
+    struct craft c = {0};
+    size_t big = 300000;
+    char *s = malloc(big + 1);
+    ck_assert_ptr_nonnull(s);
+    memset(s, 'y', big);
+    s[big] = '\0';
+    craft_header(&c, 3, 1, 2);
+    craft_kv_u32(&c, "a", 7);
+    craft_kv_str(&c, "big", s);
+    craft_tensor(&c, "t0", 1, (const int64_t[]){1 << 20}, 0, 0);
+    craft_pad(&c, 32);
+    size_t data_at = craft_len(&c);
+    craft_zeros(&c, 4 << 20);
+    free(s);
+
+    struct count_src src = {.p = craft_data(&c), .len = craft_len(&c)};
+    struct gguf_reader rd = {.read = count_read, .u = &src,
+                             .size = craft_len(&c), .first_chunk = 32768};
+    gguf_ctx *ctx = NULL;
+    struct gguf_error err = {0};
+    ck_assert_msg(gguf_open_reader(&ctx, &rd, "http://h/x.gguf", 0, &err) ==
+                      GGUF_OK, "%s", err.msg);
+    ck_assert_uint_eq(src.first_n, 32768);
+    ck_assert_int_le(src.reads, 6);  /* 32K, then the string's need, ... */
+    /* at most double the header (the doubling), never the whole file */
+    ck_assert_uint_le(src.max_end, 2 * data_at);
+    ck_assert_int_eq(gguf_fd(ctx), -1);
+    ck_assert_str_eq(gguf_path(ctx), "http://h/x.gguf");
+    ck_assert_uint_eq(gguf_data_offset(ctx), data_at);
+    ck_assert_uint_eq(gguf_file_size(ctx), craft_len(&c));
+    const char *v;
+    size_t len;
+    ck_assert(gguf_kv_get_str(ctx, 1, &v, &len));
+    ck_assert_uint_eq(len, big);
+    gguf_close(ctx);
+
+    /* the reader fails on its second read: that status and message */
+    src = (struct count_src){.p = craft_data(&c), .len = craft_len(&c),
+                             .fail_at = 2};
+    ctx = NULL;
+    ck_assert_int_eq(gguf_open_reader(&ctx, &rd, "u", 0, &err), GGUF_E_IO);
+    ck_assert_ptr_null(ctx);
+    ck_assert_ptr_nonnull(strstr(err.msg, "network down at 32768"));
+    /* a source that ends early: "shrank" */
+    src = (struct count_src){.p = craft_data(&c), .len = 40000};
+    ck_assert_int_eq(gguf_open_reader(&ctx, &rd, "u", 0, &err),
+                     GGUF_E_CHANGED);
+    /* never read-write */
+    ck_assert_int_eq(gguf_open_reader(&ctx, &rd, "u", GGUF_OPEN_RDWR, &err),
+                     GGUF_E_PERM);
+    craft_free(&c);
+}
+END_TEST
+
 START_TEST(open_errors) {
     gguf_ctx *ctx = (gguf_ctx *)1;
     struct gguf_error err = {0};
@@ -1002,6 +1084,7 @@ int main(void) {
     tcase_add_test(tc, hostile_fast);
     tcase_add_test(tc, big_header_file);
     tcase_add_test(tc, open_errors);
+    tcase_add_test(tc, reader_source);
     tcase_add_test(tc, new_ctx);
     tcase_add_test(tc, real_files);
     tcase_add_test(tc, truncation_every_byte);

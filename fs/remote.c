@@ -1,0 +1,202 @@
+/*
+ * remote.c - a model that lives on a web server or the Hugging Face Hub
+ * (issue 13), as the FUSE layer sees it: the shards' remote sources
+ * (remote/remote.h), their headers parsed through struct gguf_reader, and
+ * the one read function gfs_data_read calls for them.  Remote mounts are
+ * read-only; everything else of the tree is the same as for a local file.
+ */
+#include "ggufs.h"
+#include "remote.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gfs_remote {
+    struct rmt_opts opts;
+    struct rmt_src **src; /* per shard, in opening order */
+    int n;
+    uint64_t **ends; /* per shard: tensor data ends (absolute), sorted */
+    int64_t *n_ends;
+    struct gfs *fs;
+};
+
+/* Log lines of the sources: stderr until the mount is set up, then the
+ * daemon's log. */
+static void remote_log(void *u, const char *line) {
+    struct gfs *fs = u;
+    if (!fs->mnt)
+        fprintf(stderr, "ggufs: %s\n", line);
+    else
+        gfs_log(fs, "%s", line);
+}
+
+static enum gguf_status src_read(void *u, uint64_t off, void *buf, size_t n,
+                                 size_t *got, struct gguf_error *err) {
+    struct rmt_src *s = u;
+    uint64_t size = rmt_size(s);
+    if (off >= size) {
+        *got = 0;
+        return GGUF_OK;
+    }
+    if (n > size - off)
+        n = (size_t)(size - off);
+    int e = rmt_read(s, off, buf, n, 0);
+    if (e)
+        return gguf_fail(err, GGUF_E_IO, "%s",
+                         rmt_error()[0] ? rmt_error() : strerror(e));
+    *got = n;
+    return GGUF_OK;
+}
+
+/* gguf_open_set_by's opener: the first URL with rmt_open, siblings like
+ * it; each file's header through its source. */
+static enum gguf_status open_one(void *u, const char *name, unsigned flags,
+                                 gguf_ctx **out, struct gguf_error *err) {
+    struct gfs_remote *r = u;
+    struct rmt_src *s = NULL, **v;
+    char msg[512];
+    int rc = r->n ? rmt_open_sibling(r->src[0], name, &s, msg, sizeof msg)
+                  : rmt_open(name, &r->opts, &s, msg, sizeof msg);
+    if (rc != 0)
+        return gguf_fail(err, GGUF_E_IO, "%s", msg);
+    if (!(v = realloc(r->src, (size_t)(r->n + 1) * sizeof *v))) {
+        rmt_close(s);
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    }
+    r->src = v;
+    r->src[r->n++] = s;
+    struct gguf_reader rd = {
+        .read = src_read, .u = s, .size = rmt_size(s), .first_chunk = 65536};
+    return gguf_open_reader(out, &rd, rmt_url(s), flags, err);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted ends of each shard's tensors, for readahead hints. */
+static int tensor_ends(struct gfs_remote *r, struct gfs *fs) {
+    if (!(r->ends = calloc((size_t)fs->n_shards, sizeof *r->ends)) ||
+        !(r->n_ends = calloc((size_t)fs->n_shards, sizeof *r->n_ends)))
+        return -1;
+    for (int sh = 0; sh < fs->n_shards; sh++) {
+        gguf_ctx *c = fs->shards[sh];
+        int64_t nt = gguf_n_tensors(c);
+        if (!(r->ends[sh] = malloc((size_t)(nt + 1) * sizeof **r->ends)))
+            return -1;
+        for (int64_t i = 0; i < nt; i++)
+            r->ends[sh][i] = gguf_tensor_offset(c, i) + gguf_tensor_size(c, i);
+        qsort(r->ends[sh], (size_t)nt, sizeof **r->ends, cmp_u64);
+        r->n_ends[sh] = nt;
+    }
+    return 0;
+}
+
+int gfs_remote_open(struct gfs *fs, const char *url,
+                    const struct gfs_remote_opts *o, unsigned flags, char *bad,
+                    size_t bad_len, struct gguf_error *err) {
+    struct gfs_remote *r = calloc(1, sizeof *r);
+    if (!r)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
+    r->fs = fs;
+    r->opts = (struct rmt_opts){.cache_dir = o->cache_dir,
+                                .cache_max = o->cache_max,
+                                .header_file = o->header_file,
+                                .hf = o->hf,
+                                .timeout = o->net_timeout,
+                                .retries = o->retries,
+                                .log = remote_log,
+                                .log_u = fs};
+    fs->remote = r;
+    if (gguf_open_set_by(url, open_one, r, flags, &fs->shards, &fs->n_shards,
+                         bad, bad_len, err) != GGUF_OK)
+        return -1;
+    if (tensor_ends(r, fs) != 0)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
+    return 0;
+}
+
+void gfs_remote_close(struct gfs *fs) {
+    struct gfs_remote *r = fs->remote;
+    if (!r)
+        return;
+    for (int i = 0; i < r->n; i++)
+        rmt_close(r->src[i]);
+    for (int i = 0; r->ends && i < fs->n_shards; i++)
+        free(r->ends[i]);
+    free(r->ends);
+    free(r->n_ends);
+    free(r->src);
+    free(r);
+    fs->remote = NULL;
+}
+
+int gfs_remote_is(const char *source) {
+    return rmt_is_url(source);
+}
+
+char *gfs_remote_resolve(const char *source, char *msg, size_t n) {
+    return rmt_resolve(source, msg, n);
+}
+
+/* Readahead: the end of the tensor after the one holding pos (a reader of
+ * tensor N will want N+1), or of the one holding it if it is the last. */
+static uint64_t ahead_of(const struct gfs_remote *r, int shard, uint64_t pos) {
+    const uint64_t *e = r->ends[shard];
+    int64_t lo = 0, hi = r->n_ends[shard];
+    while (lo < hi) { /* the first end > pos */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (e[mid] > pos)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo + 1 < r->n_ends[shard])
+        return e[lo + 1];
+    return lo < r->n_ends[shard] ? e[lo] : 0;
+}
+
+int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                    size_t n) {
+    struct gfs_remote *r = fs->remote;
+    if (shard < 0 || shard >= r->n)
+        return EIO;
+    uint64_t ahead = ahead_of(r, shard, pos);
+    return rmt_read(r->src[shard], pos, buf, n, ahead ? ahead : 1);
+}
+
+void gfs_remote_stat(const struct gfs *fs, struct stat *st) {
+    struct rmt_src *s = fs->remote->src[0];
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_size = (off_t)rmt_size(s);
+    st->st_mtim.tv_sec = (time_t)rmt_mtime(s);
+    st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+int gfs_remote_xattr(const struct gfs *fs, const char *name,
+                     struct gguf_buf *out) {
+    const struct gfs_remote *r = fs->remote;
+    char tmp[64];
+    const char *v = NULL;
+    if (!r)
+        return ENODATA;
+    if (strcmp(name, "user.ggufs.url") == 0)
+        v = rmt_url(r->src[0]);
+    else if (strcmp(name, "user.ggufs.identity") == 0)
+        v = rmt_identity(r->src[0]);
+    else if (strcmp(name, "user.ggufs.requests") == 0) {
+        uint64_t sum = 0;
+        for (int i = 0; i < r->n; i++)
+            sum += rmt_requests(r->src[i]);
+        snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)sum);
+        v = tmp;
+    }
+    if (!v)
+        return ENODATA;
+    return gguf_buf_add(out, v, strlen(v)) == GGUF_OK ? 0 : ENOMEM;
+}

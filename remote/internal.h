@@ -1,0 +1,104 @@
+/*
+ * internal.h - the remote library's parts: http.c (requests, identity,
+ * redirects, credentials, retries), cache.c (the durable block store),
+ * source.c (blocks' states, the read path, readahead workers).
+ */
+#ifndef GGUFS_REMOTE_INTERNAL_H
+#define GGUFS_REMOTE_INTERNAL_H
+
+#include "remote.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* ---- http.c ------------------------------------------------------------ */
+
+/* What a server said about a file: the identity every later request is
+ * conditional on. */
+struct rmt_ident {
+    uint64_t size;
+    char etag[256];   /* strong ETag with its quotes, or "" */
+    char lastmod[64]; /* Last-Modified as sent, or "" */
+    int64_t mtime;    /* Last-Modified parsed, or 0 */
+};
+
+/* One file on one server: URLs, credentials, idle connections. */
+struct rmt_http {
+    char *url;        /* http(s) URL as resolved from what the user gave */
+    char origin[512]; /* scheme://host:port of the user's URL: credentials
+                         go there only */
+    char *hdr_text;   /* the header lines credentials are made of (copied
+                         to siblings) */
+    struct curl_slist *creds; /* header file's lines + HF_TOKEN */
+    double timeout;
+    int retries;
+    struct rmt_ident id;
+    void (*log)(void *u, const char *line);
+    void *log_u;
+    atomic_int changed;     /* the file changed on the server: said once */
+    atomic_ullong n_ranged; /* ranged requests sent */
+    pthread_mutex_t mu;     /* guards eff and the idle handles */
+    char *eff;              /* the URL the last redirect chain ended at */
+    void *idle[16];         /* CURL handles, kept for keep-alive */
+    int n_idle;
+};
+
+/* Opens h for url (http/https/hf): resolves hf://, reads header_file
+ * (hf: HF_TOKEN is a credential too),
+ * then asks the server (HEAD) for the identity.  0 or -1 with msg. */
+int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
+                  int hf, double timeout, int retries, char *msg, size_t n);
+/* The same credentials and settings as first, for another URL. */
+int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
+                       const char *url, char *msg, size_t n);
+void rmt_http_close(struct rmt_http *h);
+/* Fetches bytes [off, off + n) of the file's version h->id, retrying as
+ * remote.h says: sink(u, at, p, len) receives them in order, at counting
+ * from 0 (a retry starts again at 0); nonzero from it fails the request.
+ * 0, or EIO with msg (no URL in it). */
+int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
+                 int (*sink)(void *u, uint64_t at, const void *p, size_t n),
+                 void *u, char *msg, size_t msgn);
+/* A line to the log, "URL: what". */
+void rmt_logf(const struct rmt_http *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- cache.c ----------------------------------------------------------- */
+
+#define RMT_BLOCK ((uint64_t)64 << 10) /* bytes per cache block */
+
+/* A cache entry: one file version's blocks, durable on disk. */
+struct rmt_cache;
+/* Opens (creating) the entry for key (url, identity, size) under dir.
+ * present[b] is set to 1 and hash[b] to the recorded hash for each block
+ * the entry holds (nb blocks).  0 or -1 with msg. */
+int rmt_cache_open(const char *dir, const char *key, uint64_t size,
+                   uint64_t max, uint8_t *present, uint64_t *hash,
+                   struct rmt_cache **out, char *msg, size_t n);
+void rmt_cache_close(struct rmt_cache *c);
+/* Writes n bytes at off into the entry's data (not yet counted).  0 or an
+ * errno. */
+int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
+/* Allocates [off, off + n) of the data at once before a run is written. */
+void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n);
+/* Blocks [b0, b0 + k), written whole, with their hashes: recorded once
+ * durable (batched: cache.c, Rules; rmt_cache_close flushes).  0 or an
+ * errno. */
+int rmt_cache_commit(struct rmt_cache *c, uint64_t b0, uint64_t k,
+                     const uint64_t *hash);
+/* Reads n bytes at off from the entry's data.  0 or an errno. */
+int rmt_cache_pread(struct rmt_cache *c, uint64_t off, void *buf, size_t n);
+/* The hash of a block's bytes (len <= RMT_BLOCK). */
+uint64_t rmt_block_hash(const void *p, size_t len);
+/* Bytes the cache directory holds (all entries), as counted at open and
+ * kept up to date by this mount's stores. */
+uint64_t rmt_cache_bytes(const struct rmt_cache *c);
+/* Frees room until the cache holds at most its bound: other entries
+ * least recently used first (whole), then this entry's blocks listed in
+ * victims (k of them, least recently used first): each is punched out
+ * and recorded absent.  Returns how many of victims were evicted. */
+uint64_t rmt_cache_evict(struct rmt_cache *c, const uint64_t *victims,
+                         uint64_t k);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * remote.h - a GGUF served over HTTP(S) or from the Hugging Face Hub, read
+ * through a local block cache (issue 13).  No FUSE and no GGUF here: fs/
+ * reads bytes with rmt_read, gguf/ parses the header through a struct
+ * gguf_reader that calls it.
+ *
+ * Sources.  http:// and https:// URLs; hf://OWNER/REPO/PATH[@REVISION] is
+ * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/PATH (HF_ENDPOINT defaults to
+ * https://huggingface.co, REVISION to main).
+ *
+ * One version.  rmt_open asks the server (HEAD, redirects followed) for
+ * the file's size and identity: a strong ETag, else Last-Modified (else
+ * the size alone, with a warning).  Every ranged request after that is
+ * conditional (If-Match on the ETag, else If-Unmodified-Since) and its
+ * answer is checked (206, Content-Range with the same total size, the
+ * same ETag or Last-Modified when sent): a file changed on the server
+ * makes reads of bytes not cached fail with EIO and one log line; bytes of
+ * two versions are never served.  The cache is keyed by URL + identity +
+ * size, so versions never mix there either.
+ *
+ * Credentials.  Extra headers (-o header=FILE) and HF_TOKEN (hf:// only,
+ * as "Authorization: Bearer") are sent only to the origin (scheme, host,
+ * port) of the URL the user gave: redirects are followed here, not by
+ * libcurl, and a request to any other origin carries none of them.
+ *
+ * Faults.  Connect and low-speed timeouts (timeout seconds each), a bound
+ * on each request (8 x timeout), retries with backoff (0.5 s, 1 s, 2 s)
+ * on network errors, 5xx and 429, then EIO; a 403/410 from a redirected
+ * URL (an expired signed URL) is resolved again from the original.  A
+ * 401/403/404, or a server that ignores Range, at open: one line naming
+ * the URL and the status, rmt_open fails.
+ *
+ * The cache (cache.c): see its top comment.  Threads: rmt_read may be
+ * called from many threads; readahead runs on worker threads started by
+ * the first rmt_read with a readahead hint (never before: the FUSE daemon
+ * forks after the header was read).
+ */
+#ifndef GGUFS_REMOTE_H
+#define GGUFS_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rmt_opts {
+    const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/ggufs, ~/.cache/ggufs */
+    uint64_t cache_max;      /* bytes; 0: no bound */
+    const char *header_file; /* extra request headers, or NULL */
+    int hf;                  /* the source was hf://: HF_TOKEN may be sent */
+    double timeout;          /* seconds: connect, low speed; 0: 15 */
+    int retries;             /* after the first try; < 0: 3 */
+    /* One line (no newline) for the daemon's log; may be NULL. */
+    void (*log)(void *u, const char *line);
+    void *log_u;
+};
+
+struct rmt_src;
+
+/* True if s names a remote source (http://, https://, hf://). */
+int rmt_is_url(const char *s);
+/* The http(s) URL of a source (hf:// resolved as above; http(s) copied),
+ * malloc'ed; NULL with msg. */
+char *rmt_resolve(const char *url, char *msg, size_t n);
+/* Opens url (http(s); resolve hf:// first, and set o->hf): reads the header file, probes the server,
+ * opens the cache entry.  0, or -1 with msg (one line, no newline,
+ * naming the URL and what is wrong). */
+int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
+             char *msg, size_t n);
+/* Another file of the same origin and options (a shard named like the
+ * first): url is an http(s) URL as rmt_url gives. */
+int rmt_open_sibling(const struct rmt_src *first, const char *url,
+                     struct rmt_src **out, char *msg, size_t n);
+void rmt_close(struct rmt_src *s);
+
+/* The http(s) URL read (hf:// resolved); the size; Last-Modified in
+ * seconds since the epoch (0 if none); the identity as text ("etag
+ * \"...\"", "last-modified ...", "size"). */
+const char *rmt_url(const struct rmt_src *s);
+uint64_t rmt_size(const struct rmt_src *s);
+int64_t rmt_mtime(const struct rmt_src *s);
+const char *rmt_identity(const struct rmt_src *s);
+
+/* Reads n bytes at off (off + n <= size) into buf: from the cache where
+ * it has them, else from the server.  ahead > off + n: the reader will
+ * probably read up to ahead next (the end of the tensor after the one
+ * read): blocks up to there (at most a window) are fetched in the
+ * background.  0, or an errno (EIO: the network failed after retries, the
+ * file changed on the server; the log says which).  ahead == 0: quiet,
+ * no log line for a failure: the caller reports rmt_error(). */
+int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
+             uint64_t ahead);
+
+/* Why the calling thread's last failed rmt_read failed (one line). */
+const char *rmt_error(void);
+
+/* Counters (tests, bench): ranged requests sent, bytes received. */
+uint64_t rmt_requests(const struct rmt_src *s);
+
+#endif

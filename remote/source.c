@@ -1,0 +1,459 @@
+/*
+ * source.c - a remote file as fs/ reads it: each cache block is ABSENT,
+ * FETCHING (one request in flight has it), RECORDED (in the cache from an
+ * earlier mount, not yet hashed again) or PRESENT (safe to serve).
+ *
+ * A read waits for the FETCHING blocks it needs (bounded: the longest a
+ * request and its retries can take), fetches the ABSENT ones itself (runs
+ * of up to SEG_BLOCKS in one request), hashes RECORDED ones against their
+ * record (a mismatch is fetched again), then preads the cache.  With a
+ * readahead hint, runs after the read up to the hint (at most RA_WINDOW
+ * bytes ahead) are queued for N_WORKERS threads: a reader of tensor N
+ * finds tensor N+1 on its way, and requests run in parallel.
+ *
+ * Locks: mu guards the states, ticks, queue (cv: a block left FETCHING;
+ * work: a job was queued).  evict (rwlock) is taken before mu: readers
+ * hold it for reading from the state check to the end of their pread,
+ * eviction for writing (trywrlock: a fetcher never waits for readers).
+ */
+#include "internal.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SEG_BLOCKS 64                  /* 4 MiB per request at most */
+#define RA_WINDOW ((uint64_t)32 << 20) /* readahead past a read */
+#define MIN_DEMAND_BLOCKS 16           /* 1 MiB: small reads fetch more */
+#define N_WORKERS 4
+#define QUEUE_MAX 64
+
+enum { ABSENT, FETCHING, RECORDED, PRESENT };
+
+struct job {
+    uint64_t b0, k;
+};
+
+struct rmt_src {
+    struct rmt_http h;
+    struct rmt_cache *cache;
+    char *key;
+    char ident[400];
+    uint64_t size, nb, max;
+    uint8_t *state;
+    uint64_t *hash;
+    uint32_t *tick; /* last read, for eviction */
+    uint32_t clock;
+    pthread_rwlock_t evict;
+    pthread_mutex_t mu;
+    pthread_cond_t cv, work;
+    struct job queue[QUEUE_MAX];
+    int q_head, q_len;
+    pthread_t workers[N_WORKERS];
+    int n_workers, stop;
+};
+
+const char *rmt_url(const struct rmt_src *s) {
+    return s->h.url;
+}
+uint64_t rmt_size(const struct rmt_src *s) {
+    return s->size;
+}
+int64_t rmt_mtime(const struct rmt_src *s) {
+    return s->h.id.mtime;
+}
+const char *rmt_identity(const struct rmt_src *s) {
+    return s->ident;
+}
+uint64_t rmt_requests(const struct rmt_src *s) {
+    return atomic_load(&s->h.n_ranged);
+}
+
+/* How long a reader may wait for a block: a request and its retries. */
+static double wait_budget(const struct rmt_src *s) {
+    double backoff = 0.5 * ((1 << (s->h.retries + 1)) - 1);
+    return s->h.timeout * 8 * (s->h.retries + 1) + backoff + 5;
+}
+
+/* Fetches blocks [b0, b0 + k) (marked FETCHING by the caller) into the
+ * cache; marks them PRESENT or ABSENT and wakes waiters.  0 or errno. */
+static __thread char last_error[600];
+const char *rmt_error(void) {
+    return last_error;
+}
+
+/* Where a fetch's body goes: the cache's data, each block hashed as its
+ * bytes pass. */
+struct sink {
+    struct rmt_src *s;
+    uint64_t off, len;
+    XXH3_state_t *st; /* one per block */
+    uint64_t *hash;
+};
+
+static int to_cache(void *u, uint64_t at, const void *p, size_t n) {
+    struct sink *k = u;
+    if (rmt_cache_write(k->s->cache, k->off + at, p, n) != 0)
+        return -1;
+    const char *q = p;
+    while (n) {
+        uint64_t b = at / RMT_BLOCK, in = at % RMT_BLOCK;
+        size_t m = RMT_BLOCK - in < n ? (size_t)(RMT_BLOCK - in) : n;
+        if (in == 0) /* a block starts (again, after a retry) */
+            XXH3_64bits_reset(&k->st[b]);
+        XXH3_64bits_update(&k->st[b], q, m);
+        q += m;
+        at += m;
+        n -= m;
+    }
+    return 0;
+}
+
+static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
+    uint64_t off = b0 * RMT_BLOCK, len = k * RMT_BLOCK;
+    if (len > s->size - off)
+        len = s->size - off;
+    char msg[600] = "";
+    uint64_t hashes[SEG_BLOCKS];
+    struct sink sk = {.s = s, .off = off, .len = len, .hash = hashes};
+    sk.st = malloc(k * sizeof *sk.st);
+    rmt_cache_reserve(s->cache, off, len);
+    int err =
+        sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg, sizeof msg)
+              : ENOMEM;
+    if (!err) {
+        for (uint64_t i = 0; i < k; i++)
+            hashes[i] = XXH3_64bits_digest(&sk.st[i]);
+        if ((err = rmt_cache_commit(s->cache, b0, k, hashes)))
+            snprintf(msg, sizeof msg, "cannot write the cache: %s",
+                     strerror(err));
+    }
+    free(sk.st);
+    if (err)
+        snprintf(last_error, sizeof last_error, "reading bytes %llu-%llu: %s",
+                 (unsigned long long)off, (unsigned long long)(off + len - 1),
+                 msg);
+    if (err && !quiet && !atomic_load(&s->h.changed))
+        rmt_logf(&s->h, "reading bytes %llu-%llu: %s", (unsigned long long)off,
+                 (unsigned long long)(off + len - 1), msg);
+    pthread_mutex_lock(&s->mu);
+    for (uint64_t i = 0; i < k; i++) {
+        s->state[b0 + i] = err ? ABSENT : PRESENT;
+        if (!err) {
+            s->hash[b0 + i] = hashes[i];
+            s->tick[b0 + i] = ++s->clock;
+        }
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return err ? EIO : 0;
+}
+
+/* Keeps the cache within its bound: this entry's least recently read
+ * PRESENT blocks are the victims.  Never waits for readers. */
+static void maybe_evict(struct rmt_src *s) {
+    if (pthread_rwlock_trywrlock(&s->evict) != 0)
+        return;
+    enum { MAXV = 256 };
+    uint64_t v[MAXV];
+    uint64_t nv = 0;
+    pthread_mutex_lock(&s->mu);
+    /* The MAXV oldest present blocks, by a simple selection. */
+    for (uint64_t b = 0; b < s->nb; b++) {
+        if (s->state[b] != PRESENT && s->state[b] != RECORDED)
+            continue;
+        if (nv < MAXV) {
+            v[nv++] = b;
+        } else {
+            uint64_t worst = 0;
+            for (uint64_t i = 1; i < nv; i++)
+                if (s->tick[v[i]] > s->tick[v[worst]])
+                    worst = i;
+            if (s->tick[b] < s->tick[v[worst]])
+                v[worst] = b;
+        }
+    }
+    for (uint64_t i = 1; i < nv; i++) /* oldest first */
+        for (uint64_t j = i; j > 0 && s->tick[v[j]] < s->tick[v[j - 1]]; j--) {
+            uint64_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    pthread_mutex_unlock(&s->mu);
+    uint64_t done = rmt_cache_evict(s->cache, v, nv);
+    pthread_mutex_lock(&s->mu);
+    for (uint64_t i = 0; i < done; i++)
+        s->state[v[i]] = ABSENT;
+    pthread_mutex_unlock(&s->mu);
+    pthread_rwlock_unlock(&s->evict);
+}
+
+static void *worker(void *arg) {
+    struct rmt_src *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->q_len && !s->stop)
+            pthread_cond_wait(&s->work, &s->mu);
+        if (s->stop)
+            break;
+        struct job j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % QUEUE_MAX;
+        s->q_len--;
+        pthread_mutex_unlock(&s->mu);
+        if (fetch(s, j.b0, j.k, 0) == 0 && s->max)
+            maybe_evict(s);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Claims the run of ABSENT blocks from b (at most max, not past end):
+ * marks them FETCHING, returns how many.  Caller holds mu. */
+static uint64_t claim(struct rmt_src *s, uint64_t b, uint64_t end,
+                      uint64_t max) {
+    uint64_t k = 0;
+    while (b + k < end && k < max && s->state[b + k] == ABSENT)
+        s->state[b + k++] = FETCHING;
+    return k;
+}
+
+/* Queues the ABSENT runs in [b, end) for the workers, starting them on
+ * first use.  Caller holds mu. */
+static void read_ahead(struct rmt_src *s, uint64_t b, uint64_t end) {
+    if (atomic_load(&s->h.changed))
+        return;
+    while (s->n_workers < N_WORKERS && !s->stop &&
+           pthread_create(&s->workers[s->n_workers], NULL, worker, s) == 0)
+        s->n_workers++;
+    if (!s->n_workers)
+        return;
+    for (; b < end && s->q_len < QUEUE_MAX; b++) {
+        uint64_t k = claim(s, b, end, SEG_BLOCKS);
+        if (!k)
+            continue;
+        s->queue[(s->q_head + s->q_len++) % QUEUE_MAX] = (struct job){b, k};
+        pthread_cond_signal(&s->work);
+        b += k - 1;
+    }
+}
+
+/* The block where readahead for a read ending at end, with the hint
+ * ahead, stops: at most RA_WINDOW past it (a quarter of cache_max at
+ * most: never evict what is ahead), at most the hint, and, short of the
+ * hint, on a SEG_BLOCKS boundary: as the window slides with each read, it
+ * grows by whole requests, not by each read's size. */
+static uint64_t ahead_end(const struct rmt_src *s, uint64_t end,
+                          uint64_t ahead) {
+    uint64_t a = ahead < s->size ? ahead : s->size;
+    uint64_t win = RA_WINDOW;
+    if (s->max && win > s->max / 4)
+        win = s->max / 4;
+    uint64_t hint = (a + RMT_BLOCK - 1) / RMT_BLOCK;
+    if (a <= end + win)
+        return hint;
+    uint64_t eb = (end + win) / RMT_BLOCK;
+    return eb / SEG_BLOCKS * SEG_BLOCKS;
+}
+
+static int timed_wait(struct rmt_src *s, const struct timespec *deadline) {
+    return pthread_cond_timedwait(&s->cv, &s->mu, deadline);
+}
+
+/* Hashes RECORDED block b against its record: PRESENT if equal, ABSENT
+ * (fetched again) if not.  Caller holds evict (read) and mu; mu is
+ * dropped meanwhile. */
+static void verify(struct rmt_src *s, uint64_t b) {
+    uint64_t off = b * RMT_BLOCK, len = RMT_BLOCK;
+    if (len > s->size - off)
+        len = s->size - off;
+    uint8_t *blk = malloc(RMT_BLOCK); /* once per block and mount */
+    if (!blk)
+        return;
+    uint64_t want = s->hash[b];
+    pthread_mutex_unlock(&s->mu);
+    int ok = rmt_cache_pread(s->cache, off, blk, len) == 0 &&
+             rmt_block_hash(blk, len) == want;
+    free(blk);
+    pthread_mutex_lock(&s->mu);
+    if (s->state[b] == RECORDED)
+        s->state[b] = ok ? PRESENT : ABSENT;
+}
+
+int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
+             uint64_t ahead) {
+    if (n == 0)
+        return 0;
+    if (off > s->size || n > s->size - off)
+        return EIO;
+    uint64_t b0 = off / RMT_BLOCK, b1 = (off + n - 1) / RMT_BLOCK + 1;
+    uint64_t dem_end = b1;
+    if (ahead > off + n) {
+        uint64_t a = ahead < s->size ? ahead : s->size;
+        uint64_t ab = (a + RMT_BLOCK - 1) / RMT_BLOCK;
+        dem_end = b0 + MIN_DEMAND_BLOCKS > ab ? ab : b0 + MIN_DEMAND_BLOCKS;
+        if (dem_end < b1)
+            dem_end = b1;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    double bud = wait_budget(s);
+    deadline.tv_sec += (time_t)bud;
+    int err = 0;
+
+    pthread_rwlock_rdlock(&s->evict);
+    pthread_mutex_lock(&s->mu);
+    /* Readahead first, from the end of what this read fetches itself:
+     * queued after the read's own fetch, it would start too late, and the
+     * reads that follow would each fetch their own small runs. */
+    if (ahead > off + n)
+        read_ahead(s, dem_end, ahead_end(s, off + n, ahead));
+    for (uint64_t b = b0; b < b1 && !err;) {
+        switch (s->state[b]) {
+        case PRESENT:
+            s->tick[b] = ++s->clock;
+            b++;
+            break;
+        case RECORDED:
+            verify(s, b);
+            break;
+        case FETCHING:
+            if (timed_wait(s, &deadline) != 0 && s->state[b] == FETCHING) {
+                snprintf(last_error, sizeof last_error,
+                         "no answer within %.0f s", bud);
+                rmt_logf(&s->h, "no answer for byte %llu within %.0f s",
+                         (unsigned long long)(b * RMT_BLOCK), bud);
+                err = EIO;
+            }
+            break;
+        default: {
+            if (atomic_load(&s->h.changed)) {
+                snprintf(last_error, sizeof last_error,
+                         "the file changed on the server");
+                err = EIO;
+                break;
+            }
+            /* Fetching needs no evict lock: give it up meanwhile, so an
+             * eviction after another fetch is not held off. */
+            uint64_t k = claim(s, b, dem_end > b1 ? dem_end : b1, SEG_BLOCKS);
+            pthread_mutex_unlock(&s->mu);
+            pthread_rwlock_unlock(&s->evict);
+            err = fetch(s, b, k, ahead == 0);
+            pthread_rwlock_rdlock(&s->evict);
+            pthread_mutex_lock(&s->mu);
+            b = b0; /* evicted meanwhile? look again */
+        }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!err)
+        err = rmt_cache_pread(s->cache, off, buf, n);
+    pthread_rwlock_unlock(&s->evict);
+    if (!err && s->max)
+        maybe_evict(s); /* after the pread: never the blocks just read */
+    return err;
+}
+
+static void log_stderr(void *u, const char *line) {
+    (void)u;
+    fprintf(stderr, "ggufs: %s\n", line);
+}
+
+/* After the http part is open: states, cache entry.  0 or -1. */
+static int finish_open(struct rmt_src *s, const struct rmt_opts *o, char *msg,
+                       size_t n) {
+    const struct rmt_ident *id = &s->h.id;
+    s->size = id->size;
+    s->max = o->cache_max;
+    s->nb = (s->size + RMT_BLOCK - 1) / RMT_BLOCK;
+    if (id->etag[0])
+        snprintf(s->ident, sizeof s->ident, "etag %s", id->etag);
+    else if (id->lastmod[0])
+        snprintf(s->ident, sizeof s->ident, "last-modified %s", id->lastmod);
+    else
+        snprintf(s->ident, sizeof s->ident, "size");
+    pthread_rwlock_init(&s->evict, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->work, NULL);
+    if (!(s->state = calloc(s->nb + 1, 1)) ||
+        !(s->hash = calloc(s->nb + 1, sizeof *s->hash)) ||
+        !(s->tick = calloc(s->nb + 1, sizeof *s->tick)) ||
+        asprintf(&s->key, "%s\n%s\n%llu\n", s->h.url, s->ident,
+                 (unsigned long long)s->size) < 0) {
+        s->key = NULL;
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    if (rmt_cache_open(o->cache_dir, s->key, s->size, o->cache_max, s->state,
+                       s->hash, &s->cache, msg, n) != 0)
+        return -1;
+    for (uint64_t b = 0; b < s->nb; b++)
+        s->state[b] = s->state[b] ? RECORDED : ABSENT;
+    return 0;
+}
+
+static struct rmt_opts saved_opts; /* siblings use the first's */
+
+int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
+             char *msg, size_t n) {
+    struct rmt_src *s = calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    s->h.log = o->log ? o->log : log_stderr;
+    s->h.log_u = o->log_u;
+    if (rmt_http_open(&s->h, url, o->header_file, o->hf, o->timeout, o->retries,
+                      msg, n) != 0 ||
+        finish_open(s, o, msg, n) != 0) {
+        rmt_close(s);
+        return -1;
+    }
+    saved_opts = *o;
+    *out = s;
+    return 0;
+}
+
+int rmt_open_sibling(const struct rmt_src *first, const char *url,
+                     struct rmt_src **out, char *msg, size_t n) {
+    struct rmt_src *s = calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    if (rmt_http_open_like(&s->h, &first->h, url, msg, n) != 0 ||
+        finish_open(s, &saved_opts, msg, n) != 0) {
+        rmt_close(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void rmt_close(struct rmt_src *s) {
+    if (!s)
+        return;
+    if (s->state) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_broadcast(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < s->n_workers; i++)
+            pthread_join(s->workers[i], NULL);
+    }
+    rmt_cache_close(s->cache);
+    rmt_http_close(&s->h);
+    free(s->state);
+    free(s->hash);
+    free(s->tick);
+    free(s->key);
+    free(s);
+}
