@@ -32,6 +32,8 @@ there even root cannot write it).
      mounted, nothing removed by --overlay-drop.
   8. a shard set in a read-only directory: the overlay belongs to the set.
   9. --overlay-drop says what it did; the model is as it was.
+ 10. -o overlay of a remote source (nginx): refused with one line (not
+     supported yet).
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSPLIT, REFDUMP,
 GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
@@ -552,6 +554,26 @@ def section_drop(t):
     log("ok   --overlay-drop: %s; the mount shows the model as it is" % said)
 
 
+def section_remote(t):
+    """Overlays of remote sources are not supported yet: one line, exit 1,
+    nothing mounted (the source is reached first)."""
+    import webserver as W
+    if not W.exe():
+        log("SKIP (part) remote source: nginx is not installed")
+        return
+    www = os.path.join(t.tmp, "www")
+    os.mkdir(www)
+    os.chmod(t.tmp, 0o755)
+    shutil.copyfile(t.model_path, os.path.join(www, "m.gguf"))
+    ngx = W.Nginx(os.path.join(t.tmp, "nginx"), www)
+    try:
+        url = ngx.url("m.gguf")
+        refused(t, ["-o", "overlay", "-o", "cache=" + os.path.join(t.tmp, "cache")], url, None,
+                "-o overlay of a remote source", ("not supported for remote sources",))
+    finally:
+        ngx.stop()
+
+
 def main():
     J.require_fuse()
     t = T()
@@ -598,6 +620,7 @@ def main():
             section_hostile(t)
             section_shards(t)
             section_drop(t)
+            section_remote(t)
         if sha(t.src) != t.sha0:
             raise Fail("the read-only source changed")
     finally:
