@@ -237,7 +237,7 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
      * (`echo 32 > meta/general.alignment` fails), not at close. */
     if (wants_write && gfs_meta_unwritable(fs, i))
         return gfs_meta_refuse_protected(fs, i, "opening for writing");
-    struct gfs_text *t = gfs_text_get(fs, i, &err);
+    struct gfs_text *t = gfs_text_open(fs, i, &err);
     if (!t)
         return err;
     /* On a read-write mount the kernel's page cache of a meta file would
@@ -476,10 +476,28 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
         fuse_reply_buf(req, buf, mem_n + n);
 }
 
-/* A key opened read-only: the text snapshot taken at open. */
-static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
-                      size_t size) {
+/* Replies with the bytes [off, off + size) of a windowed text (tree.c:
+ * made for this read).  Caller holds no lock but fh->mu. */
+static void reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
+                         off_t off, size_t size) {
+    struct gguf_buf b = {0};
+    int err = gfs_text_read(fs, t, (uint64_t)off, size, &b);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, (const char *)b.p, b.len);
+    gguf_buf_free(&b);
+}
+
+/* A key opened read-only: the text snapshot taken at open (a windowed
+ * text: the value as it was at open, or ESTALE). */
+static void read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                      off_t off, size_t size) {
     struct gfs_text *t = fh->text;
+    if (t->windowed) {
+        reply_window(req, fs, t, off, size);
+        return;
+    }
     atomic_fetch_add(&t->refs, 1);
     reply_bytes(req, t->data, t->len, off, size);
     gfs_text_put(t);
@@ -487,9 +505,14 @@ static void read_text(fuse_req_t req, struct gfs_fh *fh, off_t off,
 
 /* A key opened for writing: its draft (the text at open until the first
  * write or truncate). */
-static void read_draft(fuse_req_t req, struct gfs_fh *fh, off_t off,
-                       size_t size) {
+static void read_draft(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                       off_t off, size_t size) {
     pthread_mutex_lock(&fh->mu);
+    if (!fh->loaded && fh->text->windowed) {
+        reply_window(req, fs, fh->text, off, size);
+        pthread_mutex_unlock(&fh->mu);
+        return;
+    }
     const char *p = fh->loaded ? (const char *)fh->draft.p : fh->text->data;
     size_t len = fh->loaded ? fh->draft.len : fh->text->len;
     size_t o = (uint64_t)off < len ? (size_t)off : len;
@@ -579,9 +602,9 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     }
     if (fh->kind == GFS_KV) {
         if (fh->writable)
-            read_draft(req, fh, off, size);
+            read_draft(req, fs, fh, off, size);
         else
-            read_text(req, fh, off, size);
+            read_text(req, fs, fh, off, size);
         return;
     }
     pthread_rwlock_rdlock(&fs->lock);
@@ -611,8 +634,8 @@ static int draft_load(struct gfs *fs, struct gfs_fh *fh, size_t keep) {
     int e = gfs_mem_grant(fs, &fh->granted, n);
     if (e)
         return e;
-    if (gguf_buf_add(&fh->draft, fh->text->data, n) != GGUF_OK)
-        return ENOMEM;
+    if ((e = gfs_text_read(fs, fh->text, 0, n, &fh->draft)))
+        return e;
     fh->loaded = 1;
     gfs_text_put(fh->text);
     fh->text = NULL;

@@ -133,12 +133,19 @@ struct gfs_ghost {
  * -o max_drafts=SIZE says otherwise. */
 #define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
 /* Texts of values (tree.c).  The size of a file in meta/ is measured, never
- * made; a text is made only when a file is opened, at most GFS_MAX_TEXT
- * bytes (larger values: EFBIG at open, said in the log: a 4 KB sparse
- * header of 400 M bools would make 2.4 GB), and kept for later opens while
- * all kept texts stay under GFS_TEXT_CACHE bytes. */
+ * made.  A text longer than GFS_TEXT_WHOLE is opened windowed (see struct
+ * gfs_text); a shorter one is made whole at open.  Operations that need a
+ * whole text (gfs_text_get: renames onto keys, type changes, backups) make
+ * at most GFS_MAX_TEXT bytes (EFBIG past it, said in the log).  Whole texts
+ * are kept for later opens while all kept texts stay under GFS_TEXT_CACHE
+ * bytes. */
 #define GFS_MAX_TEXT ((uint64_t)256 << 20)
 #define GFS_TEXT_CACHE ((size_t)64 << 20)
+/* Files in meta/ whose text is longer than this are opened windowed (see
+ * struct gfs_text): an open costs a scan and 24 bytes of marks per 64 KiB
+ * of text, a read the bytes it asks for plus at most 64 KiB and one
+ * element, whatever the value (no GFS_MAX_TEXT bound there). */
+#define GFS_TEXT_WHOLE ((uint64_t)1 << 20)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -178,8 +185,18 @@ struct gfs_fh {
  * open handles, freed when the last reference goes. */
 struct gfs_text {
     atomic_int refs;
-    size_t len;
-    char data[];
+    size_t len; /* the text's length */
+    /* A windowed text (a value whose text is longer than GFS_TEXT_WHOLE,
+     * opened as a file): no data; each read makes the bytes it needs from
+     * the value's payload (gfs_text_read), starting at the nearest mark of
+     * map.  stale is set, under fs->lock (write), when the value changes
+     * or goes: reads then fail with ESTALE, never mixing two values. */
+    int windowed;
+    uint32_t id;
+    atomic_int stale;
+    struct gguf_text_map map;
+    size_t cost; /* bytes counted in fs->texts_bytes while cached */
+    char data[]; /* whole texts: the len bytes */
 };
 
 /* An index of hashed long file names (tree.c): the 64-bit hash a hashed
@@ -336,6 +353,16 @@ int gfs_text_size(struct gfs *fs, int64_t i, uint64_t *size);
  * with gfs_text_put), rendering it on first use; NULL and *err on failure
  * (EFBIG past GFS_MAX_TEXT).  Takes text_lock. */
 struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
+/* The text of kv index i for a file opened in meta/ (open_kv): whole, as
+ * gfs_text_get, when at most GFS_TEXT_WHOLE bytes; else windowed, shared by
+ * all openers until the value changes.  NULL and *err on failure.  Caller
+ * holds fs->lock; takes text_lock. */
+struct gfs_text *gfs_text_open(struct gfs *fs, int64_t i, int *err);
+/* Appends the bytes [off, off + n) of t (fewer at its end) to out: 0 or
+ * errno (ESTALE: a windowed text's value changed since it was opened).
+ * Takes fs->lock (read) for a windowed text: call it without fs->lock. */
+int gfs_text_read(struct gfs *fs, struct gfs_text *t, uint64_t off, size_t n,
+                  struct gguf_buf *out);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
 /* A new text holding a copy of b, with one reference; NULL if out of

@@ -145,14 +145,12 @@ struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
         *err = gfs_errno(&gerr);
         goto out;
     }
-    t = malloc(sizeof *t + b.len);
+    t = gfs_text_new(&b); /* every gfs_text through it: fields zeroed */
     if (!t) {
         *err = ENOMEM;
         goto out;
     }
-    atomic_init(&t->refs, 2); /* the cache's and the caller's */
-    t->len = b.len;
-    memcpy(t->data, b.p, b.len);
+    atomic_store(&t->refs, 2); /* the cache's and the caller's */
     gfs_text_put(fs->live);
     fs->live = t;
     fs->live_gen = fs->generation;

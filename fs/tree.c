@@ -446,19 +446,23 @@ int gfs_root_view_lookup(const struct gfs *fs, const char *name,
 }
 
 struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
-    struct gfs_text *t = malloc(sizeof *t + b->len);
+    struct gfs_text *t = calloc(1, sizeof *t + b->len); /* not windowed */
     if (!t)
         return NULL;
     atomic_init(&t->refs, 1);
+    atomic_init(&t->stale, 0);
     t->len = b->len;
+    t->cost = b->len;
     if (b->len)
         memcpy(t->data, b->p, b->len);
     return t;
 }
 
 void gfs_text_put(struct gfs_text *t) {
-    if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+    if (t && atomic_fetch_sub(&t->refs, 1) == 1) {
+        gguf_text_map_free(&t->map);
         free(t);
+    }
 }
 
 /* Grows a by-id array of elem-sized slots (zeroed) to hold id.  0 or
@@ -515,7 +519,7 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
     uint64_t size = 0;
 
     pthread_mutex_lock(&fs->text_lock);
-    if (id < fs->n_texts && fs->texts[id]) {
+    if (id < fs->n_texts && fs->texts[id] && !fs->texts[id]->windowed) {
         t = fs->texts[id];
         atomic_fetch_add(&t->refs, 1);
         goto out;
@@ -550,9 +554,10 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err) {
     /* Kept for later opens while the kept texts stay small; otherwise the
      * openers' references are the only ones. */
     if (fs->texts_bytes + t->len <= GFS_TEXT_CACHE &&
-        !grow_by_id((void **)&fs->texts, &fs->n_texts, id, sizeof *fs->texts)) {
+        !grow_by_id((void **)&fs->texts, &fs->n_texts, id, sizeof *fs->texts) &&
+        !fs->texts[id]) {
         fs->texts[id] = t;
-        fs->texts_bytes += t->len;
+        fs->texts_bytes += t->cost;
         atomic_fetch_add(&t->refs, 1);
     }
 out:
@@ -561,10 +566,85 @@ out:
     return t;
 }
 
+struct gfs_text *gfs_text_open(struct gfs *fs, int64_t i, int *err) {
+    uint32_t id = gguf_kv_id(fs->ctx, i);
+    struct gfs_text *t = NULL;
+    struct gguf_error gerr = {0};
+    uint64_t size = 0;
+
+    pthread_mutex_lock(&fs->text_lock);
+    if (id < fs->n_texts && fs->texts[id]) { /* whole or windowed */
+        t = fs->texts[id];
+        atomic_fetch_add(&t->refs, 1);
+        goto out;
+    }
+    if ((*err = text_size_locked(fs, i, &size)))
+        goto out;
+    if (size <= GFS_TEXT_WHOLE) {
+        pthread_mutex_unlock(&fs->text_lock);
+        return gfs_text_get(fs, i, err);
+    }
+    /* Windowed: the marks now, the bytes at each read.  It stays in
+     * texts[id] while the value is unchanged, so that gfs_text_forget can
+     * mark it stale; its cost is its marks. */
+    if (!(t = calloc(1, sizeof *t)) ||
+        grow_by_id((void **)&fs->texts, &fs->n_texts, id, sizeof *fs->texts)) {
+        free(t);
+        t = NULL;
+        *err = ENOMEM;
+        goto out;
+    }
+    atomic_init(&t->refs, 2); /* the opener's and texts[id]'s */
+    atomic_init(&t->stale, 0);
+    t->windowed = 1;
+    t->id = id;
+    size_t plen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    if (gguf_render_map(gguf_kv_type(fs->ctx, i), p, plen, &t->map, &gerr) !=
+        GGUF_OK) {
+        free(t);
+        t = NULL;
+        *err = gfs_errno(&gerr);
+        goto out;
+    }
+    t->len = t->map.size;
+    t->cost = t->map.n * sizeof *t->map.marks;
+    fs->texts[id] = t;
+    fs->texts_bytes += t->cost;
+out:
+    pthread_mutex_unlock(&fs->text_lock);
+    return t;
+}
+
+int gfs_text_read(struct gfs *fs, struct gfs_text *t, uint64_t off, size_t n,
+                  struct gguf_buf *out) {
+    if (!t->windowed) {
+        size_t o = off < t->len ? (size_t)off : t->len;
+        size_t k = t->len - o < n ? t->len - o : n;
+        return gguf_buf_add(out, t->data + o, k) == GGUF_OK ? 0 : ENOMEM;
+    }
+    int err = 0;
+    struct gguf_error gerr = {0};
+    pthread_rwlock_rdlock(&fs->lock);
+    int64_t i = gguf_find_id(fs->ctx, t->id);
+    if (atomic_load(&t->stale) || i < 0) {
+        err = ESTALE;
+    } else {
+        size_t plen;
+        const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+        if (gguf_render_window(gguf_kv_type(fs->ctx, i), p, plen, &t->map, off,
+                               n, out, &gerr) != GGUF_OK)
+            err = gfs_errno(&gerr);
+    }
+    pthread_rwlock_unlock(&fs->lock);
+    return err;
+}
+
 void gfs_text_forget(struct gfs *fs, uint32_t id) {
     pthread_mutex_lock(&fs->text_lock);
     if (id < fs->n_texts && fs->texts[id]) {
-        fs->texts_bytes -= fs->texts[id]->len;
+        fs->texts_bytes -= fs->texts[id]->cost;
+        atomic_store(&fs->texts[id]->stale, 1);
         gfs_text_put(fs->texts[id]);
         fs->texts[id] = NULL;
     }

@@ -318,11 +318,39 @@ enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              size_t len, struct gguf_buf *out,
                              struct gguf_error *err);
 /* The length of the text gguf_render would produce, measured without
- * making it (memory: the largest element's text): the size of a file in
- * meta/ at the cost of a scan, whatever the value. */
+ * making it (memory: one element's text, an inner array's line in pieces
+ * of 64 KiB): the size of a file in meta/ at the cost of a scan. */
 enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
                                   size_t len, uint64_t *size,
                                   struct gguf_error *err);
+/* Where a value's text can be made again from the middle: the text offset,
+ * payload position and element index of the first array element boundary
+ * every GGUF_TEXT_STEP bytes of text (so marks cost 24 bytes per 64 KiB of
+ * text).  Only arrays have marks; other values are one line. */
+#define GGUF_TEXT_STEP ((uint64_t)64 << 10)
+struct gguf_text_mark {
+    uint64_t text, pos, elem;
+};
+struct gguf_text_map {
+    uint64_t size; /* the text's length */
+    struct gguf_text_mark *marks;
+    size_t n, cap;
+};
+/* gguf_render_size that also records the marks (map is reset first). */
+enum gguf_status gguf_render_map(enum gguf_type type, const uint8_t *payload,
+                                 size_t len, struct gguf_text_map *map,
+                                 struct gguf_error *err);
+/* Appends to out the bytes [off, off + n) of the text (fewer at its end),
+ * made from the last mark of map (NULL: none) at or before off: the cost
+ * of n bytes plus at most GGUF_TEXT_STEP bytes and one element, in time
+ * and memory.  map must have been made from this very payload. */
+enum gguf_status gguf_render_window(enum gguf_type type,
+                                    const uint8_t *payload, size_t len,
+                                    const struct gguf_text_map *map,
+                                    uint64_t off, size_t n,
+                                    struct gguf_buf *out,
+                                    struct gguf_error *err);
+void gguf_text_map_free(struct gguf_text_map *map);
 /* Parses text as a value of type (with arr_type for arrays) and appends
  * the on-disk payload to out.  Refuses malformed text, out-of-range values
  * and partial array lines with GGUF_E_INVAL / GGUF_E_RANGE and a message

@@ -71,6 +71,7 @@
 #include <inttypes.h>
 #include <locale.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- output helpers (the rest: internal.h) ------------------------- */
@@ -212,9 +213,91 @@ static enum gguf_status render_scalar_at(struct rd *r, enum gguf_type t,
     return GGUF_OK;
 }
 
+/* Where rendered text goes (one renderer for every use, so a size, a window
+ * and the whole text can never disagree):
+ *   - append (out set): all of it is appended to out (gguf_render);
+ *   - pass on (out NULL): it is made in tmp a piece at a time (an element,
+ *     or part of an inner array's line) and passed on: counted in n
+ *     (gguf_render_size, gguf_render_map), and, with win set, the bytes
+ *     of [lo, hi) appended to win (gguf_render_window), rendering stopping
+ *     once hi is reached.  Memory: the largest piece, never the text.
+ *   - with map set, a mark (text offset, payload position, element) is
+ *     recorded at the first element boundary every GGUF_TEXT_STEP bytes,
+ *     where gguf_render_window can start again. */
+struct sink {
+    struct gguf_buf *out;
+    struct gguf_buf tmp;
+    uint64_t n; /* bytes passed on */
+    struct gguf_buf *win;
+    uint64_t lo, hi;
+    bool stopped; /* win: hi reached, the rest is not rendered */
+    struct gguf_text_map *map;
+};
+
+/* Pieces are passed on once this long (an inner array's line may be long). */
+#define SINK_PIECE 65536
+
+static struct gguf_buf *sink_buf(struct sink *s) {
+    return s->out ? s->out : &s->tmp;
+}
+
+/* Passes tmp on (pass-on mode); a no-op when appending. */
+static enum gguf_status sink_pass(struct sink *s) {
+    if (s->out)
+        return GGUF_OK;
+    uint64_t a = s->n, b = s->n + s->tmp.len;
+    s->n = b;
+    if (s->win && a < s->hi && b > s->lo) {
+        uint64_t from = a > s->lo ? a : s->lo, to = b < s->hi ? b : s->hi;
+        enum gguf_status st =
+            gguf_buf_add(s->win, s->tmp.p + (from - a), (size_t)(to - from));
+        if (st != GGUF_OK)
+            return st;
+    }
+    if (s->win && b >= s->hi)
+        s->stopped = true;
+    s->tmp.len = 0;
+    return GGUF_OK;
+}
+
+/* Within a piece: passes tmp on once it is long. */
+static enum gguf_status sink_maybe_pass(struct sink *s) {
+    return !s->out && s->tmp.len >= SINK_PIECE ? sink_pass(s) : GGUF_OK;
+}
+
+/* At the start of top-level element j, at payload position pos. */
+static enum gguf_status sink_mark(struct sink *s, size_t pos, uint64_t j) {
+    struct gguf_text_map *m = s->map;
+    if (!m || (m->n && s->n - m->marks[m->n - 1].text < GGUF_TEXT_STEP))
+        return GGUF_OK;
+    if (m->n == m->cap) {
+        size_t c = m->cap ? m->cap * 2 : 16;
+        struct gguf_text_mark *k = realloc(m->marks, c * sizeof *k);
+        if (!k)
+            return GGUF_E_NOMEM;
+        m->marks = k;
+        m->cap = c;
+    }
+    m->marks[m->n++] = (struct gguf_text_mark){s->n, pos, j};
+    return GGUF_OK;
+}
+
+/* A string at r (length, bytes): *sp and *sl, r moved past it. */
+static enum gguf_status rd_str(struct rd *r, const uint8_t **sp, uint64_t *sl,
+                               struct gguf_error *err) {
+    if (!rd_has(r, 8))
+        return bad_payload(err, "truncated string", r->i);
+    *sl = gguf_rd64(r->p + r->i);
+    r->i += 8;
+    if (!rd_has(r, *sl))
+        return bad_payload(err, "truncated string", r->i);
+    *sp = r->p + r->i;
+    r->i += (size_t)*sl;
+    return GGUF_OK;
+}
+
 /* An inner array at r in the bracketed one-line form. */
-static enum gguf_status render_inline(struct rd *r, int level,
-                                      struct gguf_buf *out,
+static enum gguf_status render_inline(struct rd *r, int level, struct sink *s,
                                       struct gguf_error *err) {
     enum gguf_status st;
     if (level > GGUF_MAX_NESTING)
@@ -229,61 +312,62 @@ static enum gguf_status render_inline(struct rd *r, int level,
         return bad_payload(err, "arrays nested too deeply", r->i);
     r->i += 12;
     const char *name = tname(et);
+    struct gguf_buf *out = sink_buf(s);
     if ((st = gguf_text_put(out, name, strlen(name))) != GGUF_OK ||
         (st = gguf_text_put1(out, '[')) != GGUF_OK)
         return st;
     if (is_fixed(et) && n > (r->n - r->i) / gguf_type_size(et))
         return bad_payload(err, "array longer than its value", r->i);
-    for (uint64_t j = 0; j < n; j++) {
+    for (uint64_t j = 0; j < n && !s->stopped; j++) {
         if (j && (st = gguf_text_put(out, ", ", 2)) != GGUF_OK)
             return st;
         if (et == GGUF_TYPE_STRING) {
-            if (!rd_has(r, 8))
-                return bad_payload(err, "truncated string", r->i);
-            uint64_t sl = gguf_rd64(r->p + r->i);
-            r->i += 8;
-            if (!rd_has(r, sl))
-                return bad_payload(err, "truncated string", r->i);
-            if ((st = gguf_text_put1(out, '"')) != GGUF_OK ||
-                (st = gguf_text_escape(r->p + r->i, sl, true, out)) !=
-                    GGUF_OK ||
+            const uint8_t *sp;
+            uint64_t sl;
+            if ((st = rd_str(r, &sp, &sl, err)) != GGUF_OK ||
+                (st = gguf_text_put1(out, '"')) != GGUF_OK ||
+                (st = gguf_text_escape(sp, sl, true, out)) != GGUF_OK ||
                 (st = gguf_text_put1(out, '"')) != GGUF_OK)
                 return st;
-            r->i += sl;
         } else if (et == GGUF_TYPE_ARRAY) {
-            if ((st = render_inline(r, level + 1, out, err)) != GGUF_OK)
+            if ((st = render_inline(r, level + 1, s, err)) != GGUF_OK)
                 return st;
         } else if ((st = render_scalar_at(r, et, out, err)) != GGUF_OK) {
             return st;
         }
+        if ((st = sink_maybe_pass(s)) != GGUF_OK)
+            return st;
     }
-    return gguf_text_put1(out, ']');
+    return s->stopped ? GGUF_OK : gguf_text_put1(out, ']');
 }
 
-/* Where rendered text goes: appended to out, or, when out is NULL, only
- * measured: each element is rendered into tmp, counted and dropped, so the
- * size of any value is known in the memory of its largest element
- * (gguf_render_size).  Both ways run the same code, so a size can never
- * disagree with the text. */
-struct sink {
-    struct gguf_buf *out;
-    struct gguf_buf tmp;
-    uint64_t n; /* bytes measured (counting only) */
-};
-
-static struct gguf_buf *sink_buf(struct sink *s) {
-    return s->out ? s->out : &s->tmp;
-}
-
-/* An element is complete: in counting mode, count and drop it. */
-static void sink_done(struct sink *s) {
-    if (!s->out) {
-        s->n += s->tmp.len;
-        s->tmp.len = 0;
+/* One top-level element of an array of type et at r (a line). */
+static enum gguf_status render_element(struct rd *r, uint32_t et,
+                                       struct sink *s, struct gguf_error *err) {
+    enum gguf_status st;
+    struct gguf_buf *out = sink_buf(s);
+    if (et == GGUF_TYPE_STRING) {
+        const uint8_t *sp;
+        uint64_t sl;
+        if ((st = rd_str(r, &sp, &sl, err)) == GGUF_OK)
+            st = gguf_text_escape(sp, sl, false, out);
+    } else if (et == GGUF_TYPE_ARRAY) {
+        st = render_inline(r, 2, s, err);
+    } else {
+        st = render_scalar_at(r, et, out, err);
     }
+    if (st != GGUF_OK || s->stopped)
+        return st;
+    if ((st = gguf_text_put1(out, '\n')) != GGUF_OK)
+        return st;
+    return sink_pass(s);
 }
 
+/* The elements of an array value, from its first or from mark from (a
+ * mark of this payload's map: its element index and position are
+ * trusted as far as the bounds checks below). */
 static enum gguf_status render_array(struct rd *r, struct sink *s,
+                                     const struct gguf_text_mark *from,
                                      struct gguf_error *err) {
     enum gguf_status st;
     if (!rd_has(r, 12))
@@ -301,28 +385,7 @@ static enum gguf_status render_array(struct rd *r, struct sink *s,
         if (s->out &&
             (st = gguf_text_room(s->out, rest - n * 8 + n)) != GGUF_OK)
             return st;
-        for (uint64_t j = 0; j < n; j++) {
-            if (!rd_has(r, 8))
-                return bad_payload(err, "truncated string", r->i);
-            uint64_t sl = gguf_rd64(r->p + r->i);
-            r->i += 8;
-            if (!rd_has(r, sl))
-                return bad_payload(err, "truncated string", r->i);
-            if ((st = gguf_text_escape(r->p + r->i, sl, false, sink_buf(s))) !=
-                    GGUF_OK ||
-                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
-                return st;
-            sink_done(s);
-            r->i += sl;
-        }
-    } else if (et == GGUF_TYPE_ARRAY) {
-        for (uint64_t j = 0; j < n; j++) {
-            if ((st = render_inline(r, 2, sink_buf(s), err)) != GGUF_OK ||
-                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
-                return st;
-            sink_done(s);
-        }
-    } else {
+    } else if (et != GGUF_TYPE_ARRAY) {
         size_t sz = gguf_type_size(et);
         if (n > rest / sz)
             return bad_payload(err, "array longer than its value", r->i);
@@ -330,18 +393,26 @@ static enum gguf_status render_array(struct rd *r, struct sink *s,
         if (s->out && n <= SIZE_MAX / per &&
             (st = gguf_text_room(s->out, n * per)) != GGUF_OK)
             return st;
-        for (uint64_t j = 0; j < n; j++) {
-            if ((st = render_scalar_at(r, et, sink_buf(s), err)) != GGUF_OK ||
-                (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
-                return st;
-            sink_done(s);
-        }
+    }
+    uint64_t j = 0;
+    if (from) {
+        if (from->elem > n || from->pos < 12 || from->pos > r->n)
+            return gguf_fail(err, GGUF_E_INVAL, "text mark out of the value");
+        j = from->elem;
+        r->i = (size_t)from->pos;
+        s->n = from->text;
+    }
+    for (; j < n && !s->stopped; j++) {
+        if ((st = sink_mark(s, r->i, j)) != GGUF_OK ||
+            (st = render_element(r, et, s, err)) != GGUF_OK)
+            return st;
     }
     return GGUF_OK;
 }
 
 static enum gguf_status render(enum gguf_type type, const uint8_t *p,
                                size_t len, struct sink *s,
+                               const struct gguf_text_mark *from,
                                struct gguf_error *err) {
     enum gguf_status st;
     struct rd r = {p, len, 0};
@@ -354,33 +425,50 @@ static enum gguf_status render(enum gguf_type type, const uint8_t *p,
                              "malformed value: string length %" PRIu64
                              " but %zu bytes follow",
                              sl, len - 8);
-        if (!s->out) { /* the bytes as they are, and a newline */
-            s->n += len - 7;
+        /* the bytes as they are, and a newline: [lo, hi) of them */
+        uint64_t body = len - 8;
+        struct gguf_buf *out = s->out ? s->out : s->win;
+        uint64_t lo = s->out ? 0 : s->lo, hi = s->out ? body + 1 : s->hi;
+        uint64_t bend = hi < body ? hi : body;
+        s->n += body + 1;
+        if (!out)
             return GGUF_OK;
-        }
-        if ((st = gguf_text_room(s->out, len - 7)) != GGUF_OK)
+        if (lo < bend && (st = gguf_buf_add(out, p + 8 + lo,
+                                            (size_t)(bend - lo))) != GGUF_OK)
             return st;
-        memcpy(s->out->p + s->out->len, p + 8, len - 8);
-        s->out->len += len - 8;
-        return gguf_text_put1(s->out, '\n');
+        return hi > body && lo <= body ? gguf_text_put1(out, '\n') : GGUF_OK;
     }
     if (type == GGUF_TYPE_ARRAY) {
-        if ((st = render_array(&r, s, err)) != GGUF_OK)
+        if ((st = render_array(&r, s, from, err)) != GGUF_OK)
             return st;
     } else if (is_fixed(type)) {
         if ((st = render_scalar_at(&r, type, sink_buf(s), err)) != GGUF_OK ||
-            (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK)
+            (st = gguf_text_put1(sink_buf(s), '\n')) != GGUF_OK ||
+            (st = sink_pass(s)) != GGUF_OK)
             return st;
-        sink_done(s);
     } else {
         return gguf_fail(err, GGUF_E_INVAL, "unknown value type %u",
                          (unsigned)type);
     }
-    if (r.i != len)
+    if (!s->stopped && r.i != len)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "malformed value: %zu stray bytes after the %s",
                          len - r.i, tname(type));
     return GGUF_OK;
+}
+
+/* Runs render in the C locale; a failure out of memory is said as such. */
+static enum gguf_status render_c(enum gguf_type type, const uint8_t *p,
+                                 size_t len, struct sink *s,
+                                 const struct gguf_text_mark *from,
+                                 const char *doing, struct gguf_error *err) {
+    locale_t old = enter_c_locale();
+    enum gguf_status st = render(type, p, len, s, from, err);
+    leave_c_locale(old);
+    gguf_buf_free(&s->tmp);
+    if (st == GGUF_E_NOMEM)
+        gguf_fail(err, st, "out of memory %s a %s", doing, tname(type));
+    return st;
 }
 
 enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
@@ -388,14 +476,10 @@ enum gguf_status gguf_render(enum gguf_type type, const uint8_t *payload,
                              struct gguf_error *err) {
     size_t mark = out->len;
     struct sink s = {.out = out};
-    locale_t old = enter_c_locale();
-    enum gguf_status st = render(type, payload, len, &s, err);
-    leave_c_locale(old);
-    if (st != GGUF_OK) {
+    enum gguf_status st =
+        render_c(type, payload, len, &s, NULL, "rendering", err);
+    if (st != GGUF_OK)
         out->len = mark;
-        if (st == GGUF_E_NOMEM)
-            gguf_fail(err, st, "out of memory rendering a %s", tname(type));
-    }
     return st;
 }
 
@@ -403,14 +487,59 @@ enum gguf_status gguf_render_size(enum gguf_type type, const uint8_t *payload,
                                   size_t len, uint64_t *size,
                                   struct gguf_error *err) {
     struct sink s = {0};
-    locale_t old = enter_c_locale();
-    enum gguf_status st = render(type, payload, len, &s, err);
-    leave_c_locale(old);
-    gguf_buf_free(&s.tmp);
-    if (st == GGUF_E_NOMEM)
-        gguf_fail(err, st, "out of memory measuring a %s", tname(type));
+    enum gguf_status st =
+        render_c(type, payload, len, &s, NULL, "measuring", err);
     *size = st == GGUF_OK ? s.n : 0;
     return st;
+}
+
+enum gguf_status gguf_render_map(enum gguf_type type, const uint8_t *payload,
+                                 size_t len, struct gguf_text_map *map,
+                                 struct gguf_error *err) {
+    gguf_text_map_free(map);
+    struct sink s = {.map = map};
+    enum gguf_status st =
+        render_c(type, payload, len, &s, NULL, "measuring", err);
+    if (st != GGUF_OK)
+        gguf_text_map_free(map);
+    else
+        map->size = s.n;
+    return st;
+}
+
+enum gguf_status gguf_render_window(enum gguf_type type, const uint8_t *payload,
+                                    size_t len, const struct gguf_text_map *map,
+                                    uint64_t off, size_t n,
+                                    struct gguf_buf *out,
+                                    struct gguf_error *err) {
+    size_t was = out->len;
+    if (n == 0 || off >= UINT64_MAX - n)
+        return GGUF_OK;
+    /* the last mark at or before off */
+    const struct gguf_text_mark *from = NULL;
+    if (map && map->n && type == GGUF_TYPE_ARRAY) {
+        size_t lo = 0, hi = map->n;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (map->marks[mid].text <= off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (map->marks[lo].text <= off)
+            from = &map->marks[lo];
+    }
+    struct sink s = {.win = out, .lo = off, .hi = off + n};
+    enum gguf_status st =
+        render_c(type, payload, len, &s, from, "rendering", err);
+    if (st != GGUF_OK)
+        out->len = was;
+    return st;
+}
+
+void gguf_text_map_free(struct gguf_text_map *map) {
+    free(map->marks);
+    *map = (struct gguf_text_map){0};
 }
 
 /* ---- numbers: parsing ---------------------------------------------- */

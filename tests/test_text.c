@@ -78,9 +78,31 @@ static const char *hex(const void *p, size_t n)
     return hexbuf;
 }
 
-/* gguf_render_size must give len, the length of the text rendered (or the
- * expected text) for the same payload. */
-static void check_size(enum gguf_type t, const void *p, size_t n, size_t len)
+/* The size pass (gguf_render_size, gguf_render_map) must give len, the
+ * length of text (rendered, or written by hand), and every window
+ * (gguf_render_window) the bytes of text there. */
+static void check_window(enum gguf_type t, const void *p, size_t n,
+                         const struct gguf_text_map *m, const char *text,
+                         size_t len, uint64_t off, size_t want)
+{
+    struct gguf_error err = {0};
+    struct gguf_buf w = {0};
+    ck_assert_msg(gguf_render_window(t, p, n, m, off, want, &w, &err) ==
+                      GGUF_OK,
+                  "window %llu+%zu of %s: %s", (unsigned long long)off, want,
+                  hex(p, n > 64 ? 64 : n), err.msg);
+    size_t o = off < len ? (size_t)off : len;
+    size_t k = len - o < want ? len - o : want;
+    ck_assert_msg(w.len == k && (k == 0 || memcmp(w.p, text + o, k) == 0),
+                  "window %llu+%zu of %s: %zu bytes '%.*s', want %zu '%.*s'",
+                  (unsigned long long)off, want, hex(p, n > 64 ? 64 : n),
+                  w.len, (int)(w.len > 80 ? 80 : w.len), (const char *)w.p, k,
+                  (int)(k > 80 ? 80 : k), text + o);
+    gguf_buf_free(&w);
+}
+
+static void check_size_text(enum gguf_type t, const void *p, size_t n,
+                            const char *text, size_t len)
 {
     struct gguf_error err = {0};
     uint64_t size = 0;
@@ -88,6 +110,22 @@ static void check_size(enum gguf_type t, const void *p, size_t n, size_t len)
                   "render_size %s: %s", hex(p, n), err.msg);
     ck_assert_msg(size == len, "render_size of %s: %llu, text has %zu",
                   hex(p, n), (unsigned long long)size, len);
+    /* scalars are one line made by the same code as array elements: their
+     * windows are checked on every 16th (roundtrip_random_floats makes
+     * 200 000 of them) */
+    static unsigned calls;
+    if (t != GGUF_TYPE_ARRAY && t != GGUF_TYPE_STRING && calls++ % 16)
+        return;
+    struct gguf_text_map m = {0};
+    ck_assert_msg(gguf_render_map(t, p, n, &m, &err) == GGUF_OK,
+                  "render_map %s: %s", hex(p, n), err.msg);
+    ck_assert_msg(m.size == len, "render_map of %s: %llu, text has %zu",
+                  hex(p, n), (unsigned long long)m.size, len);
+    /* a middle part running past the end, and one without marks (the
+     * whole text and past its end: windows_of_big_values) */
+    check_window(t, p, n, &m, text, len, len / 2, len);
+    check_window(t, p, n, NULL, text, len, len / 3, 2);
+    gguf_text_map_free(&m);
 }
 
 /* Renders and checks the text is exactly `exp` (explen bytes). */
@@ -102,7 +140,7 @@ static void expect_render(enum gguf_type t, const void *p, size_t n,
                       (explen == 0 || memcmp(out.p, exp, explen) == 0),
                   "render of %s: got '%.*s' expected '%.*s'", hex(p, n),
                   (int)out.len, (const char *)out.p, (int)explen, exp);
-    check_size(t, p, n, explen);
+    check_size_text(t, p, n, exp, explen);
     gguf_buf_free(&out);
 }
 
@@ -156,7 +194,7 @@ static char *roundtrip(enum gguf_type t, const void *p, size_t n,
     struct gguf_error err = {0};
     enum gguf_status st = gguf_render(t, p, n, &text, &err);
     ck_assert_msg(st == GGUF_OK, "render %s: %s", hex(p, n), err.msg);
-    check_size(t, p, n, text.len);
+    check_size_text(t, p, n, (const char *)text.p, text.len);
     enum gguf_type at = GGUF_TYPE_COUNT;
     if (t == GGUF_TYPE_ARRAY)
         at = (enum gguf_type)(((const uint8_t *)p)[0] |
@@ -1472,6 +1510,108 @@ END_TEST
 
 /* ---- performance ---------------------------------------------------- */
 
+/* b_add and b_le without a check assertion each (check records every
+ * assertion's place with a write: millions of them were most of the time). */
+static void r_add(struct gguf_buf *b, const void *p, size_t n)
+{
+    if (gguf_buf_add(b, p, n) != GGUF_OK)
+        abort();
+}
+
+static void r_le(struct gguf_buf *b, uint64_t v, int n)
+{
+    uint8_t t[8];
+    for (int i = 0; i < n; i++)
+        t[i] = (uint8_t)(v >> (8 * i));
+    r_add(b, t, (size_t)n);
+}
+
+START_TEST(windows_of_big_values)
+{
+    /* values whose text is megabytes: the size pass, the marks and windows
+     * anywhere (random, and read through in 128 KiB steps) agree with the
+     * whole rendering, for every kind of line */
+    rng_state = 7;
+    for (int kind = 0; kind < 6; kind++) {
+        struct gguf_buf p = {0}, text = {0};
+        struct gguf_error err = {0};
+        enum gguf_type t = GGUF_TYPE_ARRAY;
+        uint64_t n = kind == 4 ? 3 : 100000;
+        switch (kind) {
+        case 0: /* bools, bytes other than 0 and 1 among them */
+            b_arr(&p, GGUF_TYPE_BOOL, n);
+            for (uint64_t i = 0; i < n; i++) {
+                uint8_t v = (uint8_t)(rnd() % 3);
+                r_le(&p, v, 1);
+            }
+            break;
+        case 1: /* float32 of any bits: NaN payloads, denormals */
+            b_arr(&p, GGUF_TYPE_FLOAT32, n);
+            for (uint64_t i = 0; i < n; i++)
+                r_le(&p, rnd(), 4);
+            break;
+        case 2: /* strings that need escapes, empty ones */
+            b_arr(&p, GGUF_TYPE_STRING, n);
+            for (uint64_t i = 0; i < n; i++) {
+                char s[16];
+                size_t k = rnd() % 12;
+                for (size_t j = 0; j < k; j++)
+                    s[j] = (char)(rnd() % 5 == 0 ? rnd() : 'a' + rnd() % 26);
+                r_le(&p, k, 8);
+                r_add(&p, s, k);
+            }
+            break;
+        case 3: /* int64 extremes */
+            b_arr(&p, GGUF_TYPE_INT64, n);
+            for (uint64_t i = 0; i < n; i++)
+                r_le(&p, i % 3 == 0 ? (uint64_t)INT64_MIN : rnd(), 8);
+            break;
+        case 4: /* inner arrays: lines far longer than a mark step */
+            b_arr(&p, GGUF_TYPE_ARRAY, n);
+            for (uint64_t i = 0; i < n; i++) {
+                b_arr(&p, GGUF_TYPE_UINT16, 40000);
+                for (int j = 0; j < 40000; j++)
+                    r_le(&p, rnd(), 2);
+            }
+            break;
+        default: /* a string of 2 MB */
+            t = GGUF_TYPE_STRING;
+            b_u64(&p, 2u << 20);
+            for (uint64_t i = 0; i < 2u << 20; i++) {
+                uint8_t v = (uint8_t)rnd();
+                r_le(&p, v, 1);
+            }
+            break;
+        }
+        ck_assert_int_eq(gguf_render(t, p.p, p.len, &text, &err), GGUF_OK);
+        struct gguf_text_map m = {0};
+        ck_assert_int_eq(gguf_render_map(t, p.p, p.len, &m, &err), GGUF_OK);
+        ck_assert_uint_eq(m.size, text.len);
+        if (t == GGUF_TYPE_ARRAY && kind != 4)
+            ck_assert_msg(m.n > text.len / GGUF_TEXT_STEP / 2,
+                          "kind %d: %zu marks for %zu bytes", kind, m.n,
+                          text.len);
+        check_window(t, p.p, p.len, &m, (char *)text.p, text.len, 0,
+                     text.len + 1);
+        check_window(t, p.p, p.len, &m, (char *)text.p, text.len,
+                     text.len + 1, 3);
+        for (int k = 0; k < 100; k++)
+            check_window(t, p.p, p.len, &m, (char *)text.p, text.len,
+                         rnd() % (text.len + 10), 1 + rnd() % 100000);
+        struct gguf_buf all = {0};
+        for (uint64_t off = 0; off < text.len; off += 128 << 10)
+            ck_assert_int_eq(gguf_render_window(t, p.p, p.len, &m, off,
+                                                128 << 10, &all, &err),
+                             GGUF_OK);
+        ck_assert(all.len == text.len && memcmp(all.p, text.p, text.len) == 0);
+        gguf_text_map_free(&m);
+        gguf_buf_free(&all);
+        gguf_buf_free(&text);
+        gguf_buf_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(big_arrays_are_linear)
 {
     /* 150000 tokens, some needing escapes */
@@ -1585,6 +1725,7 @@ int main(void)
     tcase_add_test(tc, roundtrip_random_nested);
     tcase_add_test(tc, garbage);
     tcase_add_test(tc, big_arrays_are_linear);
+    tcase_add_test(tc, windows_of_big_values);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);
