@@ -308,6 +308,9 @@ struct gfs {
     int pending_failed;    /* the last save of it failed */
     char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
     int commit_failed;
+    /* -o overlay (overlay.c): set at mount, NULL otherwise; what it
+     * holds is guarded by lock like the edits. */
+    struct gfs_overlay *overlay;
 
     /* Guarded by text_lock, taken with lock held (for reading at least):
      * readers render and cache texts concurrently. */
@@ -480,6 +483,9 @@ int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
 int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
                       size_t len);
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
+/* True if there are edits a commit would write (into the GGUF, or into
+ * the overlay of an overlay mount).  Caller holds lock. */
+int gfs_meta_uncommitted(struct gfs *fs);
 /* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg. */
 int gfs_meta_commit(struct gfs *fs);
 /* Unlocks fs->lock taken for writing around an edit, keeping the edits
@@ -662,5 +668,34 @@ struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
  * users get EACCES: their fsync must not publish the owner's edits. */
 int gfs_may_commit(fuse_req_t req);
 extern const struct fuse_lowlevel_ops gfs_ops;
+
+/* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
+ * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
+ * path is its absolute path, or a remote source's URL with remote_id its
+ * identity (ETag; NULL for a local file); where the overlay is (opt, else
+ * the default in the state directory),
+ * the source's identity, and the overlay applied if it belongs to it; 0,
+ * or -1 after one line on stderr (an overlay that does not belong, or
+ * one not to be trusted).  gfs_overlay_keep: after an edit (persist),
+ * writes the overlay when the edits changed; 0 or EIO.
+ * gfs_overlay_commit: gfs_meta_commit of an overlay mount (fills
+ * commit_msg); 0 or errno.  Both with lock held for writing.
+ * gfs_overlay_cmd: runs `ggufs --overlay-apply|--overlay-drop FILE
+ * [OVERLAY]` and returns its exit status, or -1 when argv is not one. */
+int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
+                      const char *opt, const char *file);
+void gfs_overlay_free(struct gfs *fs);
+int gfs_overlay_keep(struct gfs *fs);
+int gfs_overlay_commit(struct gfs *fs);
+/* Where the overlay of an overlay mount is (user.ggufs.overlay), else
+ * NULL.  No lock: set at mount. */
+const char *gfs_overlay_where(const struct gfs *fs);
+/* True if edits were made since the overlay was last written whole. */
+int gfs_overlay_uncommitted(struct gfs *fs);
+int gfs_overlay_cmd(int argc, char **argv);
+/* A mount without -o overlay of a file that has a default overlay: one
+ * note on stderr saying so (its edits are not shown; a commit makes the
+ * overlay stale). */
+void gfs_overlay_note(const char *path, const char *file);
 
 #endif

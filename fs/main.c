@@ -60,6 +60,8 @@ struct gfs_opts {
     char *ggml;        /* -o ggml=PATH|none: ggml's library (views.c);
                           fuse_opt's copy, freed by cleanup */
     struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
+    int overlay;              /* -o overlay[=PATH]: edits to an overlay */
+    const char *overlay_path; /* its PATH, or NULL for the default */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -69,6 +71,7 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     GFS_OPT("tensor_direct_io", tensor_dio, 1),
     GFS_OPT("ggml=%s", ggml, 0),
+    GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
@@ -620,6 +623,8 @@ static void usage(const char *prog) {
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
+        "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
+        "       ggufs --overlay-drop FILE.gguf [OVERLAY]   forget it\n"
         "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
@@ -640,7 +645,9 @@ static void usage(const char *prog) {
         "    -o ggml=PATH|none      ggml's libggml-base.so for f32/ and npy/ of\n"
         "                           the types ggufs does not convert itself\n"
         "                           (default: $GGUFS_GGML_LIB, else the usual\n"
-        "                           places; none: ggufs's own converters only)\n\n"
+        "                           places; none: ggufs's own converters only)\n"
+        "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
+        "                           file (default PATH in ~/.local/state/ggufs)\n\n"
         "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
         "mounted read-only through a block cache:\n"
         "    -o header=FILE         extra request headers, 'Name: value' lines\n"
@@ -768,6 +775,40 @@ static int lock_gguf(const struct gfs_main *m) {
     return -1;
 }
 
+/* -o overlay or -o overlay=PATH was given. */
+static int overlay_wanted(const struct gfs_main *m) {
+    return m->o.overlay || m->o.overlay_path;
+}
+
+/* How the GGUF is opened: never for writing with -o overlay (the file may
+ * be 0444, immutable, on a read-only filesystem: it is never written),
+ * read-only with -o ro, else read-write if permitted (-1). */
+static int overlay_rdwr(const struct gfs_main *m) {
+    return m->o.readonly || overlay_wanted(m) ? 0 : -1;
+}
+
+/* -o overlay: the overlay found and applied once the GGUF is open
+ * (fs/overlay.c).  0 or -1 after one line. */
+static int setup_overlay(struct gfs_main *m) {
+    int remote = gfs_remote_is(m->o.file);
+    if (!overlay_wanted(m)) {
+        if (!remote)
+            gfs_overlay_note(m->path, m->o.file);
+        return 0;
+    }
+    /* The library's identity has the URL and ETag (gguf_overlay_identify);
+     * the remote mount is read-only and has no lock of its own yet. */
+    if (remote) {
+        fprintf(stderr,
+                "ggufs: %s: -o overlay is not supported for remote sources "
+                "yet\n",
+                m->o.file);
+        return -1;
+    }
+    return gfs_overlay_setup(&m->fs, m->path, NULL, m->o.overlay_path,
+                             m->o.file);
+}
+
 /* Source selection (issue 13): an http(s):// or hf:// source is opened
  * through fs/remote.c, read-only; there is no file to recover, lock or
  * keep pending edits of.  0, or -1 after one line on stderr naming the
@@ -825,17 +866,17 @@ static int open_gguf(struct gfs_main *m) {
     int fallback_ro = 0;
     /* The one lookup of the path: everything below uses this descriptor
      * (gguf/file.c). */
-    if (gguf_file_open(&m->file, m->path, m->o.readonly ? 0 : -1, &gerr) !=
+    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) !=
         GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
         return -1;
     }
-    if (!m->o.readonly && !m->file.writable) {
+    if (!m->o.readonly && !overlay_wanted(m) && !m->file.writable) {
         fallback_ro = 1;
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
     }
-    if (!m->o.readonly) {
+    if (!m->o.readonly && !overlay_wanted(m)) {
         if (recover_first(m) != 0)
             return -1;
         flags |= GGUF_OPEN_RDWR;
@@ -866,7 +907,8 @@ static int open_gguf(struct gfs_main *m) {
     /* Locked: no live daemon of this file is left, so any pending record
      * is a dead mount's.  A read-write mount would replace it. */
     (void)gfs_print_outcome(m->path);
-    if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly) {
+    if (gfs_pending_note(m->path, m->o.file) && !m->o.readonly &&
+        !overlay_wanted(m)) {
         fprintf(stderr,
                 "ggufs: %s: not mounted read-write over pending edits (-o ro "
                 "mounts it to look)\n",
@@ -1041,6 +1083,8 @@ static int cleanup(struct gfs_main *m, int status) {
     gfs_views_free(&m->fs);
     free(m->o.ggml);
     gfs_view_layout_free(&m->fs);
+    gfs_overlay_free(&m->fs);
+    free((char *)m->o.overlay_path); /* fuse_opt's copy of -o overlay= */
     gguf_close_set(m->fs.shards, m->fs.n_shards);
     gfs_remote_close(&m->fs);
     free((char *)m->o.remote.cache_dir); /* strdup'ed by fuse_opt_parse */
@@ -1061,6 +1105,9 @@ int main(int argc, char *argv[]) {
                 {"--recover", recover_cmd},
                 {"--apply-pending", gfs_apply_pending_cmd},
                 {"--drop-pending", gfs_drop_pending_cmd}};
+    int ov = gfs_overlay_cmd(argc, argv);
+    if (ov >= 0)
+        return ov;
     for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {
         if (strcmp(argv[1], cmds[c].name) != 0)
             continue;
@@ -1084,7 +1131,7 @@ int main(int argc, char *argv[]) {
     if (status != GO_ON)
         goto out;
     status = EXIT_BADFILE;
-    if (open_gguf(&m) != 0)
+    if (open_gguf(&m) != 0 || setup_overlay(&m) != 0)
         goto out;
     name_live_view(&m);
     init_state(&m);

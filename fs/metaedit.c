@@ -872,6 +872,8 @@ size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
  * (the mount goes on: the edits are still in memory). */
 static int persist(struct gfs *fs) {
     struct gguf_error err = {0};
+    if (fs->overlay) /* the overlay is the durable store (overlay.c) */
+        return gfs_overlay_keep(fs);
     /* Edits saved aside after a failed commit (and reported with the
      * file's name) need no pending record until they change again. */
     int keep = gguf_dirty(fs->ctx) && fs->saved_generation != fs->generation;
@@ -934,11 +936,17 @@ static void edits_whereabouts(struct gfs *fs, char *where, size_t n) {
              kept ? " ('ggufs --apply-pending' commits them)" : "");
 }
 
+int gfs_meta_uncommitted(struct gfs *fs) {
+    return fs->overlay ? gfs_overlay_uncommitted(fs) : gguf_dirty(fs->ctx);
+}
+
 int gfs_meta_commit(struct gfs *fs) {
     struct gguf_commit_info info = {0};
     struct gguf_error err = {0};
     struct timespec t0, t1;
 
+    if (fs->overlay) /* never into the GGUF */
+        return gfs_overlay_commit(fs);
     if (!gguf_dirty(fs->ctx)) {
         gfs_meta_files_note(fs, NULL, 0, 1);
         return 0;

@@ -45,7 +45,7 @@ static void gfs_op_destroy(void *userdata) {
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
      * command on the model to print, with the drafts left out. */
-    int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
+    int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
     int work = !fs->readonly && (!nothing || n_dropped);
     gfs_meta_commit(fs);
     if (n_dropped) {
@@ -274,7 +274,7 @@ static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
         err = EACCES;
     } else if (commits) {
         pthread_rwlock_wrlock(&fs->lock);
-        int nothing = !gguf_dirty(fs->ctx) && !fs->commit_failed;
+        int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
         if (nothing)
             snprintf(fs->commit_msg, sizeof fs->commit_msg,
                      "%s: nothing to commit", fs->path);

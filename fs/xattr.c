@@ -8,6 +8,7 @@
  *   user.gguf.error   meta files: why the last edit was refused
  *   user.ggufs.commit root: the report of the last commit
  *   user.ggufs.pid    root: the daemon's process id (ggufs -u waits for it)
+ *   user.ggufs.overlay root of an overlay mount: where the overlay is
  *   user.gguf.sha256, user.gguf.xxh64   tensors and tensors/: hashes.c
  */
 #include "ggufs.h"
@@ -94,6 +95,8 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
     case GFS_ROOT:
         if (strcmp(name, "user.ggufs.commit") == 0 && fs->commit_msg[0])
             return add_str(out, fs->commit_msg);
+        if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
+            return add_str(out, gfs_overlay_where(fs));
         if (strcmp(name, "user.ggufs.pid") == 0) {
             char tmp[32];
             snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
@@ -136,6 +139,9 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
         return ENOMEM;
     if (gfs_kind(ino) == GFS_ROOT && fs->commit_msg[0] &&
         gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
+        return ENOMEM;
+    if (gfs_kind(ino) == GFS_ROOT && gfs_overlay_where(fs) &&
+        gguf_buf_add(out, "user.ggufs.overlay", 19) != GGUF_OK)
         return ENOMEM;
     return gfs_views_xattr_list(fs, ino, out);
 }

@@ -148,6 +148,10 @@ bool gguf_key_is_filler(const char *key, size_t len);
 bool gguf_kv_is_padding(const gguf_ctx *ctx, int64_t i);
 /* True if key (len bytes) is GGUF_ALIGNMENT_KEY. */
 bool gguf_key_is_alignment(const char *key, size_t len);
+/* True if key is in the overlay's own namespace (GGUF_OVERLAY_NS): such
+ * keys say which source an overlay belongs to, and are never part of the
+ * model it describes. */
+bool gguf_key_is_overlay(const char *key, size_t len);
 /* x rounded up to a multiple of align (> 0): the rule for the data start
  * (end of the tensor infos) and for each tensor's padding. */
 uint64_t gguf_align_up(uint64_t x, uint64_t align);
@@ -231,6 +235,12 @@ struct gguf_reader {
 enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
                                   const char *name, unsigned flags,
                                   struct gguf_error *err);
+/* The header ctx was opened from, as it was read (before any edit; a
+ * commit does not change it), parsed again from the bytes ctx keeps: no
+ * I/O, whatever the source (a file, a remote reader).  A memory context
+ * with ctx's keys and tensor infos; flags as for gguf_open. */
+enum gguf_status gguf_open_original(gguf_ctx **out, const gguf_ctx *ctx,
+                                    unsigned flags, struct gguf_error *err);
 /* A new, empty context (no keys, no tensors) of the given version. */
 gguf_ctx *gguf_new(uint32_t version);
 void gguf_close(gguf_ctx *ctx);
@@ -596,5 +606,81 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
 /* Moves the pending record of path aside (kind GGUF_STATE_PENDING_OLD,
  * replacing an older one), so that a new mount may keep its own. */
 enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
+
+/* ---- overlays (gguf/overlay.c) ------------------------------------- */
+
+/* An overlay keeps the edits of a model that must not change (read-only,
+ * immutable, shared, remote) in a file of its own: a tensor-less GGUF
+ * whose first keys, in the namespace GGUF_OVERLAY_NS, say which source it
+ * belongs to (struct gguf_overlay_id), then every key the edits set
+ * (changed or new), in the edited model's order, then the list of the
+ * source's keys the edits removed.  Applying it removes the listed keys
+ * and sets the others (a key the source has keeps its place, a new one goes last),
+ * which gives the edited model's keys in its order.  The file's rules
+ * (layout, where it lives, trust, crash-safe writes, fault points):
+ * overlay.c. */
+#define GGUF_OVERLAY_NS "ggufs.overlay."
+#define GGUF_OVERLAY_VERSION 1
+/* Which source an overlay belongs to.  A local source is known by its
+ * contents (size and a hash of every shard's header), not by its path: a
+ * model moved with its overlay named explicitly still matches, a model
+ * changed in place does not.  A remote source adds its URL and ETag. */
+struct gguf_overlay_id {
+    char source[4096]; /* absolute path, or the URL of a remote source */
+    char etag[512];    /* remote: the ETag its bytes were read under */
+    bool remote;
+    uint64_t size;   /* bytes of the source, every shard counted */
+    uint32_t shards; /* files in the set (1 for a plain file) */
+    char hash[48];   /* "xxh3-128:" and 32 hex digits, of the shards'
+                        headers (to the end of the tensor infos) in order */
+};
+/* The identity of the set v[0..n) (contexts as opened, before any edit)
+ * as the source named source (remote: a URL, with etag).  GGUF_E_PERM if
+ * the first file has a key in the GGUF_OVERLAY_NS namespace (it would
+ * clash with the overlay's own). */
+enum gguf_status gguf_overlay_identify(gguf_ctx *const *v, int n,
+                                       const char *source, bool remote,
+                                       const char *etag,
+                                       struct gguf_overlay_id *id,
+                                       struct gguf_error *err);
+/* Where the overlay of source (absolute path or URL) is by default: the
+ * user's state directory, named by a hash of source. */
+enum gguf_status gguf_overlay_default_path(const char *source, char *out,
+                                           size_t n, struct gguf_error *err);
+/* Reads the overlay at path (NULL: source's default) and parses it into
+ * *ov (a memory context) and its identity into *id; *found false (and
+ * GGUF_OK) when there is none.  Refuses (GGUF_E_PERM, one line naming the
+ * file) a symlink, anything but a regular file with one link owned by the
+ * effective user and writable by nobody else, more than GGUF_STATE_MAX
+ * bytes; GGUF_E_FORMAT for a file that is not a valid GGUF or not an
+ * overlay. */
+enum gguf_status gguf_overlay_load(const char *path, const char *source,
+                                   gguf_ctx **ov, struct gguf_overlay_id *id,
+                                   bool *found, struct gguf_error *err);
+/* True if an overlay made for `made` applies to the source `now`; else
+ * false and why (one clause per difference: "made for 1234 bytes, the
+ * source has 1240") in why[0, n). */
+bool gguf_overlay_matches(const struct gguf_overlay_id *made,
+                          const struct gguf_overlay_id *now, char *why,
+                          size_t n);
+/* Applies overlay ov to ctx (the source as opened; see above); *set and
+ * *removed count the keys changed or added and the keys removed. */
+enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
+                                    int64_t *set, int64_t *removed,
+                                    struct gguf_error *err);
+/* Writes the edits of ctx against disk (the source as opened, without
+ * edits) as the overlay of id at path (NULL: the default), crash-safely:
+ * a new file beside it, synced, renamed over it, the directory synced; a
+ * kill at any instant leaves the old overlay or the new one whole.  Never
+ * writes the source. */
+enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
+                                    const gguf_ctx *disk,
+                                    const struct gguf_overlay_id *id,
+                                    struct gguf_error *err);
+/* Removes the overlay at path (NULL: source's default), durably, if it is
+ * one the user may trust (as gguf_overlay_load checks, the contents
+ * aside); *found false when there is none. */
+enum gguf_status gguf_overlay_remove(const char *path, const char *source,
+                                     bool *found, struct gguf_error *err);
 
 #endif

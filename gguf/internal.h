@@ -423,6 +423,23 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                       bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err);
 
+/* Same, with lead_n KV records (lead_len bytes at lead, laid out by
+ * gguf_put_kv) first: an overlay's own keys (overlay.c).  ctx must have no
+ * key of those names. */
+enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
+                                          const gguf_ctx *disk,
+                                          bool changes_only,
+                                          const uint8_t *lead, size_t lead_len,
+                                          uint64_t lead_n, struct gguf_buf *b,
+                                          struct gguf_error *err);
+
+/* Applies KV i of an edits file e to ctx (pending.c): the filler is
+ * skipped, GGUF_REMOVED_KEY removes the keys it lists, a key whose type
+ * and payload ctx already has is left alone (general.alignment among
+ * them), any other is set (an existing key keeps its place). */
+enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
+                                     int64_t i, struct gguf_error *err);
+
 /* ---- the context (ctx.c) -------------------------------------------- */
 
 /* Records a one-line warning on ctx (advisory: at most 64 are kept, a
@@ -565,5 +582,11 @@ enum gguf_status gguf_state_journal(const struct stat *model, bool create,
 void gguf_mark_padding(gguf_ctx *ctx);
 /* Whether kv is ggufs's padding (never listed, saved or merged). */
 bool gguf_kv_padding(const struct gguf_kv *kv);
+
+/* Opens the state directory (state.c; created 0700 if create), with its
+ * trust checks (a real directory of the effective user, writable by
+ * nobody else).  Its fd, or -1 with err set, or -1 with *absent when it
+ * does not exist and create is false. */
+int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err);
 
 #endif

@@ -19,6 +19,11 @@ bool gguf_key_is_alignment(const char *key, size_t len) {
     return key_eq(key, len, GGUF_ALIGNMENT_KEY, sizeof GGUF_ALIGNMENT_KEY - 1);
 }
 
+bool gguf_key_is_overlay(const char *key, size_t len) {
+    size_t n = sizeof GGUF_OVERLAY_NS - 1;
+    return key && len >= n && memcmp(key, GGUF_OVERLAY_NS, n) == 0;
+}
+
 bool gguf_kv_padding(const struct gguf_kv *kv) {
     return (kv->flags & GGUF_KV_PADDING) != 0;
 }

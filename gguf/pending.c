@@ -112,8 +112,8 @@ static const char *next_name(const uint8_t *p, uint64_t *off, size_t *len) {
     return name;
 }
 
-/* Applies one key of an edits file to ctx. */
-static enum gguf_status apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
+/* Applies one key of an edits file to ctx (internal.h). */
+enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
                                  struct gguf_error *err) {
     size_t kl, pl;
     const char *key = gguf_kv_key(e, i, &kl);
@@ -178,7 +178,7 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
     if (st != GGUF_OK)
         goto out;
     for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
-        st = apply_kv(ctx, e, i, err);
+        st = gguf_edits_apply_kv(ctx, e, i, err);
 out:
     if (e)
         gguf_close(e);

@@ -995,3 +995,21 @@ enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
     gguf_close(ctx);
     return st;
 }
+
+enum gguf_status gguf_open_original(gguf_ctx **out, const gguf_ctx *ctx,
+                                    unsigned flags, struct gguf_error *err) {
+    if (!out || !ctx || !ctx->hdr)
+        return gguf_fail(err, GGUF_E_INVAL, "no header to parse");
+    *out = NULL;
+    gguf_ctx *c = gguf_ctx_alloc();
+    if (!c)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    enum gguf_status st = parse_sized(c, NULL, ctx->hdr, ctx->hdr_len,
+                                      ctx->file_size, flags, err);
+    if (st != GGUF_OK) {
+        gguf_close(c);
+        return st;
+    }
+    *out = c;
+    return GGUF_OK;
+}

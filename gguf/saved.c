@@ -63,13 +63,23 @@ static bool unchanged(const struct gguf_kv *kv, const gguf_ctx *disk) {
            dl == kv->val_len && memcmp(d, kv->val, dl) == 0;
 }
 
-/* The saved file's bytes, appended to b (empty).  disk: the file as it is
- * on disk now, or NULL (unreadable: no list of removals). */
 enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                       bool changes_only, struct gguf_buf *b,
                                       struct gguf_error *err) {
-    uint64_t n_removed = 0, list_bytes = 4 + 8, n_kv = 0;
-    uint64_t size = 4 + 4 + 8 + 8;
+    return gguf_edits_serialize_led(ctx, disk, changes_only, NULL, 0, 0, b,
+                                    err);
+}
+
+/* The saved file's bytes, appended to b (empty).  disk: the file as it is
+ * on disk now, or NULL (unreadable: no list of removals). */
+enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
+                                          const gguf_ctx *disk,
+                                          bool changes_only,
+                                          const uint8_t *lead, size_t lead_len,
+                                          uint64_t lead_n, struct gguf_buf *b,
+                                          struct gguf_error *err) {
+    uint64_t n_removed = 0, list_bytes = 4 + 8, n_kv = lead_n;
+    uint64_t size = 4 + 4 + 8 + 8 + lead_len;
     const char *key;
     size_t kl;
 
@@ -95,6 +105,10 @@ enum gguf_status gguf_edits_serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
 
     uint8_t *p = b->p + b->len;
     p = gguf_put_preamble(p, ctx->version == 2 ? 2 : 3, 0, n_kv + listing);
+    if (lead_len) {
+        memcpy(p, lead, lead_len);
+        p += lead_len;
+    }
     for (int64_t i = 0; i < ctx->n_kv; i++) {
         const struct gguf_kv *kv = &ctx->kv[i];
         if (!left_out(kv, listing) && !(changes_only && unchanged(kv, disk)))

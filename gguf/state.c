@@ -116,6 +116,10 @@ static int open_dir(bool create, bool *absent, struct gguf_error *err) {
     return fd;
 }
 
+int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err) {
+    return open_dir(create, absent, err);
+}
+
 /* The state directory for reading or removing: its fd, or -1 with *st
  * GGUF_OK when it does not exist (nothing to read) or an error. */
 static int open_existing(enum gguf_status *st, struct gguf_error *err) {

@@ -1,0 +1,415 @@
+/*
+ * overlay.c - mounts with -o overlay[=PATH]: the edits go to an overlay
+ * (gguf/overlay.c), never into the GGUF, which is opened read-only and may
+ * be 0444, immutable or on a read-only filesystem; and the commands
+ * `ggufs --overlay-apply FILE [OVERLAY]` and `ggufs --overlay-drop FILE
+ * [OVERLAY]`.
+ *
+ * Policy.  At mount, an overlay that belongs to the GGUF (or shard set) is
+ * applied: meta/, the live view and the xattrs show the edited model; one
+ * that does not is refused, saying how it differs and where it is.  The
+ * overlay is the durable store of the mount's edits: it is rewritten
+ * (crash-safely) after every edit, as the pending record is for other
+ * mounts, so a daemon killed at any instant loses nothing and leaves no
+ * record to settle; unmount, `ggufs -u` and fsync make sure it holds the
+ * last edit.  --overlay-apply commits an overlay into its GGUF with
+ * gguf_commit, exactly as a mount with those edits would, then removes
+ * it; --overlay-drop removes it.  Prefix gfs_overlay_.
+ */
+#include "ggufs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_COMMIT = 4 };
+
+struct gfs_overlay {
+    char *path;                /* -o overlay=PATH made absolute; NULL for
+                                  the default one */
+    char shown[PATH_MAX + 64]; /* where it is, for messages */
+    struct gguf_overlay_id id; /* of the source, as mounted */
+    gguf_ctx *disk;            /* the source without edits, what the overlay is
+                       written against: parsed at the first write (a
+                       mount pays for one parse only) */
+    /* Guarded by fs->lock (written under it for writing). */
+    uint64_t written_gen; /* fs->generation last written to the overlay */
+    int failed;           /* that write failed */
+};
+
+/* arg made absolute without resolving it (the daemon runs in /). */
+static char *absolute(const char *arg) {
+    char cwd[PATH_MAX], *out = NULL;
+    if (arg[0] == '/')
+        return strdup(arg);
+    if (!getcwd(cwd, sizeof cwd) || asprintf(&out, "%s/%s", cwd, arg) < 0)
+        return NULL;
+    return out;
+}
+
+/* Where the overlay is: opt (made absolute into *path) or the default for
+ * source.  0, or -1 after one line. */
+static int locate(const char *file, const char *source, const char *opt,
+                  char **path, char *shown, size_t n) {
+    struct gguf_error err = {0};
+    *path = NULL;
+    if (opt) {
+        if (!*opt || !(*path = absolute(opt))) {
+            fprintf(stderr, "ggufs: %s: -o overlay=%s: %s\n", file, opt,
+                    *opt ? strerror(errno) : "the PATH is empty");
+            return -1;
+        }
+        snprintf(shown, n, "%s", *path);
+        return 0;
+    }
+    if (gguf_overlay_default_path(source, shown, n, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: no place for an overlay: %s\n", file,
+                err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the overlay at opath (NULL: the default; shown in messages) for
+ * the source identified by id and applies it to ctx when it belongs
+ * there.  1 applied, 0 none, -1 refused (one line said why). */
+static int load_apply(const char *file, const char *opath, const char *shown,
+                      const struct gguf_overlay_id *id, gguf_ctx *ctx,
+                      int64_t *set, int64_t *removed) {
+    struct gguf_error err = {0};
+    struct gguf_overlay_id made;
+    gguf_ctx *ov = NULL;
+    bool found = false;
+    char why[1024];
+    int r = -1;
+    if (gguf_overlay_load(opath, id->source, &ov, &made, &found, &err) !=
+        GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (!found) {
+        r = 0;
+        goto out;
+    }
+    if (!gguf_overlay_matches(&made, id, why, sizeof why)) {
+        fprintf(stderr,
+                "ggufs: %s: the overlay %s does not belong to this file (%s): "
+                "not applied; 'ggufs --overlay-drop %s%s%s' forgets it\n",
+                file, shown, why, file, opath ? " " : "", opath ? opath : "");
+        goto out;
+    }
+    if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: the overlay %s cannot be applied: %s\n",
+                file, shown, err.msg);
+        goto out;
+    }
+    r = 1;
+out:
+    gguf_close(ov);
+    return r;
+}
+
+int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
+                      const char *opt, const char *file) {
+    struct gguf_error err = {0};
+    struct gfs_overlay *o = calloc(1, sizeof *o);
+    int64_t set = 0, removed = 0;
+    if (!o) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", file);
+        return -1;
+    }
+    fs->overlay = o;
+    /* Recovery writes the file, which an overlay mount never does; until
+     * it has run the header may be half old, half new. */
+    if (!remote_id && gguf_commit_interrupted(path)) {
+        fprintf(stderr,
+                "ggufs: %s: a commit of this file was interrupted: 'ggufs "
+                "--recover %s' completes it (an overlay mount never writes "
+                "the file)\n",
+                file, file);
+        return -1;
+    }
+    if (locate(file, path, opt, &o->path, o->shown, sizeof o->shown) != 0)
+        return -1;
+    if (gguf_overlay_identify(fs->shards, fs->n_shards, path, remote_id != NULL,
+                              remote_id, &o->id, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        return -1;
+    }
+    int r = load_apply(file, o->path, o->shown, &o->id, fs->shards[0], &set,
+                       &removed);
+    if (r < 0)
+        return -1;
+    if (r > 0)
+        fprintf(stderr,
+                "ggufs: %s: overlay %s applied (%lld key%s set, %lld "
+                "removed)\n",
+                file, o->shown, (long long)set, set == 1 ? "" : "s",
+                (long long)removed);
+    return 0;
+}
+
+const char *gfs_overlay_where(const struct gfs *fs) {
+    return fs->overlay ? fs->overlay->shown : NULL;
+}
+
+void gfs_overlay_free(struct gfs *fs) {
+    if (!fs->overlay)
+        return;
+    gguf_close(fs->overlay->disk);
+    free(fs->overlay->path);
+    free(fs->overlay);
+    fs->overlay = NULL;
+}
+
+/* Writes the overlay: the edits against the source as opened (its
+ * header parsed again from the bytes the context keeps, once: no I/O, so
+ * a remote source is served alike). */
+static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
+    struct gfs_overlay *o = fs->overlay;
+    if (!o->disk) {
+        enum gguf_status st =
+            gguf_open_original(&o->disk, fs->ctx, GGUF_OPEN_ALLOW_NESTED, err);
+        if (st != GGUF_OK)
+            return st;
+    }
+    return gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
+}
+
+int gfs_overlay_keep(struct gfs *fs) {
+    struct gfs_overlay *o = fs->overlay;
+    struct gguf_error err = {0};
+    if (fs->readonly || o->written_gen == fs->generation)
+        return o->failed ? EIO : 0;
+    o->written_gen = fs->generation;
+    o->failed = write_overlay(fs, &err) != GGUF_OK;
+    if (o->failed)
+        gfs_log(fs, "%s: cannot write the overlay: %s", fs->path, err.msg);
+    return o->failed ? EIO : 0;
+}
+
+int gfs_overlay_uncommitted(struct gfs *fs) {
+    struct gfs_overlay *o = fs->overlay;
+    return o->written_gen != fs->generation || o->failed;
+}
+
+int gfs_overlay_commit(struct gfs *fs) {
+    struct gfs_overlay *o = fs->overlay;
+    struct gguf_error err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int wrote =
+        !fs->readonly && (o->written_gen != fs->generation || o->failed);
+    enum gguf_status st = wrote ? write_overlay(fs, &err) : GGUF_OK;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != GGUF_OK) {
+        char saved[PATH_MAX] = "";
+        struct gguf_error serr = {0};
+        o->failed = 1;
+        fs->commit_failed = 1;
+        if (gguf_save_edits(fs->ctx, saved, sizeof saved, &serr) != GGUF_OK)
+            saved[0] = '\0';
+        if (snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: commit to the overlay failed: %s; %s%s", fs->path,
+                     err.msg,
+                     saved[0] ? "edits saved in "
+                              : "the edits are still "
+                                "only in the mount",
+                     saved) < 0)
+            fs->commit_msg[0] = '\0';
+        gfs_log(fs, "%s", fs->commit_msg);
+        gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
+        return gfs_errno(&err);
+    }
+    o->written_gen = fs->generation;
+    o->failed = 0;
+    fs->commit_failed = 0;
+    int w;
+    if (wrote)
+        w = snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: committed to the overlay %s (the file is never "
+                     "written), %.1f ms",
+                     fs->path, o->shown,
+                     (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                         (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    else
+        w = snprintf(fs->commit_msg, sizeof fs->commit_msg,
+                     "%s: the overlay %s holds every edit (written as they "
+                     "were made; the file is never written)",
+                     fs->path, o->shown);
+    if (w < 0)
+        fs->commit_msg[0] = '\0';
+    if (wrote)
+        gfs_log(fs, "%s", fs->commit_msg);
+    gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
+    return 0;
+}
+
+void gfs_overlay_note(const char *path, const char *file) {
+    char where[PATH_MAX + 64];
+    struct stat sb;
+    if (gguf_overlay_default_path(path, where, sizeof where, NULL) == GGUF_OK &&
+        lstat(where, &sb) == 0)
+        fprintf(stderr,
+                "ggufs: %s: note: the overlay %s holds edits of this file; "
+                "this mount shows the file without them (-o overlay "
+                "applies them, and a commit here makes the overlay stale)\n",
+                file, where);
+}
+
+/* ---- ggufs --overlay-apply / --overlay-drop ------------------------- */
+
+/* The GGUF (set) of file opened read-write after recovery, locked against
+ * mounts: *v, *n.  0, or -1 after one line. */
+static int open_source(const char *file, const char *path, gguf_ctx ***v,
+                       int *n) {
+    struct gguf_error err = {0};
+    struct gguf_file f;
+    bool did = false;
+    char bad[PATH_MAX + 64] = "";
+    int r = -1;
+    if (gguf_file_open(&f, path, 1, &err) != GGUF_OK ||
+        gguf_recover_file(&f, &did, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (gguf_open_set(path, &f, GGUF_OPEN_RDWR, v, n, bad, sizeof bad, &err) !=
+        GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file, err.msg);
+        goto out;
+    }
+    if (flock(gguf_fd((*v)[0]), LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "ggufs: %s: mounted or locked by another program\n",
+                file);
+        gguf_close_set(*v, *n);
+        *v = NULL;
+        goto out;
+    }
+    r = 0;
+out:
+    gguf_file_close(&f); /* the contexts hold their own descriptors */
+    return r;
+}
+
+static int apply_cmd(const char *file, const char *opt) {
+    struct gguf_error err = {0};
+    struct gguf_commit_info info = {0};
+    struct gguf_overlay_id id;
+    char shown[PATH_MAX + 64], *opath = NULL, *path = realpath(file, NULL);
+    gguf_ctx **v = NULL;
+    int n = 0, status = EXIT_BADFILE;
+    int64_t set = 0, removed = 0;
+    if (!path) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+        goto out;
+    }
+    if (locate(file, path, opt, &opath, shown, sizeof shown) != 0 ||
+        open_source(file, path, &v, &n) != 0)
+        goto out;
+    if (gguf_overlay_identify(v, n, path, false, NULL, &id, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    int r = load_apply(file, opath, shown, &id, v[0], &set, &removed);
+    if (r == 0)
+        fprintf(stderr, "ggufs: %s: no overlay (none at %s)\n", file, shown);
+    if (r <= 0)
+        goto out;
+    status = EXIT_COMMIT;
+    if (gguf_commit(v[0], 0, &info, &err) != GGUF_OK) {
+        fprintf(stderr,
+                "ggufs: %s: committing the overlay %s failed: %s; the overlay "
+                "is kept\n",
+                file, shown, err.msg);
+        goto out;
+    }
+    static const char *const how[] = {"nothing to do", "in place",
+                                      "grown by inserting blocks",
+                                      "grown by rewriting the file"};
+    bool found = false;
+    enum gguf_status rs = gguf_overlay_remove(opath, path, &found, &err);
+    printf("ggufs: %s: overlay %s committed into the file (%lld key%s set, "
+           "%lld removed; %s, data at %llu)%s\n",
+           file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
+           how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0],
+           (unsigned long long)info.new_data_offset,
+           rs == GGUF_OK ? "; the overlay was removed" : "");
+    if (rs != GGUF_OK) {
+        fprintf(stderr,
+                "ggufs: %s: the overlay could not be removed (%s); it no "
+                "longer matches the file\n",
+                file, err.msg);
+        goto out;
+    }
+    status = 0;
+out:
+    gguf_close_set(v, n);
+    free(opath);
+    free(path);
+    return status;
+}
+
+static int drop_cmd(const char *file, const char *opt) {
+    struct gguf_error err = {0};
+    char shown[PATH_MAX + 64], *opath = NULL;
+    /* The model may be gone: its overlay can still be dropped. */
+    char *path = realpath(file, NULL);
+    if (!path)
+        path = absolute(file);
+    int status = EXIT_BADFILE, fd = -1;
+    bool found = false;
+    if (!path) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+        goto out;
+    }
+    if (locate(file, path, opt, &opath, shown, sizeof shown) != 0)
+        goto out;
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr,
+                "ggufs: %s: mounted or locked by another program: the "
+                "overlay %s is in use\n",
+                file, shown);
+        goto out;
+    }
+    if (gguf_overlay_remove(opath, path, &found, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (!found) {
+        fprintf(stderr, "ggufs: %s: no overlay (none at %s)\n", file, shown);
+        goto out;
+    }
+    printf("ggufs: %s: overlay %s dropped (its edits are gone; the file was "
+           "never changed)\n",
+           file, shown);
+    status = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(opath);
+    free(path);
+    return status;
+}
+
+int gfs_overlay_cmd(int argc, char **argv) {
+    int apply = argc >= 2 && strcmp(argv[1], "--overlay-apply") == 0;
+    if (!apply && (argc < 2 || strcmp(argv[1], "--overlay-drop") != 0))
+        return -1;
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr,
+                "ggufs: %s takes FILE.gguf and, optionally, the OVERLAY "
+                "(see ggufs --help)\n",
+                argv[1]);
+        return EXIT_USAGE;
+    }
+    const char *opt = argc == 4 ? argv[3] : NULL;
+    return apply ? apply_cmd(argv[2], opt) : drop_cmd(argv[2], opt);
+}

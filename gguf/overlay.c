@@ -1,0 +1,603 @@
+/*
+ * overlay.c - the edits of a model that must not change, kept in a file
+ * of their own (gguf.h, overlays): which source an overlay belongs to,
+ * reading it as hostile input, applying it, and writing it crash-safely.
+ *
+ * The file.  A tensor-less GGUF, version 3 (2 for a v2 source): first the
+ * overlay's own keys
+ *   ggufs.overlay.version             uint32  GGUF_OVERLAY_VERSION
+ *   ggufs.overlay.source              string  absolute path, or URL
+ *   ggufs.overlay.source_size         uint64  bytes, every shard counted
+ *   ggufs.overlay.source_shards       uint32  files in the set
+ *   ggufs.overlay.source_header_hash  string  "xxh3-128:" 32 hex digits
+ *   ggufs.overlay.source_etag         string  remote sources only
+ * then the edits file of the edited model against the source, changes
+ * only, as saved.c writes it (gguf_edits_serialize: one rule for what an
+ * edit is): every key the source lacks or holds with another type or
+ * value, in the edited model's order (ggufs's padding left out), then,
+ * when keys of the source are gone,
+ *   ggufs.removed_keys                array of their names  So the overlay costs what the edits cost,
+ * not what the header does (a mount with one reads and checks a few keys,
+ * not a second copy of a 150k-token vocabulary), and shows exactly what
+ * was changed.  Any
+ * GGUF reader (ggml's included) reads it; ggufs never shows the overlay's
+ * own keys in meta/ (they never enter the model's context).
+ *
+ * Where.  -o overlay=PATH names it; by default it is in the user's state
+ * directory (state.c: checked as hostile, created 0700) as
+ * HASH.overlay.gguf, HASH the 64-bit FNV-1a of the source's absolute path
+ * (or URL), so that a model in a directory nobody may write (an ollama
+ * blob, a read-only store, a remote file) can have one.
+ *
+ * Trust.  ggufs may run as root and the overlay's directory may be shared:
+ * the overlay is opened relative to its directory's descriptor with
+ * O_NOFOLLOW and O_NONBLOCK, and used only if it is a regular file with
+ * one link, owned by the effective user, writable by nobody else, at most
+ * GGUF_STATE_MAX bytes, and a valid GGUF with the keys above.  Anything
+ * else is refused with one line naming the file, never followed, never
+ * removed.
+ *
+ * Crash safety.  The source is never opened for writing.  The overlay is
+ * replaced whole: a new file beside it (NAME.ggufs-tmp-RANDOM, created
+ * exclusively, 0600), written, fsync'ed, renamed over NAME, the directory
+ * fsync'ed.  A kill at any instant leaves the old overlay or the new one,
+ * never a mix; a temporary file left by a kill is removed by the next
+ * write (only regular files of the effective user with exactly that
+ * name pattern).  Fault points (GGUFS_FAULT=N, as commit.c's), per write:
+ *   1 create new overlay   2 write new overlay   3 fsync new overlay
+ *   4 rename over overlay  5 fsync directory
+ */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <time.h>
+#include <xxhash.h>
+
+#define K_VERSION GGUF_OVERLAY_NS "version"
+#define K_SOURCE GGUF_OVERLAY_NS "source"
+#define K_SIZE GGUF_OVERLAY_NS "source_size"
+#define K_SHARDS GGUF_OVERLAY_NS "source_shards"
+#define K_HASH GGUF_OVERLAY_NS "source_header_hash"
+#define K_ETAG GGUF_OVERLAY_NS "source_etag"
+#define TMP_SUFFIX ".ggufs-tmp-"
+
+enum gguf_status gguf_overlay_identify(gguf_ctx *const *v, int n,
+                                       const char *source, bool remote,
+                                       const char *etag,
+                                       struct gguf_overlay_id *id,
+                                       struct gguf_error *err) {
+    memset(id, 0, sizeof *id);
+    if (!source || strlen(source) >= sizeof id->source ||
+        (etag && strlen(etag) >= sizeof id->etag))
+        return gguf_fail(err, GGUF_E_RANGE,
+                         "the source's name or ETag is too long for an "
+                         "overlay");
+    /* The overlay's own keys would clash with the model's. */
+    for (int64_t i = 0; n > 0 && i < gguf_n_kv(v[0]); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(v[0], i, &kl);
+        char q[GGUF_QUOTE_MAX];
+        if (gguf_key_is_overlay(k, kl))
+            return gguf_fail(err, GGUF_E_PERM,
+                             "the model has a key '%s' in the namespace of "
+                             "ggufs's overlays (" GGUF_OVERLAY_NS "): it "
+                             "cannot have an overlay",
+                             gguf_quote(q, sizeof q, k, kl));
+    }
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    XXH3_128bits_reset(h);
+    for (int s = 0; s < n; s++) {
+        XXH3_128bits_update(h, v[s]->hdr, v[s]->hdr_len);
+        id->size += v[s]->file_size;
+    }
+    XXH128_hash_t x = XXH3_128bits_digest(h);
+    XXH3_freeState(h);
+    snprintf(id->hash, sizeof id->hash, "xxh3-128:%016" PRIx64 "%016" PRIx64,
+             (uint64_t)x.high64, (uint64_t)x.low64);
+    snprintf(id->source, sizeof id->source, "%s", source);
+    if (etag)
+        snprintf(id->etag, sizeof id->etag, "%s", etag);
+    id->remote = remote;
+    id->shards = (uint32_t)n;
+    return GGUF_OK;
+}
+
+/* The default overlay's name in the state directory. */
+static void default_name(const char *source, char *out, size_t n) {
+    snprintf(out, n, "%016llx.overlay.gguf",
+             (unsigned long long)gguf_hash(source, strlen(source)));
+}
+
+enum gguf_status gguf_overlay_default_path(const char *source, char *out,
+                                           size_t n, struct gguf_error *err) {
+    char name[64];
+    default_name(source, name, sizeof name);
+    /* The state directory's path: the pending record's, less its name. */
+    enum gguf_status st =
+        gguf_state_path(source, GGUF_STATE_PENDING, out, n, err);
+    if (st != GGUF_OK)
+        return st;
+    char *slash = strrchr(out, '/');
+    if (!slash || (size_t)(slash + 1 - out) + strlen(name) >= n)
+        return gguf_fail(err, GGUF_E_RANGE, "state path too long");
+    strcpy(slash + 1, name);
+    return GGUF_OK;
+}
+
+/* Where the overlay is: its directory opened (the returned fd), its name
+ * in it (base), and the whole path for messages (shown).  path NULL: the
+ * state directory (created if create) and the default name.  -1 with err
+ * set, or -1 with *absent when that directory does not exist and !create. */
+static int open_parent(const char *path, const char *source, bool create,
+                       char *base, size_t bn, char *shown, size_t sn,
+                       bool *absent, struct gguf_error *err) {
+    *absent = false;
+    if (!path) {
+        default_name(source, base, bn);
+        if (gguf_overlay_default_path(source, shown, sn, err) != GGUF_OK)
+            return -1;
+        return gguf_state_dir_open(create, absent, err);
+    }
+    const char *slash = strrchr(path, '/');
+    const char *b = slash ? slash + 1 : path;
+    if (!*b || strlen(b) >= bn || strlen(path) >= sn) {
+        gguf_fail(err, GGUF_E_INVAL, "%s: not a file name for an overlay",
+                  path);
+        return -1;
+    }
+    strcpy(base, b);
+    strcpy(shown, path);
+    char *dir = slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1)
+                      : strdup(".");
+    if (!dir) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        gguf_sys_fail(err, errno, "cannot open the overlay's directory %s",
+                      dir);
+    free(dir);
+    return dfd;
+}
+
+/* The trust rule of the header comment, on fstat/lstat sb of the overlay
+ * shown; GGUF_OK or GGUF_E_PERM with the reason. */
+static enum gguf_status check_trusted(const struct stat *sb, const char *shown,
+                                      struct gguf_error *err) {
+    if (S_ISLNK(sb->st_mode))
+        return gguf_fail(err, GGUF_E_PERM,
+                         "overlay %s is a symbolic link: not used", shown);
+    if (!S_ISREG(sb->st_mode))
+        return gguf_fail(err, GGUF_E_PERM,
+                         "overlay %s is not a regular file: not used", shown);
+    if (sb->st_uid != geteuid())
+        return gguf_fail(err, GGUF_E_PERM,
+                         "overlay %s is owned by uid %u, not by uid %u: not "
+                         "used",
+                         shown, (unsigned)sb->st_uid, (unsigned)geteuid());
+    if (sb->st_mode & 022)
+        return gguf_fail(err, GGUF_E_PERM,
+                         "overlay %s is writable by others (mode %04o): not "
+                         "used",
+                         shown, (unsigned)(sb->st_mode & 07777));
+    if (sb->st_nlink != 1)
+        return gguf_fail(err, GGUF_E_PERM,
+                         "overlay %s has %llu links: not used", shown,
+                         (unsigned long long)sb->st_nlink);
+    return GGUF_OK;
+}
+
+/* The string value of key k in ov into out (n bytes); false if absent,
+ * not a string, or too long. */
+static bool get_str(const gguf_ctx *ov, const char *k, char *out, size_t n) {
+    const char *s;
+    size_t len;
+    int64_t i = gguf_find_key(ov, k, strlen(k));
+    if (i < 0 || !gguf_kv_get_str(ov, i, &s, &len) || len >= n ||
+        memchr(s, '\0', len))
+        return false;
+    memcpy(out, s, len);
+    out[len] = '\0';
+    return true;
+}
+
+static bool get_u64(const gguf_ctx *ov, const char *k, uint64_t *out) {
+    int64_t i = gguf_find_key(ov, k, strlen(k));
+    return i >= 0 && gguf_kv_get_u64(ov, i, out);
+}
+
+/* The identity an overlay records. */
+static enum gguf_status id_of(const gguf_ctx *ov, const char *shown,
+                              struct gguf_overlay_id *id,
+                              struct gguf_error *err) {
+    uint64_t ver = 0, shards = 0;
+    memset(id, 0, sizeof *id);
+    const char *missing =
+        !get_u64(ov, K_VERSION, &ver)                           ? K_VERSION
+        : !get_str(ov, K_SOURCE, id->source, sizeof id->source) ? K_SOURCE
+        : !get_u64(ov, K_SIZE, &id->size)                       ? K_SIZE
+        : !get_u64(ov, K_SHARDS, &shards)                       ? K_SHARDS
+        : !get_str(ov, K_HASH, id->hash, sizeof id->hash)       ? K_HASH
+                                                                : NULL;
+    if (missing)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "%s is not a ggufs overlay (no valid key %s)", shown,
+                         missing);
+    if (ver != GGUF_OVERLAY_VERSION || shards == 0 || shards > 99999)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "%s is an overlay of version %llu for %llu files: "
+                         "not understood",
+                         shown, (unsigned long long)ver,
+                         (unsigned long long)shards);
+    id->shards = (uint32_t)shards;
+    id->remote = get_str(ov, K_ETAG, id->etag, sizeof id->etag);
+    return GGUF_OK;
+}
+
+enum gguf_status gguf_overlay_load(const char *path, const char *source,
+                                   gguf_ctx **ov, struct gguf_overlay_id *id,
+                                   bool *found, struct gguf_error *err) {
+    char base[256], shown[4096];
+    bool absent;
+    struct stat sb;
+    uint8_t *p = NULL;
+    enum gguf_status st = GGUF_OK;
+    int fd = -1;
+
+    *ov = NULL;
+    *found = false;
+    int dfd = open_parent(path, source, false, base, sizeof base, shown,
+                          sizeof shown, &absent, err);
+    if (dfd < 0)
+        return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
+    /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
+    fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            goto out;
+        st = errno == ELOOP
+                 ? gguf_fail(err, GGUF_E_PERM,
+                             "overlay %s is a symbolic link: not "
+                             "used",
+                             shown)
+                 : gguf_sys_fail(err, errno, "cannot open overlay %s", shown);
+        goto out;
+    }
+    if (fstat(fd, &sb) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
+        goto out;
+    }
+    if ((st = check_trusted(&sb, shown, err)) != GGUF_OK)
+        goto out;
+    if ((uint64_t)sb.st_size > GGUF_STATE_MAX) {
+        st = gguf_fail(err, GGUF_E_RANGE,
+                       "overlay %s is %lld bytes, more than the %llu an "
+                       "overlay may have",
+                       shown, (long long)sb.st_size,
+                       (unsigned long long)GGUF_STATE_MAX);
+        goto out;
+    }
+    size_t n = (size_t)sb.st_size;
+    if (!(p = malloc(n ? n : 1))) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory reading %s", shown);
+        goto out;
+    }
+    if ((st = gguf_pread_full(fd, p, n, 0, shown, err)) != GGUF_OK)
+        goto out;
+    struct gguf_error e2 = {0};
+    if (gguf_open_mem(ov, p, n, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK) {
+        st = gguf_fail(err, GGUF_E_FORMAT, "overlay %s is not a valid GGUF: %s",
+                       shown, e2.msg);
+        goto out;
+    }
+    if ((st = id_of(*ov, shown, id, err)) != GGUF_OK)
+        goto out;
+    *found = true;
+out:
+    if (st != GGUF_OK && *ov) {
+        gguf_close(*ov);
+        *ov = NULL;
+    }
+    free(p);
+    if (fd >= 0)
+        close(fd);
+    close(dfd);
+    return st;
+}
+
+/* Appends ", " (unless first) and a printf'ed clause to why. */
+static void clause(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void clause(char *why, size_t n, const char *fmt, ...) {
+    size_t used = strlen(why);
+    if (used && used + 2 < n) {
+        strcat(why, ", ");
+        used += 2;
+    }
+    if (used + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+bool gguf_overlay_matches(const struct gguf_overlay_id *made,
+                          const struct gguf_overlay_id *now, char *why,
+                          size_t n) {
+    why[0] = '\0';
+    if (made->remote != now->remote)
+        clause(why, n, "made for a %s source, this one is %s",
+               made->remote ? "remote" : "local",
+               now->remote ? "remote" : "local");
+    if (made->remote && now->remote && strcmp(made->source, now->source) != 0)
+        clause(why, n, "made for %s", made->source);
+    if (made->remote && now->remote && strcmp(made->etag, now->etag) != 0)
+        clause(why, n, "made for ETag %s, the source's is now %s", made->etag,
+               now->etag);
+    if (made->shards != now->shards)
+        clause(why, n, "made for a set of %u files, the source has %u",
+               (unsigned)made->shards, (unsigned)now->shards);
+    if (made->size != now->size)
+        clause(why, n, "made for %llu bytes, the source has %llu",
+               (unsigned long long)made->size, (unsigned long long)now->size);
+    if (strcmp(made->hash, now->hash) != 0)
+        clause(why, n, "made for the header %s, the source's is %s", made->hash,
+               now->hash);
+    return why[0] == '\0';
+}
+
+/* True if key i of a has the same type and value in b (as key j). */
+static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b) {
+    size_t kl, al, bl;
+    const char *k = gguf_kv_key(a, i, &kl);
+    int64_t j = gguf_find_key(b, k, kl);
+    if (j < 0 || gguf_kv_type(a, i) != gguf_kv_type(b, j))
+        return false;
+    const uint8_t *pa = gguf_kv_payload(a, i, &al);
+    const uint8_t *pb = gguf_kv_payload(b, j, &bl);
+    return al == bl && memcmp(pa, pb, al) == 0;
+}
+
+/* The removal list's key (the edits file's). */
+static bool is_removals(const char *k, size_t kl) {
+    return kl == sizeof GGUF_REMOVED_KEY - 1 &&
+           memcmp(k, GGUF_REMOVED_KEY, kl) == 0;
+}
+
+enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
+                                    int64_t *set, int64_t *removed,
+                                    struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    *set = *removed = 0;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(ov, i, &kl);
+        if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
+            continue;
+        if (is_removals(k, kl)) {
+            int64_t before = gguf_n_kv(ctx);
+            st = gguf_edits_apply_kv(ctx, ov, i, err);
+            *removed += before - gguf_n_kv(ctx);
+            continue;
+        }
+        if (same_kv(ov, i, ctx))
+            continue;
+        st = gguf_edits_apply_kv(ctx, ov, i, err);
+        ++*set;
+    }
+    return st;
+}
+
+/* ---- writing ------------------------------------------------------- */
+
+/* One of the overlay's own keys, as a payload. */
+struct own_kv {
+    const char *key;
+    uint32_t type;
+    uint8_t val[8];
+    const char *str; /* strings: the bytes, val unused */
+};
+
+static uint64_t own_len(const struct own_kv *o) {
+    return o->str ? 8 + strlen(o->str) : gguf_type_size(o->type);
+}
+
+static uint8_t *put_own(uint8_t *p, const struct own_kv *o) {
+    uint64_t kl = strlen(o->key);
+    if (o->str) {
+        p = gguf_put_kv(p, o->key, kl, o->type, NULL, 0);
+        return gguf_put_str(p, o->str, strlen(o->str));
+    }
+    return gguf_put_kv(p, o->key, kl, o->type, o->val, own_len(o));
+}
+
+/* The overlay's bytes (header comment) into b: its own keys, then the
+ * edits file of ctx against disk (the source as opened) that saved.c
+ * writes, changes only: one rule for what an edit is. */
+static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
+                                  const struct gguf_overlay_id *id,
+                                  struct gguf_buf *b, struct gguf_error *err) {
+    struct own_kv own[6] = {
+        {.key = K_VERSION, .type = GGUF_TYPE_UINT32},
+        {.key = K_SOURCE, .type = GGUF_TYPE_STRING, .str = id->source},
+        {.key = K_SIZE, .type = GGUF_TYPE_UINT64},
+        {.key = K_SHARDS, .type = GGUF_TYPE_UINT32},
+        {.key = K_HASH, .type = GGUF_TYPE_STRING, .str = id->hash},
+        {.key = K_ETAG, .type = GGUF_TYPE_STRING, .str = id->etag},
+    };
+    gguf_wr32(own[0].val, GGUF_OVERLAY_VERSION);
+    gguf_wr64(own[2].val, id->size);
+    gguf_wr32(own[3].val, id->shards);
+    int n_own = id->remote ? 6 : 5;
+    uint64_t size = 0;
+    for (int o = 0; o < n_own; o++)
+        size += gguf_kv_record_size(strlen(own[o].key), own_len(&own[o]));
+    uint8_t lead[sizeof id->source + sizeof id->etag + sizeof id->hash + 512];
+    if (size > sizeof lead)
+        return gguf_fail(err, GGUF_E_RANGE, "overlay identity too long");
+    uint8_t *p = lead;
+    for (int o = 0; o < n_own; o++)
+        p = put_own(p, &own[o]);
+    return gguf_edits_serialize_led(ctx, disk, true, lead, (size_t)size,
+                                    (uint64_t)n_own, b, err);
+}
+
+/* The temporary name's prefix for base: the name beside it, cut like
+ * every name ggufs makes beside a file, up to the random part. */
+static char *tmp_prefix(const char *base) {
+    char *s = gguf_sidecar_path(base, TMP_SUFFIX "00000000");
+    if (s)
+        s[strlen(s) - 8] = '\0';
+    return s;
+}
+
+/* Removes what a killed write left in dfd: regular files of ours named
+ * prefix and 8 hex digits. */
+static void remove_stale(int dfd, const char *prefix) {
+    int d2 = dup(dfd);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    size_t pl = strlen(prefix);
+    if (!d) {
+        if (d2 >= 0)
+            close(d2);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat sb;
+        const char *r = e->d_name + pl;
+        if (strncmp(e->d_name, prefix, pl) != 0 || strlen(r) != 8 ||
+            strspn(r, "0123456789abcdef") != 8 ||
+            fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(sb.st_mode) || sb.st_uid != geteuid())
+            continue;
+        (void)unlinkat(dfd, e->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* The steps of the header comment, into dfd as base. */
+static enum gguf_status replace(int dfd, const char *base, const char *shown,
+                                const struct gguf_buf *b,
+                                struct gguf_error *err) {
+    struct gguf_faults f;
+    enum gguf_status st = GGUF_OK;
+    char tmp[300];
+    int fd = -1;
+    char *prefix = tmp_prefix(base);
+    if (!prefix)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    remove_stale(dfd, prefix);
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
+        rnd = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+    snprintf(tmp, sizeof tmp, "%s%08x", prefix, (unsigned)rnd);
+    free(prefix);
+    gguf_faults_init(&f);
+    gguf_fault_point(&f, "create new overlay");
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+    if (fd < 0)
+        return gguf_sys_fail(err, errno, "cannot create %s beside overlay %s",
+                             tmp, shown);
+    gguf_fault_point(&f, "write new overlay");
+    st = gguf_pwrite_full(fd, b->p, b->len, 0, "the new overlay", err);
+    if (st != GGUF_OK)
+        goto out;
+    gguf_fault_point(&f, "fsync new overlay");
+    if (fsync(fd) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot sync the new overlay %s", tmp);
+        goto out;
+    }
+    gguf_fault_point(&f, "rename over overlay");
+    if (renameat(dfd, tmp, dfd, base) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot rename %s to overlay %s", tmp,
+                           shown);
+        goto out;
+    }
+    gguf_fault_point(&f, "fsync directory");
+    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
+        st =
+            gguf_sys_fail(err, errno, "cannot sync the directory of %s", shown);
+    tmp[0] = '\0'; /* renamed: nothing to remove */
+out:
+    if (fd >= 0)
+        close(fd);
+    if (st != GGUF_OK && tmp[0])
+        (void)unlinkat(dfd, tmp, 0);
+    return st;
+}
+
+enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
+                                    const gguf_ctx *disk,
+                                    const struct gguf_overlay_id *id,
+                                    struct gguf_error *err) {
+    char base[256], shown[4096];
+    struct gguf_buf b = {0};
+    struct stat sb;
+    bool absent;
+    int dfd = open_parent(path, id->source, true, base, sizeof base, shown,
+                          sizeof shown, &absent, err);
+    if (dfd < 0)
+        return err && err->code ? err->code : GGUF_E_IO;
+    /* What is there must be ours to replace: never a rename over a file
+     * someone else put there (a rename replaces a symlink itself, but a
+     * hostile name is a sign to stop, not to overwrite). */
+    enum gguf_status st = GGUF_OK;
+    if (fstatat(dfd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+        st = check_trusted(&sb, shown, err);
+    else if (errno != ENOENT)
+        st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
+    if (st == GGUF_OK)
+        st = serialize(ctx, disk, id, &b, err);
+    if (st == GGUF_OK)
+        st = replace(dfd, base, shown, &b, err);
+    gguf_buf_free(&b);
+    close(dfd);
+    return st;
+}
+
+enum gguf_status gguf_overlay_remove(const char *path, const char *source,
+                                     bool *found, struct gguf_error *err) {
+    char base[256], shown[4096];
+    struct stat sb;
+    bool absent;
+    *found = false;
+    int dfd = open_parent(path, source, false, base, sizeof base, shown,
+                          sizeof shown, &absent, err);
+    if (dfd < 0)
+        return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
+    enum gguf_status st = GGUF_OK;
+    if (fstatat(dfd, base, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT)
+            st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
+        goto out;
+    }
+    if ((st = check_trusted(&sb, shown, err)) != GGUF_OK)
+        goto out;
+    if (unlinkat(dfd, base, 0) < 0) {
+        st = gguf_sys_fail(err, errno, "cannot remove overlay %s", shown);
+        goto out;
+    }
+    *found = true;
+    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
+        st =
+            gguf_sys_fail(err, errno, "cannot sync the directory of %s", shown);
+out:
+    close(dfd);
+    return st;
+}
