@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define SEG_BLOCKS 64                  /* 4 MiB per request at most */
@@ -44,6 +45,7 @@
 #define RUN_BYTES (SEG_BLOCKS * RMT_BLOCK) /* one run's buffer */
 #define HOT_MAX (2 * RA_WINDOW)            /* bytes of hot runs kept */
 #define FREE_MAX 8                         /* spare buffers kept */
+#define HUGE_ALIGN ((size_t)2 << 20)       /* x86-64's huge page */
 
 enum { ABSENT, FETCHING, RECORDED, PRESENT };
 
@@ -147,8 +149,12 @@ static uint8_t *buf_get(struct rmt_src *s) {
     if (s->n_spare)
         b = s->spare[--s->n_spare];
     pthread_mutex_unlock(&s->mu);
-    if (!b && posix_memalign((void **)&b, RMT_DIO_ALIGN, RUN_BYTES) != 0)
+    if (!b && posix_memalign((void **)&b, HUGE_ALIGN, RUN_BYTES) != 0)
         b = NULL;
+    /* Huge pages where the system gives them: direct I/O pins two pages
+     * per run instead of a thousand, and the copies miss the TLB less. */
+    if (b)
+        madvise(b, RUN_BYTES, MADV_HUGEPAGE);
     return b;
 }
 
