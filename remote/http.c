@@ -173,6 +173,7 @@ struct resp {
     void *sink_u;
     size_t want, got;
     int ranged, bad_body; /* body not what was asked: abort */
+    int probing; /* a ranged GET instead of HEAD: no identity to check yet */
 };
 
 static void copy_value(char *dst, size_t n, const char *v, size_t len) {
@@ -322,6 +323,12 @@ enum outcome { OK, TRANSIENT, FATAL, CHANGED };
 /* Checks a ranged answer against the identity. */
 static enum outcome check_ranged(struct rmt_http *h, const struct resp *r,
                                  char *msg, size_t n) {
+    if (r->probing && r->status == 206 && !r->has_cr) {
+        snprintf(msg, n, "a ranged answer without Content-Range");
+        return FATAL;
+    }
+    if (r->probing && r->status == 206)
+        return r->got == r->want ? OK : TRANSIENT;
     if (r->status == 412 ||
         (r->status == 206 && r->has_cr && r->cr_total != h->id.size)) {
         snprintf(msg, n,
@@ -503,10 +510,45 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     return 0;
 }
 
-/* HEAD: the size and identity.  0 or -1 with msg. */
+/* The size and identity from the probe's answer r.  0. */
+static int take_identity(struct rmt_http *h, const struct resp *r) {
+    h->id.size = r->clen;
+    if (r->etag[0] && strncmp(r->etag, "W/", 2) != 0)
+        snprintf(h->id.etag, sizeof h->id.etag, "%s", r->etag);
+    if (r->lastmod[0]) {
+        snprintf(h->id.lastmod, sizeof h->id.lastmod, "%s", r->lastmod);
+        h->id.mtime = (int64_t)curl_getdate(r->lastmod, NULL);
+        if (h->id.mtime < 0)
+            h->id.mtime = 0;
+    }
+    if (!h->id.etag[0] && !h->id.lastmod[0])
+        rmt_logf(h, "warning: the server sends neither a strong ETag nor "
+                    "Last-Modified: a change of the file on the server that "
+                    "keeps its size cannot be detected");
+    return 0;
+}
+
+/* The first byte by a ranged GET, for servers that refuse HEAD: 405 or
+ * 501 (no HEAD at all), 403 (an object store's URL signed for GET only).
+ * The size is Content-Range's total.  0, or -1 with msg. */
+static int probe_get(struct rmt_http *h, struct resp *r, char *msg, size_t n) {
+    uint8_t one;
+    *r = (struct resp){.buf = &one, .want = 1, .ranged = 1, .probing = 1};
+    if (request(h, 0, r, msg, n) != 0)
+        return -1;
+    r->clen = r->cr_total;
+    r->has_clen = 1;
+    return 0;
+}
+
+/* HEAD (or a ranged GET where HEAD is refused): the size and identity.
+ * 0 or -1 with msg. */
 static int probe(struct rmt_http *h, char *msg, size_t n) {
     struct resp r = {0};
-    if (request(h, 0, &r, msg, n) != 0) {
+    int err = request(h, 0, &r, msg, n);
+    if (err && (r.status == 403 || r.status == 405 || r.status == 501))
+        err = probe_get(h, &r, msg, n);
+    if (err) {
         if (r.status == 401 || r.status == 403 || r.status == 404)
             snprintf(msg, n, "HTTP %ld (%s)", r.status,
                      r.status == 404   ? "not found"
@@ -524,20 +566,7 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
                  "(Accept-Ranges: none)");
         return -1;
     }
-    h->id.size = r.clen;
-    if (r.etag[0] && strncmp(r.etag, "W/", 2) != 0)
-        snprintf(h->id.etag, sizeof h->id.etag, "%s", r.etag);
-    if (r.lastmod[0]) {
-        snprintf(h->id.lastmod, sizeof h->id.lastmod, "%s", r.lastmod);
-        h->id.mtime = (int64_t)curl_getdate(r.lastmod, NULL);
-        if (h->id.mtime < 0)
-            h->id.mtime = 0;
-    }
-    if (!h->id.etag[0] && !h->id.lastmod[0])
-        rmt_logf(h, "warning: the server sends neither a strong ETag nor "
-                    "Last-Modified: a change of the file on the server that "
-                    "keeps its size cannot be detected");
-    return 0;
+    return take_identity(h, &r);
 }
 
 int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
