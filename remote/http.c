@@ -270,6 +270,14 @@ static void handle_put(struct rmt_http *h, CURL *c) {
         curl_easy_cleanup(c);
 }
 
+/* libcurl's progress callback: nonzero aborts the transfer.  Unmounting
+ * must not wait for readahead the timeouts would end only much later. */
+static int on_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                       curl_off_t un) {
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return atomic_load(&((struct rmt_http *)u)->closing);
+}
+
 /* One request of url (no redirect followed): HEAD if !r->ranged, else a
  * GET of [off, off + r->want).  creds: send the credentials. */
 static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
@@ -303,6 +311,9 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     if (r->ranged) {
         snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
                  (unsigned long long)(off + r->want - 1));
@@ -424,6 +435,13 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
     return o;
 }
 
+/* Sleeps ms before a retry, in steps of 50 ms, ending early once the
+ * mount is closing. */
+static void backoff(struct rmt_http *h, long ms) {
+    for (; ms > 0 && !atomic_load(&h->closing); ms -= 50)
+        nanosleep(&(struct timespec){0, (ms < 50 ? ms : 50) * 1000000L}, NULL);
+}
+
 /* Sends the request (ranged or HEAD) with retries.  0 or EIO. */
 static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
                    size_t n) {
@@ -435,6 +453,10 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
     }
     for (int attempt = 0; attempt <= h->retries; attempt++) {
         int redirected = 0;
+        if (atomic_load(&h->closing)) {
+            snprintf(msg, n, "the mount is closing");
+            break;
+        }
         enum outcome o = request_once(h, c, off, r, &redirected, msg, n);
         if (o == OK) {
             err = 0;
@@ -464,14 +486,8 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
         }
         if (o == FATAL)
             break;
-        if (attempt < h->retries) {
-            struct timespec ts = {0, 500000000};
-            for (int k = 0; k < attempt; k++) {
-                ts.tv_sec = ts.tv_sec * 2 + (ts.tv_nsec * 2) / 1000000000;
-                ts.tv_nsec = (ts.tv_nsec * 2) % 1000000000;
-            }
-            nanosleep(&ts, NULL);
-        }
+        if (attempt < h->retries)
+            backoff(h, 500L << (attempt < 10 ? attempt : 10));
     }
     handle_put(h, c);
     return err;

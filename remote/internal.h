@@ -37,6 +37,8 @@ struct rmt_http {
     void (*log)(void *u, const char *line);
     void *log_u;
     atomic_int changed;     /* the file changed on the server: said once */
+    atomic_int closing; /* set by rmt_close: requests in flight stop, and
+                           none is retried or started */
     atomic_ullong n_ranged; /* ranged requests sent */
     pthread_mutex_t mu;     /* guards eff and the idle handles */
     char *eff;              /* the URL the last redirect chain ended at */

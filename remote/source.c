@@ -578,6 +578,7 @@ void rmt_close(struct rmt_src *s) {
         s->stop = 1;
         pthread_cond_broadcast(&s->work);
         pthread_mutex_unlock(&s->mu);
+        atomic_store(&s->h.closing, 1); /* readahead in flight ends now */
         for (int i = 0; i < s->n_workers; i++)
             pthread_join(s->workers[i], NULL);
     }

@@ -631,6 +631,36 @@ def check_faults(tmp, www, f0, want0, mnt):
                 if fh.read() != want0:
                     raise Fail("after the server came back, the live view differs")
         J.log("ok   stalled server: EIO after %.1f s; served again once it answers" % dt)
+
+        # unmounting while readahead hangs on a stalled server: the daemon
+        # ends at once, not when the timeouts (60 s here) would end it
+        srv.reset()
+        c = os.path.join(tmp, "c-stall2")
+        p = mount_url(srv.url("stall", "ra.gguf"), mnt, ["-o", "cache=" + c, "-o", "net_timeout=60"])
+        if p.returncode != 0:
+            raise Fail("mount for the stalled unmount: %s" % p.stderr.decode(errors="replace"))
+        pids = J._procs_for(mnt)
+        srv.stall = True
+        td = os.path.join(mnt, "tensors")
+        first = min(os.listdir(td), key=lambda n: int(J.xattr(os.path.join(td, n), "user.gguf.offset")))
+        with open(os.path.join(td, first), "rb") as fh:  # cached with the header: readahead starts
+            fh.read(16)
+        n0 = srv.faults
+        for _ in range(100):
+            if srv.faults > n0:
+                break
+            time.sleep(0.05)
+        if srv.faults == n0:
+            raise Fail("stalled unmount: no readahead request reached the server")
+        t0 = time.time()
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        while any(os.path.exists("/proc/%d" % q) for q in pids) and time.time() - t0 < 30:
+            time.sleep(0.05)
+        dt = time.time() - t0
+        srv.stall = False
+        if dt > 5:
+            raise Fail("unmount with readahead stalled: the daemon took %.1f s to end" % dt)
+        J.log("ok   unmount while readahead hangs: the daemon ended after %.2f s" % dt)
     finally:
         srv.stop()
 
