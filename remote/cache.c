@@ -12,12 +12,19 @@
  * Directories are 0700, files 0600, all owned by the user and opened
  * without following symlinks; anything else is refused.
  *
+ * Writes.  A run's bytes are written where the filesystem allows it by
+ * direct I/O (rmt_cache_put): the fetching mount serves them from memory
+ * (source.c, Hot runs), so the page cache would only hold a second copy of
+ * what the kernel's FUSE cache holds, and filling it costs as much CPU as
+ * the network does.  Later mounts read the data file through the page
+ * cache as usual.
+ *
  * Rules.  A block counts as present only once its bytes are durable: the
  * data is written and fdatasync'ed before its add record is appended, so
  * a crash or kill -9 leaves at worst bytes without a record (fetched
  * again).  Records are appended in batches (FLUSH_BLOCKS, and at close):
  * one fdatasync covers them all; the mount that wrote the bytes serves
- * them meanwhile (they are in its page cache), a later mount only once
+ * them meanwhile (from memory or its own writes), a later mount only once
  * recorded.  Records are appended under flock with one write; a torn tail
  * (a record cut by a crash) is cut off at the next open, and a record
  * whose check does not match is ignored.  Every recorded block is hashed
@@ -52,7 +59,13 @@
 
 struct rmt_cache {
     int top, efd, data, log; /* DIR/v1, the entry, its files */
-    char name[40];           /* the entry's directory name */
+    /* data again, opened O_DIRECT (the same inode, checked), or -1 where
+     * the filesystem has no direct I/O: rmt_cache_put writes through it,
+     * so fetched bytes never pass through the page cache (source.c keeps
+     * the runs it fetched in memory for the readers). */
+    int ddata;
+    atomic_int ddata_ok; /* 0 once the filesystem refused an aligned write */
+    char name[40];       /* the entry's directory name */
     uint64_t size, nb, max;
     uint64_t others; /* bytes of the other entries, counted at open */
     /* Blocks written but not yet recorded: their records are appended by
@@ -292,6 +305,22 @@ static int open_root(const char *dir, char *msg, size_t n) {
     return private_dir(-1, path, 1, msg, n);
 }
 
+/* Sets c->ddata: data opened again with O_DIRECT, kept only if it is the
+ * same file (private_file's checks, then the inode).  Nothing is said
+ * when it cannot be had: buffered writes are as correct. */
+static void open_direct(struct rmt_cache *c) {
+    char msg[200];
+    int fd = private_file(c->efd, "data", O_RDWR | O_DIRECT, msg, sizeof msg);
+    struct stat a, b;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &a) == 0 && fstat(c->data, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        c->ddata = fd, atomic_init(&c->ddata_ok, 1);
+    else
+        close(fd);
+}
+
 int rmt_cache_open(const char *dir, const char *key, uint64_t size,
                    uint64_t max, uint8_t *present, uint64_t *hash,
                    struct rmt_cache **out, char *msg, size_t n) {
@@ -301,7 +330,7 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
         snprintf(msg, n, "out of memory");
         return -1;
     }
-    c->top = c->efd = c->data = c->log = -1;
+    c->top = c->efd = c->data = c->log = c->ddata = -1;
     pthread_mutex_init(&c->mu, NULL);
     c->size = size;
     c->nb = (size + RMT_BLOCK - 1) / RMT_BLOCK;
@@ -327,6 +356,7 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
     }
     if (load_log(c, present, hash, msg, n) != 0)
         goto fail;
+    open_direct(c);
     futimens(c->log, NULL); /* most recently used */
     c->others = count_others(c);
     close(root);
@@ -349,8 +379,8 @@ void rmt_cache_close(struct rmt_cache *c) {
     }
     pthread_mutex_destroy(&c->mu);
     free(c->pending);
-    int fds[] = {c->top, c->efd, c->data, c->log};
-    for (int i = 0; i < 4; i++)
+    int fds[] = {c->top, c->efd, c->data, c->log, c->ddata};
+    for (int i = 0; i < 5; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     free(c);
@@ -383,11 +413,10 @@ void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n) {
     (void)fallocate(c->data, 0, (off_t)off, (off_t)n);
 }
 
-int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
-                    size_t n) {
+/* pwrite of all n bytes, or an errno. */
+static int write_all(int fd, uint64_t off, const char *p, size_t n) {
     for (size_t done = 0; done < n;) {
-        ssize_t w = pwrite(c->data, (const char *)p + done, n - done,
-                           (off_t)(off + done));
+        ssize_t w = pwrite(fd, p + done, n - done, (off_t)(off + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -395,6 +424,25 @@ int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p,
         done += (size_t)w;
     }
     return 0;
+}
+
+int rmt_cache_put(struct rmt_cache *c, uint64_t off, const void *p, size_t n) {
+    const char *q = p;
+    int fd = atomic_load(&c->ddata_ok) ? c->ddata : -1;
+    size_t direct =
+        fd >= 0 && off % RMT_DIO_ALIGN == 0 && (uintptr_t)p % RMT_DIO_ALIGN == 0
+            ? n / RMT_DIO_ALIGN * RMT_DIO_ALIGN
+            : 0;
+    if (direct) {
+        int e = write_all(fd, off, q, direct);
+        if (e == EINVAL) { /* alignment this filesystem refuses */
+            atomic_store(&c->ddata_ok, 0);
+            direct = 0;
+        } else if (e) {
+            return e;
+        }
+    }
+    return write_all(c->data, off + direct, q + direct, n - direct);
 }
 
 int rmt_cache_commit(struct rmt_cache *c, uint64_t b0, uint64_t k,

@@ -173,6 +173,7 @@ struct resp {
     void *sink_u;
     size_t want, got;
     int ranged, bad_body; /* body not what was asked: abort */
+    int probing; /* a ranged GET instead of HEAD: no identity to check yet */
 };
 
 static void copy_value(char *dst, size_t n, const char *v, size_t len) {
@@ -269,6 +270,14 @@ static void handle_put(struct rmt_http *h, CURL *c) {
         curl_easy_cleanup(c);
 }
 
+/* libcurl's progress callback: nonzero aborts the transfer.  Unmounting
+ * must not wait for readahead the timeouts would end only much later. */
+static int on_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                       curl_off_t un) {
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return atomic_load(&((struct rmt_http *)u)->closing);
+}
+
 /* One request of url (no redirect followed): HEAD if !r->ranged, else a
  * GET of [off, off + r->want).  creds: send the credentials. */
 static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
@@ -302,6 +311,9 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     if (r->ranged) {
         snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
                  (unsigned long long)(off + r->want - 1));
@@ -322,6 +334,12 @@ enum outcome { OK, TRANSIENT, FATAL, CHANGED };
 /* Checks a ranged answer against the identity. */
 static enum outcome check_ranged(struct rmt_http *h, const struct resp *r,
                                  char *msg, size_t n) {
+    if (r->probing && r->status == 206 && !r->has_cr) {
+        snprintf(msg, n, "a ranged answer without Content-Range");
+        return FATAL;
+    }
+    if (r->probing && r->status == 206)
+        return r->got == r->want ? OK : TRANSIENT;
     if (r->status == 412 ||
         (r->status == 206 && r->has_cr && r->cr_total != h->id.size)) {
         snprintf(msg, n,
@@ -417,6 +435,13 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
     return o;
 }
 
+/* Sleeps ms before a retry, in steps of 50 ms, ending early once the
+ * mount is closing. */
+static void backoff(struct rmt_http *h, long ms) {
+    for (; ms > 0 && !atomic_load(&h->closing); ms -= 50)
+        nanosleep(&(struct timespec){0, (ms < 50 ? ms : 50) * 1000000L}, NULL);
+}
+
 /* Sends the request (ranged or HEAD) with retries.  0 or EIO. */
 static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
                    size_t n) {
@@ -428,6 +453,10 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
     }
     for (int attempt = 0; attempt <= h->retries; attempt++) {
         int redirected = 0;
+        if (atomic_load(&h->closing)) {
+            snprintf(msg, n, "the mount is closing");
+            break;
+        }
         enum outcome o = request_once(h, c, off, r, &redirected, msg, n);
         if (o == OK) {
             err = 0;
@@ -457,14 +486,8 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
         }
         if (o == FATAL)
             break;
-        if (attempt < h->retries) {
-            struct timespec ts = {0, 500000000};
-            for (int k = 0; k < attempt; k++) {
-                ts.tv_sec = ts.tv_sec * 2 + (ts.tv_nsec * 2) / 1000000000;
-                ts.tv_nsec = (ts.tv_nsec * 2) % 1000000000;
-            }
-            nanosleep(&ts, NULL);
-        }
+        if (attempt < h->retries)
+            backoff(h, 500L << (attempt < 10 ? attempt : 10));
     }
     handle_put(h, c);
     return err;
@@ -503,10 +526,45 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     return 0;
 }
 
-/* HEAD: the size and identity.  0 or -1 with msg. */
+/* The size and identity from the probe's answer r.  0. */
+static int take_identity(struct rmt_http *h, const struct resp *r) {
+    h->id.size = r->clen;
+    if (r->etag[0] && strncmp(r->etag, "W/", 2) != 0)
+        snprintf(h->id.etag, sizeof h->id.etag, "%s", r->etag);
+    if (r->lastmod[0]) {
+        snprintf(h->id.lastmod, sizeof h->id.lastmod, "%s", r->lastmod);
+        h->id.mtime = (int64_t)curl_getdate(r->lastmod, NULL);
+        if (h->id.mtime < 0)
+            h->id.mtime = 0;
+    }
+    if (!h->id.etag[0] && !h->id.lastmod[0])
+        rmt_logf(h, "warning: the server sends neither a strong ETag nor "
+                    "Last-Modified: a change of the file on the server that "
+                    "keeps its size cannot be detected");
+    return 0;
+}
+
+/* The first byte by a ranged GET, for servers that refuse HEAD: 405 or
+ * 501 (no HEAD at all), 403 (an object store's URL signed for GET only).
+ * The size is Content-Range's total.  0, or -1 with msg. */
+static int probe_get(struct rmt_http *h, struct resp *r, char *msg, size_t n) {
+    uint8_t one;
+    *r = (struct resp){.buf = &one, .want = 1, .ranged = 1, .probing = 1};
+    if (request(h, 0, r, msg, n) != 0)
+        return -1;
+    r->clen = r->cr_total;
+    r->has_clen = 1;
+    return 0;
+}
+
+/* HEAD (or a ranged GET where HEAD is refused): the size and identity.
+ * 0 or -1 with msg. */
 static int probe(struct rmt_http *h, char *msg, size_t n) {
     struct resp r = {0};
-    if (request(h, 0, &r, msg, n) != 0) {
+    int err = request(h, 0, &r, msg, n);
+    if (err && (r.status == 403 || r.status == 405 || r.status == 501))
+        err = probe_get(h, &r, msg, n);
+    if (err) {
         if (r.status == 401 || r.status == 403 || r.status == 404)
             snprintf(msg, n, "HTTP %ld (%s)", r.status,
                      r.status == 404   ? "not found"
@@ -524,20 +582,7 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
                  "(Accept-Ranges: none)");
         return -1;
     }
-    h->id.size = r.clen;
-    if (r.etag[0] && strncmp(r.etag, "W/", 2) != 0)
-        snprintf(h->id.etag, sizeof h->id.etag, "%s", r.etag);
-    if (r.lastmod[0]) {
-        snprintf(h->id.lastmod, sizeof h->id.lastmod, "%s", r.lastmod);
-        h->id.mtime = (int64_t)curl_getdate(r.lastmod, NULL);
-        if (h->id.mtime < 0)
-            h->id.mtime = 0;
-    }
-    if (!h->id.etag[0] && !h->id.lastmod[0])
-        rmt_logf(h, "warning: the server sends neither a strong ETag nor "
-                    "Last-Modified: a change of the file on the server that "
-                    "keeps its size cannot be detected");
-    return 0;
+    return take_identity(h, &r);
 }
 
 int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,

@@ -37,6 +37,8 @@ struct rmt_http {
     void (*log)(void *u, const char *line);
     void *log_u;
     atomic_int changed;     /* the file changed on the server: said once */
+    atomic_int closing; /* set by rmt_close: requests in flight stop, and
+                           none is retried or started */
     atomic_ullong n_ranged; /* ranged requests sent */
     pthread_mutex_t mu;     /* guards eff and the idle handles */
     char *eff;              /* the URL the last redirect chain ended at */
@@ -77,9 +79,13 @@ int rmt_cache_open(const char *dir, const char *key, uint64_t size,
                    uint64_t max, uint8_t *present, uint64_t *hash,
                    struct rmt_cache **out, char *msg, size_t n);
 void rmt_cache_close(struct rmt_cache *c);
-/* Writes n bytes at off into the entry's data (not yet counted).  0 or an
- * errno. */
-int rmt_cache_write(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
+/* Alignment of buffers and offsets that direct I/O needs (the largest
+ * logical block size in use; RMT_BLOCK is a multiple). */
+#define RMT_DIO_ALIGN 4096
+/* Writes n bytes at off into the entry's data (not yet counted).  With p
+ * and off RMT_DIO_ALIGN-aligned, the aligned part goes by direct I/O where
+ * the filesystem allows it, past the page cache.  0 or an errno. */
+int rmt_cache_put(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
 /* Allocates [off, off + n) of the data at once before a run is written. */
 void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n);
 /* Blocks [b0, b0 + k), written whole, with their hashes: recorded once

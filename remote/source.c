@@ -11,8 +11,17 @@
  * bytes ahead) are queued for N_WORKERS threads: a reader of tensor N
  * finds tensor N+1 on its way, and requests run in parallel.
  *
- * Locks: mu guards the states, ticks, queue (cv: a block left FETCHING;
- * work: a job was queued).  evict (rwlock) is taken before mu: readers
+ * Hot runs.  A fetch receives its run into a buffer of its own, writes it
+ * to the cache by direct I/O (cache.c: past the page cache) and keeps the
+ * buffer as a hot run: reads are served from hot runs by a copy in
+ * memory, from the cache file only once a run has left (the oldest leaves
+ * when the hot runs pass HOT_MAX).  So a first read costs no page cache
+ * for the cache file (the kernel's FUSE cache holds what readers read),
+ * no writes through it and no read back.  Memory: HOT_MAX plus one buffer
+ * per fetch in flight, buffers reused through a free list.
+ *
+ * Locks: mu guards the states, ticks, queue, hot runs and free buffers
+ * (cv: a block left FETCHING; work: a job was queued).  evict (rwlock) is taken before mu: readers
  * hold it for reading from the state check to the end of their pread,
  * eviction for writing (trywrlock: a fetcher never waits for readers).
  */
@@ -25,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define SEG_BLOCKS 64                  /* 4 MiB per request at most */
@@ -32,11 +42,24 @@
 #define MIN_DEMAND_BLOCKS 16           /* 1 MiB: small reads fetch more */
 #define N_WORKERS 4
 #define QUEUE_MAX 64
+#define RUN_BYTES (SEG_BLOCKS * RMT_BLOCK) /* one run's buffer */
+#define HOT_MAX (2 * RA_WINDOW)            /* bytes of hot runs kept */
+#define FREE_MAX 8                         /* spare buffers kept */
+#define HUGE_ALIGN ((size_t)2 << 20)       /* x86-64's huge page */
 
 enum { ABSENT, FETCHING, RECORDED, PRESENT };
 
 struct job {
     uint64_t b0, k;
+};
+
+/* A run fetched in this mount, kept in memory (see Hot runs). */
+struct hot {
+    uint64_t b0, k;   /* its blocks */
+    uint8_t *buf;     /* RUN_BYTES, RMT_DIO_ALIGN-aligned */
+    int refs;         /* readers copying from it */
+    int gone;         /* left the list: freed by the last reader */
+    struct hot *next; /* newest first */
 };
 
 struct rmt_src {
@@ -56,6 +79,10 @@ struct rmt_src {
     int q_head, q_len;
     pthread_t workers[N_WORKERS];
     int n_workers, stop;
+    struct hot *hot; /* newest first */
+    uint64_t n_hot;  /* runs in the list */
+    uint8_t *spare[FREE_MAX];
+    int n_spare;
 };
 
 const char *rmt_url(const struct rmt_src *s) {
@@ -87,19 +114,20 @@ const char *rmt_error(void) {
     return last_error;
 }
 
-/* Where a fetch's body goes: the cache's data, each block hashed as its
+/* Where a fetch's body goes: the run's buffer, each block hashed as its
  * bytes pass. */
 struct sink {
     struct rmt_src *s;
     uint64_t off, len;
+    uint8_t *buf;     /* len bytes */
     XXH3_state_t *st; /* one per block */
-    uint64_t *hash;
 };
 
-static int to_cache(void *u, uint64_t at, const void *p, size_t n) {
+static int to_buffer(void *u, uint64_t at, const void *p, size_t n) {
     struct sink *k = u;
-    if (rmt_cache_write(k->s->cache, k->off + at, p, n) != 0)
+    if (at > k->len || n > k->len - at)
         return -1;
+    memcpy(k->buf + at, p, n);
     const char *q = p;
     while (n) {
         uint64_t b = at / RMT_BLOCK, in = at % RMT_BLOCK;
@@ -114,22 +142,88 @@ static int to_cache(void *u, uint64_t at, const void *p, size_t n) {
     return 0;
 }
 
+/* A run buffer: a spare one, else a new one.  NULL if out of memory. */
+static uint8_t *buf_get(struct rmt_src *s) {
+    uint8_t *b = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_spare)
+        b = s->spare[--s->n_spare];
+    pthread_mutex_unlock(&s->mu);
+    if (!b && posix_memalign((void **)&b, HUGE_ALIGN, RUN_BYTES) != 0)
+        b = NULL;
+    /* Huge pages where the system gives them: direct I/O pins two pages
+     * per run instead of a thousand, and the copies miss the TLB less. */
+    if (b)
+        madvise(b, RUN_BYTES, MADV_HUGEPAGE);
+    return b;
+}
+
+/* Gives a buffer back (kept as a spare or freed).  Caller holds mu. */
+static void buf_put(struct rmt_src *s, uint8_t *b) {
+    if (s->n_spare < FREE_MAX)
+        s->spare[s->n_spare++] = b;
+    else
+        free(b);
+}
+
+/* Drops a reference to h; frees it once it left the list and no reader
+ * copies from it.  Caller holds mu. */
+static void hot_unref(struct rmt_src *s, struct hot *h) {
+    if (--h->refs > 0 || !h->gone)
+        return;
+    buf_put(s, h->buf);
+    free(h);
+}
+
+/* Adds the run just fetched (buf: its bytes) to the hot runs, the oldest
+ * leaving past HOT_MAX; takes buf.  Caller holds mu. */
+static void hot_add(struct rmt_src *s, uint64_t b0, uint64_t k, uint8_t *buf) {
+    struct hot *h = malloc(sizeof *h);
+    if (!h) {
+        buf_put(s, buf);
+        return;
+    }
+    *h = (struct hot){.b0 = b0, .k = k, .buf = buf, .refs = 1, .next = s->hot};
+    s->hot = h;
+    if (++s->n_hot * RUN_BYTES <= HOT_MAX)
+        return;
+    struct hot **pp = &s->hot;
+    while ((*pp)->next)
+        pp = &(*pp)->next;
+    struct hot *old = *pp;
+    *pp = NULL;
+    s->n_hot--;
+    old->gone = 1;
+    hot_unref(s, old);
+}
+
+/* The hot run holding block b, or NULL.  Caller holds mu. */
+static struct hot *hot_find(const struct rmt_src *s, uint64_t b) {
+    for (struct hot *h = s->hot; h; h = h->next)
+        if (b >= h->b0 && b < h->b0 + h->k)
+            return h;
+    return NULL;
+}
+
 static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t off = b0 * RMT_BLOCK, len = k * RMT_BLOCK;
     if (len > s->size - off)
         len = s->size - off;
     char msg[600] = "";
     uint64_t hashes[SEG_BLOCKS];
-    struct sink sk = {.s = s, .off = off, .len = len, .hash = hashes};
+    struct sink sk = {.s = s, .off = off, .len = len, .buf = buf_get(s)};
     sk.st = malloc(k * sizeof *sk.st);
-    rmt_cache_reserve(s->cache, off, len);
-    int err =
-        sk.st ? rmt_http_get(&s->h, off, len, to_cache, &sk, msg, sizeof msg)
-              : ENOMEM;
+    int err = sk.st && sk.buf ? rmt_http_get(&s->h, off, len, to_buffer, &sk,
+                                             msg, sizeof msg)
+                              : ENOMEM;
+    if (err == ENOMEM)
+        snprintf(msg, sizeof msg, "out of memory");
     if (!err) {
         for (uint64_t i = 0; i < k; i++)
             hashes[i] = XXH3_64bits_digest(&sk.st[i]);
-        if ((err = rmt_cache_commit(s->cache, b0, k, hashes)))
+        rmt_cache_reserve(s->cache, off, len);
+        if ((err = rmt_cache_put(s->cache, off, sk.buf, len)) ||
+            (err = rmt_cache_commit(s->cache, b0, k, hashes)))
             snprintf(msg, sizeof msg, "cannot write the cache: %s",
                      strerror(err));
     }
@@ -149,6 +243,10 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
             s->tick[b0 + i] = ++s->clock;
         }
     }
+    if (!err)
+        hot_add(s, b0, k, sk.buf);
+    else if (sk.buf)
+        buf_put(s, sk.buf);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return err ? EIO : 0;
@@ -285,6 +383,40 @@ static void verify(struct rmt_src *s, uint64_t b) {
         s->state[b] = ok ? PRESENT : ABSENT;
 }
 
+/* Copies [off, off + n), every block of it PRESENT, into buf: pieces in
+ * hot runs from memory, the rest from the cache file.  Caller holds evict
+ * (read) and mu; mu is dropped during each copy. */
+static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
+    uint64_t at = off, end = off + n;
+    int err = 0;
+    while (!err && at < end) {
+        uint64_t b = at / RMT_BLOCK, to;
+        struct hot *h = hot_find(s, b);
+        if (h) {
+            to = (h->b0 + h->k) * RMT_BLOCK;
+            h->refs++;
+        } else {
+            while (++b * RMT_BLOCK < end && !hot_find(s, b))
+                ;
+            to = b * RMT_BLOCK;
+        }
+        if (to > end)
+            to = end;
+        pthread_mutex_unlock(&s->mu);
+        if (h)
+            memcpy(buf + (at - off), h->buf + (at - h->b0 * RMT_BLOCK),
+                   (size_t)(to - at));
+        else
+            err = rmt_cache_pread(s->cache, at, buf + (at - off),
+                                  (size_t)(to - at));
+        pthread_mutex_lock(&s->mu);
+        if (h)
+            hot_unref(s, h);
+        at = to;
+    }
+    return err;
+}
+
 int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
              uint64_t ahead) {
     if (n == 0)
@@ -350,9 +482,9 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
         }
         }
     }
-    pthread_mutex_unlock(&s->mu);
     if (!err)
-        err = rmt_cache_pread(s->cache, off, buf, n);
+        err = copy_out(s, off, buf, n);
+    pthread_mutex_unlock(&s->mu);
     pthread_rwlock_unlock(&s->evict);
     if (!err && s->max)
         maybe_evict(s); /* after the pread: never the blocks just read */
@@ -446,9 +578,18 @@ void rmt_close(struct rmt_src *s) {
         s->stop = 1;
         pthread_cond_broadcast(&s->work);
         pthread_mutex_unlock(&s->mu);
+        atomic_store(&s->h.closing, 1); /* readahead in flight ends now */
         for (int i = 0; i < s->n_workers; i++)
             pthread_join(s->workers[i], NULL);
     }
+    while (s->hot) {
+        struct hot *h = s->hot;
+        s->hot = h->next;
+        free(h->buf);
+        free(h);
+    }
+    for (int i = 0; i < s->n_spare; i++)
+        free(s->spare[i]);
     rmt_cache_close(s->cache);
     rmt_http_close(&s->h);
     free(s->state);

@@ -11,7 +11,9 @@ URLs are /MODE/NAME for a file NAME of the served directory:
            the redirects given
   stall    once .stall is set, ranged requests get their headers and then
            no byte (until .stall is cleared)
-HEAD answers with Content-Length, a strong ETag, Last-Modified and
+  nohead   HEAD gets 405 (Method Not Allowed); GET serves
+  getonly  HEAD gets 403, as an object store's URL signed for GET only
+Otherwise HEAD answers with Content-Length, a strong ETag, Last-Modified and
 Accept-Ranges.  .faults counts the faults injected.
 """
 import email.utils
@@ -97,7 +99,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         f = self._start()
-        if f:
+        if f and f[0] in ("nohead", "getonly"):
+            self._empty(405 if f[0] == "nohead" else 403)
+        elif f:
             self._headers(200, len(f[1]), f[2])
 
     def do_GET(self):

@@ -325,6 +325,7 @@ def run(tmp, www, cache, mnt, ngx):
         J.log("ok   remote 3-shard set: every file as the local mount's, merged live view accepted by ggml")
 
     check_readahead(tmp, ngx, mnt)
+    check_hot(tmp, ngx, mnt)
     check_cache(tmp, ngx, f0, want0, mnt, live_bytes)
     check_faults(tmp, www, "big.gguf", open(os.path.join(www, "big.gguf"), "rb").read(), mnt)
     check_llama(tmp, ngx, www, mnt)
@@ -399,6 +400,51 @@ def check_readahead(tmp, ngx, mnt):
             raise Fail("%d reads of 4 KiB cost %d ranged requests" % (n, reqs))
     J.log("ok   readahead: 4 KiB of tensor 0 fetched tensor 1 ahead, nothing of tensor 2; "
           "%d reads of 4 KiB (%d MiB) then cost %d ranged requests" % (n, sum(e[1] for e in ext) >> 20, reqs))
+
+
+def check_hot(tmp, ngx, mnt):
+    """A first read is served from the runs just fetched (kept in memory
+    up to 64 MiB, remote/source.c) and from the cache file once they have
+    left: a 120 MiB model read backwards in scattered 1 MiB pieces, then
+    forwards, gives the file's bytes; the cache file was written past the
+    page cache (direct I/O) where its filesystem allows it."""
+    model = os.path.join(ngx.www, "hot.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "120", "--n-tensors", "5"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    want = open(model, "rb").read()
+    c = os.path.join(tmp, "c-hot")
+    name = os.path.join(mnt, "hot.gguf")
+    with J.Mounted(ngx.url("hot.gguf"), mnt, args=["-o", "cache=" + c]):
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            step = (1 << 20) + 4096 * 3  # pieces that straddle blocks and runs
+            for off in range(len(want) - step, -1, -3 * step):
+                if os.pread(fd, step, off) != want[off:off + step]:
+                    raise Fail("hot runs: bytes %d-%d read backwards differ from the file" % (off, off + step))
+            for off in range(0, len(want), 1 << 20):
+                if os.pread(fd, 1 << 20, off) != want[off:off + (1 << 20)]:
+                    raise Fail("hot runs: bytes at %d differ from the file" % off)
+        finally:
+            os.close(fd)
+        data = [os.path.join(dp, f) for dp, dn, fn in os.walk(c) for f in fn if f == "data"][0]
+        out = subprocess.run(["fincore", "-b", "-n", "-o", "RES", data], stdout=subprocess.PIPE, text=True)
+        res = int(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
+    fs = subprocess.run(["stat", "-f", "-c", "%T", c], stdout=subprocess.PIPE, text=True).stdout.strip()
+    if res is not None and fs in ("ext2/ext3", "xfs", "btrfs") and res > len(want) // 4:
+        raise Fail("hot runs: %d bytes of the cache file (model: %d bytes) are in the page cache after a first read "
+                   "(%s): written through it, not by direct I/O" % (res, len(want), fs))
+    mark = ngx.log_mark()
+    with J.Mounted(ngx.url("hot.gguf"), mnt, args=["-o", "cache=" + c]):
+        if open(name, "rb").read() != want:
+            raise Fail("hot runs: a remount serves wrong bytes from the cache written by direct I/O")
+    if ranged(ngx.log_since(mark)):
+        raise Fail("hot runs: a remount sent ranged requests")
+    os.unlink(model)
+    J.log("ok   120 MiB read backwards and forwards by URL: right bytes from memory and cache; cache file "
+          "written past the page cache (%s of %d bytes resident, %s); remount from the cache alone"
+          % (res, len(want), fs))
 
 
 def check_cache(tmp, ngx, f0, want0, mnt, live_bytes):
@@ -495,6 +541,18 @@ def check_faults(tmp, www, f0, want0, mnt):
                 raise Fail("fault %s: the server injected nothing" % mode)
             J.log("ok   %s: %d faults injected, retried, the right bytes" % (mode, srv.faults))
         expect_refused(srv.url("norange", f0), mnt, ["-o", "cache=" + tmp + "/c-nr"], "ignores Range")
+        # servers that refuse HEAD (405; 403 as a URL signed for GET only):
+        # the size and identity come from a ranged GET of the first byte
+        for mode in ("nohead", "getonly"):
+            with J.Mounted(srv.url(mode, f0), mnt, args=["-o", "cache=" + tmp + "/c-" + mode]):
+                with open(os.path.join(mnt, f0), "rb") as fh:
+                    got = fh.read()
+                ident = J.xattr(mnt, "user.ggufs.identity")
+            if got != want0:
+                raise Fail("HEAD refused (%s): the live view differs from the file" % mode)
+            if b"etag" not in ident:
+                raise Fail("HEAD refused (%s): the identity is %r, not the GET's ETag" % (mode, ident))
+        J.log("ok   HEAD refused (405, 403): identity and size from a ranged GET; the right bytes")
 
         # the file changes between requests: cached bytes stay, others EIO
         srv.reset()
@@ -573,6 +631,36 @@ def check_faults(tmp, www, f0, want0, mnt):
                 if fh.read() != want0:
                     raise Fail("after the server came back, the live view differs")
         J.log("ok   stalled server: EIO after %.1f s; served again once it answers" % dt)
+
+        # unmounting while readahead hangs on a stalled server: the daemon
+        # ends at once, not when the timeouts (60 s here) would end it
+        srv.reset()
+        c = os.path.join(tmp, "c-stall2")
+        p = mount_url(srv.url("stall", "ra.gguf"), mnt, ["-o", "cache=" + c, "-o", "net_timeout=60"])
+        if p.returncode != 0:
+            raise Fail("mount for the stalled unmount: %s" % p.stderr.decode(errors="replace"))
+        pids = J._procs_for(mnt)
+        srv.stall = True
+        td = os.path.join(mnt, "tensors")
+        first = min(os.listdir(td), key=lambda n: int(J.xattr(os.path.join(td, n), "user.gguf.offset")))
+        with open(os.path.join(td, first), "rb") as fh:  # cached with the header: readahead starts
+            fh.read(16)
+        n0 = srv.faults
+        for _ in range(100):
+            if srv.faults > n0:
+                break
+            time.sleep(0.05)
+        if srv.faults == n0:
+            raise Fail("stalled unmount: no readahead request reached the server")
+        t0 = time.time()
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        while any(os.path.exists("/proc/%d" % q) for q in pids) and time.time() - t0 < 30:
+            time.sleep(0.05)
+        dt = time.time() - t0
+        srv.stall = False
+        if dt > 5:
+            raise Fail("unmount with readahead stalled: the daemon took %.1f s to end" % dt)
+        J.log("ok   unmount while readahead hangs: the daemon ended after %.2f s" % dt)
     finally:
         srv.stop()
 
