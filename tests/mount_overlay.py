@@ -45,7 +45,7 @@ there even root cannot write it).
      of the URL refused; --overlay-apply (and --recover, --apply-pending)
      of a URL refused with one line; remount; kill -9 then ggufs -u; the
      file changed on the server (a new ETag): the overlay refused;
-     --overlay-drop of a URL.
+     --overlay-drop of a URL; a remote shard set (every shard's version).
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSPLIT, REFDUMP,
 GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
@@ -712,9 +712,51 @@ def section_remote(t):
     s0 = sha(served)
     ngx = W.Nginx(os.path.join(t.tmp, "nginx"), www)
     try:
-        remote_parts(t, ngx.url("m.gguf"), served, s0, ["-o", "cache=" + os.path.join(t.tmp, "cache")])
+        cache = ["-o", "cache=" + os.path.join(t.tmp, "cache")]
+        remote_parts(t, ngx.url("m.gguf"), served, s0, cache)
+        remote_set(t, ngx, www, cache)
     finally:
         ngx.stop()
+
+
+def remote_set(t, ngx, www, cache):
+    """A remote shard set: the overlay belongs to the set (every shard's
+    version); one shard changed on the server makes it stale."""
+    d = os.path.join(www, "set")
+    os.mkdir(d)
+    p = subprocess.run([J.tool("MKSPLIT"), t.model_path, os.path.join(d, "tiny"), "3"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if p.returncode != 0:
+        raise Fail("mksplit failed: %s" % p.stderr.decode(errors="replace"))
+    files = sorted(os.listdir(d))
+    url = ngx.url("set/" + files[0])
+    ov = os.path.join(t.tmp, "remote-set.overlay.gguf")
+    args = ["-o", "overlay=" + ov] + cache
+    mount(t, url, args)
+    try:
+        E.sh("echo '%s' > meta/general.name" % NEW_NAME.decode(), t.mnt)
+        if overlay_keys(os.path.join(t.mnt, "tiny.gguf")).get(b"general.name") != E.sval(NEW_NAME):
+            raise Fail("the merged live view of a remote set does not show the edit")
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    unmount(t)
+    etags = overlay_keys(ov).get(b"ggufs.overlay.source_etag", b"")
+    if etags.count(b'etag "') != 3 or etags.count(b"; ") != 2:
+        raise Fail("a remote set's overlay records the versions %r, not the three shards'" % etags)
+    mount(t, url, args)
+    with open(os.path.join(t.mnt, "meta", "general.name"), "rb") as f:
+        got = f.read()
+    unmount(t)
+    if got != E.sval(NEW_NAME):
+        raise Fail("remount of a remote set: general.name %r" % got)
+    third = os.path.join(d, files[2])
+    st = os.stat(third)
+    os.utime(third, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
+    refused(t, args, url, None, "the overlay of a remote set whose third shard changed",
+            ("does not belong", ov, "server's version"))
+    log("ok   remote shard set: the overlay holds every shard's version; the merged live view shows the edit; "
+        "a shard changed on the server makes it stale")
 
 
 def remote_parts(t, url, served, s0, cache):
