@@ -51,8 +51,9 @@ struct gfs_overlay {
                        written against: parsed at the first write (a
                        mount pays for one parse only) */
     int lock_fd;  /* the overlay's lock (read-write mounts), or -1 */
-    char *source; /* the record's key and mountpoint (record_mount), */
-    char *mnt;    /* or NULL */
+    char *source; /* the record's key and mountpoint (record_mount): */
+    char *mnt;    /* read-write mounts; else NULL */
+    int recorded; /* the record was written (at the first overlay write) */
     /* Guarded by fs->lock (written under it for writing). */
     uint64_t written_gen; /* fs->generation last written to the overlay */
     int failed;           /* that write failed */
@@ -219,15 +220,15 @@ static int read_record(const char *source, char *mnt, size_t mn, char *where,
     return 1;
 }
 
-static void record_mount(struct gfs_overlay *o, const char *source,
-                         const char *mnt) {
+/* Written once the mount has written the overlay (its edits are there),
+ * not at mount: a mount without edits costs no state write. */
+static void record_mount(struct gfs_overlay *o) {
     char *body = NULL;
-    int n = asprintf(&body, "%s\n%s\n", mnt, o->shown);
-    if (n > 0 && gguf_state_write(source, GGUF_STATE_OVERLAY_MOUNT, body,
-                                  (size_t)n, NULL) == GGUF_OK) {
-        o->source = strdup(source);
-        o->mnt = strdup(mnt);
-    }
+    if (o->recorded || !o->source || !o->mnt)
+        return;
+    int n = asprintf(&body, "%s\n%s\n", o->mnt, o->shown);
+    o->recorded = n > 0 && gguf_state_write(o->source, GGUF_STATE_OVERLAY_MOUNT,
+                                            body, (size_t)n, NULL) == GGUF_OK;
     free(body);
 }
 
@@ -235,7 +236,7 @@ static void record_mount(struct gfs_overlay *o, const char *source,
  * source made it its own. */
 static void unrecord_mount(struct gfs_overlay *o) {
     char mnt[4096], where[4096];
-    if (o->source && o->mnt &&
+    if (o->recorded &&
         read_record(o->source, mnt, sizeof mnt, where, sizeof where) &&
         strcmp(mnt, o->mnt) == 0)
         (void)gguf_state_remove(o->source, GGUF_STATE_OVERLAY_MOUNT, NULL);
@@ -308,8 +309,11 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
                 "removed)\n",
                 a->file, o->shown, (long long)set, set == 1 ? "" : "s",
                 (long long)removed);
-    if (!a->readonly && a->mnt)
-        record_mount(o, a->path, a->mnt);
+    if (!a->readonly && a->mnt &&
+        (!(o->source = strdup(a->path)) || !(o->mnt = strdup(a->mnt)))) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        return -1;
+    }
     return 0;
 }
 
@@ -340,7 +344,11 @@ static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
         if (st != GGUF_OK)
             return st;
     }
-    return gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
+    enum gguf_status st =
+        gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
+    if (st == GGUF_OK)
+        record_mount(o);
+    return st;
 }
 
 int gfs_overlay_keep(struct gfs *fs) {
