@@ -45,7 +45,9 @@ there even root cannot write it).
      of the URL refused; --overlay-apply (and --recover, --apply-pending)
      of a URL refused with one line; remount; kill -9 then ggufs -u; the
      file changed on the server (a new ETag): the overlay refused;
-     --overlay-drop of a URL; a remote shard set (every shard's version).
+     --overlay-drop of a URL; a remote shard set (every shard's version);
+     an overlay that cannot be written: ggufs -u exits 4, the edits saved
+     once.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSPLIT, REFDUMP,
 GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
@@ -715,8 +717,36 @@ def section_remote(t):
         cache = ["-o", "cache=" + os.path.join(t.tmp, "cache")]
         remote_parts(t, ngx.url("m.gguf"), served, s0, cache)
         remote_set(t, ngx, www, cache)
+        remote_commit_fails(t, ngx.url("m.gguf"), cache)
     finally:
         ngx.stop()
+
+
+def remote_commit_fails(t, url, cache):
+    """The overlay cannot be written (its directory removed under the
+    mount): ggufs -u exits 4 and names the one file the edits were saved
+    to (in $TMPDIR: a URL has no directory beside it); it holds them."""
+    d = os.path.join(t.tmp, "gone")
+    os.mkdir(d)
+    mount(t, url, ["-o", "overlay=" + os.path.join(d, "x.overlay.gguf")] + cache,
+          env=dict(os.environ, TMPDIR=t.tmp))
+    try:
+        E.sh("echo 'first' > meta/general.name", t.mnt)
+        shutil.rmtree(d)
+        E.sh("echo 'not in any overlay' > meta/general.name", t.mnt)
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    rc, out, err = run(["-u", t.mnt])
+    saved = glob.glob(os.path.join(t.tmp, "m.gguf.ggufs-edits-*.gguf"))
+    said = out + err
+    if rc != 4 or "commit to the overlay failed" not in said or len(saved) != 1 \
+            or "edits saved in %s" % saved[0] not in said:
+        raise Fail("a remote overlay that cannot be written: ggufs -u exit %d, %r, saved %s" % (rc, said, saved))
+    got = overlay_keys(saved[0]).get(b"general.name")
+    if got != E.sval(b"not in any overlay"):
+        raise Fail("the edits saved after a failed overlay write hold general.name %r" % got)
+    log("ok   remote overlay not writable: ggufs -u exits 4, the edits saved once: %s" % said.strip())
 
 
 def remote_set(t, ngx, www, cache):
