@@ -36,7 +36,8 @@ there even root cannot write it).
      overlay mount with edits: a plain mount's.
  11. one writer per overlay: two files mounted with the same -o
      overlay=PATH, the second refused with one line (so is --overlay-drop
-     while the first runs); a symlinked lock file refused.
+     while the first runs); a mount whose holder was unmounted but is still
+     running waits for it; a symlinked lock file refused.
  12. ggufs -u of an overlay mount whose daemon was killed says where the
      edits are; the next mount shows them.
  13. a remote source (nginx) with an overlay: edits through the mount, the
@@ -56,6 +57,7 @@ GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
 import glob
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -661,6 +663,39 @@ def section_lock(t):
         E.cleanup_mounts(t.tmp)
         raise
     unmount(t)
+    # a holder whose mount is gone (its daemon still finishing) is waited for
+    mount(t, a, ["-o", "overlay=" + ov])
+    pids = J._procs_for(t.mnt)
+    try:
+        E.sh("echo 'last write' > meta/general.name", t.mnt)
+        for p in pids:
+            os.kill(p, signal.SIGSTOP)
+        subprocess.run(["fusermount3", "-u", "-z", t.mnt], stderr=subprocess.DEVNULL)
+        second = subprocess.Popen([J.tool("GGUFS"), "-o", "overlay=" + ov, b, mnt2],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        time.sleep(1.5)
+        waited = second.poll() is None
+        for p in pids:
+            os.kill(p, signal.SIGCONT)
+        out, err = second.communicate(timeout=60)
+        err = err.decode(errors="replace")
+        if not waited or second.returncode != 0 or "waiting for an earlier mount to finish writing the overlay" \
+                not in err:
+            raise Fail("a mount whose overlay's holder was unmounted but still running: waited %s, exit %s, %r"
+                       % (waited, second.returncode, err))
+        with open(os.path.join(mnt2, "meta", "general.name"), "rb") as f:
+            got = f.read()
+        J.unmount(mnt2, [])
+        if got != b"last write\n":
+            raise Fail("after waiting for the earlier mount, general.name reads %r" % got)
+    except BaseException:
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        E.cleanup_mounts(t.tmp)
+        raise
     lock = ov + ".ggufs-lock"
     if not os.path.isfile(lock) or stat.S_IMODE(os.stat(lock).st_mode) != 0o600:
         raise Fail("no 0600 lock file %s beside the overlay" % lock)
