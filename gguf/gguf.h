@@ -629,7 +629,8 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
  * changed in place does not.  A remote source adds its URL and ETag. */
 struct gguf_overlay_id {
     char source[4096]; /* absolute path, or the URL of a remote source */
-    char etag[512];    /* remote: the ETag its bytes were read under */
+    char etag[512];    /* remote: the server's version its bytes were read
+                          under (ETag; fs/remote.c makes the text) */
     bool remote;
     uint64_t size;   /* bytes of the source, every shard counted */
     uint32_t shards; /* files in the set (1 for a plain file) */
