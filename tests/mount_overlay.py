@@ -883,6 +883,10 @@ def remote_parts(t, url, served, s0, cache):
     if got != b"before the kill\n":
         raise Fail("remote: the edit made before kill -9 reads %r after a remount" % got)
     log("ok   remote remount shows the edits; kill -9: %s" % line.strip())
+    err = mount(t, url, cache)
+    unmount(t, None)
+    if "note: the overlay %s holds edits of this file" % rov not in err or "a commit here" in err:
+        raise Fail("a remote mount without -o overlay does not note the URL's overlay: %r" % err)
     # the file changes on the server: a new ETag
     st = os.stat(served)
     os.utime(served, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
