@@ -529,7 +529,8 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 /* remote.c: a model on a web server or the Hub (issue 13).  Remote
- * mounts are read-only; gfs_data_read serves their bytes through
+ * mounts are read-only unless they have an overlay (overlay.c: the
+ * source is never written); gfs_data_read serves their bytes through
  * gfs_remote_read (with readahead along tensor boundaries) and
  * gfs_data_short is never true for them (their size is fixed by their
  * identity).  No lock of fs is needed: the sources lock themselves. */
@@ -556,10 +557,19 @@ int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                     size_t n);
 /* The times and size every file of the tree shows (fs->st). */
 void gfs_remote_stat(const struct gfs *fs, struct stat *st);
+/* The version of the source the mount reads, for its overlay's identity:
+ * each shard's rmt_identity joined by "; " (a hash of them when that
+ * does not fit in n bytes).  0 or -1. */
+int gfs_remote_identity(const struct gfs *fs, char *out, size_t n);
 /* The root's user.ggufs.url, .identity, .requests (ranged requests sent
  * so far); ENODATA for other names or a local mount. */
 int gfs_remote_xattr(const struct gfs *fs, const char *name,
                      struct gguf_buf *out);
+
+/* main.c: a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
+ * (by_source 0) or its source (1); the other field into out; 1 if
+ * found. */
+int gfs_find_mount(const char *what, int by_source, char *out, size_t n);
 
 /* One line to stderr (foreground) or syslog.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
@@ -671,19 +681,26 @@ extern const struct fuse_lowlevel_ops gfs_ops;
 
 /* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
  * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
- * path is its absolute path, or a remote source's URL with remote_id its
- * identity (ETag; NULL for a local file); where the overlay is (opt, else
- * the default in the state directory),
- * the source's identity, and the overlay applied if it belongs to it; 0,
- * or -1 after one line on stderr (an overlay that does not belong, or
- * one not to be trusted).  gfs_overlay_keep: after an edit (persist),
+ * where the overlay is (a->opt, else the default in the state
+ * directory), its lock taken (read-write mounts), the source's identity,
+ * and the overlay applied if it belongs to it; 0, or -1 after one line on
+ * stderr (an overlay that does not belong, one not to be trusted, one in
+ * use by another mount).  gfs_overlay_keep: after an edit (persist),
  * writes the overlay when the edits changed; 0 or EIO.
  * gfs_overlay_commit: gfs_meta_commit of an overlay mount (fills
  * commit_msg); 0 or errno.  Both with lock held for writing.
  * gfs_overlay_cmd: runs `ggufs --overlay-apply|--overlay-drop FILE
  * [OVERLAY]` and returns its exit status, or -1 when argv is not one. */
-int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
-                      const char *opt, const char *file);
+struct gfs_overlay_args {
+    const char *path;      /* the source: absolute path, or its http(s) URL */
+    const char *remote_id; /* a remote source's version (gfs_remote_identity),
+                              NULL for a local file */
+    const char *opt;       /* -o overlay=PATH, or NULL for the default */
+    const char *file;      /* the source as the user named it (messages) */
+    const char *mnt;       /* the mountpoint, absolute, or NULL */
+    int readonly;          /* -o ro: no lock, no record, never written */
+};
+int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
 void gfs_overlay_free(struct gfs *fs);
 int gfs_overlay_keep(struct gfs *fs);
 int gfs_overlay_commit(struct gfs *fs);
@@ -697,5 +714,8 @@ int gfs_overlay_cmd(int argc, char **argv);
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
+/* ggufs -u of a mount whose daemon died: if it was a read-write overlay
+ * mount of source at mnt, one line saying where its edits are; 1 if so. */
+int gfs_overlay_dead_note(const char *source, const char *mnt);
 
 #endif

@@ -57,11 +57,11 @@ struct gfs_opts {
     size_t max_value;  /* bytes a meta file being written may hold */
     size_t max_drafts; /* bytes all of them together may hold */
     enum gfs_pt_mode passthrough;
-    char *ggml;        /* -o ggml=PATH|none: ggml's library (views.c);
+    char *ggml; /* -o ggml=PATH|none: ggml's library (views.c);
                           fuse_opt's copy, freed by cleanup */
     struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
-    int overlay;              /* -o overlay[=PATH]: edits to an overlay */
-    const char *overlay_path; /* its PATH, or NULL for the default */
+    int overlay;                   /* -o overlay[=PATH]: edits to an overlay */
+    const char *overlay_path;      /* its PATH, or NULL for the default */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -69,8 +69,7 @@ struct gfs_opts {
 static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("allow_nested", allow_nested, 1),
     GFS_OPT("no_insert_range", no_insert, 1),
-    GFS_OPT("tensor_direct_io", tensor_dio, 1),
-    GFS_OPT("ggml=%s", ggml, 0),
+    GFS_OPT("tensor_direct_io", tensor_dio, 1), GFS_OPT("ggml=%s", ggml, 0),
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
     FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
@@ -315,7 +314,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
 /* Finds a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
  * (by_source = 0) or by its GGUF path (by_source = 1); copies the other
  * field into out.  Returns 1 if found. */
-static int find_mount(const char *what, int by_source, char *out, size_t n) {
+int gfs_find_mount(const char *what, int by_source, char *out, size_t n) {
     FILE *f = fopen("/proc/self/mountinfo", "r");
     char line[8192];
     int found = 0;
@@ -398,8 +397,8 @@ static char *resolve_dir(const char *arg) {
     char *rdir = *base ? realpath(dir, NULL) : NULL;
     if (!*base)
         errno = EISDIR;
-    if (rdir && asprintf(&out, "%s/%s", strcmp(rdir, "/") ? rdir : "",
-                         base) < 0)
+    if (rdir &&
+        asprintf(&out, "%s/%s", strcmp(rdir, "/") ? rdir : "", base) < 0)
         out = NULL;
     free(rdir);
     free(copy);
@@ -440,7 +439,7 @@ static int unmount_dead(const char *arg, const char *mnt, const char *src) {
                 "ggufs: %s: its commit was interrupted: 'ggufs --recover %s' "
                 "completes it\n",
                 src, src);
-    else if (!gfs_pending_note(src, src))
+    else if (!gfs_overlay_dead_note(src, mnt) && !gfs_pending_note(src, src))
         fprintf(stderr, "ggufs: %s: no edits were pending\n", src);
     return EXIT_COMMIT;
 }
@@ -456,7 +455,7 @@ static int unmount_cmd(const char *arg) {
         fprintf(stderr, "ggufs: %s: %s\n", arg, strerror(errno));
         goto out;
     }
-    if (!find_mount(mnt, 0, src, sizeof src)) {
+    if (!gfs_find_mount(mnt, 0, src, sizeof src)) {
         fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
         goto out;
     }
@@ -624,7 +623,7 @@ static void usage(const char *prog) {
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
-        "       ggufs --overlay-drop FILE.gguf [OVERLAY]   forget it\n"
+        "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
         "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
@@ -649,7 +648,7 @@ static void usage(const char *prog) {
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
         "                           file (default PATH in ~/.local/state/ggufs)\n\n"
         "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
-        "mounted read-only through a block cache:\n"
+        "mounted through a block cache, read-only unless -o overlay:\n"
         "    -o header=FILE         extra request headers, 'Name: value' lines\n"
         "                           (sent to the URL's own host only)\n"
         "    -o cache=DIR           the cache (default ~/.cache/ggufs)\n"
@@ -672,10 +671,10 @@ struct gfs_main {
     struct fuse_cmdline_opts co;
     struct gfs_opts o;
     struct gfs fs;
-    char *path;      /* absolute path of the GGUF (fs.path) */
+    char *path;            /* absolute path of the GGUF (fs.path) */
     struct gguf_file file; /* the GGUF, opened once (gguf_file_open) */
-    char *live_name; /* fs.live_name when made here */
-    int locks;       /* fs's locks are initialised */
+    char *live_name;       /* fs.live_name when made here */
+    int locks;             /* fs's locks are initialised */
     struct fuse_session *se;
     int mounted;
     struct gfs_sig sig; /* shared with the signal thread */
@@ -767,7 +766,7 @@ static int lock_gguf(const struct gfs_main *m) {
               (m->o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
         return 0;
     char where[4096];
-    if (find_mount(m->path, 1, where, sizeof where))
+    if (gfs_find_mount(m->path, 1, where, sizeof where))
         fprintf(stderr, "ggufs: %s: already mounted at %s\n", m->o.file, where);
     else
         fprintf(stderr, "ggufs: %s: locked by another program (%s)\n",
@@ -788,31 +787,37 @@ static int overlay_rdwr(const struct gfs_main *m) {
 }
 
 /* -o overlay: the overlay found and applied once the GGUF is open
- * (fs/overlay.c).  0 or -1 after one line. */
+ * (fs/overlay.c); a remote source's is known by URL and the server's
+ * version.  0 or -1 after one line. */
 static int setup_overlay(struct gfs_main *m) {
+    char ident[512];
     int remote = gfs_remote_is(m->o.file);
     if (!overlay_wanted(m)) {
-        if (!remote)
-            gfs_overlay_note(m->path, m->o.file);
+        gfs_overlay_note(m->path, m->o.file);
         return 0;
     }
-    /* The library's identity has the URL and ETag (gguf_overlay_identify);
-     * the remote mount is read-only and has no lock of its own yet. */
-    if (remote) {
-        fprintf(stderr,
-                "ggufs: %s: -o overlay is not supported for remote sources "
-                "yet\n",
-                m->o.file);
+    if (remote && gfs_remote_identity(&m->fs, ident, sizeof ident) != 0) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", m->o.file);
         return -1;
     }
-    return gfs_overlay_setup(&m->fs, m->path, NULL, m->o.overlay_path,
-                             m->o.file);
+    /* As mountinfo will show it (a bad one is reported by the mount). */
+    char *mnt = realpath(m->o.mnt, NULL);
+    struct gfs_overlay_args a = {.path = m->path,
+                                 .remote_id = remote ? ident : NULL,
+                                 .opt = m->o.overlay_path,
+                                 .file = m->o.file,
+                                 .mnt = mnt,
+                                 .readonly = m->o.readonly};
+    int r = gfs_overlay_setup(&m->fs, &a);
+    free(mnt);
+    return r;
 }
 
 /* Source selection (issue 13): an http(s):// or hf:// source is opened
- * through fs/remote.c, read-only; there is no file to recover, lock or
- * keep pending edits of.  0, or -1 after one line on stderr naming the
- * source (or the shard at fault). */
+ * through fs/remote.c, read-only unless an overlay takes the edits (the
+ * overlay has its own lock and is the durable store of the edits); there
+ * is no file to recover, lock or keep pending edits of.  0, or -1 after
+ * one line on stderr naming the source (or the shard at fault). */
 static int open_remote(struct gfs_main *m) {
     struct gguf_error gerr = {0};
     char bad[PATH_MAX + 64], msg[512];
@@ -821,13 +826,15 @@ static int open_remote(struct gfs_main *m) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, msg);
         return -1;
     }
-    if (!m->o.readonly) {
+    if (!m->o.readonly && !overlay_wanted(m)) {
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
     }
+    /* What an overlay mount's commit at unmount said, if nobody heard. */
+    (void)gfs_print_outcome(m->path);
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
-    if (gfs_remote_open(&m->fs, m->path, &m->o.remote, flags, bad,
-                        sizeof bad, &gerr) != 0) {
+    if (gfs_remote_open(&m->fs, m->path, &m->o.remote, flags, bad, sizeof bad,
+                        &gerr) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n",
                 strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg);
         return -1;
@@ -860,14 +867,13 @@ static int open_gguf(struct gfs_main *m) {
     }
     char where[4096];
     if (gfs_wait_previous(m->path, m->o.file,
-                          find_mount(m->path, 1, where, sizeof where)) != 0)
+                          gfs_find_mount(m->path, 1, where, sizeof where)) != 0)
         return -1;
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     int fallback_ro = 0;
     /* The one lookup of the path: everything below uses this descriptor
      * (gguf/file.c). */
-    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) !=
-        GGUF_OK) {
+    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, gerr.msg);
         return -1;
     }
@@ -882,9 +888,8 @@ static int open_gguf(struct gfs_main *m) {
         flags |= GGUF_OPEN_RDWR;
     }
     char bad[PATH_MAX + 64];
-    if (gguf_open_set(m->path, &m->file, flags, &m->fs.shards,
-                      &m->fs.n_shards, bad,
-                      sizeof bad, &gerr) != GGUF_OK) {
+    if (gguf_open_set(m->path, &m->file, flags, &m->fs.shards, &m->fs.n_shards,
+                      bad, sizeof bad, &gerr) != GGUF_OK) {
         /* A read-only mount does not recover: a half-written header is
          * what an interrupted commit leaves, and the way out is named. */
         int interrupted = gguf_commit_interrupted(m->path);
@@ -1097,6 +1102,18 @@ static int cleanup(struct gfs_main *m, int status) {
     return status;
 }
 
+/* --recover, --apply-pending, --drop-pending of a URL: a remote file is
+ * never written, so it has no commit to finish and no pending record
+ * (the edits of a remote mount live in its overlay).  One line. */
+static int remote_cmd_refused(const char *cmd, const char *url) {
+    fprintf(stderr,
+            "ggufs: %s: %s is for local files: a remote file is never "
+            "written (the edits of a remote mount are in its overlay: -o "
+            "overlay shows them, --overlay-drop forgets them)\n",
+            url, cmd);
+    return EXIT_BADFILE;
+}
+
 int main(int argc, char *argv[]) {
     static const struct {
         const char *name;
@@ -1116,17 +1133,18 @@ int main(int argc, char *argv[]) {
                        c == 0 ? "MOUNTPOINT" : "FILE.gguf");
             return usage_error();
         }
+        if (c > 0 && gfs_remote_is(argv[2]))
+            return remote_cmd_refused(argv[1], argv[2]);
         return cmds[c].run(argv[2]);
     }
 
-    struct gfs_main m = {
-        .args = FUSE_ARGS_INIT(argc, argv),
-        .o = {.timeout = 3600.0,
-              .max_value = GFS_MAX_VALUE_DEFAULT,
-              .max_drafts = GFS_MAX_DRAFTS_DEFAULT,
-              .remote = {.retries = -1},
-              .passthrough = default_passthrough()},
-        .file = {.dfd = -1, .fd = -1}};
+    struct gfs_main m = {.args = FUSE_ARGS_INIT(argc, argv),
+                         .o = {.timeout = 3600.0,
+                               .max_value = GFS_MAX_VALUE_DEFAULT,
+                               .max_drafts = GFS_MAX_DRAFTS_DEFAULT,
+                               .remote = {.retries = -1},
+                               .passthrough = default_passthrough()},
+                         .file = {.dfd = -1, .fd = -1}};
     int status = parse_options(&m, argv[0]);
     if (status != GO_ON)
         goto out;

@@ -3,7 +3,9 @@
  * (gguf/overlay.c), never into the GGUF, which is opened read-only and may
  * be 0444, immutable or on a read-only filesystem; and the commands
  * `ggufs --overlay-apply FILE [OVERLAY]` and `ggufs --overlay-drop FILE
- * [OVERLAY]`.
+ * [OVERLAY]`.  The source may be remote (fs/remote.c): its overlay is
+ * known by URL and the server's version (ETag), and --overlay-apply
+ * refuses it (a remote file is never written).
  *
  * Policy.  At mount, an overlay that belongs to the GGUF (or shard set) is
  * applied: meta/, the live view and the xattrs show the edited model; one
@@ -14,7 +16,16 @@
  * record to settle; unmount, `ggufs -u` and fsync make sure it holds the
  * last edit.  --overlay-apply commits an overlay into its GGUF with
  * gguf_commit, exactly as a mount with those edits would, then removes
- * it; --overlay-drop removes it.  Prefix gfs_overlay_.
+ * it; --overlay-drop removes it.
+ *
+ * Locks.  Every writer of an overlay (a read-write mount, the two
+ * commands) holds its lock (gguf_overlay_lock), taken after the source's
+ * own flock where there is one (lock order: source, then overlay): two
+ * mounts given the same -o overlay=PATH, or two mounts of one URL, would
+ * otherwise each rewrite it.  A read-only overlay mount reads it once and
+ * takes none.  A read-write mount also keeps a record in the state
+ * directory (GGUF_STATE_OVERLAY_MOUNT: mountpoint, overlay) while it
+ * runs, for `ggufs -u` after its daemon died.  Prefix gfs_overlay_.
  */
 #include "ggufs.h"
 
@@ -39,6 +50,10 @@ struct gfs_overlay {
     gguf_ctx *disk;            /* the source without edits, what the overlay is
                        written against: parsed at the first write (a
                        mount pays for one parse only) */
+    int lock_fd;  /* the overlay's lock (read-write mounts), or -1 */
+    char *source; /* the record's key and mountpoint (record_mount): */
+    char *mnt;    /* read-write mounts; else NULL */
+    int recorded; /* the record was written (at the first overlay write) */
     /* Guarded by fs->lock (written under it for writing). */
     uint64_t written_gen; /* fs->generation last written to the overlay */
     int failed;           /* that write failed */
@@ -116,34 +131,175 @@ out:
     return r;
 }
 
-int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
-                      const char *opt, const char *file) {
+/* ---- the overlay's lock and the mount's record ---------------------- */
+
+#define WAIT_MS 60000 /* for a daemon finishing its last write */
+
+/* Splits what a lock's holder wrote ("SOURCE\nMOUNTPOINT\n", take_lock)
+ * in place; either may be "". */
+static void holder_fields(char *held, const char **src, const char **mnt) {
+    char *nl = strchr(held, '\n');
+    *src = held;
+    *mnt = "";
+    if (!nl)
+        return;
+    *nl = '\0';
+    *mnt = nl + 1;
+    if ((nl = strchr(nl + 1, '\n')))
+        *nl = '\0';
+}
+
+/* The overlay's lock for a writer (a read-write mount, --overlay-apply,
+ * --overlay-drop): the lock's descriptor, or -1 after one line.  A holder
+ * whose mount is still there is refused at once; with wait, a holder
+ * whose mount is gone (a daemon finishing its last write after an
+ * unmount) is waited for, at most WAIT_MS, saying so once. */
+static int take_lock(const char *file, const char *source, const char *opath,
+                     const char *shown, const char *mnt, int wait) {
+    char *holder = NULL, held[2048], where[4096];
+    int fd = -1, said = 0;
+    if (asprintf(&holder, "%s\n%s\n", source, mnt ? mnt : "") < 0) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", file);
+        return -1;
+    }
+    for (int ms = 0;; ms += 50) {
+        struct gguf_error err = {0};
+        const char *hsrc, *hmnt;
+        enum gguf_status st = gguf_overlay_lock(opath, source, holder, &fd,
+                                                held, sizeof held, &err);
+        if (st != GGUF_E_BUSY) {
+            if (st != GGUF_OK)
+                fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+            break;
+        }
+        holder_fields(held, &hsrc, &hmnt);
+        int mounted = hmnt[0] && gfs_find_mount(hmnt, 0, where, sizeof where);
+        if (mounted || !wait || ms >= WAIT_MS) {
+            fprintf(stderr,
+                    "ggufs: %s: the overlay %s is in use by %s%s%s%s%s\n", file,
+                    shown, mounted ? "the mount of " : "another ggufs",
+                    mounted || !hsrc[0] ? "" : " on ", hsrc,
+                    mounted ? " at " : (wait ? " (still after 60 s)" : ""),
+                    mounted ? hmnt : "");
+            break;
+        }
+        if (!said++)
+            fprintf(stderr,
+                    "ggufs: %s: waiting for an earlier mount to finish "
+                    "writing the overlay %s\n",
+                    file, shown);
+        usleep(50000);
+    }
+    free(holder);
+    return fd;
+}
+
+/* The record of a read-write overlay mount (GGUF_STATE_OVERLAY_MOUNT,
+ * keyed by the source): "MOUNTPOINT\nOVERLAY\n", kept while it runs, so
+ * that `ggufs -u` of the mount after its daemon died can say where the
+ * edits are (gfs_overlay_dead_note).  Its first line into mnt, the rest
+ * into where; 1 if there is one. */
+static int read_record(const char *source, char *mnt, size_t mn, char *where,
+                       size_t wn) {
+    struct gguf_buf b = {0};
+    bool found = false;
+    const char *hm, *hw;
+    if (gguf_state_read(source, GGUF_STATE_OVERLAY_MOUNT, &b, &found, NULL) !=
+            GGUF_OK ||
+        !found || gguf_buf_add(&b, "", 1) != GGUF_OK) {
+        gguf_buf_free(&b);
+        return 0;
+    }
+    for (size_t i = 0; i + 1 < b.len; i++)
+        if ((b.p[i] < 0x20 && b.p[i] != '\n') || b.p[i] == 0x7f)
+            b.p[i] = '?';
+    holder_fields((char *)b.p, &hm, &hw);
+    snprintf(mnt, mn, "%s", hm);
+    snprintf(where, wn, "%s", hw);
+    gguf_buf_free(&b);
+    return 1;
+}
+
+/* Written once the mount has written the overlay (its edits are there),
+ * not at mount: a mount without edits costs no state write. */
+static void record_mount(struct gfs_overlay *o) {
+    char *body = NULL;
+    if (o->recorded || !o->source || !o->mnt)
+        return;
+    int n = asprintf(&body, "%s\n%s\n", o->mnt, o->shown);
+    o->recorded = n > 0 && gguf_state_write(o->source, GGUF_STATE_OVERLAY_MOUNT,
+                                            body, (size_t)n, NULL) == GGUF_OK;
+    free(body);
+}
+
+/* At the daemon's end: its record goes, unless a later mount of the same
+ * source made it its own. */
+static void unrecord_mount(struct gfs_overlay *o) {
+    char mnt[4096], where[4096];
+    if (o->recorded &&
+        read_record(o->source, mnt, sizeof mnt, where, sizeof where) &&
+        strcmp(mnt, o->mnt) == 0)
+        (void)gguf_state_remove(o->source, GGUF_STATE_OVERLAY_MOUNT, NULL);
+    free(o->source);
+    free(o->mnt);
+    o->source = o->mnt = NULL;
+}
+
+int gfs_overlay_dead_note(const char *source, const char *mnt) {
+    char rmnt[4096], where[4096], def[4096];
+    if (!read_record(source, rmnt, sizeof rmnt, where, sizeof where) ||
+        strcmp(rmnt, mnt) != 0)
+        return 0;
+    int is_default =
+        gguf_overlay_default_path(source, def, sizeof def, NULL) == GGUF_OK &&
+        strcmp(def, where) == 0;
+    fprintf(stderr,
+            "ggufs: %s: the edits of this mount are in the overlay %s "
+            "(written after every edit; the file was never written): "
+            "'ggufs -o overlay%s%s %s MOUNTPOINT' shows them again\n",
+            source, where, is_default ? "" : "=", is_default ? "" : where,
+            source);
+    (void)gguf_state_remove(source, GGUF_STATE_OVERLAY_MOUNT, NULL);
+    return 1;
+}
+
+/* ---- mounts with -o overlay ----------------------------------------- */
+
+int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     struct gguf_error err = {0};
     struct gfs_overlay *o = calloc(1, sizeof *o);
     int64_t set = 0, removed = 0;
     if (!o) {
-        fprintf(stderr, "ggufs: %s: out of memory\n", file);
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
         return -1;
     }
+    o->lock_fd = -1;
     fs->overlay = o;
     /* Recovery writes the file, which an overlay mount never does; until
      * it has run the header may be half old, half new. */
-    if (!remote_id && gguf_commit_interrupted(path)) {
+    if (!a->remote_id && gguf_commit_interrupted(a->path)) {
         fprintf(stderr,
                 "ggufs: %s: a commit of this file was interrupted: 'ggufs "
                 "--recover %s' completes it (an overlay mount never writes "
                 "the file)\n",
-                file, file);
+                a->file, a->file);
         return -1;
     }
-    if (locate(file, path, opt, &o->path, o->shown, sizeof o->shown) != 0)
+    if (locate(a->file, a->path, a->opt, &o->path, o->shown, sizeof o->shown) !=
+        0)
         return -1;
-    if (gguf_overlay_identify(fs->shards, fs->n_shards, path, remote_id != NULL,
-                              remote_id, &o->id, &err) != GGUF_OK) {
-        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+    /* One writer per overlay (a remote source has no file to lock); a
+     * read-only mount reads it once, whole (it is replaced by rename). */
+    if (!a->readonly && (o->lock_fd = take_lock(a->file, a->path, o->path,
+                                                o->shown, a->mnt, 1)) < 0)
+        return -1;
+    if (gguf_overlay_identify(fs->shards, fs->n_shards, a->path,
+                              a->remote_id != NULL, a->remote_id, &o->id,
+                              &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", a->file, err.msg);
         return -1;
     }
-    int r = load_apply(file, o->path, o->shown, &o->id, fs->shards[0], &set,
+    int r = load_apply(a->file, o->path, o->shown, &o->id, fs->shards[0], &set,
                        &removed);
     if (r < 0)
         return -1;
@@ -151,8 +307,13 @@ int gfs_overlay_setup(struct gfs *fs, const char *path, const char *remote_id,
         fprintf(stderr,
                 "ggufs: %s: overlay %s applied (%lld key%s set, %lld "
                 "removed)\n",
-                file, o->shown, (long long)set, set == 1 ? "" : "s",
+                a->file, o->shown, (long long)set, set == 1 ? "" : "s",
                 (long long)removed);
+    if (!a->readonly && a->mnt &&
+        (!(o->source = strdup(a->path)) || !(o->mnt = strdup(a->mnt)))) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        return -1;
+    }
     return 0;
 }
 
@@ -163,6 +324,9 @@ const char *gfs_overlay_where(const struct gfs *fs) {
 void gfs_overlay_free(struct gfs *fs) {
     if (!fs->overlay)
         return;
+    unrecord_mount(fs->overlay);
+    if (fs->overlay->lock_fd >= 0)
+        close(fs->overlay->lock_fd); /* after the last write */
     gguf_close(fs->overlay->disk);
     free(fs->overlay->path);
     free(fs->overlay);
@@ -180,7 +344,11 @@ static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
         if (st != GGUF_OK)
             return st;
     }
-    return gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
+    enum gguf_status st =
+        gguf_overlay_write(o->path, fs->ctx, o->disk, &o->id, err);
+    if (st == GGUF_OK)
+        record_mount(o);
+    return st;
 }
 
 int gfs_overlay_keep(struct gfs *fs) {
@@ -210,12 +378,17 @@ int gfs_overlay_commit(struct gfs *fs) {
     enum gguf_status st = wrote ? write_overlay(fs, &err) : GGUF_OK;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != GGUF_OK) {
-        char saved[PATH_MAX] = "";
-        struct gguf_error serr = {0};
+        const char *saved = fs->saved_path;
         o->failed = 1;
         fs->commit_failed = 1;
-        if (gguf_save_edits(fs->ctx, saved, sizeof saved, &serr) != GGUF_OK)
-            saved[0] = '\0';
+        /* Once per state of the edits: `ggufs -u`'s fsync and the unmount
+         * after it both commit. */
+        if (fs->saved_generation != fs->generation || !saved[0]) {
+            if (gguf_save_edits(fs->ctx, fs->saved_path, sizeof fs->saved_path,
+                                NULL) != GGUF_OK)
+                fs->saved_path[0] = '\0';
+            fs->saved_generation = fs->generation;
+        }
         if (snprintf(fs->commit_msg, sizeof fs->commit_msg,
                      "%s: commit to the overlay failed: %s; %s%s", fs->path,
                      err.msg,
@@ -260,8 +433,11 @@ void gfs_overlay_note(const char *path, const char *file) {
         fprintf(stderr,
                 "ggufs: %s: note: the overlay %s holds edits of this file; "
                 "this mount shows the file without them (-o overlay "
-                "applies them, and a commit here makes the overlay stale)\n",
-                file, where);
+                "applies them%s)\n",
+                file, where,
+                gfs_remote_is(path) ? ""
+                                    : ", and a commit here makes the "
+                                      "overlay stale");
 }
 
 /* ---- ggufs --overlay-apply / --overlay-drop ------------------------- */
@@ -298,20 +474,42 @@ out:
     return r;
 }
 
+/* --overlay-apply of a URL: a remote file is never written.  One line
+ * that says where its overlay stays; EXIT_BADFILE. */
+static int apply_remote_refused(const char *file, const char *opt) {
+    char msg[512], shown[PATH_MAX + 64], *opath = NULL;
+    char *url = gfs_remote_resolve(file, msg, sizeof msg);
+    if (!url)
+        fprintf(stderr, "ggufs: %s: %s\n", file, msg);
+    else if (locate(file, url, opt, &opath, shown, sizeof shown) == 0)
+        fprintf(stderr,
+                "ggufs: %s: --overlay-apply cannot commit into a remote file "
+                "(it is never written); its overlay stays at %s: 'ggufs -o "
+                "overlay' mounts the model with it, --overlay-drop forgets "
+                "it\n",
+                file, shown);
+    free(opath);
+    free(url);
+    return EXIT_BADFILE;
+}
+
 static int apply_cmd(const char *file, const char *opt) {
     struct gguf_error err = {0};
     struct gguf_commit_info info = {0};
     struct gguf_overlay_id id;
-    char shown[PATH_MAX + 64], *opath = NULL, *path = realpath(file, NULL);
+    char shown[PATH_MAX + 64], *opath = NULL, *path = NULL;
     gguf_ctx **v = NULL;
-    int n = 0, status = EXIT_BADFILE;
+    int n = 0, status = EXIT_BADFILE, lock = -1;
     int64_t set = 0, removed = 0;
-    if (!path) {
+    if (gfs_remote_is(file))
+        return apply_remote_refused(file, opt);
+    if (!(path = realpath(file, NULL))) {
         fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
         goto out;
     }
     if (locate(file, path, opt, &opath, shown, sizeof shown) != 0 ||
-        open_source(file, path, &v, &n) != 0)
+        open_source(file, path, &v, &n) != 0 ||
+        (lock = take_lock(file, path, opath, shown, NULL, 0)) < 0)
         goto out;
     if (gguf_overlay_identify(v, n, path, false, NULL, &id, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
@@ -350,28 +548,44 @@ static int apply_cmd(const char *file, const char *opt) {
     }
     status = 0;
 out:
+    if (lock >= 0)
+        close(lock);
     gguf_close_set(v, n);
     free(opath);
     free(path);
     return status;
 }
 
+/* The source --overlay-drop names, absolute: a URL resolved, else the
+ * path (the model may be gone: its overlay can still be dropped).  NULL
+ * after one line. */
+static char *drop_source(const char *file) {
+    char msg[512], *path;
+    if (gfs_remote_is(file)) {
+        if (!(path = gfs_remote_resolve(file, msg, sizeof msg)))
+            fprintf(stderr, "ggufs: %s: %s\n", file, msg);
+        return path;
+    }
+    if (!(path = realpath(file, NULL)))
+        path = absolute(file);
+    if (!path)
+        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+    return path;
+}
+
 static int drop_cmd(const char *file, const char *opt) {
     struct gguf_error err = {0};
     char shown[PATH_MAX + 64], *opath = NULL;
-    /* The model may be gone: its overlay can still be dropped. */
-    char *path = realpath(file, NULL);
-    if (!path)
-        path = absolute(file);
-    int status = EXIT_BADFILE, fd = -1;
+    char *path = drop_source(file);
+    int status = EXIT_BADFILE, fd = -1, lock = -1;
     bool found = false;
-    if (!path) {
-        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+    if (!path || locate(file, path, opt, &opath, shown, sizeof shown) != 0)
         goto out;
-    }
-    if (locate(file, path, opt, &opath, shown, sizeof shown) != 0)
-        goto out;
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    /* A local file's mounts lock it (read-only ones too); every writer of
+     * the overlay holds the overlay's lock. */
+    fd = gfs_remote_is(path)
+             ? -1
+             : open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr,
                 "ggufs: %s: mounted or locked by another program: the "
@@ -379,6 +593,8 @@ static int drop_cmd(const char *file, const char *opt) {
                 file, shown);
         goto out;
     }
+    if ((lock = take_lock(file, path, opath, shown, NULL, 0)) < 0)
+        goto out;
     if (gguf_overlay_remove(opath, path, &found, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
@@ -387,11 +603,13 @@ static int drop_cmd(const char *file, const char *opt) {
         fprintf(stderr, "ggufs: %s: no overlay (none at %s)\n", file, shown);
         goto out;
     }
-    printf("ggufs: %s: overlay %s dropped (its edits are gone; the file was "
+    printf("ggufs: %s: overlay %s dropped (its edits are gone; the %s was "
            "never changed)\n",
-           file, shown);
+           file, shown, gfs_remote_is(path) ? "remote file" : "file");
     status = 0;
 out:
+    if (lock >= 0)
+        close(lock);
     if (fd >= 0)
         close(fd);
     free(opath);

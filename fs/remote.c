@@ -3,7 +3,9 @@
  * (issue 13), as the FUSE layer sees it: the shards' remote sources
  * (remote/remote.h), their headers parsed through struct gguf_reader, and
  * the one read function gfs_data_read calls for them.  Remote mounts are
- * read-only; everything else of the tree is the same as for a local file.
+ * read-only unless they have an overlay (edits go there, never to the
+ * server; the overlay's identity includes gfs_remote_identity); everything
+ * else of the tree is the same as for a local file.
  */
 #include "ggufs.h"
 #include "remote.h"
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 struct gfs_remote {
     struct rmt_opts opts;
@@ -176,6 +179,36 @@ void gfs_remote_stat(const struct gfs *fs, struct stat *st) {
     st->st_size = (off_t)rmt_size(s);
     st->st_mtim.tv_sec = (time_t)rmt_mtime(s);
     st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+int gfs_remote_identity(const struct gfs *fs, char *out, size_t n) {
+    const struct gfs_remote *r = fs->remote;
+    size_t used = 0;
+    int fits = 1;
+    if (!r || !n)
+        return -1;
+    out[0] = '\0';
+    for (int i = 0; fits && i < r->n; i++) {
+        int w = snprintf(out + used, n - used, "%s%s", i ? "; " : "",
+                         rmt_identity(r->src[i]));
+        fits = w >= 0 && (size_t)w < n - used;
+        used += fits ? (size_t)w : 0;
+    }
+    if (fits)
+        return 0;
+    /* Too long to keep whole (a big set): its hash stands for it. */
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return -1;
+    XXH3_128bits_reset(h);
+    for (int i = 0; i < r->n; i++)
+        XXH3_128bits_update(h, rmt_identity(r->src[i]),
+                            strlen(rmt_identity(r->src[i])) + 1);
+    XXH128_hash_t x = XXH3_128bits_digest(h);
+    XXH3_freeState(h);
+    snprintf(out, n, "%d files, xxh3-128:%016llx%016llx", r->n,
+             (unsigned long long)x.high64, (unsigned long long)x.low64);
+    return 0;
 }
 
 int gfs_remote_xattr(const struct gfs *fs, const char *name,

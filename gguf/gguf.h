@@ -566,7 +566,9 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
 enum gguf_state_kind {
     GGUF_STATE_PENDING,
     GGUF_STATE_STATUS,
-    GGUF_STATE_PENDING_OLD
+    GGUF_STATE_PENDING_OLD,
+    GGUF_STATE_OVERLAY_MOUNT /* a read-write overlay mount's mountpoint and
+                                overlay, while it runs (fs/overlay.c) */
 };
 #define GGUF_STATE_MAX (UINT64_C(1) << 31)
 /* Where the file of that kind for model (an absolute path) is. */
@@ -627,7 +629,8 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
  * changed in place does not.  A remote source adds its URL and ETag. */
 struct gguf_overlay_id {
     char source[4096]; /* absolute path, or the URL of a remote source */
-    char etag[512];    /* remote: the ETag its bytes were read under */
+    char etag[512];    /* remote: the server's version its bytes were read
+                          under (ETag; fs/remote.c makes the text) */
     bool remote;
     uint64_t size;   /* bytes of the source, every shard counted */
     uint32_t shards; /* files in the set (1 for a plain file) */
@@ -682,5 +685,14 @@ enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
  * aside); *found false when there is none. */
 enum gguf_status gguf_overlay_remove(const char *path, const char *source,
                                      bool *found, struct gguf_error *err);
+/* Takes the overlay's lock (path NULL: source's default; overlay.c,
+ * "Lock"): *fd holds it until closed, and holder (one line or two of
+ * text, or NULL) is written into it for the next one to read.
+ * GGUF_E_BUSY when another holds it, with what that one wrote in
+ * held_by[0, hn) (bounded, control bytes but newlines replaced);
+ * GGUF_E_PERM for a lock file not to be trusted. */
+enum gguf_status gguf_overlay_lock(const char *path, const char *source,
+                                   const char *holder, int *fd, char *held_by,
+                                   size_t hn, struct gguf_error *err);
 
 #endif

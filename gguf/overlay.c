@@ -46,6 +46,18 @@
  * name pattern).  Fault points (GGUFS_FAULT=N, as commit.c's), per write:
  *   1 create new overlay   2 write new overlay   3 fsync new overlay
  *   4 rename over overlay  5 fsync directory
+ *
+ * Lock.  One writer per overlay: two mounts given the same -o
+ * overlay=PATH (or two mounts of one URL, which has no file to lock)
+ * would each rewrite it.  The overlay itself is replaced by rename, so
+ * the lock is a file of its own beside it, NAME.ggufs-lock (named by
+ * gguf_sidecar_path), created 0600 and never removed (removing a lock
+ * file lets two holders lock two different files), opened O_NOFOLLOW and
+ * trusted only as the overlay is; held by flock(LOCK_EX) until its
+ * descriptor is closed (the process's end releases it).  The holder
+ * writes a line of its own into it (who holds it, for the next one's
+ * message); that text is read back bounded and with control bytes
+ * replaced, never trusted.
  */
 #include "internal.h"
 
@@ -57,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +83,7 @@
 #define K_HASH GGUF_OVERLAY_NS "source_header_hash"
 #define K_ETAG GGUF_OVERLAY_NS "source_etag"
 #define TMP_SUFFIX ".ggufs-tmp-"
+#define LOCK_SUFFIX ".ggufs-lock"
 
 enum gguf_status gguf_overlay_identify(gguf_ctx *const *v, int n,
                                        const char *source, bool remote,
@@ -173,30 +187,30 @@ static int open_parent(const char *path, const char *source, bool create,
     return dfd;
 }
 
-/* The trust rule of the header comment, on fstat/lstat sb of the overlay
- * shown; GGUF_OK or GGUF_E_PERM with the reason. */
-static enum gguf_status check_trusted(const struct stat *sb, const char *shown,
+/* The trust rule of the header comment, on fstat/lstat sb of the file
+ * shown, what it is ("overlay", "overlay lock"); GGUF_OK or GGUF_E_PERM
+ * with the reason. */
+static enum gguf_status check_trusted(const struct stat *sb, const char *what,
+                                      const char *shown,
                                       struct gguf_error *err) {
     if (S_ISLNK(sb->st_mode))
-        return gguf_fail(err, GGUF_E_PERM,
-                         "overlay %s is a symbolic link: not used", shown);
+        return gguf_fail(err, GGUF_E_PERM, "%s %s is a symbolic link: not used",
+                         what, shown);
     if (!S_ISREG(sb->st_mode))
         return gguf_fail(err, GGUF_E_PERM,
-                         "overlay %s is not a regular file: not used", shown);
+                         "%s %s is not a regular file: not used", what, shown);
     if (sb->st_uid != geteuid())
         return gguf_fail(err, GGUF_E_PERM,
-                         "overlay %s is owned by uid %u, not by uid %u: not "
-                         "used",
-                         shown, (unsigned)sb->st_uid, (unsigned)geteuid());
+                         "%s %s is owned by uid %u, not by uid %u: not used",
+                         what, shown, (unsigned)sb->st_uid,
+                         (unsigned)geteuid());
     if (sb->st_mode & 022)
         return gguf_fail(err, GGUF_E_PERM,
-                         "overlay %s is writable by others (mode %04o): not "
-                         "used",
-                         shown, (unsigned)(sb->st_mode & 07777));
+                         "%s %s is writable by others (mode %04o): not used",
+                         what, shown, (unsigned)(sb->st_mode & 07777));
     if (sb->st_nlink != 1)
-        return gguf_fail(err, GGUF_E_PERM,
-                         "overlay %s has %llu links: not used", shown,
-                         (unsigned long long)sb->st_nlink);
+        return gguf_fail(err, GGUF_E_PERM, "%s %s has %llu links: not used",
+                         what, shown, (unsigned long long)sb->st_nlink);
     return GGUF_OK;
 }
 
@@ -280,7 +294,7 @@ enum gguf_status gguf_overlay_load(const char *path, const char *source,
         st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
         goto out;
     }
-    if ((st = check_trusted(&sb, shown, err)) != GGUF_OK)
+    if ((st = check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
         goto out;
     if ((uint64_t)sb.st_size > GGUF_STATE_MAX) {
         st = gguf_fail(err, GGUF_E_RANGE,
@@ -346,8 +360,8 @@ bool gguf_overlay_matches(const struct gguf_overlay_id *made,
     if (made->remote && now->remote && strcmp(made->source, now->source) != 0)
         clause(why, n, "made for %s", made->source);
     if (made->remote && now->remote && strcmp(made->etag, now->etag) != 0)
-        clause(why, n, "made for ETag %s, the source's is now %s", made->etag,
-               now->etag);
+        clause(why, n, "made for the server's version (%s), it now has %s",
+               made->etag, now->etag);
     if (made->shards != now->shards)
         clause(why, n, "made for a set of %u files, the source has %u",
                (unsigned)made->shards, (unsigned)now->shards);
@@ -559,7 +573,7 @@ enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
      * hostile name is a sign to stop, not to overwrite). */
     enum gguf_status st = GGUF_OK;
     if (fstatat(dfd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-        st = check_trusted(&sb, shown, err);
+        st = check_trusted(&sb, "overlay", shown, err);
     else if (errno != ENOENT)
         st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
     if (st == GGUF_OK)
@@ -587,7 +601,7 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
             st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
         goto out;
     }
-    if ((st = check_trusted(&sb, shown, err)) != GGUF_OK)
+    if ((st = check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
         goto out;
     if (unlinkat(dfd, base, 0) < 0) {
         st = gguf_sys_fail(err, errno, "cannot remove overlay %s", shown);
@@ -598,6 +612,94 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
         st =
             gguf_sys_fail(err, errno, "cannot sync the directory of %s", shown);
 out:
+    close(dfd);
+    return st;
+}
+
+/* What the holder of a busy lock wrote there, bounded, control bytes
+ * other than newlines made '?'. */
+static void read_holder(int fd, char *out, size_t n) {
+    if (!out || !n)
+        return;
+    ssize_t r = pread(fd, out, n - 1, 0);
+    out[r > 0 ? r : 0] = '\0';
+    for (char *p = out; *p; p++)
+        if ((*p != '\n' && (unsigned char)*p < 0x20) || *p == 0x7f)
+            *p = '?';
+}
+
+/* Opens the lock file lname in dfd, checked (the lock's name shown). */
+static enum gguf_status open_lock(int dfd, const char *lname, const char *shown,
+                                  int *fd, struct gguf_error *err) {
+    struct stat sb;
+    /* O_NONBLOCK, O_NOCTTY: whatever was planted there must not hang or
+     * take us; nothing is written before the checks. */
+    *fd = openat(dfd, lname,
+                 O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+                     O_CLOEXEC,
+                 0600);
+    if (*fd < 0)
+        return errno == ELOOP
+                   ? gguf_fail(err, GGUF_E_PERM,
+                               "overlay lock %s is a symbolic link: not used",
+                               shown)
+                   : gguf_sys_fail(err, errno, "cannot open overlay lock %s",
+                                   shown);
+    enum gguf_status st =
+        fstat(*fd, &sb) < 0
+            ? gguf_sys_fail(err, errno, "cannot stat overlay lock %s", shown)
+            : check_trusted(&sb, "overlay lock", shown, err);
+    if (st != GGUF_OK) {
+        close(*fd);
+        *fd = -1;
+    }
+    return st;
+}
+
+enum gguf_status gguf_overlay_lock(const char *path, const char *source,
+                                   const char *holder, int *fd, char *held_by,
+                                   size_t hn, struct gguf_error *err) {
+    char base[256], shown[4096];
+    char *lname = NULL, *lshown = NULL;
+    bool absent;
+    enum gguf_status st = GGUF_OK;
+    *fd = -1;
+    if (held_by && hn)
+        held_by[0] = '\0';
+    int dfd = open_parent(path, source, true, base, sizeof base, shown,
+                          sizeof shown, &absent, err);
+    if (dfd < 0)
+        return err && err->code ? err->code : GGUF_E_IO;
+    if (!(lname = gguf_sidecar_path(base, LOCK_SUFFIX)) ||
+        !(lshown = gguf_sidecar_path(shown, LOCK_SUFFIX))) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = open_lock(dfd, lname, lshown, fd, err)) != GGUF_OK)
+        goto out;
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK)
+            read_holder(*fd, held_by, hn);
+        st = e == EWOULDBLOCK
+                 ? gguf_fail(err, GGUF_E_BUSY,
+                             "the overlay %s is in use (its lock %s is held)",
+                             shown, lshown)
+                 : gguf_sys_fail(err, e, "cannot lock overlay lock %s", lshown);
+        goto out;
+    }
+    size_t hl = holder ? strlen(holder) : 0;
+    if (ftruncate(*fd, 0) < 0)
+        st = gguf_sys_fail(err, errno, "cannot write overlay lock %s", lshown);
+    else if (hl)
+        st = gguf_pwrite_full(*fd, holder, hl, 0, lshown, err);
+out:
+    if (st != GGUF_OK && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    free(lname);
+    free(lshown);
     close(dfd);
     return st;
 }

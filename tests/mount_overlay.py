@@ -32,8 +32,23 @@ there even root cannot write it).
      mounted, nothing removed by --overlay-drop.
   8. a shard set in a read-only directory: the overlay belongs to the set.
   9. --overlay-drop says what it did; the model is as it was.
- 10. -o overlay of a remote source (nginx): refused with one line (not
-     supported yet).
+ 10. issue 15's views (f32/, npy/, index.tsv, the hashes on tensors/) on an
+     overlay mount with edits: a plain mount's.
+ 11. one writer per overlay: two files mounted with the same -o
+     overlay=PATH, the second refused with one line (so is --overlay-drop
+     while the first runs); a mount whose holder was unmounted but is still
+     running waits for it; a symlinked lock file refused.
+ 12. ggufs -u of an overlay mount whose daemon was killed says where the
+     edits are; the next mount shows them.
+ 13. a remote source (nginx) with an overlay: edits through the mount, the
+     live view judged by ggml and run by llama.cpp, the views; the served
+     file byte-identical; the overlay keyed by URL and ETag; a second mount
+     of the URL refused; --overlay-apply (and --recover, --apply-pending)
+     of a URL refused with one line; remount; kill -9 then ggufs -u; the
+     file changed on the server (a new ETag): the overlay refused;
+     --overlay-drop of a URL; a remote shard set (every shard's version);
+     an overlay that cannot be written: ggufs -u exits 4, the edits saved
+     once.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSPLIT, REFDUMP,
 GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
@@ -42,6 +57,7 @@ GGUFS_SRCDIR.  Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml library).
 import glob
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -93,12 +109,13 @@ def unmount(t, want="overlay"):
     return out
 
 
-def refused(t, args, path, what, label, must=()):
-    """ggufs ARGS PATH MNT must fail with exit 1 and exactly one line that
-    contains every string of must; nothing may be mounted."""
-    rc, out, err = run(list(args) + [path, t.mnt])
-    if J.mountinfo_entry(t.mnt) is not None:
-        J.unmount(t.mnt, [])
+def refused(t, args, path, mnt, label, must=()):
+    """ggufs ARGS PATH MNT (None: t.mnt) must fail with exit 1 and exactly
+    one line that contains every string of must; nothing may be mounted."""
+    mnt = mnt or t.mnt
+    rc, out, err = run(list(args) + [path, mnt])
+    if J.mountinfo_entry(mnt) is not None:
+        J.unmount(mnt, [])
         raise Fail("%s: mounted anyway (exit %d)" % (label, rc))
     lines = [x for x in err.split("\n") if x.strip()]
     if rc != 1 or len(lines) != 1 or not all(m in lines[0] for m in must):
@@ -179,8 +196,7 @@ def section_mount(t):
         E.judge_commit("live view of the overlay mount", live, t.before, model)
         t.model = model
         where = os.getxattr(t.mnt, "user.ggufs.overlay").decode()
-        if where != os.path.join(t.state, "ggufs", os.listdir(os.path.join(t.state, "ggufs"))[0]) \
-                or "user.ggufs.overlay" not in os.listxattr(t.mnt):
+        if [where] != state_overlays(t) or "user.ggufs.overlay" not in os.listxattr(t.mnt):
             raise Fail("user.ggufs.overlay of the mount reads %r" % where)
         ty = os.getxattr(os.path.join(t.mnt, "meta", "mytool.note"), "user.gguf.type")
         if ty != b"string":
@@ -554,9 +570,173 @@ def section_drop(t):
     log("ok   --overlay-drop: %s; the mount shows the model as it is" % said)
 
 
+def kill_daemon(t):
+    """kill -9 of the mount's daemon; returns once it is gone."""
+    pids = J._procs_for(t.mnt)
+    if not pids:
+        raise Fail("no ggufs daemon found for %s" % t.mnt)
+    for p in pids:
+        os.kill(p, 9)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(os.path.exists("/proc/%d" % p) and not J._zombie(p) for p in pids):
+        time.sleep(0.05)
+
+
+def dead_unmount(t, where):
+    """ggufs -u of a mount whose daemon was killed: exit 4 and a line that
+    says the edits are in the overlay where (not that none were pending)."""
+    rc, out, err = run(["-u", t.mnt])
+    said = out + err
+    if rc != 4 or "the edits of this mount are in the overlay %s" % where not in said \
+            or "no edits were pending" in said:
+        raise Fail("ggufs -u after kill -9 of an overlay mount: exit %d, %r" % (rc, said))
+    return [x for x in said.split("\n") if where in x][0]
+
+
+def views_of(mnt):
+    """Issue 15's views of a mount: f32/, npy/ and index.tsv (sha256 of each
+    file) and the hashes on tensors/ and each tensor."""
+    out = {}
+    for d in ("f32", "npy"):
+        for n in sorted(os.listdir(os.path.join(mnt, d))):
+            out[d + "/" + n] = sha(os.path.join(mnt, d, n))
+    out["index.tsv"] = sha(os.path.join(mnt, "index.tsv"))
+    td = os.path.join(mnt, "tensors")
+    for p in [td] + [os.path.join(td, n) for n in sorted(os.listdir(td))]:
+        for a in ("user.gguf.sha256", "user.gguf.xxh64"):
+            out[os.path.relpath(p, mnt) + " " + a] = os.getxattr(p, a)
+    return out
+
+
+def same_views(t, got, label):
+    if not t.views or not any(k.startswith("f32/") for k in t.views) or "tensors user.gguf.sha256" not in t.views:
+        raise Fail("the plain mount has no f32/ files or no weights digest: %s" % sorted(t.views)[:5])
+    if got != t.views:
+        diff = sorted(k for k in set(got) | set(t.views) if got.get(k) != t.views.get(k))
+        raise Fail("%s: f32/, npy/, index.tsv or the hashes differ from a plain mount's: %s" % (label, diff[:8]))
+
+
+def section_views(t):
+    """Issue 15's views on an overlay mount with edits are a plain mount's:
+    the weights digest on tensors/ is unchanged by overlay edits."""
+    mount(t, t.src, ["-o", "ro"])
+    try:
+        t.views = views_of(t.mnt)
+    finally:
+        unmount(t, None)
+    ov = os.path.join(t.tmp, "views.overlay.gguf")
+    mount(t, t.src, ["-o", "overlay=" + ov])
+    try:
+        edits(t.mnt, E.Model(t.before), L.TEMPLATE.encode())
+        same_views(t, views_of(t.mnt), "overlay mount with edits")
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    unmount(t)
+    log("ok   f32/, npy/, index.tsv, user.gguf.sha256/xxh64 (%d entries) on an overlay mount with edits: "
+        "a plain mount's" % len(t.views))
+
+
+def section_lock(t):
+    """One writer per overlay: two mounts of two files given the same -o
+    overlay=PATH; the second is refused with one line, and so is
+    --overlay-drop while the first runs; a lock file not to be trusted is
+    refused."""
+    a, b = copy_model(t, "la.gguf"), copy_model(t, "lb.gguf")
+    ov = os.path.join(t.tmp, "shared.overlay.gguf")
+    mnt2 = os.path.join(t.tmp, "mnt2")
+    os.makedirs(mnt2, exist_ok=True)
+    mount(t, a, ["-o", "overlay=" + ov])
+    try:
+        E.sh("echo 'first' > meta/general.name", t.mnt)
+        refused(t, ["-o", "overlay=" + ov], b, mnt2, "a second mount with the same -o overlay=PATH",
+                (ov, "in use by the mount of %s at %s" % (a, t.mnt)))
+        rc, out, err = run(["--overlay-drop", b, ov])
+        if rc != 1 or "in use" not in err or not os.path.exists(ov):
+            raise Fail("--overlay-drop of an overlay in use: exit %d, %r" % (rc, err))
+        # read-only mounts read the overlay once and take no lock
+        mount_ro = run(["-o", "ro,overlay=" + ov, b, mnt2])
+        if mount_ro[0] != 0:
+            raise Fail("a read-only overlay mount beside a writer: %r" % (mount_ro,))
+        J.unmount(mnt2, [])
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    unmount(t)
+    # a holder whose mount is gone (its daemon still finishing) is waited for
+    mount(t, a, ["-o", "overlay=" + ov])
+    pids = J._procs_for(t.mnt)
+    try:
+        E.sh("echo 'last write' > meta/general.name", t.mnt)
+        for p in pids:
+            os.kill(p, signal.SIGSTOP)
+        subprocess.run(["fusermount3", "-u", "-z", t.mnt], stderr=subprocess.DEVNULL)
+        second = subprocess.Popen([J.tool("GGUFS"), "-o", "overlay=" + ov, b, mnt2],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        time.sleep(1.5)
+        waited = second.poll() is None
+        for p in pids:
+            os.kill(p, signal.SIGCONT)
+        out, err = second.communicate(timeout=60)
+        err = err.decode(errors="replace")
+        if not waited or second.returncode != 0 or "waiting for an earlier mount to finish writing the overlay" \
+                not in err:
+            raise Fail("a mount whose overlay's holder was unmounted but still running: waited %s, exit %s, %r"
+                       % (waited, second.returncode, err))
+        with open(os.path.join(mnt2, "meta", "general.name"), "rb") as f:
+            got = f.read()
+        J.unmount(mnt2, [])
+        if got != b"last write\n":
+            raise Fail("after waiting for the earlier mount, general.name reads %r" % got)
+    except BaseException:
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        E.cleanup_mounts(t.tmp)
+        raise
+    lock = ov + ".ggufs-lock"
+    if not os.path.isfile(lock) or stat.S_IMODE(os.stat(lock).st_mode) != 0o600:
+        raise Fail("no 0600 lock file %s beside the overlay" % lock)
+    os.unlink(lock)
+    os.symlink(t.src, lock)
+    refused(t, ["-o", "overlay=" + ov], a, None, "a symlink as the overlay's lock", (lock, "symbolic link"))
+    os.unlink(lock)
+    log("ok   the same -o overlay=PATH for two files: the second mount and --overlay-drop refused while "
+        "the first runs; a symlinked lock refused")
+
+
+def section_dead(t):
+    """ggufs -u of an overlay mount whose daemon died says where the edits
+    are; they are there at the next mount."""
+    c = copy_model(t, "dead.gguf")
+    ov = os.path.join(t.tmp, "dead.overlay.gguf")
+    mount(t, c, ["-o", "overlay=" + ov])
+    try:
+        E.sh("echo 'before the kill' > meta/general.name", t.mnt)
+        kill_daemon(t)
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    line = dead_unmount(t, ov)
+    if "-o overlay=%s" % ov not in line:
+        raise Fail("ggufs -u after kill -9 does not say how to mount the overlay again: %r" % line)
+    mount(t, c, ["-o", "overlay=" + ov])
+    with open(os.path.join(t.mnt, "meta", "general.name"), "rb") as f:
+        got = f.read()
+    unmount(t, None)
+    if got != b"before the kill\n":
+        raise Fail("after kill -9 and a remount the overlay shows general.name %r" % got)
+    log("ok   ggufs -u of a killed overlay mount: %s" % line.strip())
+
+
 def section_remote(t):
-    """Overlays of remote sources are not supported yet: one line, exit 1,
-    nothing mounted (the source is reached first)."""
+    """A remote source (nginx) with an overlay: edits through the mount,
+    ggml and llama.cpp on the live view, the served file unchanged, the
+    overlay keyed by URL + ETag, remount, kill -9, a second mount refused,
+    --overlay-apply refused, a changed file's overlay refused,
+    --overlay-drop."""
     import webserver as W
     if not W.exe():
         log("SKIP (part) remote source: nginx is not installed")
@@ -564,14 +744,164 @@ def section_remote(t):
     www = os.path.join(t.tmp, "www")
     os.mkdir(www)
     os.chmod(t.tmp, 0o755)
-    shutil.copyfile(t.model_path, os.path.join(www, "m.gguf"))
+    served = os.path.join(www, "m.gguf")
+    shutil.copyfile(t.model_path, served)
+    s0 = sha(served)
     ngx = W.Nginx(os.path.join(t.tmp, "nginx"), www)
     try:
-        url = ngx.url("m.gguf")
-        refused(t, ["-o", "overlay", "-o", "cache=" + os.path.join(t.tmp, "cache")], url, None,
-                "-o overlay of a remote source", ("not supported for remote sources",))
+        cache = ["-o", "cache=" + os.path.join(t.tmp, "cache")]
+        remote_parts(t, ngx.url("m.gguf"), served, s0, cache)
+        remote_set(t, ngx, www, cache)
+        remote_commit_fails(t, ngx.url("m.gguf"), cache)
     finally:
         ngx.stop()
+
+
+def remote_commit_fails(t, url, cache):
+    """The overlay cannot be written (its directory removed under the
+    mount): ggufs -u exits 4 and names the one file the edits were saved
+    to (in $TMPDIR: a URL has no directory beside it); it holds them."""
+    d = os.path.join(t.tmp, "gone")
+    os.mkdir(d)
+    mount(t, url, ["-o", "overlay=" + os.path.join(d, "x.overlay.gguf")] + cache,
+          env=dict(os.environ, TMPDIR=t.tmp))
+    try:
+        E.sh("echo 'first' > meta/general.name", t.mnt)
+        shutil.rmtree(d)
+        E.sh("echo 'not in any overlay' > meta/general.name", t.mnt)
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    rc, out, err = run(["-u", t.mnt])
+    saved = glob.glob(os.path.join(t.tmp, "m.gguf.ggufs-edits-*.gguf"))
+    said = out + err
+    if rc != 4 or "commit to the overlay failed" not in said or len(saved) != 1 \
+            or "edits saved in %s" % saved[0] not in said:
+        raise Fail("a remote overlay that cannot be written: ggufs -u exit %d, %r, saved %s" % (rc, said, saved))
+    got = overlay_keys(saved[0]).get(b"general.name")
+    if got != E.sval(b"not in any overlay"):
+        raise Fail("the edits saved after a failed overlay write hold general.name %r" % got)
+    log("ok   remote overlay not writable: ggufs -u exits 4, the edits saved once: %s" % said.strip())
+
+
+def remote_set(t, ngx, www, cache):
+    """A remote shard set: the overlay belongs to the set (every shard's
+    version); one shard changed on the server makes it stale."""
+    d = os.path.join(www, "set")
+    os.mkdir(d)
+    p = subprocess.run([J.tool("MKSPLIT"), t.model_path, os.path.join(d, "tiny"), "3"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if p.returncode != 0:
+        raise Fail("mksplit failed: %s" % p.stderr.decode(errors="replace"))
+    files = sorted(os.listdir(d))
+    url = ngx.url("set/" + files[0])
+    ov = os.path.join(t.tmp, "remote-set.overlay.gguf")
+    args = ["-o", "overlay=" + ov] + cache
+    mount(t, url, args)
+    try:
+        E.sh("echo '%s' > meta/general.name" % NEW_NAME.decode(), t.mnt)
+        if overlay_keys(os.path.join(t.mnt, "tiny.gguf")).get(b"general.name") != E.sval(NEW_NAME):
+            raise Fail("the merged live view of a remote set does not show the edit")
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    unmount(t)
+    etags = overlay_keys(ov).get(b"ggufs.overlay.source_etag", b"")
+    if etags.count(b'etag "') != 3 or etags.count(b"; ") != 2:
+        raise Fail("a remote set's overlay records the versions %r, not the three shards'" % etags)
+    mount(t, url, args)
+    with open(os.path.join(t.mnt, "meta", "general.name"), "rb") as f:
+        got = f.read()
+    unmount(t)
+    if got != E.sval(NEW_NAME):
+        raise Fail("remount of a remote set: general.name %r" % got)
+    third = os.path.join(d, files[2])
+    st = os.stat(third)
+    os.utime(third, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
+    refused(t, args, url, None, "the overlay of a remote set whose third shard changed",
+            ("does not belong", ov, "server's version"))
+    log("ok   remote shard set: the overlay holds every shard's version; the merged live view shows the edit; "
+        "a shard changed on the server makes it stale")
+
+
+def remote_parts(t, url, served, s0, cache):
+    args = ["-o", "overlay"] + cache
+    model = E.Model(t.before)
+    mnt2 = os.path.join(t.tmp, "mnt2")
+    os.makedirs(mnt2, exist_ok=True)
+    live = os.path.join(t.mnt, "m.gguf")
+    mount(t, url, args)
+    try:
+        edits(t.mnt, model, L.TEMPLATE.encode())
+        E.judge_commit("live view of a remote overlay mount", live, t.before, model)
+        rov = os.getxattr(t.mnt, "user.ggufs.overlay").decode()
+        if os.getxattr(t.mnt, "user.ggufs.url").decode() != url or not rov.startswith(t.state):
+            raise Fail("remote overlay mount: user.ggufs.url / user.ggufs.overlay read %r" % rov)
+        ty = os.getxattr(os.path.join(t.mnt, "meta", "mytool.note"), "user.gguf.type")
+        if ty != b"string":
+            raise Fail("remote overlay mount: user.gguf.type of the new key reads %r" % ty)
+        same_views(t, views_of(t.mnt), "remote overlay mount with edits")
+        llama_check(t, live, "live view of a remote overlay mount")
+        refused(t, args, url, mnt2, "a second overlay mount of the same URL", (rov, "in use by the mount of"))
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    unmount(t)
+    if sha(served) != s0 or os.listdir(os.path.dirname(served)) != ["m.gguf"]:
+        raise Fail("the served file changed, or files appeared beside it")
+    kv = overlay_keys(rov)
+    if kv.get(b"ggufs.overlay.source") != E.sval(url.encode()) \
+            or not kv.get(b"ggufs.overlay.source_etag", b"").startswith(b'etag "'):
+        raise Fail("the remote overlay's identity: source %r, etag %r"
+                   % (kv.get(b"ggufs.overlay.source"), kv.get(b"ggufs.overlay.source_etag")))
+    log("ok   remote overlay mount: edits in meta/, the live view judged by ggml, xattrs, views; "
+        "the served file byte-identical; the overlay keyed by URL and ETag")
+    for cmd, want in (("--overlay-apply", "cannot commit into a remote file"), ("--recover", "for local files"),
+                      ("--apply-pending", "for local files")):
+        rc, out, err = run([cmd, url])
+        lines = [x for x in err.split("\n") if x.strip()]
+        if rc != 1 or len(lines) != 1 or want not in lines[0] or url not in lines[0] or out:
+            raise Fail("%s of a URL: exit %d, %r %r" % (cmd, rc, out, err))
+        log("ok   %s of a URL refused: %s" % (cmd, lines[0]))
+    # remount: the edits are there; then kill -9 after one more edit
+    err = mount(t, url, args)
+    try:
+        if "applied (3 keys set, 1 removed)" not in err:
+            raise Fail("remote remount: %r does not say the overlay was applied" % err)
+        E.judge_commit("live view of a remote overlay remount", live, t.before, model)
+        with open(os.path.join(t.mnt, "meta", "mytool.after"), "wb") as f:
+            f.write(b"before the kill\n")
+        kill_daemon(t)
+    except BaseException:
+        E.cleanup_mounts(t.tmp)
+        raise
+    line = dead_unmount(t, rov)
+    mount(t, url, args)
+    with open(os.path.join(t.mnt, "meta", "mytool.after"), "rb") as f:
+        got = f.read()
+    unmount(t)
+    if got != b"before the kill\n":
+        raise Fail("remote: the edit made before kill -9 reads %r after a remount" % got)
+    log("ok   remote remount shows the edits; kill -9: %s" % line.strip())
+    err = mount(t, url, cache)
+    unmount(t, None)
+    if "note: the overlay %s holds edits of this file" % rov not in err or "a commit here" in err:
+        raise Fail("a remote mount without -o overlay does not note the URL's overlay: %r" % err)
+    # the file changes on the server: a new ETag
+    st = os.stat(served)
+    os.utime(served, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
+    refused(t, args, url, None, "the overlay of a file changed on the server",
+            ("does not belong", rov, "server's version", "--overlay-drop"))
+    rc, out, err = run(["--overlay-drop", url])
+    if rc != 0 or "dropped" not in out or rov not in out or os.path.exists(rov):
+        raise Fail("--overlay-drop of a URL: exit %d, %r %r" % (rc, out, err))
+    mount(t, url, args)
+    with open(os.path.join(t.mnt, "meta", "general.name"), "rb") as f:
+        got = f.read()
+    unmount(t, None)
+    if got != E.kv_of(t.before, b"general.name")[2] or sha(served) != s0:
+        raise Fail("after --overlay-drop of a URL the mount shows general.name %r" % got)
+    log("ok   remote: a changed file's overlay refused; --overlay-drop of a URL: %s" % out.strip())
 
 
 def main():
@@ -620,6 +950,9 @@ def main():
             section_hostile(t)
             section_shards(t)
             section_drop(t)
+            section_views(t)
+            section_lock(t)
+            section_dead(t)
             section_remote(t)
         if sha(t.src) != t.sha0:
             raise Fail("the read-only source changed")

@@ -211,7 +211,9 @@ START_TEST(identity_differs) {
     r2 = r1;
     snprintf(r2.etag, sizeof r2.etag, "\"abd\"");
     ck_assert(!gguf_overlay_matches(&r2, &r1, why, sizeof why));
-    ck_assert_msg(strstr(why, "ETag") != NULL, "%s", why);
+    ck_assert_msg(strstr(why, "server's version (\"abd\"), it now has "
+                              "\"abc\"") != NULL,
+                  "%s", why);
     ck_assert(!gguf_overlay_matches(&r1, &id, why, sizeof why));
     other = id;
     snprintf(other.source, sizeof other.source, "/elsewhere/m.gguf");
@@ -377,6 +379,54 @@ START_TEST(faults) {
 }
 END_TEST
 
+/* One writer per overlay: the lock is exclusive between two descriptors
+ * (flock locks open files, so two opens in one process conflict as two
+ * processes would), the first holder's text is read back by the second,
+ * control bytes replaced; it is free once closed; a symlink or a file of
+ * another user in its place is refused and left alone. */
+START_TEST(lock) {
+    struct gguf_error e = {0};
+    char held[64], lock[PATH_MAX + 16];
+    int fd1 = -1, fd2 = -1;
+    snprintf(lock, sizeof lock, "%s.ggufs-lock", g_ov);
+    ck_assert_msg(gguf_overlay_lock(g_ov, g_model, "first\n/m\x1b\n", &fd1,
+                                    held, sizeof held, &e) == GGUF_OK,
+                  "%s", e.msg);
+    struct stat sb;
+    ck_assert(stat(lock, &sb) == 0 && (sb.st_mode & 07777) == 0600);
+    ck_assert(gguf_overlay_lock(g_ov, g_model, "second\n", &fd2, held,
+                                sizeof held, &e) == GGUF_E_BUSY);
+    ck_assert_int_eq(fd2, -1);
+    ck_assert_str_eq(held, "first\n/m?\n");
+    ck_assert_msg(strstr(e.msg, "in use") && strstr(e.msg, lock), "%s", e.msg);
+    close(fd1);
+    ck_assert(gguf_overlay_lock(g_ov, g_model, "second\n", &fd2, held,
+                                sizeof held, &e) == GGUF_OK);
+    close(fd2);
+    /* a symlink where the lock goes */
+    ck_assert(unlink(lock) == 0 && symlink(g_model, lock) == 0);
+    ck_assert(gguf_overlay_lock(g_ov, g_model, "x\n", &fd1, held, sizeof held,
+                                &e) == GGUF_E_PERM);
+    ck_assert_msg(strstr(e.msg, "symbolic link"), "%s", e.msg);
+    ck_assert(lstat(lock, &sb) == 0 && S_ISLNK(sb.st_mode));
+    /* another user's file, writable by others */
+    ck_assert(unlink(lock) == 0);
+    int fd = open(lock, O_CREAT | O_WRONLY, 0600);
+    ck_assert(fd >= 0 && fchmod(fd, 0666) == 0);
+    close(fd);
+    ck_assert(gguf_overlay_lock(g_ov, g_model, "x\n", &fd1, held, sizeof held,
+                                &e) == GGUF_E_PERM);
+    ck_assert_msg(strstr(e.msg, "writable by others"), "%s", e.msg);
+    if (geteuid() == 0) {
+        ck_assert(chmod(lock, 0600) == 0 && chown(lock, 65534, 65534) == 0);
+        ck_assert(gguf_overlay_lock(g_ov, g_model, "x\n", &fd1, held,
+                                    sizeof held, &e) == GGUF_E_PERM);
+        ck_assert_msg(strstr(e.msg, "owned by uid 65534"), "%s", e.msg);
+    }
+    ck_assert_int_eq(fd1, -1);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("overlay");
     TCase *tc = tcase_create("overlay");
@@ -387,6 +437,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, remote_keys);
     tcase_add_test(tc, trust);
     tcase_add_test(tc, faults);
+    tcase_add_test(tc, lock);
     suite_add_tcase(s, tc);
     return s;
 }
