@@ -612,6 +612,10 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
                  enum gfs_pt_mode mode);
 /* Unmount, once the workers have stopped: frees fs->pt. */
 void gfs_pt_stop(struct gfs *fs);
+/* Whether the kernel maps direct-I/O files shared (our INIT reply asked
+ * for FUSE_DIRECT_IO_ALLOW_MMAP and it offered it): only then may a file
+ * that must support mmap(MAP_SHARED) be opened with direct I/O. */
+int gfs_pt_dio_mmap(struct gfs *fs);
 /* The view's inode number now.  Caller holds lock (read); takes text_lock,
  * then the leaf pt lock. */
 fuse_ino_t gfs_pt_view_ino(struct gfs *fs);
@@ -645,6 +649,8 @@ void gfs_pt_committed(struct gfs *fs);
  * holds fs->lock (read). */
 int gfs_views_init(struct gfs *fs, const char *ggml, const char *file);
 void gfs_views_free(struct gfs *fs);
+/* Whether some tensor has a view (f32/ and npy/ are not empty).  No lock. */
+int gfs_views_any(const struct gfs *fs);
 /* The kind of a views inode, or GFS_NONE.  No lock. */
 enum gfs_kind gfs_views_kind(fuse_ino_t ino);
 int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);

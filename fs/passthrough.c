@@ -151,7 +151,8 @@ struct gfs_pt {
     atomic_int offered_dio_mmap; /* ... and FUSE_DIRECT_IO_ALLOW_MMAP */
     int want_pt;                 /* ask for passthrough (auto, root) */
     int want_dio_mmap;           /* ask for DIRECT_IO_ALLOW_MMAP */
-    atomic_int negotiated;       /* our INIT reply asked for it */
+    atomic_int negotiated;       /* our INIT reply asked for passthrough */
+    atomic_int dio_mmap;         /* ... and for DIRECT_IO_ALLOW_MMAP */
     atomic_uint_fast64_t init_unique;
     atomic_int init_seen;
 
@@ -193,8 +194,8 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *ud) {
 }
 
 /* The INIT reply: ask for passthrough (see the top comment) and, for -o
- * tensor_direct_io, for shared mmap of direct-I/O files
- * (FUSE_DIRECT_IO_ALLOW_MMAP, bit 36, protocol 7.39). */
+ * tensor_direct_io and the converted views (f32/, npy/), for shared mmap
+ * of direct-I/O files (FUSE_DIRECT_IO_ALLOW_MMAP, bit 36, protocol 7.39). */
 static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
     if (count < 2 || iov[1].iov_len < PT_INIT_OUT_MAX_STACK_DEPTH + 4)
         return;
@@ -204,8 +205,10 @@ static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
     memcpy(&flags2, o + offsetof(struct fuse_init_out, flags2), 4);
     if (!(flags & FUSE_INIT_EXT) || (flags & FUSE_WRITEBACK_CACHE))
         return;
-    if (pt->want_dio_mmap && atomic_load(&pt->offered_dio_mmap))
+    if (pt->want_dio_mmap && atomic_load(&pt->offered_dio_mmap)) {
         flags2 |= PT_INIT_FLAGS2_DIO_MMAP;
+        atomic_store(&pt->dio_mmap, 1);
+    }
     if (pt->want_pt && atomic_load(&pt->offered)) {
         flags2 |= PT_INIT_FLAGS2_PASSTHROUGH;
         memcpy(o + PT_INIT_OUT_MAX_STACK_DEPTH, &depth, 4);
@@ -256,7 +259,7 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
     fs->pt = pt;
     /* Only root may register backing files: elsewhere nothing to ask. */
     pt->want_pt = mode == GFS_PT_AUTO && geteuid() == 0;
-    pt->want_dio_mmap = fs->tensor_dio;
+    pt->want_dio_mmap = fs->tensor_dio || gfs_views_any(fs);
     if (!pt->want_pt && !pt->want_dio_mmap)
         return 0;
     static const struct fuse_custom_io io = {
@@ -267,6 +270,10 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
         return -1;
     }
     return 0;
+}
+
+int gfs_pt_dio_mmap(struct gfs *fs) {
+    return fs->pt && atomic_load(&fs->pt->dio_mmap);
 }
 
 static void backing_close(struct gfs_pt *pt, struct pt_backing *b) {

@@ -5,10 +5,20 @@
  * it): their inodes, names, attributes, opens and reads.
  *
  * A read of a byte range converts only the blocks that cover it
- * (gfs_vconv, vconv.c), into a buffer the size of the request plus at
+ * (gfs_vconv_get, vconv.c), into a buffer the size of the request plus at
  * most two blocks: memory stays bounded by the request size, whatever the
- * tensor's.  The values never change while mounted, so the kernel keeps
- * its page cache (and mmap works as on any file with one).
+ * tensor's.
+ *
+ * f32/ and npy/ files are opened with direct I/O when the kernel can still
+ * map such files shared (FUSE_DIRECT_IO_ALLOW_MMAP, asked for in
+ * passthrough.c): each read() becomes one request answered straight into
+ * the reader's buffer.  Through the page cache the same read costs a
+ * second copy, an allocation of fresh page-cache pages for every 4 KiB
+ * (which on this kind of VM sometimes costs the daemon 2 CPU-s/GB, the
+ * host backing each page anew) and fills the cache with values 4 to 8
+ * times the size of the tensor's blocks.  ggufs(1), SPEED, has the
+ * figures.  A mapping still goes through the page cache (the kernel drops
+ * the file's cache at each mmap).  index.tsv is small: cached.
  *
  * Which tensors have a view is decided once, at mount (gfs_views_init):
  * those whose type ggufs's own code or ggml's converts (gguf/dequant.h),
@@ -195,12 +205,16 @@ int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
     /* The values never change while mounted. */
     fi->keep_cache = 1;
     fi->noflush = 1;
+    if (fh->kind != GFS_INDEX && gfs_pt_dio_mmap(fs)) {
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+    }
     return 0;
 }
 
-/* Replies with bytes [off, off + size) of tensor i's npy file (hdr > 0)
- * or f32 file (hdr == 0): the header's part from memory, the values'
- * part converted from the blocks that cover it. */
+/* Replies with bytes [off, off + size) of tensor i's npy file (npy) or
+ * f32 file: the header's part from memory, the values' part converted
+ * from the blocks that cover it. */
 static void read_values(fuse_req_t req, struct gfs *fs, int64_t i, int npy,
                         uint64_t off, size_t size) {
     const struct gfs_vt *vt = &fs->views->t[i];
@@ -215,23 +229,21 @@ static void read_values(fuse_req_t req, struct gfs *fs, int64_t i, int npy,
         iov[n_iov].iov_base = hdr + a;
         iov[n_iov++].iov_len = (b < hl ? b : hl) - a;
     }
-    float *buf = NULL;
+    struct gfs_vout out = {0};
     uint64_t da = a > hl ? a - hl : 0, db = b > hl ? b - hl : 0;
     if (db > da) {
-        uint64_t blck = vt->dq.blck, bb = blck * 4; /* bytes of floats */
+        uint64_t bb = (uint64_t)vt->dq.blck * 4; /* bytes of floats */
         uint64_t b0 = da / bb, b1 = (db + bb - 1) / bb;
-        buf = malloc((size_t)((b1 - b0) * bb));
-        int err = buf ? gfs_vconv(fs, i, b0, b1, buf) : ENOMEM;
+        int err = gfs_vconv_get(fs, i, b0, b1, &out);
         if (err) {
-            free(buf);
             fuse_reply_err(req, err);
             return;
         }
-        iov[n_iov].iov_base = (char *)buf + (da - b0 * bb);
+        iov[n_iov].iov_base = (char *)out.p + (da - b0 * bb);
         iov[n_iov++].iov_len = (size_t)(db - da);
     }
     fuse_reply_iov(req, iov, n_iov);
-    free(buf);
+    gfs_vconv_put(fs, &out);
 }
 
 void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
@@ -407,6 +419,13 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
                 "ggufs: %s: f32/ and npy/ leave out %" PRId64
                 " tensor%s (%s): %s\n",
                 file, m, m == 1 ? "" : "s", types, why);
+    return 0;
+}
+
+int gfs_views_any(const struct gfs *fs) {
+    for (int64_t i = 0; fs->views && i < fs->views->n; i++)
+        if (fs->views->t[i].dq.to_float)
+            return 1;
     return 0;
 }
 

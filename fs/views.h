@@ -38,17 +38,25 @@ struct gfs_views {
     struct gfs_hash *h;  /* by tensor */
     struct gfs_hash all; /* every tensor in order: tensors/ */
     struct gfs_text *index;
-    struct gfs_pool *pool; /* started by the first large read */
+    struct gfs_pool *pool; /* vconv.c's, started by the first read */
 };
 
 /* The npy header of tensor i into buf (>= 256 bytes); its length. */
 size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf);
 
-/* vconv.c.  Converts blocks [b0, b1) of tensor i into dst (b1 - b0 times
- * blck floats), reading only those blocks through gfs_data_read; large
- * ranges are split over the pool's threads.  0 or errno.  Caller holds
- * fs->lock (read) for the whole call. */
-int gfs_vconv(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1, float *dst);
+/* vconv.c.  Values of blocks [b0, b1) of tensor i's view for one reply:
+ * p holds (b1 - b0) * blck floats until gfs_vconv_put.  Only those blocks
+ * are read (gfs_data_read); large runs are split over the pool's
+ * threads, and a reader that reads in order finds the next values
+ * converted ahead.  0 or errno.  Caller holds fs->lock (read) from get
+ * to put. */
+struct gfs_vout {
+    const float *p;
+    void *slot; /* vconv.c's, held until put */
+};
+int gfs_vconv_get(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1,
+                  struct gfs_vout *out);
+void gfs_vconv_put(struct gfs *fs, struct gfs_vout *out);
 void gfs_pool_stop(struct gfs_views *v);
 
 #endif

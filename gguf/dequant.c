@@ -3,7 +3,9 @@
  * q5_0, q5_1, q8_0) and the choice between them and ggml's.
  *
  * The block formats are written down in docs/format.md, Tensor block
- * formats.  Every converter computes exactly what ggml's does (the same
+ * formats.  These portable converters are the reference; where the CPU
+ * runs them, vectorized ones that compute the same (dequant_simd.c) are
+ * used instead.  Every converter computes exactly what ggml's does (the same
  * products and sums in float, in the same order, no fused multiply-add:
  * C11 mode compiles with contraction off), so the values are bit-identical
  * to ggml's; tests/mount_views.py checks that against ggml itself.
@@ -170,15 +172,22 @@ bool gguf_dq_type(const gguf_ggml *g, uint32_t t, const char **name,
     return true;
 }
 
+gguf_to_float_fn gguf_dq_own(uint32_t t, bool simd) {
+    gguf_to_float_fn fast = simd ? gguf_dq_simd(t) : NULL;
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (own[i].type == t)
+            return fast ? fast : own[i].fn;
+    return NULL;
+}
+
 bool gguf_dq_find(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq) {
-    for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
-        if (own[i].type != t)
-            continue;
+    gguf_to_float_fn fn = gguf_dq_own(t, true);
+    if (fn) {
         dq->type = t;
         dq->name = gguf_ggml_type_name(t);
         dq->blck = gguf_ggml_blck_size(t);
         dq->size = gguf_ggml_type_size(t);
-        dq->to_float = own[i].fn;
+        dq->to_float = fn;
         dq->ggml = false;
         return true;
     }

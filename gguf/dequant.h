@@ -38,7 +38,8 @@ struct gguf_dq {
 typedef struct gguf_ggml gguf_ggml; /* ggml's library, loaded (ggmlrt.c) */
 
 /* The converter of ggml type t into dq: ggufs's own for the types it
- * covers, else ggml's (g may be NULL) if ggml has one.  false if none. */
+ * covers (the vectorized one when the CPU has one), else ggml's (g may be
+ * NULL) if ggml has one.  false if none. */
 bool gguf_dq_find(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq);
 /* Name and sizes of type t: ggufs's table, else ggml's for the ids ggufs
  * does not know (g may be NULL).  false if neither knows t. */
@@ -49,6 +50,14 @@ bool gguf_dq_type(const gguf_ggml *g, uint32_t t, const char **name,
  * that is not a multiple of the block size. */
 bool gguf_dq_extent(const gguf_ggml *g, uint32_t t, uint32_t n_dims,
                     const int64_t *ne, uint64_t *elems, uint64_t *bytes);
+
+/* ggufs's own converter of type t, NULL if it has none: the vectorized
+ * one this CPU runs when simd and there is one, else the portable one
+ * (dequant.c).  Both compute the same bits; tests judge one by the other. */
+gguf_to_float_fn gguf_dq_own(uint32_t t, bool simd);
+/* dequant_simd.c: the vectorized converter of type t this CPU runs (AVX2
+ * and F16C: f16, bf16, q8_0, q4_0, q4_1), else NULL. */
+gguf_to_float_fn gguf_dq_simd(uint32_t t);
 
 /* ---- ggml's library (ggmlrt.c) ------------------------------------- */
 

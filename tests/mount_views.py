@@ -8,7 +8,9 @@ outside.
   read, a read across every block boundary, odd offsets and lengths, and
   mmap, for every type ggml converts (mkfixture dequant: one tensor of
   every type, the ids 40-42 ggufs does not know included, and three large
-  ones whose reads are split over the daemon's threads).
+  ones whose reads are split over the daemon's threads); those large ones
+  also read in order in odd sizes from odd offsets and by two readers in
+  step (the values the daemon converts ahead of such readers).
 - With -o ggml=none: only ggufs's own types are listed, one line at mount
   names the others, and the values are judged by a numpy implementation
   of those block formats written here.
@@ -287,11 +289,63 @@ def check_values(mnt, t, ref, rng):
         os.close(fd)
 
 
+def run_threads(fn, args, problems):
+    """fn(*a) on one thread per a, at once; fails with what they found."""
+    import threading
+    th = [threading.Thread(target=fn, args=a) for a in args]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    if problems:
+        raise J.Fail("; ".join(problems[:3]))
+
+
+def check_sequential(mnt, ts, refs):
+    """Reads in order, as dd and cp do, in odd sizes from odd offsets, and
+    two readers of one file in step: the daemon converts ahead of such
+    readers, and a read must be served from values converted ahead only
+    where they cover it."""
+    big = [t for t in ts if t.elems >= 1 << 18]
+    for t in big:
+        ref = refs[t.name]
+        p = os.path.join(mnt, "f32", J.escape_name(t.name).decode())
+        for start, bs in ((0, 1 << 20), (3, 12345), (4093, (1 << 20) + 7), (t.blck * 4, 3 * t.blck * 4 + 1)):
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.lseek(fd, start, os.SEEK_SET)
+                at = start
+                while at < len(ref):
+                    g = os.read(fd, bs)
+                    if not g or g != ref[at:at + len(g)]:
+                        raise J.Fail("f32/%s (%s): read in order, %d bytes at %d (reads of %d) differ"
+                                     % (t.name, t.tname, bs, at, bs))
+                    at += len(g)
+            finally:
+                os.close(fd)
+    problems = []
+
+    def reader(t, bs):
+        ref = refs[t.name]
+        with open(os.path.join(mnt, "f32", J.escape_name(t.name).decode()), "rb", buffering=0) as f:
+            at = 0
+            while True:
+                g = f.read(bs)
+                if not g:
+                    break
+                if g != ref[at:at + len(g)]:
+                    problems.append("f32/%s: two readers in step, %d bytes at %d differ" % (t.name, len(g), at))
+                    return
+                at += len(g)
+    for t in big:
+        run_threads(reader, [(t, bs) for bs in (1 << 20, 1 << 19)], problems)
+    return len(big)
+
+
 def check_concurrent(mnt, ts, refs):
     """Four readers at once, uncached ranges of up to 3 MiB of the large
     tensors and small ones of the others: every serving thread's run
     shares the conversion helpers with the others'."""
-    import threading
     problems = []
     big = [t for t in ts if t.elems >= 1 << 20]
 
@@ -317,13 +371,7 @@ def check_concurrent(mnt, ts, refs):
             for fd in fds.values():
                 os.close(fd)
 
-    th = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
-    for x in th:
-        x.start()
-    for x in th:
-        x.join()
-    if problems:
-        raise J.Fail("; ".join(problems[:3]))
+    run_threads(reader, [(k,) for k in range(4)], problems)
 
 
 def check_npy(mnt, t, ref, tmp):
@@ -425,12 +473,14 @@ def run():
                     if refs[t.name] is not None:
                         check_values(mnt, t, refs[t.name], rng)
                 check_concurrent(mnt, [t for t in ts if refs[t.name] is not None], refs)
+                n_seq = check_sequential(mnt, [t for t in ts if refs[t.name] is not None], refs)
                 n_npy = sum(check_npy(mnt, t, refs[t.name], tmp) for t in ts if refs[t.name] is not None)
                 check_index(mnt, ts, True)
                 digest = check_hashes(mnt, ts, True)
             J.log("ggml (%s): f32/ of %d tensors bit-identical to ggml's to_float (whole, every block "
-                  "boundary, odd ranges, mmap), %d npy files through numpy.load, index.tsv, hashes"
-                  % (libpath, len(want), n_npy))
+                  "boundary, odd ranges, mmap; %d read in order in odd sizes and by two readers), "
+                  "%d npy files through numpy.load, index.tsv, hashes"
+                  % (libpath, len(want), n_seq, n_npy))
 
         # 2. without ggml: ggufs's own types, judged by numpy
         p = J.run_ggufs(["-o", "ro", "-o", "ggml=none", gguf, mnt])

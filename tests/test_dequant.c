@@ -5,7 +5,8 @@
  * of converter, the extent arithmetic, and the refusals of
  * gguf_ggml_load (a missing file, one writable by others, one that is not
  * a library); with ggml's library at hand ($GGUFS_GGML_LIB or .deps), that
- * it loads and converts the types ggufs leaves to it.
+ * it loads and converts the types ggufs leaves to it.  The vectorized
+ * converters (dequant_simd.c) are judged against the portable ones.
  */
 #include "dequant.h"
 
@@ -22,22 +23,92 @@ static uint32_t bits(float f) {
     return u;
 }
 
+/* The converter ggufs uses (vectorized where the CPU can), checked
+ * against the portable one on the same input. */
 static void convert(uint32_t type, const void *src, float *dst, int64_t n) {
     struct gguf_dq dq;
     ck_assert(gguf_dq_find(NULL, type, &dq));
     ck_assert(!dq.ggml);
     dq.to_float(src, dst, n);
+    float *ref = malloc((size_t)n * sizeof *ref);
+    ck_assert(ref);
+    gguf_dq_own(type, false)(src, ref, n);
+    ck_assert(memcmp(dst, ref, (size_t)n * sizeof *ref) == 0);
+    free(ref);
 }
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint8_t rnd8(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint8_t)(rng >> 24);
+}
+
+/* The vectorized converters against the portable ones, bit for bit: every
+ * half (f16), random blocks (any bits decode: NaN and infinite scales
+ * too), block counts and lengths that leave tails past every vector
+ * width, and nothing written past the last value. */
+START_TEST(simd_vs_portable) {
+    static const uint32_t types[] = {1, 30, 8, 2, 3};
+    static const int64_t counts[] = {1,  2,  3,  5,  7,  8,   9,
+                                     15, 16, 17, 31, 33, 100, 1001};
+    if (!gguf_dq_simd(1)) {
+        fprintf(stderr, "test_dequant: this CPU has no AVX2+F16C: the "
+                        "vectorized converters are not used, not tested\n");
+        return;
+    }
+    enum { MAXV = 1 << 16 };
+    uint8_t *src = malloc(MAXV * 2 + 64);
+    float *a = malloc((MAXV + 16) * sizeof *a), *b = malloc(MAXV * sizeof *b);
+    ck_assert(src && a && b);
+    for (uint32_t h = 0; h < MAXV; h++) {
+        src[2 * h] = (uint8_t)h;
+        src[2 * h + 1] = (uint8_t)(h >> 8);
+    }
+    gguf_dq_simd(1)(src, a, MAXV);
+    gguf_dq_own(1, false)(src, b, MAXV);
+    for (uint32_t h = 0; h < MAXV; h++)
+        ck_assert_msg(bits(a[h]) == bits(b[h]), "half %04x: %08x, want %08x", h,
+                      bits(a[h]), bits(b[h]));
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        uint32_t blck = gguf_ggml_blck_size(types[t]);
+        uint32_t size = gguf_ggml_type_size(types[t]);
+        ck_assert(gguf_dq_own(types[t], true) != gguf_dq_own(types[t], false));
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+            int64_t nb = counts[c], n = nb * blck;
+            for (int64_t k = 0; k < nb * size + 1; k++)
+                src[k] = rnd8();
+            for (int k = 0; k < 16; k++)
+                a[n + k] = -1.0f;
+            /* from an odd address too: nothing may assume alignment */
+            const uint8_t *in = src + (c & 1);
+            gguf_dq_own(types[t], true)(in, a, n);
+            gguf_dq_own(types[t], false)(in, b, n);
+            for (int64_t k = 0; k < n; k++)
+                ck_assert_msg(bits(a[k]) == bits(b[k]),
+                              "type %u, %lld blocks, value %lld: %08x, "
+                              "want %08x",
+                              types[t], (long long)nb, (long long)k, bits(a[k]),
+                              bits(b[k]));
+            for (int k = 0; k < 16; k++)
+                ck_assert(a[n + k] == -1.0f);
+        }
+    }
+    free(src);
+    free(a);
+    free(b);
+}
+END_TEST
 
 START_TEST(halves) {
     /* half bits -> float bits, worked out by hand */
-    static const uint16_t h[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400,
-                                 0x3c00, 0x7bff, 0x7c00, 0xfc00, 0x7e00,
-                                 0x7d00, 0xc000};
-    static const uint32_t f[] = {0x00000000, 0x80000000, 0x33800000,
-                                 0x387fc000, 0x38800000, 0x3f800000,
-                                 0x477fe000, 0x7f800000, 0xff800000,
-                                 0x7fc00000, 0x7fe00000, 0xc0000000};
+    static const uint16_t h[] = {0x0000, 0x8000, 0x0001, 0x03ff,
+                                 0x0400, 0x3c00, 0x7bff, 0x7c00,
+                                 0xfc00, 0x7e00, 0x7d00, 0xc000};
+    static const uint32_t f[] = {
+        0x00000000, 0x80000000, 0x33800000, 0x387fc000, 0x38800000, 0x3f800000,
+        0x477fe000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fe00000, 0xc0000000};
     uint8_t src[2 * 12];
     for (int i = 0; i < 12; i++) {
         src[2 * i] = (uint8_t)h[i];
@@ -213,6 +284,7 @@ int main(void) {
     tcase_add_test(tc, q8_0_q4);
     tcase_add_test(tc, q5);
     tcase_add_test(tc, choice_and_extent);
+    tcase_add_test(tc, simd_vs_portable);
     tcase_add_test(tc, load_refusals);
     tcase_add_test(tc, load_lying);
     tcase_add_test(tc, load_ggml);
