@@ -30,6 +30,7 @@ import hashlib
 import mmap
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -448,6 +449,31 @@ def check_hashes(mnt, ts, with_ggml):
     return got
 
 
+def check_direct(mnt):
+    """On kernels that let direct-I/O files be mapped (6.6 and later),
+    f32/ and npy/ are direct I/O: reading one leaves none of its values in
+    the page cache, and st_blksize is 1 MiB so that buffered readers ask
+    for 1 MiB per request.  Returns what was seen, for the log."""
+    rel = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if rel < (6, 6):
+        return "direct I/O not checked (kernel %s)" % os.uname().release
+    seen = []
+    for d in ("f32", "npy"):
+        f = os.path.join(mnt, d, sorted(os.listdir(os.path.join(mnt, d)))[0])
+        with open(f, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+        bs = os.stat(f).st_blksize
+        res = subprocess.run(["fincore", "-b", "-n", "-o", "RES", f], stdout=subprocess.PIPE, text=True)
+        resident = int(res.stdout.split()[0]) if res.returncode == 0 and res.stdout.strip() else None
+        if bs != 1 << 20:
+            raise J.Fail("%s: st_blksize %d, want 1 MiB (direct I/O: one request per read)" % (f, bs))
+        if resident:
+            raise J.Fail("%s: %d bytes in the page cache after a read: not direct I/O" % (f, resident))
+        seen.append(d)
+    return "%s in direct I/O (nothing left in the page cache, st_blksize 1 MiB)" % " and ".join(seen)
+
+
 def run():
     J.require_fuse()
     tmp = tempfile.mkdtemp(prefix="ggufs-views-")
@@ -477,10 +503,11 @@ def run():
                 n_npy = sum(check_npy(mnt, t, refs[t.name], tmp) for t in ts if refs[t.name] is not None)
                 check_index(mnt, ts, True)
                 digest = check_hashes(mnt, ts, True)
+                dio = check_direct(mnt)
             J.log("ggml (%s): f32/ of %d tensors bit-identical to ggml's to_float (whole, every block "
                   "boundary, odd ranges, mmap; %d read in order in odd sizes and by two readers), "
-                  "%d npy files through numpy.load, index.tsv, hashes"
-                  % (libpath, len(want), n_seq, n_npy))
+                  "%d npy files through numpy.load, index.tsv, hashes; %s"
+                  % (libpath, len(want), n_seq, n_npy, dio))
 
         # 2. without ggml: ggufs's own types, judged by numpy
         p = J.run_ggufs(["-o", "ro", "-o", "ggml=none", gguf, mnt])
