@@ -17,13 +17,17 @@
  * memory, from the cache file only once a run has left (the oldest leaves
  * when the hot runs pass HOT_MAX).  So a first read costs no page cache
  * for the cache file (the kernel's FUSE cache holds what readers read),
- * no writes through it and no read back.  Memory: HOT_MAX plus one buffer
- * per fetch in flight, buffers reused through a free list.
+ * no writes through it and no read back.  The hot runs of all sources
+ * (the shards of a set) share one bound: memory is HOT_MAX, FREE_MAX
+ * spare buffers and one buffer per fetch in flight, whatever the number
+ * of shards.
  *
- * Locks: mu guards the states, ticks, queue, hot runs and free buffers
- * (cv: a block left FETCHING; work: a job was queued).  evict (rwlock) is taken before mu: readers
- * hold it for reading from the state check to the end of their pread,
- * eviction for writing (trywrlock: a fetcher never waits for readers).
+ * Locks: mu guards a source's states, ticks and queue (cv: a block left
+ * FETCHING; work: a job was queued).  evict (rwlock) is taken before mu:
+ * readers hold it for reading from the state check to the end of their
+ * copy, eviction for writing (trywrlock: a fetcher never waits for
+ * readers).  pool.mu guards the hot runs and spare buffers of every
+ * source; a leaf, taken with or without a source's mu.
  */
 #include "internal.h"
 
@@ -44,7 +48,7 @@
 #define QUEUE_MAX 64
 #define RUN_BYTES (SEG_BLOCKS * RMT_BLOCK) /* one run's buffer */
 #define HOT_MAX (2 * RA_WINDOW)            /* bytes of hot runs kept */
-#define FREE_MAX 8                         /* spare buffers kept */
+#define FREE_MAX 4                         /* spare buffers kept */
 #define HUGE_ALIGN ((size_t)2 << 20)       /* x86-64's huge page */
 
 enum { ABSENT, FETCHING, RECORDED, PRESENT };
@@ -55,6 +59,7 @@ struct job {
 
 /* A run fetched in this mount, kept in memory (see Hot runs). */
 struct hot {
+    const struct rmt_src *src;
     uint64_t b0, k;   /* its blocks */
     uint8_t *buf;     /* RUN_BYTES, RMT_DIO_ALIGN-aligned */
     int refs;         /* readers copying from it */
@@ -79,11 +84,16 @@ struct rmt_src {
     int q_head, q_len;
     pthread_t workers[N_WORKERS];
     int n_workers, stop;
+};
+
+/* Hot runs and spare buffers of all sources (Locks: pool.mu). */
+static struct {
+    pthread_mutex_t mu;
     struct hot *hot; /* newest first */
-    uint64_t n_hot;  /* runs in the list */
+    uint64_t n_hot;
     uint8_t *spare[FREE_MAX];
     int n_spare;
-};
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 const char *rmt_url(const struct rmt_src *s) {
     return s->h.url;
@@ -143,12 +153,12 @@ static int to_buffer(void *u, uint64_t at, const void *p, size_t n) {
 }
 
 /* A run buffer: a spare one, else a new one.  NULL if out of memory. */
-static uint8_t *buf_get(struct rmt_src *s) {
+static uint8_t *buf_get(void) {
     uint8_t *b = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (s->n_spare)
-        b = s->spare[--s->n_spare];
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&pool.mu);
+    if (pool.n_spare)
+        b = pool.spare[--pool.n_spare];
+    pthread_mutex_unlock(&pool.mu);
     if (!b && posix_memalign((void **)&b, HUGE_ALIGN, RUN_BYTES) != 0)
         b = NULL;
     /* Huge pages where the system gives them: direct I/O pins two pages
@@ -158,49 +168,63 @@ static uint8_t *buf_get(struct rmt_src *s) {
     return b;
 }
 
-/* Gives a buffer back (kept as a spare or freed).  Caller holds mu. */
-static void buf_put(struct rmt_src *s, uint8_t *b) {
-    if (s->n_spare < FREE_MAX)
-        s->spare[s->n_spare++] = b;
+/* Gives a buffer back (kept as a spare or freed).  Caller holds
+ * pool.mu. */
+static void buf_put(uint8_t *b) {
+    if (pool.n_spare < FREE_MAX)
+        pool.spare[pool.n_spare++] = b;
     else
         free(b);
 }
 
 /* Drops a reference to h; frees it once it left the list and no reader
- * copies from it.  Caller holds mu. */
-static void hot_unref(struct rmt_src *s, struct hot *h) {
+ * copies from it.  Caller holds pool.mu. */
+static void hot_unref(struct hot *h) {
     if (--h->refs > 0 || !h->gone)
         return;
-    buf_put(s, h->buf);
+    buf_put(h->buf);
     free(h);
 }
 
-/* Adds the run just fetched (buf: its bytes) to the hot runs, the oldest
- * leaving past HOT_MAX; takes buf.  Caller holds mu. */
-static void hot_add(struct rmt_src *s, uint64_t b0, uint64_t k, uint8_t *buf) {
-    struct hot *h = malloc(sizeof *h);
-    if (!h) {
-        buf_put(s, buf);
-        return;
-    }
-    *h = (struct hot){.b0 = b0, .k = k, .buf = buf, .refs = 1, .next = s->hot};
-    s->hot = h;
-    if (++s->n_hot * RUN_BYTES <= HOT_MAX)
-        return;
-    struct hot **pp = &s->hot;
-    while ((*pp)->next)
-        pp = &(*pp)->next;
-    struct hot *old = *pp;
-    *pp = NULL;
-    s->n_hot--;
-    old->gone = 1;
-    hot_unref(s, old);
+/* Takes *pp (a run of the list) out of the list.  Caller holds pool.mu. */
+static void hot_leave(struct hot **pp) {
+    struct hot *h = *pp;
+    *pp = h->next;
+    pool.n_hot--;
+    h->gone = 1;
+    hot_unref(h);
 }
 
-/* The hot run holding block b, or NULL.  Caller holds mu. */
+/* Adds the run of s just fetched (buf: its bytes) to the hot runs, the
+ * oldest of any source leaving past HOT_MAX; takes buf. */
+static void hot_add(const struct rmt_src *s, uint64_t b0, uint64_t k,
+                    uint8_t *buf) {
+    struct hot *h = malloc(sizeof *h);
+    pthread_mutex_lock(&pool.mu);
+    if (!h) {
+        buf_put(buf);
+    } else {
+        *h = (struct hot){.src = s,
+                          .b0 = b0,
+                          .k = k,
+                          .buf = buf,
+                          .refs = 1,
+                          .next = pool.hot};
+        pool.hot = h;
+        if (++pool.n_hot * RUN_BYTES > HOT_MAX) {
+            struct hot **pp = &pool.hot;
+            while ((*pp)->next)
+                pp = &(*pp)->next;
+            hot_leave(pp);
+        }
+    }
+    pthread_mutex_unlock(&pool.mu);
+}
+
+/* The hot run of s holding block b, or NULL.  Caller holds pool.mu. */
 static struct hot *hot_find(const struct rmt_src *s, uint64_t b) {
-    for (struct hot *h = s->hot; h; h = h->next)
-        if (b >= h->b0 && b < h->b0 + h->k)
+    for (struct hot *h = pool.hot; h; h = h->next)
+        if (h->src == s && b >= h->b0 && b < h->b0 + h->k)
             return h;
     return NULL;
 }
@@ -211,7 +235,7 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
         len = s->size - off;
     char msg[600] = "";
     uint64_t hashes[SEG_BLOCKS];
-    struct sink sk = {.s = s, .off = off, .len = len, .buf = buf_get(s)};
+    struct sink sk = {.s = s, .off = off, .len = len, .buf = buf_get()};
     sk.st = malloc(k * sizeof *sk.st);
     int err = sk.st && sk.buf ? rmt_http_get(&s->h, off, len, to_buffer, &sk,
                                              msg, sizeof msg)
@@ -243,10 +267,13 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
             s->tick[b0 + i] = ++s->clock;
         }
     }
-    if (!err)
+    if (!err) {
         hot_add(s, b0, k, sk.buf);
-    else if (sk.buf)
-        buf_put(s, sk.buf);
+    } else if (sk.buf) {
+        pthread_mutex_lock(&pool.mu);
+        buf_put(sk.buf);
+        pthread_mutex_unlock(&pool.mu);
+    }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return err ? EIO : 0;
@@ -391,6 +418,7 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
     int err = 0;
     while (!err && at < end) {
         uint64_t b = at / RMT_BLOCK, to;
+        pthread_mutex_lock(&pool.mu);
         struct hot *h = hot_find(s, b);
         if (h) {
             to = (h->b0 + h->k) * RMT_BLOCK;
@@ -400,6 +428,7 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
                 ;
             to = b * RMT_BLOCK;
         }
+        pthread_mutex_unlock(&pool.mu);
         if (to > end)
             to = end;
         pthread_mutex_unlock(&s->mu);
@@ -410,8 +439,11 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
             err = rmt_cache_pread(s->cache, at, buf + (at - off),
                                   (size_t)(to - at));
         pthread_mutex_lock(&s->mu);
-        if (h)
-            hot_unref(s, h);
+        if (h) {
+            pthread_mutex_lock(&pool.mu);
+            hot_unref(h);
+            pthread_mutex_unlock(&pool.mu);
+        }
         at = to;
     }
     return err;
@@ -582,14 +614,13 @@ void rmt_close(struct rmt_src *s) {
         for (int i = 0; i < s->n_workers; i++)
             pthread_join(s->workers[i], NULL);
     }
-    while (s->hot) {
-        struct hot *h = s->hot;
-        s->hot = h->next;
-        free(h->buf);
-        free(h);
-    }
-    for (int i = 0; i < s->n_spare; i++)
-        free(s->spare[i]);
+    pthread_mutex_lock(&pool.mu); /* no reader is left to hold a run */
+    for (struct hot **pp = &pool.hot; *pp;)
+        if ((*pp)->src == s)
+            hot_leave(pp);
+        else
+            pp = &(*pp)->next;
+    pthread_mutex_unlock(&pool.mu);
     rmt_cache_close(s->cache);
     rmt_http_close(&s->h);
     free(s->state);

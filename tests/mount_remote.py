@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import judge as J  # noqa: E402
 import faultserver as FS  # noqa: E402
+import mount_bounds as MB  # noqa: E402  (vm_hwm, asan_slack)
 import webserver as W  # noqa: E402
 
 Fail = J.Fail
@@ -326,6 +327,7 @@ def run(tmp, www, cache, mnt, ngx):
 
     check_readahead(tmp, ngx, mnt)
     check_hot(tmp, ngx, mnt)
+    check_hot_shards(tmp, ngx, mnt)
     check_cache(tmp, ngx, f0, want0, mnt, live_bytes)
     check_faults(tmp, www, "big.gguf", open(os.path.join(www, "big.gguf"), "rb").read(), mnt)
     check_llama(tmp, ngx, www, mnt)
@@ -445,6 +447,49 @@ def check_hot(tmp, ngx, mnt):
     J.log("ok   120 MiB read backwards and forwards by URL: right bytes from memory and cache; cache file "
           "written past the page cache (%s of %d bytes resident, %s); remount from the cache alone"
           % (res, len(want), fs))
+
+
+def check_hot_shards(tmp, ngx, mnt):
+    """The hot runs of all shards share one bound: a 3-shard set of 300
+    MiB read whole by URL keeps the daemon's peak RSS near what one
+    source may hold (64 MiB of runs, 32 MiB of spare buffers, the fetches
+    in flight), not three times that."""
+    model = os.path.join(tmp, "hs.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "300", "--n-tensors", "6"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    prefix = os.path.join(ngx.www, "hs")
+    p = subprocess.run([J.tool("MKSPLIT"), model, prefix, "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mksplit: %s" % p.stderr.decode(errors="replace"))
+    os.unlink(model)
+    # 64 MiB of hot runs, 16 of spare buffers, 4 MiB per fetch in flight
+    # (4 readahead workers, up to 10 FUSE threads): 136 MiB; the daemon's
+    # own (curl's buffers, reply buffers, the header) and allocator slack
+    # on top.  Each shard with runs of its own: 377 MiB.
+    bound = 240 << 20
+    with J.Mounted(ngx.url("hs-00001-of-00003.gguf"), mnt, args=["-o", "cache=" + os.path.join(tmp, "c-hs")]):
+        pid = J._procs_for(mnt)[0]
+        bound += MB.asan_slack(pid)
+        td = os.path.join(mnt, "tensors")
+        n = 0
+        for t in sorted(os.listdir(td)):
+            with open(os.path.join(td, t), "rb") as fh:
+                while True:
+                    b = fh.read(1 << 20)
+                    if not b:
+                        break
+                    n += len(b)
+        hwm = MB.vm_hwm(pid)
+    for f in os.listdir(ngx.www):
+        if f.startswith("hs-"):
+            os.unlink(os.path.join(ngx.www, f))
+    if hwm > bound:
+        raise Fail("a 3-shard set of %d MiB read by URL: the daemon's peak RSS is %d MiB (bound %d MiB): "
+                   "each shard keeps hot runs of its own" % (n >> 20, hwm >> 20, bound >> 20))
+    J.log("ok   3-shard set of %d MiB read by URL: daemon peak RSS %d MiB (one bound for all shards' hot runs, "
+          "at most %d MiB)" % (n >> 20, hwm >> 20, bound >> 20))
 
 
 def check_cache(tmp, ngx, f0, want0, mnt, live_bytes):
