@@ -23,16 +23,56 @@
 #define DEFAULT_TIMEOUT 15.0
 #define DEFAULT_RETRIES 3
 
-void rmt_logf(const struct rmt_http *h, const char *fmt, ...) {
+/* Log lines a source may write at once, and then per second.  A client
+ * that retries a failing read in a loop (a mapped page whose SIGBUS
+ * handler returns re-faults it: Node.js does) makes a failed request, and
+ * a line, per retry: thousands a second. */
+#define LOG_BURST 20
+#define LOG_PER_SEC 1.0
+
+/* Whether a line may be written now (a token of the bucket taken), and
+ * how many were left out before it.  Caller holds h->log_mu. */
+static int log_allowed(struct rmt_http *h, uint64_t *dropped) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
+    if (!h->log_seen)
+        h->log_tokens = LOG_BURST;
+    else
+        h->log_tokens += (t - h->log_last) * LOG_PER_SEC;
+    if (h->log_tokens > LOG_BURST)
+        h->log_tokens = LOG_BURST;
+    h->log_seen = 1;
+    h->log_last = t;
+    if (h->log_tokens < 1) {
+        h->log_dropped++;
+        return 0;
+    }
+    h->log_tokens -= 1;
+    *dropped = h->log_dropped;
+    h->log_dropped = 0;
+    return 1;
+}
+
+void rmt_logf(struct rmt_http *h, const char *fmt, ...) {
     char line[1024];
+    uint64_t dropped = 0;
+    pthread_mutex_lock(&h->log_mu);
+    int ok = log_allowed(h, &dropped);
+    pthread_mutex_unlock(&h->log_mu);
+    if (!ok || !h->log)
+        return;
     int k = snprintf(line, sizeof line, "%s: ", h->url ? h->url : "?");
     va_list ap;
     va_start(ap, fmt);
     if (k > 0 && (size_t)k < sizeof line)
-        vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
+        k += vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
     va_end(ap);
-    if (h->log)
-        h->log(h->log_u, line);
+    if (dropped && k > 0 && (size_t)k < sizeof line)
+        snprintf(line + k, sizeof line - (size_t)k,
+                 " (%llu lines like it left out before this one)",
+                 (unsigned long long)dropped);
+    h->log(h->log_u, line);
 }
 
 int rmt_is_url(const char *s) {
@@ -515,6 +555,7 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, global_init);
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->log_mu, NULL);
     h->timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
     h->retries = retries >= 0 ? retries : DEFAULT_RETRIES;
     if (!(h->url = rmt_resolve(url, msg, n)))
@@ -617,4 +658,5 @@ void rmt_http_close(struct rmt_http *h) {
     free(h->url);
     free(h->eff);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->log_mu);
 }

@@ -37,13 +37,18 @@ struct rmt_http {
     void (*log)(void *u, const char *line);
     void *log_u;
     atomic_int changed;     /* the file changed on the server: said once */
-    atomic_int closing; /* set by rmt_close: requests in flight stop, and
+    atomic_int closing;     /* set by rmt_close: requests in flight stop, and
                            none is retried or started */
     atomic_ullong n_ranged; /* ranged requests sent */
     pthread_mutex_t mu;     /* guards eff and the idle handles */
     char *eff;              /* the URL the last redirect chain ended at */
     void *idle[16];         /* CURL handles, kept for keep-alive */
     int n_idle;
+    /* rmt_logf's rate limit (a leaf lock, taken under anything). */
+    pthread_mutex_t log_mu;
+    int log_seen;
+    double log_tokens, log_last;
+    uint64_t log_dropped;
 };
 
 /* Opens h for url (http/https/hf): resolves hf://, reads header_file
@@ -62,8 +67,9 @@ void rmt_http_close(struct rmt_http *h);
 int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
                  int (*sink)(void *u, uint64_t at, const void *p, size_t n),
                  void *u, char *msg, size_t msgn);
-/* A line to the log, "URL: what". */
-void rmt_logf(const struct rmt_http *h, const char *fmt, ...)
+/* A line to the log, "URL: what": 20 at once at most, then one a
+ * second; the next line written says how many were left out. */
+void rmt_logf(struct rmt_http *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* ---- cache.c ----------------------------------------------------------- */

@@ -3,12 +3,14 @@
 // a fixed token sequence greedily and prints one JSON object on stdout:
 //   {"tokens": [...], "confidences": [...], "name": ..., "chatTemplate": ...,
 //    "note": ..., "text": ...}
-// usage: node llama_eval.mjs NODE_MODULES_DIR MODEL.gguf TOKENS_JSON N
+// usage: node llama_eval.mjs NODE_MODULES_DIR MODEL.gguf TOKENS_JSON N [nommap]
+// nommap: load with useMmap false (llama.cpp's --no-mmap: the weights are
+// read(2) into memory instead of mapped).
 // Exit 0 on success, 3 if node-llama-cpp cannot be loaded, 1 otherwise.
 import path from "node:path";
 import {pathToFileURL} from "node:url";
 
-const [modulesDir, modelPath, tokensJson, nArg] = process.argv.slice(2);
+const [modulesDir, modelPath, tokensJson, nArg, mapArg] = process.argv.slice(2);
 if (!modulesDir || !modelPath || !tokensJson) {
     console.error("usage: node llama_eval.mjs NODE_MODULES_DIR MODEL.gguf TOKENS_JSON [N]");
     process.exit(2);
@@ -28,7 +30,7 @@ try {
     // Prebuilt CPU binaries only: never build from source, never download.
     const llama = await getLlama({gpu: false, build: "never", skipDownload: true,
                                   logLevel: LlamaLogLevel.error});
-    const model = await llama.loadModel({modelPath});
+    const model = await llama.loadModel({modelPath, useMmap: mapArg !== "nommap"});
     const ctx = await model.createContext({contextSize: 128, threads: 1, batchSize: 64});
     const seq = ctx.getSequence();
     const prompt = JSON.parse(tokensJson);

@@ -330,6 +330,7 @@ def run(tmp, www, cache, mnt, ngx):
     check_hot_shards(tmp, ngx, mnt)
     check_cache(tmp, ngx, f0, want0, mnt, live_bytes)
     check_faults(tmp, www, "big.gguf", open(os.path.join(www, "big.gguf"), "rb").read(), mnt)
+    check_log_storm(tmp, www, mnt)
     check_llama(tmp, ngx, www, mnt)
 
 
@@ -754,6 +755,79 @@ def check_llama(tmp, ngx, www, mnt):
         raise Fail("llama.cpp on the remote live view generates %s, on the local file %s"
                    % (got["tokens"], base["tokens"]))
     J.log("ok   llama.cpp on the live view of a remote mount: the same greedy tokens and probabilities")
+    check_llama_gone(tmp, www, mnt, mods, model)
+
+
+def check_llama_gone(tmp, www, mnt, mods, model):
+    """What ggufs(1) tells llama.cpp users: with --no-mmap (useMmap false)
+    and the server gone before the weights were read, llama.cpp's read(2)
+    gets EIO and it reports an error, promptly; the daemon stays up.  (With
+    mmap, the page that cannot be read raises SIGBUS, which Node.js's
+    handler returns from: node-llama-cpp re-faults the page forever.)"""
+    name = os.path.basename(model)
+    srv = FS.start(www)
+    try:
+        with J.Mounted(srv.url("plain", name), mnt, args=["-o", "cache=%s/c-gone" % tmp,
+                                                        "-o", "net_timeout=1", "-o", "net_retries=0"]):
+            srv.stop()  # after the header: no tensor byte is cached
+            t0 = time.time()
+            try:
+                p = subprocess.run(["node", os.path.join(HERE, "llama_eval.mjs"), mods, os.path.join(mnt, name),
+                                    "[1, 2]", "2", "nommap"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, timeout=60)
+            except subprocess.TimeoutExpired:
+                raise Fail("llama.cpp --no-mmap with the server gone: no answer within 60 s")
+            dt = time.time() - t0
+            if not J._procs_for(mnt):
+                raise Fail("llama.cpp --no-mmap with the server gone: the daemon died")
+    finally:
+        srv.stop()
+    err = p.stderr.decode(errors="replace")
+    if p.returncode <= 0 or "llama_eval:" not in err:
+        raise Fail("llama.cpp --no-mmap with the server gone: status %d, not a reported error: %s"
+                   % (p.returncode, err[-500:]))
+    J.log("ok   server gone before the weights were read: llama.cpp --no-mmap reported an error after "
+          "%.1f s; the daemon stayed up" % dt)
+
+
+def check_log_storm(tmp, www, mnt):
+    """A reader retrying failed reads in a loop (the server gone) costs the
+    log at most 20 lines at once and one a second, not a line a read; the
+    next line says how many were left out."""
+    srv = FS.start(www)
+    log = os.path.join(tmp, "storm.log")
+    with open(log, "wb") as lf:
+        d = subprocess.Popen([J.tool("GGUFS"), "-f", "-o", "cache=" + os.path.join(tmp, "c-storm"),
+                              "-o", "net_timeout=1", "-o", "net_retries=0", srv.url("plain", "ra.gguf"), mnt],
+                             stdout=lf, stderr=lf)
+        try:
+            wait_mounted(mnt)
+            srv.stop()
+            td = os.path.join(mnt, "tensors")
+            t = os.path.join(td, sorted(os.listdir(td))[-1])
+            fails, t0 = 0, time.time()
+            fd = os.open(t, os.O_RDONLY)
+            try:
+                while time.time() - t0 < 3:
+                    try:
+                        os.pread(fd, 4096, (fails * 65536) % (1 << 22))
+                    except OSError as e:
+                        if e.errno != 5:
+                            raise Fail("log storm: %s, expected EIO" % e)
+                        fails += 1
+            finally:
+                os.close(fd)
+            dt = time.time() - t0
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt])
+            d.wait(timeout=30)
+            srv.stop()
+    lines = [ln for ln in open(log, errors="replace").read().splitlines() if "reading bytes" in ln]
+    if fails < 100:
+        raise Fail("log storm: only %d failed reads in %.1f s" % (fails, dt))
+    if len(lines) > 20 + dt + 2:
+        raise Fail("log storm: %d failed reads in %.1f s wrote %d log lines" % (fails, dt, len(lines)))
+    J.log("ok   %d failed reads in %.1f s (server gone): %d log lines" % (fails, dt, len(lines)))
 
 
 if __name__ == "__main__":
