@@ -53,6 +53,8 @@ def make_model(path):
             for at in range(0, t.size - 16, 1 << 20):
                 f.seek(start + at)
                 f.write(struct.pack("<QQ", k + 1, at + 1))
+        f.flush()
+        os.fsync(f.fileno())  # else the commit's insert-range writes them back
     return sum(t.size for t in ref.tensors)
 
 
