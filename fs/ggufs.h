@@ -273,6 +273,9 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views; /* f32/, npy/, index.tsv, hashes (views.c) */
+    /* Set before the session runs: handlers that read for long (the
+     * hashes) stop once it has exited, as the last commit waits for them. */
+    struct fuse_session *se;
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Read-only mounts: set once an open finds the GGUF changed since the
@@ -432,7 +435,8 @@ int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
                   const struct gfs_view_span *sp, char *buf);
 
 /* xattr.c.  Caller holds lock (read). */
-/* Fills out with the value of attribute name on ino; 0 or errno. */
+/* Fills out with the value of attribute name on ino; 0 or errno.  Not the
+ * hashes: gfs_views_xattr, called first without the lock. */
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out);
 /* Fills out with the NUL-separated attribute names of ino. */
@@ -666,9 +670,13 @@ int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
 void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
                     off_t off, size_t size);
 /* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
- * tensors/ (every tensor's bytes in order); ENODATA for other names. */
-int gfs_views_xattr(struct gfs *fs, fuse_ino_t ino, const char *name,
-                    struct gguf_buf *out);
+ * tensors/ (every tensor's bytes in order); ENODATA for other names and
+ * inodes, EINTR if req is interrupted first.  Unlike the others, called
+ * WITHOUT fs->lock: a first request reads the whole tensor or model,
+ * holding the lock for reading one chunk at a time, so that commits and
+ * edits never wait for more than a chunk (hashes.c). */
+int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
+                    const char *name, struct gguf_buf *out);
 int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 /* Bytes of tensor i: the library's size, but for a type id ggufs does not
  * know and ggml does (ids >= 40), which the library sized up to the next

@@ -1017,6 +1017,7 @@ static int serve(struct gfs_main *m) {
     m->se = fuse_session_new(&m->args, &gfs_ops, sizeof gfs_ops, &m->fs);
     if (!m->se)
         return EXIT_MOUNT;
+    m->fs.se = m->se;
     m->sig.se = m->se;
     sigemptyset(&m->sig.set);
     sigaddset(&m->sig.set, SIGTERM);

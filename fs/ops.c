@@ -419,9 +419,15 @@ static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                             size_t size) {
     struct gfs *fs = gfs_of(req);
     struct gguf_buf b = {0};
-    pthread_rwlock_rdlock(&fs->lock);
-    int err = gfs_xattr_get(fs, gfs_meta_resolve(fs, ino), name, &b);
-    pthread_rwlock_unlock(&fs->lock);
+    /* The hashes take the lock themselves, a chunk of reading at a time:
+     * a first one may read the whole model.  Their inodes (tensors)
+     * never need gfs_meta_resolve. */
+    int err = gfs_views_xattr(req, fs, ino, name, &b);
+    if (err == ENODATA) {
+        pthread_rwlock_rdlock(&fs->lock);
+        err = gfs_xattr_get(fs, gfs_meta_resolve(fs, ino), name, &b);
+        pthread_rwlock_unlock(&fs->lock);
+    }
     reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
 }

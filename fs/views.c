@@ -406,6 +406,7 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
         return -1;
     }
     pthread_mutex_init(&v->mu, NULL);
+    gfs_hashes_init(v);
     v->n = n;
     fs->views = v;
     /* ggufs's own converters first: ggml is loaded only when a tensor
@@ -450,6 +451,7 @@ void gfs_views_free(struct gfs *fs) {
     gfs_pool_stop(v);
     gguf_ggml_unload(v->ggml);
     gfs_text_put(v->index);
+    gfs_hashes_free(v);
     pthread_mutex_destroy(&v->mu);
     free(v->t);
     free(v->h);

@@ -18,25 +18,33 @@ struct gfs_vt {
     uint32_t hdr;   /* bytes of its npy header (a multiple of 64) */
 };
 
+/* One slot of hashes: a tensor's, or tensors/'s (every tensor in order).
+ * Guarded by gfs_views.mu. */
 struct gfs_hash {
-    int have;
+    int have; /* sha256 and xxh64 hold the result */
     uint8_t sha256[32];
     uint64_t xxh64;
+    int running;          /* a request is reading for it (hashes.c): others
+                             wait for it on gfs_views.hashed */
+    struct gfs_hjob *job; /* the reading done so far, NULL when none */
 };
 
 struct gfs_pool; /* vconv.c */
+struct gfs_hjob; /* hashes.c */
 
 /* Set at mount (gfs_views_init), read-only after, but for mu's fields. */
 struct gfs_views {
     gguf_ggml *ggml;  /* NULL: ggufs's own converters only */
     struct gfs_vt *t; /* by global tensor index */
     int64_t n;
-    /* Guarded by mu, a leaf (taken with fs->lock held for reading, nothing
-     * taken under it): hashes computed so far and index.tsv.  A hash is
-     * computed without mu held; two first requests may both compute it. */
+    /* Guarded by mu, a leaf (nothing is taken under it; taken with or
+     * without fs->lock): the hash slots and index.tsv.  A hash is
+     * computed by one request per slot at a time, without mu (hashes.c);
+     * the others wait on hashed. */
     pthread_mutex_t mu;
-    struct gfs_hash *h;  /* by tensor */
-    struct gfs_hash all; /* every tensor in order: tensors/ */
+    pthread_cond_t hashed; /* a slot's request ended or paused */
+    struct gfs_hash *h;    /* by tensor */
+    struct gfs_hash all;   /* every tensor in order: tensors/ */
     struct gfs_text *index;
     struct gfs_pool *pool; /* vconv.c's, started by the first read */
 };
@@ -58,5 +66,10 @@ int gfs_vconv_get(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1,
                   struct gfs_vout *out);
 void gfs_vconv_put(struct gfs *fs, struct gfs_vout *out);
 void gfs_pool_stop(struct gfs_views *v);
+
+/* hashes.c: the hash slots' condition (at init) and the jobs left paused
+ * (at free: no request runs any more). */
+void gfs_hashes_init(struct gfs_views *v);
+void gfs_hashes_free(struct gfs_views *v);
 
 #endif

@@ -10,6 +10,7 @@
  *   user.ggufs.pid    root: the daemon's process id (ggufs -u waits for it)
  *   user.ggufs.overlay root of an overlay mount: where the overlay is
  *   user.gguf.sha256, user.gguf.xxh64   tensors and tensors/: hashes.c
+ *                     (gfs_views_xattr, asked first, without fs->lock)
  */
 #include "ggufs.h"
 
@@ -72,9 +73,6 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out) {
     int64_t i;
-    int r = gfs_views_xattr(fs, ino, name, out); /* the hashes: hashes.c */
-    if (r != ENODATA)
-        return r;
     switch (gfs_kind(ino)) {
     case GFS_TENSOR:
         i = gfs_tensor_index(fs, ino);
