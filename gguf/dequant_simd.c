@@ -18,6 +18,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define SIMD __attribute__((target("avx2,f16c")))
@@ -106,9 +107,18 @@ SIMD static void q4_1_simd(const void *src, float *dst, int64_t n) {
     }
 }
 
-gguf_to_float_fn gguf_dq_simd(uint32_t t) {
+/* AVX2 (with the OS saving its registers: __builtin_cpu_supports checks
+ * that) and F16C (CPUID leaf 1, ECX: clang 14's __builtin_cpu_supports
+ * does not know "f16c", the fuzzers' build uses it). */
+static int have_simd(void) {
+    unsigned a, b, c, d;
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c"))
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) &&
+           (c & bit_F16C);
+}
+
+gguf_to_float_fn gguf_dq_simd(uint32_t t) {
+    if (!have_simd())
         return NULL;
     switch (t) {
     case 1:
