@@ -487,14 +487,20 @@ def section_hostile(t):
         raise Fail("the source changed")
 
 
-def section_shards(t):
-    d = os.path.join(t.tmp, "shards")
+def split3(t, d):
+    """The test model split in 3 shards into new directory d (gguf-split's
+    layout, tests/mksplit); their names, in order."""
     os.mkdir(d)
     p = subprocess.run([J.tool("MKSPLIT"), t.model_path, os.path.join(d, "tiny"), "3"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     if p.returncode != 0:
         raise Fail("mksplit failed: %s" % p.stderr.decode(errors="replace"))
-    files = sorted(os.listdir(d))
+    return sorted(os.listdir(d))
+
+
+def section_shards(t):
+    d = os.path.join(t.tmp, "shards")
+    files = split3(t, d)
     for f in files:
         os.chmod(os.path.join(d, f), 0o444)
     os.chmod(d, 0o555)
@@ -788,12 +794,7 @@ def remote_set(t, ngx, www, cache):
     """A remote shard set: the overlay belongs to the set (every shard's
     version); one shard changed on the server makes it stale."""
     d = os.path.join(www, "set")
-    os.mkdir(d)
-    p = subprocess.run([J.tool("MKSPLIT"), t.model_path, os.path.join(d, "tiny"), "3"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-    if p.returncode != 0:
-        raise Fail("mksplit failed: %s" % p.stderr.decode(errors="replace"))
-    files = sorted(os.listdir(d))
+    files = split3(t, d)
     url = ngx.url("set/" + files[0])
     ov = os.path.join(t.tmp, "remote-set.overlay.gguf")
     args = ["-o", "overlay=" + ov] + cache
