@@ -944,21 +944,24 @@ static int open_gguf(struct gfs_main *m) {
  * shards beside it.  Never meta, tensors, f32, npy or index.tsv (the
  * views, views.c); none if no name fits. */
 static void name_live_view(struct gfs_main *m) {
-    const char *base =
-        strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
+    /* A URL's path ends at its query string ("?download=true"). */
+    size_t plen = m->fs.remote ? strcspn(m->path, "?#") : strlen(m->path);
+    const char *base = m->path + plen;
+    while (base > m->path && base[-1] != '/')
+        base--;
+    char *name = strndup(base, (size_t)(m->path + plen - base));
     int sno, scount;
     size_t cut;
-    if (m->fs.n_shards > 1 && gguf_split_name(base, &sno, &scount, &cut) &&
-        cut > 0) {
-        m->live_name = malloc(cut + 6);
-        if (m->live_name)
-            sprintf(m->live_name, "%.*s.gguf", (int)cut, base);
-        base = m->live_name;
-    }
-    if (base && strcmp(base, "meta") != 0 && strcmp(base, "tensors") != 0 &&
-        strcmp(base, "f32") != 0 && strcmp(base, "npy") != 0 &&
-        strcmp(base, "index.tsv") != 0 && strlen(base) <= 255)
-        m->fs.live_name = base;
+    if (!name)
+        return;
+    if (m->fs.n_shards > 1 && gguf_split_name(name, &sno, &scount, &cut) &&
+        cut > 0)
+        strcpy(name + cut, ".gguf"); /* shorter: the suffix is 20 bytes */
+    m->live_name = name;
+    if (name[0] && strcmp(name, "meta") != 0 && strcmp(name, "tensors") != 0 &&
+        strcmp(name, "f32") != 0 && strcmp(name, "npy") != 0 &&
+        strcmp(name, "index.tsv") != 0 && strlen(name) <= 255)
+        m->fs.live_name = name;
 }
 
 /* The rest of struct gfs, from the options, and its locks. */

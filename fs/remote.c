@@ -23,6 +23,8 @@ struct gfs_remote {
     uint64_t **ends; /* per shard: tensor data ends (absolute), sorted */
     int64_t *n_ends;
     struct gfs *fs;
+    const char *query; /* the URL's query ("?..."), put back on each shard's
+                          name, or "" */
 };
 
 /* Log lines of the sources: stderr until the mount is set up, then the
@@ -59,9 +61,12 @@ static enum gguf_status open_one(void *u, const char *name, unsigned flags,
                                  gguf_ctx **out, struct gguf_error *err) {
     struct gfs_remote *r = u;
     struct rmt_src *s = NULL, **v;
-    char msg[512];
-    int rc = r->n ? rmt_open_sibling(r->src[0], name, &s, msg, sizeof msg)
-                  : rmt_open(name, &r->opts, &s, msg, sizeof msg);
+    char msg[512], *url = NULL;
+    if (asprintf(&url, "%s%s", name, r->query) < 0)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    int rc = r->n ? rmt_open_sibling(r->src[0], url, &s, msg, sizeof msg)
+                  : rmt_open(url, &r->opts, &s, msg, sizeof msg);
+    free(url);
     if (rc != 0)
         return gguf_fail(err, GGUF_E_IO, "%s", msg);
     if (!(v = realloc(r->src, (size_t)(r->n + 1) * sizeof *v))) {
@@ -114,8 +119,20 @@ int gfs_remote_open(struct gfs *fs, const char *url,
                                 .log = remote_log,
                                 .log_u = fs};
     fs->remote = r;
-    if (gguf_open_set_by(url, open_one, r, flags, &fs->shards, &fs->n_shards,
-                         bad, bad_len, err) != GGUF_OK)
+    /* Shards are found by the name their path ends in; a query string
+     * (a download link's "?download=true") is the same for every shard.
+     * URLs signed one by one cannot be found from the first. */
+    const char *q = strchr(url, '?');
+    char *base = strndup(url, q ? (size_t)(q - url) : strlen(url));
+    r->query = q ? q : "";
+    if (!base)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
+    enum gguf_status st =
+        gguf_open_set_by(base, open_one, r, flags, &fs->shards, &fs->n_shards,
+                         bad, bad_len, err);
+    free(base);
+    r->query = "";
+    if (st != GGUF_OK)
         return -1;
     if (tensor_ends(r, fs) != 0)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;

@@ -323,7 +323,16 @@ def run(tmp, www, cache, mnt, ngx):
             raise Fail("remote shard set differs from the local mount of it: %s" % bad[:5])
         if J.refdump(out)[1] is None:
             raise Fail("ggml rejects the merged live view of the remote shard set")
-        J.log("ok   remote 3-shard set: every file as the local mount's, merged live view accepted by ggml")
+        # a download link's query string ("?download=true", the Hub's
+        # download button) is the same for every shard
+        with J.Mounted(ngx.url("set-00001-of-00003.gguf?download=true"), mnt, args=base):
+            if read_all(mnt) != want_set:
+                raise Fail("remote shard set by a URL with a query string differs from the local mount")
+        with J.Mounted(ngx.url(f0 + "?download=true"), mnt, args=base):
+            if live_bytes(mnt) != want0:
+                raise Fail("%s?download=true: the live view is not %s" % (f0, f0))
+        J.log("ok   remote 3-shard set: every file as the local mount's, merged live view accepted by ggml; "
+              "the same by a URL ending in ?download=true; a single file's live view named without it")
 
     check_readahead(tmp, ngx, mnt)
     check_hot(tmp, ngx, mnt)
