@@ -9,9 +9,54 @@
 #include "ggufs.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The calling thread's buffers (gfs_tbuf), freed when it ends. */
+struct tbufs {
+    struct {
+        void *p;
+        size_t cap;
+    } b[GFS_TBUF_N];
+};
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+
+static void tbufs_free(void *arg) {
+    struct tbufs *t = arg;
+    for (int i = 0; i < GFS_TBUF_N; i++)
+        free(t->b[i].p);
+    free(t);
+}
+
+static void tbuf_key_init(void) {
+    pthread_key_create(&tbuf_key, tbufs_free);
+}
+
+void *gfs_tbuf(enum gfs_tbuf which, size_t n) {
+    pthread_once(&tbuf_once, tbuf_key_init);
+    struct tbufs *t = pthread_getspecific(tbuf_key);
+    if (!t) {
+        if (!(t = calloc(1, sizeof *t)))
+            return NULL;
+        if (pthread_setspecific(tbuf_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (n > t->b[which].cap) {
+        void *p = malloc(n);
+        if (!p)
+            return NULL;
+        free(t->b[which].p);
+        t->b[which].p = p;
+        t->b[which].cap = n;
+    }
+    return t->b[which].p;
+}
 
 int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     struct stat sb;
@@ -36,8 +81,8 @@ int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
     int fd = gguf_fd(fs->shards[shard]);
     size_t done = 0;
     while (done < n) {
-        ssize_t r = pread(fd, (char *)buf + done, n - done,
-                          (off_t)(pos + done));
+        ssize_t r =
+            pread(fd, (char *)buf + done, n - done, (off_t)(pos + done));
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)

@@ -443,40 +443,17 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
     }
 }
 
-/* reply_copy's buffer, one per worker thread. */
-struct copy_buf {
-    size_t cap;
-    char data[];
-};
-static pthread_key_t copy_key;
-static void copy_key_init(void) {
-    pthread_key_create(&copy_key, free);
-}
-
 /* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
  * file from pos, copied through gfs_data_read (there is no descriptor to
  * serve them from).  Caller holds fs->lock (read). */
 static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
                        const char *mem, size_t mem_n, uint64_t pos,
                        uint64_t n) {
-    /* One buffer per worker thread, kept (freed when the thread ends): a
-     * fresh malloc of a megabyte per read is an mmap, page faults and
-     * zeroing each time. */
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, copy_key_init);
-    struct copy_buf *cb = pthread_getspecific(copy_key);
-    size_t want = mem_n + n ? mem_n + n : 1;
-    if (!cb || want > cb->cap) {
-        struct copy_buf *nb = realloc(cb, sizeof *cb + want);
-        if (!nb) {
-            fuse_reply_err(req, ENOMEM);
-            return;
-        }
-        cb = nb;
-        cb->cap = want;
-        pthread_setspecific(copy_key, cb);
+    char *buf = gfs_tbuf(GFS_TBUF_REPLY, mem_n + n ? mem_n + n : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
     }
-    char *buf = cb->data;
     int err = 0;
     if (mem_n)
         memcpy(buf, mem, mem_n);
@@ -673,11 +650,10 @@ static int write_scratch(struct gfs *fs, fuse_ino_t ino, const char *p,
     pthread_rwlock_wrlock(&fs->lock);
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
     size_t end = (size_t)off + n;
-    int err = !sc ? ENOENT
+    int err = !sc                                 ? ENOENT
               : (uint64_t)off + n > fs->max_value ? EFBIG
-              : end > sc->data.len
-                  ? gfs_mem_grant(fs, &sc->granted, end)
-                  : 0;
+              : end > sc->data.len ? gfs_mem_grant(fs, &sc->granted, end)
+                                   : 0;
     if (!err)
         err = buf_pwrite(&sc->data, p, n, off);
     if (sc)

@@ -219,7 +219,7 @@ struct gfs_text {
 struct gfs_lnames {
     struct gfs_lname {
         uint64_t h, v; /* v + 1; 0: empty slot */
-    } *slot;
+    } * slot;
     size_t cap, n;
     uint64_t next; /* ids (indexes) below next are in */
 };
@@ -266,13 +266,13 @@ struct gfs {
     int readonly;
     int foreground; /* gfs_log writes to stderr, not syslog */
     unsigned commit_flags;
-    double timeout;   /* entry/attr timeout, seconds */
-    size_t max_value; /* bytes a meta file being written may hold (EFBIG) */
+    double timeout;    /* entry/attr timeout, seconds */
+    size_t max_value;  /* bytes a meta file being written may hold (EFBIG) */
     int tensor_dio;    /* -o tensor_direct_io: tensor opens bypass the page
                           cache (see open_tensor in fileops.c) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
-    struct gfs_views *views; /* f32/, npy/, index.tsv, hashes (views.c) */
+    struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     /* Set before the session runs: handlers that read for long (the
      * hashes) stop once it has exited, as the last commit waits for them. */
     struct fuse_session *se;
@@ -297,7 +297,7 @@ struct gfs {
     struct gfs_ord {
         uint32_t id;
         uint64_t ord;
-    } *ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
+    } * ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
     size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
@@ -324,7 +324,7 @@ struct gfs {
     uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
-    struct gfs_text *live; /* the live view's header, for generation
+    struct gfs_text *live;             /* the live view's header, for generation
                               live_gen */
     uint64_t live_gen;
     uint64_t live_opened_gen; /* generation at the last open of the view */
@@ -475,6 +475,11 @@ int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
  * then "; K more files in meta/ ..." for the rest.  Returns their number.
  * Caller holds lock (read at least). */
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
+/* After a failed commit (of the file or of an overlay): the edits saved
+ * to a file, once per generation of the edits (`ggufs -u`'s fsync and the
+ * unmount after it both commit): fs->saved_path, "" when saving failed
+ * (why in serr, which may be NULL).  Caller holds lock (write). */
+const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being
  * written: bash's redirection flushes right after open). */
@@ -524,9 +529,17 @@ int gfs_errno(const struct gguf_error *err);
  * gfs_data_short says (1) whether shard's file ends before pos + n, and
  * logs it once: a read past the end must be EIO, never a short read,
  * which the kernel takes for EOF.  Callers hold fs->lock (read). */
-int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
-                  size_t n);
+int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf, size_t n);
 int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
+/* A buffer of the calling thread of at least n bytes, kept for its next
+ * request (a fresh malloc of a megabyte per read is an mmap, page faults
+ * and zeroing each time) and freed when the thread ends; its contents
+ * are not kept when it grows.  One per use, so that two uses in one call
+ * chain never share: the copy of a remote reply (fileops.c), a view's
+ * values and the blocks they are converted from (vconv.c).  NULL: out of
+ * memory.  No lock. */
+enum gfs_tbuf { GFS_TBUF_REPLY, GFS_TBUF_VALUES, GFS_TBUF_BLOCKS, GFS_TBUF_N };
+void *gfs_tbuf(enum gfs_tbuf which, size_t n);
 
 /* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
  * it grows past *granted, and with the new size after it shrinks or is

@@ -901,22 +901,25 @@ void gfs_meta_unlock(struct gfs *fs) {
     pthread_rwlock_unlock(&fs->lock);
 }
 
-/* After a failed commit: saves the edits to a file (once per generation)
+const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr) {
+    if (fs->saved_generation != fs->generation || !fs->saved_path[0]) {
+        if (gguf_save_edits(fs->ctx, fs->saved_path, sizeof fs->saved_path,
+                            serr) == GGUF_OK)
+            fs->saved_generation = fs->generation;
+        else
+            fs->saved_path[0] = '\0';
+    }
+    return fs->saved_path;
+}
+
+/* After a failed commit: saves the edits to a file (gfs_meta_save_aside)
  * and says in where (one clause) where they are now: that file, or, if
  * saving failed, that they were not saved and where they still are (the
  * mount, the pending record).  Caller holds lock (write). */
 static void edits_whereabouts(struct gfs *fs, char *where, size_t n) {
     struct gguf_error serr = {0};
-    if (fs->saved_generation != fs->generation || !fs->saved_path[0]) {
-        if (gguf_save_edits(fs->ctx, fs->saved_path, sizeof fs->saved_path,
-                            &serr) == GGUF_OK) {
-            fs->saved_generation = fs->generation;
-        } else {
-            fs->saved_path[0] = '\0';
-            if (!serr.msg[0])
-                snprintf(serr.msg, sizeof serr.msg, "unknown error");
-        }
-    }
+    if (!gfs_meta_save_aside(fs, &serr)[0] && !serr.msg[0])
+        snprintf(serr.msg, sizeof serr.msg, "unknown error");
     if (fs->saved_path[0]) {
         if (snprintf(where, n, "edits saved in %s", fs->saved_path) < 0)
             where[0] = '\0';
@@ -963,8 +966,7 @@ int gfs_meta_commit(struct gfs *fs) {
         (void)persist(fs);
         edits_whereabouts(fs, where, sizeof where);
         if (snprintf(fs->commit_msg, sizeof fs->commit_msg,
-                     "%s: commit failed: %s; %s", fs->path, err.msg,
-                     where) < 0)
+                     "%s: commit failed: %s; %s", fs->path, err.msg, where) < 0)
             fs->commit_msg[0] = '\0';
         gfs_log(fs, "%s", fs->commit_msg);
         gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);

@@ -378,17 +378,9 @@ int gfs_overlay_commit(struct gfs *fs) {
     enum gguf_status st = wrote ? write_overlay(fs, &err) : GGUF_OK;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != GGUF_OK) {
-        const char *saved = fs->saved_path;
+        const char *saved = gfs_meta_save_aside(fs, NULL);
         o->failed = 1;
         fs->commit_failed = 1;
-        /* Once per state of the edits: `ggufs -u`'s fsync and the unmount
-         * after it both commit. */
-        if (fs->saved_generation != fs->generation || !saved[0]) {
-            if (gguf_save_edits(fs->ctx, fs->saved_path, sizeof fs->saved_path,
-                                NULL) != GGUF_OK)
-                fs->saved_path[0] = '\0';
-            fs->saved_generation = fs->generation;
-        }
         if (snprintf(fs->commit_msg, sizeof fs->commit_msg,
                      "%s: commit to the overlay failed: %s; %s%s", fs->path,
                      err.msg,

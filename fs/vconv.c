@@ -92,49 +92,6 @@ struct gfs_pool {
     } seq[N_SEQ]; /* where the last read of a tensor ended */
 };
 
-/* ---- per-thread buffers ---------------------------------------------- */
-
-struct tbuf {
-    void *p;
-    size_t cap;
-};
-static pthread_key_t key_out, key_in;
-static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
-
-static void tbuf_free(void *arg) {
-    struct tbuf *b = arg;
-    free(b->p);
-    free(b);
-}
-
-static void keys_init(void) {
-    pthread_key_create(&key_out, tbuf_free);
-    pthread_key_create(&key_in, tbuf_free);
-}
-
-/* This thread's buffer of key k, at least n bytes; NULL: out of memory. */
-static void *tbuf_get(pthread_key_t *k, size_t n) {
-    pthread_once(&keys_once, keys_init);
-    struct tbuf *b = pthread_getspecific(*k);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b)))
-            return NULL;
-        if (pthread_setspecific(*k, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (n > b->cap) {
-        void *p = malloc(n);
-        if (!p)
-            return NULL;
-        free(b->p);
-        b->p = p;
-        b->cap = n;
-    }
-    return b->p;
-}
-
 /* ---- runs ------------------------------------------------------------ */
 
 /* Reads and converts chunk c of r; the error is kept in r->err. */
@@ -156,7 +113,7 @@ static void do_chunk(struct run *r, uint64_t c) {
     if (dq->type == 0) { /* f32: the bytes are the values */
         err = gfs_data_read(fs, shard, pos, out, in_n);
     } else {
-        void *in = tbuf_get(&key_in, in_n ? in_n : 1);
+        void *in = gfs_tbuf(GFS_TBUF_BLOCKS, in_n ? in_n : 1);
         err = in ? gfs_data_read(fs, shard, pos, in, in_n) : ENOMEM;
         if (!err)
             dq->to_float(in, out, (int64_t)(n * dq->blck));
@@ -427,7 +384,8 @@ int gfs_vconv_get(struct gfs *fs, int64_t i, uint64_t b0, uint64_t b1,
         out->p = s->buf + (b0 - s->b0) * vt->dq.blck;
         out->slot = s;
     } else {
-        float *buf = tbuf_get(&key_out, (size_t)((b1 - b0) * vt->dq.blck * 4));
+        float *buf =
+            gfs_tbuf(GFS_TBUF_VALUES, (size_t)((b1 - b0) * vt->dq.blck * 4));
         int err = buf ? convert(p, fs, i, b0, b1, buf) : ENOMEM;
         if (err)
             return err;

@@ -15,6 +15,7 @@
  */
 #include "dequant.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -109,12 +110,21 @@ SIMD static void q4_1_simd(const void *src, float *dst, int64_t n) {
 
 /* AVX2 (with the OS saving its registers: __builtin_cpu_supports checks
  * that) and F16C (CPUID leaf 1, ECX: clang 14's __builtin_cpu_supports
- * does not know "f16c", the fuzzers' build uses it). */
-static int have_simd(void) {
+ * does not know "f16c", the fuzzers' build uses it).  Asked once: a mount
+ * asks per tensor, and CPUID in a VM is a trip to the hypervisor. */
+static int simd_ok;
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+
+static void simd_probe(void) {
     unsigned a, b, c, d;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) &&
-           (c & bit_F16C);
+    simd_ok = __builtin_cpu_supports("avx2") &&
+              __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
+static int have_simd(void) {
+    pthread_once(&simd_once, simd_probe);
+    return simd_ok;
 }
 
 gguf_to_float_fn gguf_dq_simd(uint32_t t) {

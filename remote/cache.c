@@ -407,12 +407,6 @@ static int flush(struct rmt_cache *c) {
     return r;
 }
 
-void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n) {
-    /* One extent for the run instead of a block allocation per page
-     * written; failure is harmless (the writes allocate). */
-    (void)fallocate(c->data, 0, (off_t)off, (off_t)n);
-}
-
 /* pwrite of all n bytes, or an errno. */
 static int write_all(int fd, uint64_t off, const char *p, size_t n) {
     for (size_t done = 0; done < n;) {

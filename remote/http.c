@@ -30,19 +30,19 @@
 #define LOG_BURST 20
 #define LOG_PER_SEC 1.0
 
+static double now_s(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + now.tv_nsec / 1e9;
+}
+
 /* Whether a line may be written now (a token of the bucket taken), and
  * how many were left out before it.  Caller holds h->log_mu. */
 static int log_allowed(struct rmt_http *h, uint64_t *dropped) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double t = (double)now.tv_sec + now.tv_nsec / 1e9;
-    if (!h->log_seen)
-        h->log_tokens = LOG_BURST;
-    else
-        h->log_tokens += (t - h->log_last) * LOG_PER_SEC;
+    double t = now_s();
+    h->log_tokens += (t - h->log_last) * LOG_PER_SEC;
     if (h->log_tokens > LOG_BURST)
         h->log_tokens = LOG_BURST;
-    h->log_seen = 1;
     h->log_last = t;
     if (h->log_tokens < 1) {
         h->log_dropped++;
@@ -208,9 +208,7 @@ struct resp {
     char etag[256], lastmod[64], accept_ranges[32];
     uint64_t cr_total, clen;
     int has_cr, has_clen;
-    uint8_t *buf; /* the body goes here, or to sink if set */
-    int (*sink)(void *u, uint64_t at, const void *p, size_t n);
-    void *sink_u;
+    uint8_t *buf; /* the body goes here */
     size_t want, got;
     int ranged, bad_body; /* body not what was asked: abort */
     int probing; /* a ranged GET instead of HEAD: no identity to check yet */
@@ -281,11 +279,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
         r->bad_body = 1;
         return 0;
     }
-    if (r->sink ? r->sink(r->sink_u, r->got, p, len) != 0
-                : (memcpy(r->buf + r->got, p, len), 0)) {
-        r->bad_body = 1; /* the sink failed: not the server's fault */
-        return 0;
-    }
+    memcpy(r->buf + r->got, p, len);
     r->got += len;
     return len;
 }
@@ -533,14 +527,13 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
     return err;
 }
 
-int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
-                 int (*sink)(void *u, uint64_t at, const void *p, size_t n),
-                 void *u, char *msg, size_t msgn) {
+int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
+                 char *msg, size_t msgn) {
     if (atomic_load(&h->changed)) {
         snprintf(msg, msgn, "the file changed on the server");
         return EIO;
     }
-    struct resp r = {.sink = sink, .sink_u = u, .want = n, .ranged = 1};
+    struct resp r = {.buf = buf, .want = n, .ranged = 1};
     return request(h, off, &r, msg, msgn);
 }
 
@@ -556,6 +549,8 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     pthread_once(&once, global_init);
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->log_mu, NULL);
+    h->log_tokens = LOG_BURST;
+    h->log_last = now_s();
     h->timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
     h->retries = retries >= 0 ? retries : DEFAULT_RETRIES;
     if (!(h->url = rmt_resolve(url, msg, n)))

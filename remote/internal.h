@@ -46,8 +46,7 @@ struct rmt_http {
     int n_idle;
     /* rmt_logf's rate limit (a leaf lock, taken under anything). */
     pthread_mutex_t log_mu;
-    int log_seen;
-    double log_tokens, log_last;
+    double log_tokens, log_last; /* the bucket, when last filled */
     uint64_t log_dropped;
 };
 
@@ -60,13 +59,11 @@ int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
 int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
                        const char *url, char *msg, size_t n);
 void rmt_http_close(struct rmt_http *h);
-/* Fetches bytes [off, off + n) of the file's version h->id, retrying as
- * remote.h says: sink(u, at, p, len) receives them in order, at counting
- * from 0 (a retry starts again at 0); nonzero from it fails the request.
+/* Fetches bytes [off, off + n) of the file's version h->id into buf,
+ * retrying as remote.h says (a retry writes buf again from its start).
  * 0, or EIO with msg (no URL in it). */
-int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n,
-                 int (*sink)(void *u, uint64_t at, const void *p, size_t n),
-                 void *u, char *msg, size_t msgn);
+int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
+                 char *msg, size_t msgn);
 /* A line to the log, "URL: what": 20 at once at most, then one a
  * second; the next line written says how many were left out. */
 void rmt_logf(struct rmt_http *h, const char *fmt, ...)
@@ -92,8 +89,6 @@ void rmt_cache_close(struct rmt_cache *c);
  * and off RMT_DIO_ALIGN-aligned, the aligned part goes by direct I/O where
  * the filesystem allows it, past the page cache.  0 or an errno. */
 int rmt_cache_put(struct rmt_cache *c, uint64_t off, const void *p, size_t n);
-/* Allocates [off, off + n) of the data at once before a run is written. */
-void rmt_cache_reserve(struct rmt_cache *c, uint64_t off, uint64_t n);
 /* Blocks [b0, b0 + k), written whole, with their hashes: recorded once
  * durable (batched: cache.c, Rules; rmt_cache_close flushes).  0 or an
  * errno. */

@@ -31,9 +31,6 @@
  */
 #include "internal.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,34 +121,6 @@ const char *rmt_error(void) {
     return last_error;
 }
 
-/* Where a fetch's body goes: the run's buffer, each block hashed as its
- * bytes pass. */
-struct sink {
-    struct rmt_src *s;
-    uint64_t off, len;
-    uint8_t *buf;     /* len bytes */
-    XXH3_state_t *st; /* one per block */
-};
-
-static int to_buffer(void *u, uint64_t at, const void *p, size_t n) {
-    struct sink *k = u;
-    if (at > k->len || n > k->len - at)
-        return -1;
-    memcpy(k->buf + at, p, n);
-    const char *q = p;
-    while (n) {
-        uint64_t b = at / RMT_BLOCK, in = at % RMT_BLOCK;
-        size_t m = RMT_BLOCK - in < n ? (size_t)(RMT_BLOCK - in) : n;
-        if (in == 0) /* a block starts (again, after a retry) */
-            XXH3_64bits_reset(&k->st[b]);
-        XXH3_64bits_update(&k->st[b], q, m);
-        q += m;
-        at += m;
-        n -= m;
-    }
-    return 0;
-}
-
 /* A run buffer: a spare one, else a new one.  NULL if out of memory. */
 static uint8_t *buf_get(void) {
     uint8_t *b = NULL;
@@ -235,23 +204,23 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
         len = s->size - off;
     char msg[600] = "";
     uint64_t hashes[SEG_BLOCKS];
-    struct sink sk = {.s = s, .off = off, .len = len, .buf = buf_get()};
-    sk.st = malloc(k * sizeof *sk.st);
-    int err = sk.st && sk.buf ? rmt_http_get(&s->h, off, len, to_buffer, &sk,
-                                             msg, sizeof msg)
-                              : ENOMEM;
+    uint8_t *buf = buf_get();
+    int err =
+        buf ? rmt_http_get(&s->h, off, len, buf, msg, sizeof msg) : ENOMEM;
     if (err == ENOMEM)
         snprintf(msg, sizeof msg, "out of memory");
     if (!err) {
-        for (uint64_t i = 0; i < k; i++)
-            hashes[i] = XXH3_64bits_digest(&sk.st[i]);
-        rmt_cache_reserve(s->cache, off, len);
-        if ((err = rmt_cache_put(s->cache, off, sk.buf, len)) ||
+        for (uint64_t i = 0; i < k; i++) {
+            uint64_t at = i * RMT_BLOCK;
+            hashes[i] = rmt_block_hash(buf + at, len - at < RMT_BLOCK
+                                                     ? (size_t)(len - at)
+                                                     : RMT_BLOCK);
+        }
+        if ((err = rmt_cache_put(s->cache, off, buf, len)) ||
             (err = rmt_cache_commit(s->cache, b0, k, hashes)))
             snprintf(msg, sizeof msg, "cannot write the cache: %s",
                      strerror(err));
     }
-    free(sk.st);
     if (err)
         snprintf(last_error, sizeof last_error, "reading bytes %llu-%llu: %s",
                  (unsigned long long)off, (unsigned long long)(off + len - 1),
@@ -268,10 +237,10 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
         }
     }
     if (!err) {
-        hot_add(s, b0, k, sk.buf);
-    } else if (sk.buf) {
+        hot_add(s, b0, k, buf);
+    } else if (buf) {
         pthread_mutex_lock(&pool.mu);
-        buf_put(sk.buf);
+        buf_put(buf);
         pthread_mutex_unlock(&pool.mu);
     }
     pthread_cond_broadcast(&s->cv);

@@ -661,6 +661,14 @@ def unmount(mnt, problems=None):
         problems.extend(msgs)
 
 
+def cleanup(mnt, tmp):
+    """A test's end, whatever happened: mnt unmounted if something is
+    still mounted there (problems ignored), tmp removed."""
+    if mountinfo_entry(mnt) is not None:
+        unmount(mnt, [])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _zombie(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:

@@ -126,9 +126,7 @@ def run():
             J.log("ok: %s: @huggingface/gguf agrees with ggml on %d keys and %d tensors (before and after an "
                   "edit); numpy.memmap matches on %d f32 tensors" % (os.path.basename(g), nk, nt, nn))
     finally:
-        if J.mountinfo_entry(mnt) is not None:
-            J.unmount(mnt, [])
-        shutil.rmtree(d, ignore_errors=True)
+        J.cleanup(mnt, d)
 
 
 if __name__ == "__main__":

@@ -306,9 +306,7 @@ def run():
                   "on from there (the model read %.2f times in all)"
                   % handover(gguf, mnt, total, want, hash_s))
     finally:
-        if J.mountinfo_entry(mnt) is not None:
-            J.unmount(mnt, [])
-        shutil.rmtree(tmp, ignore_errors=True)
+        J.cleanup(mnt, tmp)
 
 
 if __name__ == "__main__":

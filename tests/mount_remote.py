@@ -83,6 +83,14 @@ LOCATIONS = """
 """
 
 
+def make_model(path, mb, n):
+    """mkfixture's model: n tensors of mb MiB in all, at path."""
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", str(mb), "--n-tensors", str(n)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+
+
 def Nginx(d, www):
     if not W.exe():
         raise J.Skip("nginx is not installed (dev/setup --tests installs nginx-light)")
@@ -186,10 +194,7 @@ def run(tmp, www, cache, mnt, ngx):
             files.append(f)
     # a model of 4 tensors of 1 MiB: bigger than the first blocks, so that
     # tensor reads need requests of their own
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", os.path.join(www, "big.gguf"), "--tensor-mb", "1",
-                        "--n-tensors", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    make_model(os.path.join(www, "big.gguf"), 1, 4)
     files.append("big.gguf")
     shared = J.shared_models()
     for s in shared:
@@ -372,10 +377,7 @@ def check_readahead(tmp, ngx, mnt):
     """A reader of tensor N gets N+1 fetched ahead, not N+2; small reads
     never cost one request each."""
     model = os.path.join(ngx.www, "ra.gguf")
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "16", "--n-tensors", "4"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    make_model(model, 16, 4)
     url = ngx.url("ra.gguf")
     with J.Mounted(url, mnt, args=["-o", "cache=" + os.path.join(tmp, "c-ra")]):
         td = os.path.join(mnt, "tensors")
@@ -421,10 +423,7 @@ def check_hot(tmp, ngx, mnt):
     forwards, gives the file's bytes; the cache file was written past the
     page cache (direct I/O) where its filesystem allows it."""
     model = os.path.join(ngx.www, "hot.gguf")
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "120", "--n-tensors", "5"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    make_model(model, 120, 5)
     want = open(model, "rb").read()
     c = os.path.join(tmp, "c-hot")
     name = os.path.join(mnt, "hot.gguf")
@@ -465,10 +464,7 @@ def check_hot_shards(tmp, ngx, mnt):
     source may hold (64 MiB of runs, 32 MiB of spare buffers, the fetches
     in flight), not three times that."""
     model = os.path.join(tmp, "hs.gguf")
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", model, "--tensor-mb", "300", "--n-tensors", "6"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+    make_model(model, 300, 6)
     prefix = os.path.join(ngx.www, "hs")
     p = subprocess.run([J.tool("MKSPLIT"), model, prefix, "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:

@@ -168,9 +168,7 @@ def run():
         check_refusals(sources[0], d, mnt)
         J.log("ok: missing, foreign and non-first shards refused with one line naming the shard")
     finally:
-        if J.mountinfo_entry(mnt) is not None:
-            J.unmount(mnt, [])
-        shutil.rmtree(d, ignore_errors=True)
+        J.cleanup(mnt, d)
 
 
 if __name__ == "__main__":
