@@ -558,12 +558,21 @@ struct gfs_remote_opts {
     double net_timeout;      /* -o net_timeout=SECONDS, 0: default */
     int retries;             /* -o net_retries=N, -1: default */
     int hf;                  /* the source given was hf:// (HF_TOKEN) */
+    uint64_t max_header;     /* -o max_header=SIZE, 0: GFS_MAX_HEADER */
 };
+/* The default bound on a remote file's header (each shard's, and an
+ * overlay's source's): about 16 times the largest of today's models (a
+ * 200k-token BPE vocabulary with its merges: about 15 MiB). */
+#define GFS_MAX_HEADER ((uint64_t)256 << 20)
 /* True if source names a remote file (http://, https://, hf://). */
 int gfs_remote_is(const char *source);
 /* The http(s) URL a source names (hf:// resolved); malloc'ed, or NULL
  * with msg. */
 char *gfs_remote_resolve(const char *source, char *msg, size_t n);
+/* url as every user may see it (/proc/mounts, the log): without user info
+ * and query string; malloc'ed.  msg: a warning when the URL carries what
+ * looks like a credential, else "".  NULL (out of memory) with msg. */
+char *gfs_remote_shown(const char *url, char *msg, size_t n);
 /* Opens url (and its sibling shards) into fs->shards / fs->n_shards and
  * fs->remote.  0, or -1 with err and bad (the file at fault). */
 int gfs_remote_open(struct gfs *fs, const char *url,

@@ -40,6 +40,7 @@ enum {
     KEY_CACHE_MAX,
     KEY_NET_TIMEOUT,
     KEY_NET_RETRIES,
+    KEY_MAX_HEADER,
     KEY_PASSTHROUGH
 };
 
@@ -85,7 +86,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("header=%s", remote.header_file, 0),
     FUSE_OPT_KEY("cache_max=", KEY_CACHE_MAX),
     FUSE_OPT_KEY("net_timeout=", KEY_NET_TIMEOUT),
-    FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES), FUSE_OPT_END};
+    FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES),
+    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER), FUSE_OPT_END};
 
 /* ---- usage errors ----------------------------------------------------
  * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,
@@ -228,8 +230,10 @@ static int remote_opt(struct gfs_opts *o, const char *arg, int key) {
     double t;
     switch (key) {
     case KEY_CACHE_MAX:
-        if (parse_size(val, 0, SIZE_MAX >> 1, &sz) == 0) {
-            o->remote.cache_max = sz;
+    case KEY_MAX_HEADER:
+        if (parse_size(val, key == KEY_MAX_HEADER, SIZE_MAX >> 1, &sz) == 0) {
+            *(key == KEY_CACHE_MAX ? &o->remote.cache_max
+                                   : &o->remote.max_header) = sz;
             return 0;
         }
         usage_note("-o %s: the size is a number of bytes (suffix K, M or G)",
@@ -288,6 +292,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
         usage_note("-o %s: expected passthrough=auto or passthrough=off", arg);
         return -1;
     case KEY_CACHE_MAX:
+    case KEY_MAX_HEADER:
     case KEY_NET_TIMEOUT:
     case KEY_NET_RETRIES:
         return remote_opt(o, arg, key);
@@ -654,7 +659,8 @@ static void usage(const char *prog) {
         "    -o cache=DIR           the cache (default ~/.cache/ggufs)\n"
         "    -o cache_max=SIZE      bound on the cache (K, M, G; default none)\n"
         "    -o net_timeout=SECONDS connect and low-speed timeout (default 15)\n"
-        "    -o net_retries=N       retries of a failed request (default 3)\n\n",
+        "    -o net_retries=N       retries of a failed request (default 3)\n"
+        "    -o max_header=SIZE     most bytes of a remote header (default 256M)\n\n",
         prog, prog, prog, prog, prog);
 }
 
@@ -672,6 +678,9 @@ struct gfs_main {
     struct gfs_opts o;
     struct gfs fs;
     char *path;            /* absolute path of the GGUF (fs.path) */
+    char *shown; /* the source as every user may see it (/proc/mounts) and
+                    the key of its state (overlay, outcome): path, or a
+                    URL without user info and query string (own copy) */
     struct gguf_file file; /* the GGUF, opened once (gguf_file_open) */
     char *live_name;       /* fs.live_name when made here */
     int locks;             /* fs's locks are initialised */
@@ -793,7 +802,7 @@ static int setup_overlay(struct gfs_main *m) {
     char ident[512];
     int remote = gfs_remote_is(m->o.file);
     if (!overlay_wanted(m)) {
-        gfs_overlay_note(m->path, m->o.file);
+        gfs_overlay_note(m->shown, m->o.file);
         return 0;
     }
     if (remote && gfs_remote_identity(&m->fs, ident, sizeof ident) != 0) {
@@ -802,7 +811,7 @@ static int setup_overlay(struct gfs_main *m) {
     }
     /* As mountinfo will show it (a bad one is reported by the mount). */
     char *mnt = realpath(m->o.mnt, NULL);
-    struct gfs_overlay_args a = {.path = m->path,
+    struct gfs_overlay_args a = {.path = m->shown,
                                  .remote_id = remote ? ident : NULL,
                                  .opt = m->o.overlay_path,
                                  .file = m->o.file,
@@ -822,16 +831,19 @@ static int open_remote(struct gfs_main *m) {
     struct gguf_error gerr = {0};
     char bad[PATH_MAX + 64], msg[512];
     m->o.remote.hf = strncmp(m->o.file, "hf://", 5) == 0;
-    if (!(m->path = gfs_remote_resolve(m->o.file, msg, sizeof msg))) {
+    if (!(m->path = gfs_remote_resolve(m->o.file, msg, sizeof msg)) ||
+        !(m->shown = gfs_remote_shown(m->path, msg, sizeof msg))) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, msg);
         return -1;
     }
+    if (msg[0]) /* a credential in the URL */
+        fprintf(stderr, "ggufs: %s: warning: %s\n", m->shown, msg);
     if (!m->o.readonly && !overlay_wanted(m)) {
         m->o.readonly = 1;
         fuse_opt_add_arg(&m->args, "-oro");
     }
     /* What an overlay mount's commit at unmount said, if nobody heard. */
-    (void)gfs_print_outcome(m->path);
+    (void)gfs_print_outcome(m->shown);
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     if (gfs_remote_open(&m->fs, m->path, &m->o.remote, flags, bad, sizeof bad,
                         &gerr) != 0) {
@@ -861,6 +873,10 @@ static int open_gguf(struct gfs_main *m) {
         return open_remote(m);
     /* Absolute: the daemon changes its directory to / when it detaches. */
     m->path = realpath(m->o.file, NULL);
+    if (m->path && !(m->shown = strdup(m->path))) {
+        free(m->path);
+        m->path = NULL;
+    }
     if (!m->path) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.file, strerror(errno));
         return -1;
@@ -966,7 +982,7 @@ static void name_live_view(struct gfs_main *m) {
 
 /* The rest of struct gfs, from the options, and its locks. */
 static void init_state(struct gfs_main *m) {
-    m->fs.path = m->path;
+    m->fs.path = m->shown; /* logs, state: the source as shown to all */
     m->fs.mnt = m->co.mountpoint ? m->co.mountpoint : m->o.mnt;
     m->fs.uid = getuid();
     m->fs.gid = getgid();
@@ -999,7 +1015,7 @@ static int mount_options(struct gfs_main *m) {
         fuse_opt_add_arg(&m->args, "-odefault_permissions") != 0)
         return -1;
     char *fsname = NULL;
-    if (fuse_opt_add_opt_escaped(&fsname, m->path) != 0)
+    if (fuse_opt_add_opt_escaped(&fsname, m->shown) != 0)
         return -1;
     char *fsopt = malloc(strlen(fsname) + 12);
     if (!fsopt) {
@@ -1100,6 +1116,7 @@ static int cleanup(struct gfs_main *m, int status) {
     free((char *)m->o.remote.header_file);
     gguf_file_close(&m->file);
     free(m->path);
+    free(m->shown);
     free(m->live_name);
     free(m->co.mountpoint);
     fuse_opt_free_args(&m->args);

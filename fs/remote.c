@@ -25,6 +25,7 @@ struct gfs_remote {
     struct gfs *fs;
     const char *query; /* the URL's query ("?..."), put back on each shard's
                           name, or "" */
+    uint64_t max_header; /* bytes of each shard's header at most */
 };
 
 /* Log lines of the sources: stderr until the mount is set up, then the
@@ -75,8 +76,12 @@ static enum gguf_status open_one(void *u, const char *name, unsigned flags,
     }
     r->src = v;
     r->src[r->n++] = s;
-    struct gguf_reader rd = {
-        .read = src_read, .u = s, .size = rmt_size(s), .first_chunk = 65536};
+    /* The server's size is only a claim: the header read is bounded. */
+    struct gguf_reader rd = {.read = src_read,
+                             .u = s,
+                             .size = rmt_size(s),
+                             .first_chunk = 65536,
+                             .max_header = r->max_header};
     return gguf_open_reader(out, &rd, rmt_url(s), flags, err);
 }
 
@@ -118,6 +123,7 @@ int gfs_remote_open(struct gfs *fs, const char *url,
                                 .retries = o->retries,
                                 .log = remote_log,
                                 .log_u = fs};
+    r->max_header = o->max_header ? o->max_header : GFS_MAX_HEADER;
     fs->remote = r;
     /* Shards are found by the name their path ends in; a query string
      * (a download link's "?download=true") is the same for every shard.
@@ -160,6 +166,21 @@ int gfs_remote_is(const char *source) {
 
 char *gfs_remote_resolve(const char *source, char *msg, size_t n) {
     return rmt_resolve(source, msg, n);
+}
+
+char *gfs_remote_shown(const char *url, char *msg, size_t n) {
+    char what[80];
+    char *shown = rmt_display_url(url);
+    msg[0] = '\0';
+    if (!shown)
+        snprintf(msg, n, "out of memory");
+    else if (rmt_url_secret(url, what, sizeof what))
+        snprintf(msg, n,
+                 "the URL carries what looks like a credential (%s): every "
+                 "user sees it in ps(1); put secrets in -o header=FILE or "
+                 "the environment (HF_TOKEN)",
+                 what);
+    return shown;
 }
 
 /* Readahead: the end of the tensor after the one holding pos (a reader of

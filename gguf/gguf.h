@@ -225,6 +225,11 @@ struct gguf_reader {
     void *u;
     uint64_t size;        /* bytes in the source */
     uint64_t first_chunk; /* bytes of the first read; 0: 1 MiB */
+    /* The most header bytes read (0: size).  A source whose size is only
+     * a claim (a server's) bounds with it what the parser reads and keeps:
+     * a header that needs more is refused (GGUF_E_FORMAT) before it is
+     * read. */
+    uint64_t max_header;
 };
 /* Parses and validates the header read through rd, as gguf_open does.
  * The context has no file descriptor (gguf_fd is -1) and name (a URL) as

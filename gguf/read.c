@@ -89,13 +89,21 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
         return GGUF_OK;
     if (end > pr->size)
         return fail(pr, GGUF_E_FORMAT, "internal: read past the end requested");
+    uint64_t limit = pr->size;
+    if (pr->rd && pr->rd->max_header && pr->rd->max_header < limit)
+        limit = pr->rd->max_header;
+    if (end > limit)
+        return fail(pr, GGUF_E_FORMAT,
+                    "the header needs more than %llu bytes (at least %llu), "
+                    "past the bound max_header",
+                    U(limit), U(end));
     uint64_t first = pr->rd && pr->rd->first_chunk ? pr->rd->first_chunk
                                                    : FIRST_CHUNK;
     uint64_t target = pr->have ? pr->have * 2 : first;
     if (target < end)
         target = end;
-    if (target > pr->size)
-        target = pr->size;
+    if (target > limit)
+        target = limit;
     if (target > SIZE_MAX)
         return fail(pr, GGUF_E_NOMEM,
                     "header of %llu bytes does not fit in memory", U(target));

@@ -30,7 +30,7 @@
 #define LOG_BURST 20
 #define LOG_PER_SEC 1.0
 
-static double now_s(void) {
+double rmt_now(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + now.tv_nsec / 1e9;
@@ -39,7 +39,7 @@ static double now_s(void) {
 /* Whether a line may be written now (a token of the bucket taken), and
  * how many were left out before it.  Caller holds h->log_mu. */
 static int log_allowed(struct rmt_http *h, uint64_t *dropped) {
-    double t = now_s();
+    double t = rmt_now();
     h->log_tokens += (t - h->log_last) * LOG_PER_SEC;
     if (h->log_tokens > LOG_BURST)
         h->log_tokens = LOG_BURST;
@@ -62,7 +62,7 @@ void rmt_logf(struct rmt_http *h, const char *fmt, ...) {
     pthread_mutex_unlock(&h->log_mu);
     if (!ok || !h->log)
         return;
-    int k = snprintf(line, sizeof line, "%s: ", h->url ? h->url : "?");
+    int k = snprintf(line, sizeof line, "%s: ", h->shown ? h->shown : "?");
     va_list ap;
     va_start(ap, fmt);
     if (k > 0 && (size_t)k < sizeof line)
@@ -73,70 +73,6 @@ void rmt_logf(struct rmt_http *h, const char *fmt, ...) {
                  " (%llu lines like it left out before this one)",
                  (unsigned long long)dropped);
     h->log(h->log_u, line);
-}
-
-int rmt_is_url(const char *s) {
-    return s && (strncmp(s, "http://", 7) == 0 ||
-                 strncmp(s, "https://", 8) == 0 || strncmp(s, "hf://", 5) == 0);
-}
-
-/* scheme://host:port of url into out; 0 or -1. */
-static int origin_of(const char *url, char *out, size_t n) {
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL;
-    int r = -1;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
-            CURLUE_OK) {
-        for (char *p = host; *p; p++)
-            if (*p >= 'A' && *p <= 'Z')
-                *p = (char)(*p - 'A' + 'a');
-        int k = snprintf(out, n, "%s://%s:%s", scheme, host, port);
-        r = k > 0 && (size_t)k < n ? 0 : -1;
-    }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return r;
-}
-
-/* hf://OWNER/REPO/PATH[@REVISION] as the Hub's resolve URL; a copy of url
- * for http(s).  NULL with msg. */
-char *rmt_resolve(const char *url, char *msg, size_t n) {
-    char *out = NULL;
-    if (strncmp(url, "hf://", 5) != 0)
-        return strdup(url);
-    const char *p = url + 5, *s1 = strchr(p, '/');
-    const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-    if (!s1 || !s2 || s1 == p || s2 == s1 + 1 || !s2[1]) {
-        snprintf(msg, n, "an hf:// source is hf://OWNER/REPO/PATH[@REVISION]");
-        return NULL;
-    }
-    const char *path = s2 + 1, *at = strrchr(path, '@');
-    size_t plen = at ? (size_t)(at - path) : strlen(path);
-    const char *rev = at ? at + 1 : "main";
-    if (!plen || !*rev) {
-        snprintf(msg, n, "empty path or revision in the hf:// source");
-        return NULL;
-    }
-    const char *ep = getenv("HF_ENDPOINT");
-    if (!ep || !*ep)
-        ep = "https://huggingface.co";
-    size_t elen = strlen(ep);
-    while (elen && ep[elen - 1] == '/')
-        elen--;
-    /* A revision such as refs/pr/1 is one path segment. */
-    char *erev = curl_easy_escape(NULL, rev, 0);
-    if (erev && asprintf(&out, "%.*s/%.*s/resolve/%s/%.*s", (int)elen, ep,
-                         (int)(s2 - p), p, erev, (int)plen, path) < 0)
-        out = NULL;
-    curl_free(erev);
-    if (!out)
-        snprintf(msg, n, "out of memory");
-    return out;
 }
 
 /* The header file: "Name: value" lines; blank lines and lines starting
@@ -204,83 +140,36 @@ static int make_creds(struct rmt_http *h, int hf, char *msg, size_t n) {
 /* ---- one request --------------------------------------------------------- */
 
 struct resp {
-    long status;
-    char etag[256], lastmod[64], accept_ranges[32];
-    uint64_t cr_total, clen;
-    int has_cr, has_clen;
-    uint8_t *buf; /* the body goes here */
-    size_t want, got;
-    int ranged, bad_body; /* body not what was asked: abort */
-    int probing; /* a ranged GET instead of HEAD: no identity to check yet */
+    struct rmt_answer a; /* the headers (answer.c) */
+    struct rmt_ask q;    /* what was asked, what the body brought */
+    uint8_t *buf;        /* the body goes here (q.len bytes) */
+    int bad_body;        /* the body was refused: the transfer aborted */
 };
 
-static void copy_value(char *dst, size_t n, const char *v, size_t len) {
-    while (len &&
-           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-        len--;
-    while (len && *v == ' ')
-        v++, len--;
-    if (len >= n)
-        len = n - 1;
-    memcpy(dst, v, len);
-    dst[len] = '\0';
-}
-
 static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
-    struct resp *r = u;
-    size_t len = sz * nm;
-    char v[256];
-    if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
-        const char *sp = memchr(p, ' ', len);
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        r->etag[0] = r->lastmod[0] = r->accept_ranges[0] = '\0';
-        r->has_cr = r->has_clen = 0;
-        return len;
-    }
-    const char *colon = memchr(p, ':', len);
-    if (!colon)
-        return len;
-    size_t kl = (size_t)(colon - p);
-    const char *val = colon + 1;
-    size_t vl = len - kl - 1;
-#define IS(k) (kl == strlen(k) && strncasecmp(p, k, kl) == 0)
-    if (IS("etag"))
-        copy_value(r->etag, sizeof r->etag, val, vl);
-    else if (IS("last-modified"))
-        copy_value(r->lastmod, sizeof r->lastmod, val, vl);
-    else if (IS("accept-ranges"))
-        copy_value(r->accept_ranges, sizeof r->accept_ranges, val, vl);
-    else if (IS("content-length")) {
-        copy_value(v, sizeof v, val, vl);
-        r->clen = strtoull(v, NULL, 10);
-        r->has_clen = 1;
-    } else if (IS("content-range")) {
-        copy_value(v, sizeof v, val, vl);
-        const char *slash = strchr(v, '/');
-        if (strncmp(v, "bytes ", 6) == 0 && slash && slash[1] != '*') {
-            r->cr_total = strtoull(slash + 1, NULL, 10);
-            r->has_cr = 1;
-        }
-    }
-#undef IS
-    return len;
+    rmt_answer_line(&((struct resp *)u)->a, p, sz * nm);
+    return sz * nm;
 }
 
+/* The body, where it is what was asked: of a 206, at most q.len bytes, not
+ * encoded.  Anything else aborts the transfer (answer.c's rule 1 then
+ * says why). */
 static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
     struct resp *r = u;
     size_t len = sz * nm;
-    if (r->status < 200 || r->status >= 300)
+    if (r->a.status < 200 || r->a.status >= 300)
         return len; /* an error page or a redirect's body: ignored */
-    if (r->ranged && r->status != 206) {
-        r->bad_body = 1; /* the whole file: not what we want */
-        return 0;
-    }
-    if (len > r->want - r->got) {
+    if (r->a.status != 206 || !rmt_answer_identity_encoding(&r->a)) {
         r->bad_body = 1;
         return 0;
     }
-    memcpy(r->buf + r->got, p, len);
-    r->got += len;
+    if (len > r->q.len - r->q.got) {
+        r->q.overlong = 1;
+        r->bad_body = 1;
+        return 0;
+    }
+    memcpy(r->buf + r->q.got, p, len);
+    r->q.got += len;
     return len;
 }
 
@@ -312,21 +201,33 @@ static int on_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut,
     return atomic_load(&((struct rmt_http *)u)->closing);
 }
 
-/* One request of url (no redirect followed): HEAD if !r->ranged, else a
- * GET of [off, off + r->want).  creds: send the credentials. */
+/* Seconds left before deadline (a CLOCK_MONOTONIC time; 0: none, then
+ * 1e9). */
+static double left_s(double deadline) {
+    return deadline > 0 ? deadline - rmt_now() : 1e9;
+}
+
+/* One request of url (no redirect followed): HEAD if r->q.head, else a
+ * GET of [off, off + r->q.len).  creds: send the credentials.  The
+ * request ends by deadline (rmt_http_get). */
 static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
-                        uint64_t off, struct resp *r, char *errbuf) {
+                        struct resp *r, double deadline, char *errbuf) {
     struct curl_slist *hd = NULL;
     char line[400], range[64];
     for (struct curl_slist *s = creds ? h->creds : NULL; s; s = s->next)
         hd = curl_slist_append(hd, s->data);
-    if (r->ranged && h->id.etag[0]) {
+    /* Model bytes as they are on the server, never compressed. */
+    hd = curl_slist_append(hd, "Accept-Encoding: identity");
+    if (!r->q.head && !r->q.probing && h->id.etag[0]) {
         snprintf(line, sizeof line, "If-Match: %s", h->id.etag);
         hd = curl_slist_append(hd, line);
-    } else if (r->ranged && h->id.lastmod[0]) {
+    } else if (!r->q.head && !r->q.probing && h->id.lastmod[0]) {
         snprintf(line, sizeof line, "If-Unmodified-Since: %s", h->id.lastmod);
         hd = curl_slist_append(hd, line);
     }
+    double bound = h->timeout * 8, left = left_s(deadline);
+    if (left < bound)
+        bound = left > 0.001 ? left : 0.001;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -337,7 +238,7 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
                      (long)(h->timeout < 1 ? 1 : h->timeout));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 8000));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(bound * 1000));
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
@@ -348,9 +249,9 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    if (r->ranged) {
-        snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
-                 (unsigned long long)(off + r->want - 1));
+    if (!r->q.head) {
+        snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)r->q.off,
+                 (unsigned long long)(r->q.off + r->q.len - 1));
         curl_easy_setopt(c, CURLOPT_RANGE, range);
         atomic_fetch_add(&h->n_ranged, 1);
     } else {
@@ -363,82 +264,54 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     return rc;
 }
 
-enum outcome { OK, TRANSIENT, FATAL, CHANGED };
-
-/* Checks a ranged answer against the identity. */
-static enum outcome check_ranged(struct rmt_http *h, const struct resp *r,
-                                 char *msg, size_t n) {
-    if (r->probing && r->status == 206 && !r->has_cr) {
-        snprintf(msg, n, "a ranged answer without Content-Range");
-        return FATAL;
-    }
-    if (r->probing && r->status == 206)
-        return r->got == r->want ? OK : TRANSIENT;
-    if (r->status == 412 ||
-        (r->status == 206 && r->has_cr && r->cr_total != h->id.size)) {
-        snprintf(msg, n,
-                 "the file changed on the server since it was "
-                 "mounted (%s)",
-                 r->status == 412 ? "precondition failed" : "another size");
-        return CHANGED;
-    }
-    if (r->status == 206 &&
-        ((h->id.etag[0] && r->etag[0] && strcmp(r->etag, h->id.etag) != 0) ||
-         (h->id.lastmod[0] && r->lastmod[0] &&
-          strcmp(r->lastmod, h->id.lastmod) != 0))) {
-        snprintf(msg, n,
-                 "the file changed on the server since it was "
-                 "mounted (ETag %s, was %s)",
-                 r->etag[0] ? r->etag : r->lastmod,
-                 h->id.etag[0] ? h->id.etag : h->id.lastmod);
-        return CHANGED;
-    }
-    if (r->status >= 200 && r->status < 300 && r->status != 206) {
-        snprintf(msg, n, "the server ignores Range requests (HTTP %ld)",
-                 r->status);
-        return FATAL;
-    }
-    if (r->status == 206 && (!r->has_cr || r->got != r->want)) {
-        snprintf(msg, n, "short or malformed ranged answer (%zu of %zu bytes)",
-                 r->got, r->want);
-        return TRANSIENT;
-    }
-    return r->status == 206 ? OK : FATAL;
+/* Errors of a TLS handshake: an https:// URL whose server speaks plain
+ * HTTP, a certificate that does not verify.  Retrying changes nothing. */
+static int tls_error(CURLcode rc) {
+    return rc == CURLE_SSL_CONNECT_ERROR ||
+           rc == CURLE_PEER_FAILED_VERIFICATION ||
+           rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE ||
+           rc == CURLE_SSL_ISSUER_ERROR;
 }
 
 /* A request with its redirects followed (credentials only to h->origin),
- * classified.  *redirected: the chain left the first URL. */
-static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
-                                 struct resp *r, int *redirected, char *msg,
-                                 size_t n) {
+ * judged (answer.c).  *redirected: the chain left the first URL. */
+static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
+                                     struct resp *r, double deadline,
+                                     int *redirected, char *msg, size_t n) {
     char errbuf[CURL_ERROR_SIZE];
     pthread_mutex_lock(&h->mu);
     char *url = strdup(h->eff ? h->eff : h->url);
     pthread_mutex_unlock(&h->mu);
     *redirected = 0;
-    enum outcome o = FATAL;
+    enum rmt_verdict o = RMT_FATAL;
     for (int hop = 0; url; hop++) {
         char org[512];
-        int creds =
-            origin_of(url, org, sizeof org) == 0 && strcmp(org, h->origin) == 0;
-        r->got = 0;
+        int creds = rmt_origin(url, org, sizeof org) == 0 &&
+                    strcmp(org, h->origin) == 0;
+        r->q.got = 0;
+        r->q.overlong = 0;
         r->bad_body = 0;
-        r->status = 0;
-        CURLcode rc = perform(h, c, url, creds, off, r, errbuf);
+        r->a = (struct rmt_answer){0};
+        CURLcode rc = perform(h, c, url, creds, r, deadline, errbuf);
         char *next = NULL;
         if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->bad_body)) {
-            snprintf(msg, n, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
-            o = TRANSIENT;
+            if (tls_error(rc))
+                snprintf(msg, n, "TLS failed (%s): is it an http:// server?",
+                         curl_easy_strerror(rc));
+            else
+                snprintf(msg, n, "%s",
+                         errbuf[0] ? errbuf : curl_easy_strerror(rc));
+            o = tls_error(rc) ? RMT_FATAL : RMT_RETRY;
             break;
         }
-        if (r->status >= 300 && r->status < 400 && r->status != 304) {
+        long st = r->a.status;
+        if (st >= 300 && st < 400 && st != 304) {
             curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
             if (!next || hop >= MAX_HOPS) {
-                snprintf(msg, n, "HTTP %ld: %s", r->status,
+                snprintf(msg, n, "HTTP %ld: %s", st,
                          next ? "too many redirects"
-                              : "redirect without "
-                                "a location");
-                o = FATAL;
+                              : "redirect without a location");
+                o = RMT_FATAL;
                 break;
             }
             free(url);
@@ -446,15 +319,8 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
             *redirected = 1;
             continue;
         }
-        if (!r->ranged)
-            o = r->status == 200 ? OK : FATAL;
-        else
-            o = check_ranged(h, r, msg, n);
-        if (o == FATAL && (r->status < 200 || r->status >= 300))
-            snprintf(msg, n, "HTTP %ld", r->status);
-        if (r->status >= 500 || r->status == 429 || r->status == 408)
-            o = TRANSIENT;
-        if (o == OK) {
+        o = rmt_answer_check(&r->a, &h->id, &r->q, msg, n);
+        if (o == RMT_OK) {
             pthread_mutex_lock(&h->mu);
             if (!h->eff || strcmp(h->eff, url) != 0) {
                 free(h->eff);
@@ -470,15 +336,19 @@ static enum outcome request_once(struct rmt_http *h, CURL *c, uint64_t off,
 }
 
 /* Sleeps ms before a retry, in steps of 50 ms, ending early once the
- * mount is closing. */
-static void backoff(struct rmt_http *h, long ms) {
+ * mount is closing or at deadline. */
+static void backoff(struct rmt_http *h, long ms, double deadline) {
+    double left = left_s(deadline) * 1000;
+    if (ms > left)
+        ms = left > 0 ? (long)left : 0;
     for (; ms > 0 && !atomic_load(&h->closing); ms -= 50)
         nanosleep(&(struct timespec){0, (ms < 50 ? ms : 50) * 1000000L}, NULL);
 }
 
-/* Sends the request (ranged or HEAD) with retries.  0 or EIO. */
-static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
-                   size_t n) {
+/* Sends the request (ranged or HEAD) with retries, all ended by deadline
+ * (0: none).  0 or EIO (ENOMEM). */
+static int request(struct rmt_http *h, struct resp *r, double deadline,
+                   char *msg, size_t n) {
     CURL *c = handle_get(h);
     int reresolved = 0, err = EIO;
     if (!c) {
@@ -491,12 +361,15 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
             snprintf(msg, n, "the mount is closing");
             break;
         }
-        enum outcome o = request_once(h, c, off, r, &redirected, msg, n);
-        if (o == OK) {
+        if (attempt && left_s(deadline) <= 0)
+            break; /* msg says what the last try got */
+        enum rmt_verdict o =
+            request_once(h, c, r, deadline, &redirected, msg, n);
+        if (o == RMT_OK) {
             err = 0;
             break;
         }
-        if (o == CHANGED) {
+        if (o == RMT_CHANGED) {
             if (!atomic_exchange(&h->changed, 1))
                 rmt_logf(h,
                          "%s; reads of bytes not cached fail with EIO "
@@ -504,8 +377,8 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
                          msg);
             break;
         }
-        if (o == FATAL && (r->status == 403 || r->status == 410) &&
-            !reresolved) {
+        long st = r->a.status;
+        if (o == RMT_FATAL && (st == 403 || st == 410) && !reresolved) {
             /* An expired signed URL: resolve again from the original. */
             pthread_mutex_lock(&h->mu);
             int had = h->eff != NULL;
@@ -518,23 +391,30 @@ static int request(struct rmt_http *h, uint64_t off, struct resp *r, char *msg,
                 continue;
             }
         }
-        if (o == FATAL)
+        if (o == RMT_FATAL)
             break;
         if (attempt < h->retries)
-            backoff(h, 500L << (attempt < 10 ? attempt : 10));
+            backoff(h, 500L << (attempt < 10 ? attempt : 10), deadline);
     }
     handle_put(h, c);
     return err;
 }
 
+double rmt_http_bound(const struct rmt_http *h) {
+    double backoffs = 0;
+    for (int a = 0; a < h->retries; a++)
+        backoffs += 0.5 * (double)(1L << (a < 10 ? a : 10));
+    return h->timeout * 8 * (h->retries + 1) + backoffs;
+}
+
 int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
-                 char *msg, size_t msgn) {
+                 double deadline, char *msg, size_t msgn) {
     if (atomic_load(&h->changed)) {
         snprintf(msg, msgn, "the file changed on the server");
         return EIO;
     }
-    struct resp r = {.buf = buf, .want = n, .ranged = 1};
-    return request(h, off, &r, msg, msgn);
+    struct resp r = {.buf = buf, .q = {.off = off, .len = n}};
+    return request(h, &r, deadline, msg, msgn);
 }
 
 /* ---- opening ----------------------------------------------------------- */
@@ -550,12 +430,16 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->log_mu, NULL);
     h->log_tokens = LOG_BURST;
-    h->log_last = now_s();
+    h->log_last = rmt_now();
     h->timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
     h->retries = retries >= 0 ? retries : DEFAULT_RETRIES;
-    if (!(h->url = rmt_resolve(url, msg, n)))
+    if (!(h->url = rmt_resolve(url, msg, n)) ||
+        !(h->shown = rmt_display_url(h->url))) {
+        if (h->url)
+            snprintf(msg, n, "out of memory");
         return -1;
-    if (origin_of(h->url, h->origin, sizeof h->origin) != 0) {
+    }
+    if (rmt_origin(h->url, h->origin, sizeof h->origin) != 0) {
         snprintf(msg, n, "not a valid http(s) URL");
         return -1;
     }
@@ -563,7 +447,7 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
 }
 
 /* The size and identity from the probe's answer r.  0. */
-static int take_identity(struct rmt_http *h, const struct resp *r) {
+static int take_identity(struct rmt_http *h, const struct rmt_answer *r) {
     h->id.size = r->clen;
     if (r->etag[0] && strncmp(r->etag, "W/", 2) != 0)
         snprintf(h->id.etag, sizeof h->id.etag, "%s", r->etag);
@@ -585,40 +469,43 @@ static int take_identity(struct rmt_http *h, const struct resp *r) {
  * The size is Content-Range's total.  0, or -1 with msg. */
 static int probe_get(struct rmt_http *h, struct resp *r, char *msg, size_t n) {
     uint8_t one;
-    *r = (struct resp){.buf = &one, .want = 1, .ranged = 1, .probing = 1};
-    if (request(h, 0, r, msg, n) != 0)
+    *r = (struct resp){.buf = &one, .q = {.probing = 1, .off = 0, .len = 1}};
+    if (request(h, r, 0, msg, n) != 0)
         return -1;
-    r->clen = r->cr_total;
-    r->has_clen = 1;
+    r->a.clen = r->a.cr_total;
+    r->a.has_clen = 1;
     return 0;
 }
 
 /* HEAD (or a ranged GET where HEAD is refused): the size and identity.
  * 0 or -1 with msg. */
 static int probe(struct rmt_http *h, char *msg, size_t n) {
-    struct resp r = {0};
-    int err = request(h, 0, &r, msg, n);
-    if (err && (r.status == 403 || r.status == 405 || r.status == 501))
+    struct resp r = {.q = {.head = 1}};
+    int err = request(h, &r, 0, msg, n);
+    long st = r.a.status;
+    if (err && (st == 403 || st == 405 || st == 501)) {
         err = probe_get(h, &r, msg, n);
+        st = r.a.status;
+    }
     if (err) {
-        if (r.status == 401 || r.status == 403 || r.status == 404)
-            snprintf(msg, n, "HTTP %ld (%s)", r.status,
-                     r.status == 404   ? "not found"
-                     : r.status == 401 ? "authentication required"
-                                       : "forbidden");
+        if (st == 401 || st == 403 || st == 404)
+            snprintf(msg, n, "HTTP %ld (%s)", st,
+                     st == 404   ? "not found"
+                     : st == 401 ? "authentication required"
+                                 : "forbidden");
         return -1;
     }
-    if (!r.has_clen) {
+    if (!r.a.has_clen || r.a.malformed) {
         snprintf(msg, n, "the server does not say the file's size");
         return -1;
     }
-    if (strcasecmp(r.accept_ranges, "none") == 0) {
+    if (strcasecmp(r.a.accept_ranges, "none") == 0) {
         snprintf(msg, n,
                  "the server does not support range requests "
                  "(Accept-Ranges: none)");
         return -1;
     }
-    return take_identity(h, &r);
+    return take_identity(h, &r.a);
 }
 
 int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
@@ -651,6 +538,7 @@ void rmt_http_close(struct rmt_http *h) {
     curl_slist_free_all(h->creds);
     free(h->hdr_text);
     free(h->url);
+    free(h->shown);
     free(h->eff);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->log_mu);

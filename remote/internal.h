@@ -23,9 +23,46 @@ struct rmt_ident {
     int64_t mtime;    /* Last-Modified parsed, or 0 */
 };
 
+/* ---- url.c ------------------------------------------------------------- */
+
+/* scheme://host:port of url (host in lower case) into out; 0 or -1. */
+int rmt_origin(const char *url, char *out, size_t n);
+
+/* ---- answer.c ---------------------------------------------------------- */
+
+/* What one answer said, as its header lines arrived (rmt_answer_line). */
+struct rmt_answer {
+    long status;
+    char etag[256], lastmod[64], accept_ranges[32], encoding[64];
+    uint64_t cr_first, cr_last, cr_total; /* Content-Range */
+    uint64_t clen;                        /* Content-Length */
+    int has_cr, bad_cr, has_clen;
+    int malformed; /* a header sent twice with two values, a bad number */
+};
+/* What was asked, and what the body brought. */
+struct rmt_ask {
+    int head;       /* a HEAD: no range */
+    int probing;    /* a ranged GET of byte 0 for the size: no identity yet */
+    uint64_t off, len;
+    uint64_t got;   /* body bytes received (at most len) */
+    int overlong;   /* the body went on past len */
+};
+enum rmt_verdict { RMT_OK, RMT_RETRY, RMT_FATAL, RMT_CHANGED };
+/* Takes one header line as libcurl gives it (with its CRLF); a status
+ * line starts a new answer. */
+void rmt_answer_line(struct rmt_answer *a, const char *p, size_t len);
+/* The verdict on answer a to request q for the version id (answer.c's
+ * rules); msg says why when not RMT_OK (no URL in it). */
+enum rmt_verdict rmt_answer_check(const struct rmt_answer *a,
+                                  const struct rmt_ident *id,
+                                  const struct rmt_ask *q, char *msg, size_t n);
+/* True if a carries no Content-Encoding but identity. */
+int rmt_answer_identity_encoding(const struct rmt_answer *a);
+
 /* One file on one server: URLs, credentials, idle connections. */
 struct rmt_http {
     char *url;        /* http(s) URL as resolved from what the user gave */
+    char *shown;      /* url without user info and query: for the log */
     char origin[512]; /* scheme://host:port of the user's URL: credentials
                          go there only */
     char *hdr_text;   /* the header lines credentials are made of (copied
@@ -60,10 +97,16 @@ int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
                        const char *url, char *msg, size_t n);
 void rmt_http_close(struct rmt_http *h);
 /* Fetches bytes [off, off + n) of the file's version h->id into buf,
- * retrying as remote.h says (a retry writes buf again from its start).
+ * retrying as remote.h says (a retry writes buf again from its start),
+ * every try and backoff ended by deadline (rmt_now() seconds; 0: none).
  * 0, or EIO with msg (no URL in it). */
 int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
-                 char *msg, size_t msgn);
+                 double deadline, char *msg, size_t msgn);
+/* The longest a request and its retries take (remote.h, Faults): every
+ * try's bound (8 x timeout) and every backoff. */
+double rmt_http_bound(const struct rmt_http *h);
+/* CLOCK_MONOTONIC in seconds. */
+double rmt_now(void);
 /* A line to the log, "URL: what": 20 at once at most, then one a
  * second; the next line written says how many were left out. */
 void rmt_logf(struct rmt_http *h, const char *fmt, ...)

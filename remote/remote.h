@@ -60,6 +60,14 @@ int rmt_is_url(const char *s);
 /* The http(s) URL of a source (hf:// resolved as above; http(s) copied),
  * malloc'ed; NULL with msg. */
 char *rmt_resolve(const char *url, char *msg, size_t n);
+/* url as it may be shown to everyone (/proc/mounts, logs): without user
+ * info, query string and fragment.  malloc'ed; NULL if out of memory. */
+char *rmt_display_url(const char *url);
+/* True if url carries what looks like a credential: user info, or a
+ * query parameter named like a signature, token, key, password or secret
+ * (what: its name, or "user info").  ps(1) shows a daemon's arguments to
+ * every user. */
+int rmt_url_secret(const char *url, char *what, size_t n);
 /* Opens url (http(s); resolve hf:// first, and set o->hf): reads the header file, probes the server,
  * opens the cache entry.  0, or -1 with msg (one line, no newline,
  * naming the URL and what is wrong). */

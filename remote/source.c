@@ -66,6 +66,8 @@ struct hot {
 
 struct rmt_src {
     struct rmt_http h;
+    struct rmt_opts opts; /* as given to rmt_open (pointers: the caller's,
+                             alive while the source is) */
     struct rmt_cache *cache;
     char *key;
     char ident[400];
@@ -108,14 +110,6 @@ uint64_t rmt_requests(const struct rmt_src *s) {
     return atomic_load(&s->h.n_ranged);
 }
 
-/* How long a reader may wait for a block: a request and its retries. */
-static double wait_budget(const struct rmt_src *s) {
-    double backoff = 0.5 * ((1 << (s->h.retries + 1)) - 1);
-    return s->h.timeout * 8 * (s->h.retries + 1) + backoff + 5;
-}
-
-/* Fetches blocks [b0, b0 + k) (marked FETCHING by the caller) into the
- * cache; marks them PRESENT or ABSENT and wakes waiters.  0 or errno. */
 static __thread char last_error[600];
 const char *rmt_error(void) {
     return last_error;
@@ -198,7 +192,11 @@ static struct hot *hot_find(const struct rmt_src *s, uint64_t b) {
     return NULL;
 }
 
-static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
+/* Fetches blocks [b0, b0 + k) (marked FETCHING by the caller) into the
+ * cache, by deadline (rmt_now() seconds; 0: a request's own bounds);
+ * marks them PRESENT or ABSENT and wakes waiters.  0 or EIO. */
+static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet,
+                 double deadline) {
     uint64_t off = b0 * RMT_BLOCK, len = k * RMT_BLOCK;
     if (len > s->size - off)
         len = s->size - off;
@@ -206,7 +204,8 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet) {
     uint64_t hashes[SEG_BLOCKS];
     uint8_t *buf = buf_get();
     int err =
-        buf ? rmt_http_get(&s->h, off, len, buf, msg, sizeof msg) : ENOMEM;
+        buf ? rmt_http_get(&s->h, off, len, buf, deadline, msg, sizeof msg)
+            : ENOMEM;
     if (err == ENOMEM)
         snprintf(msg, sizeof msg, "out of memory");
     if (!err) {
@@ -299,7 +298,7 @@ static void *worker(void *arg) {
         s->q_head = (s->q_head + 1) % QUEUE_MAX;
         s->q_len--;
         pthread_mutex_unlock(&s->mu);
-        if (fetch(s, j.b0, j.k, 0) == 0 && s->max)
+        if (fetch(s, j.b0, j.k, 0, 0) == 0 && s->max)
             maybe_evict(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -433,10 +432,12 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
         if (dem_end < b1)
             dem_end = b1;
     }
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    double bud = wait_budget(s);
-    deadline.tv_sec += (time_t)bud;
+    /* The read's bound (remote.h, Faults): its own requests and its waits
+     * for others' (readahead's) end by the same deadline. */
+    double bud = rmt_http_bound(&s->h), end_s = rmt_now() + bud;
+    struct timespec deadline = {
+        .tv_sec = (time_t)end_s,
+        .tv_nsec = (long)((end_s - (double)(time_t)end_s) * 1e9)};
     int err = 0;
 
     pthread_rwlock_rdlock(&s->evict);
@@ -476,7 +477,7 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
             uint64_t k = claim(s, b, dem_end > b1 ? dem_end : b1, SEG_BLOCKS);
             pthread_mutex_unlock(&s->mu);
             pthread_rwlock_unlock(&s->evict);
-            err = fetch(s, b, k, ahead == 0);
+            err = fetch(s, b, k, ahead == 0, end_s);
             pthread_rwlock_rdlock(&s->evict);
             pthread_mutex_lock(&s->mu);
             b = b0; /* evicted meanwhile? look again */
@@ -512,7 +513,11 @@ static int finish_open(struct rmt_src *s, const struct rmt_opts *o, char *msg,
         snprintf(s->ident, sizeof s->ident, "size");
     pthread_rwlock_init(&s->evict, NULL);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    pthread_condattr_t ca; /* rmt_read's deadline is CLOCK_MONOTONIC's */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->work, NULL);
     if (!(s->state = calloc(s->nb + 1, 1)) ||
         !(s->hash = calloc(s->nb + 1, sizeof *s->hash)) ||
@@ -531,8 +536,6 @@ static int finish_open(struct rmt_src *s, const struct rmt_opts *o, char *msg,
     return 0;
 }
 
-static struct rmt_opts saved_opts; /* siblings use the first's */
-
 int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
              char *msg, size_t n) {
     struct rmt_src *s = calloc(1, sizeof *s);
@@ -543,13 +546,13 @@ int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
     }
     s->h.log = o->log ? o->log : log_stderr;
     s->h.log_u = o->log_u;
+    s->opts = *o; /* siblings are opened with the first's */
     if (rmt_http_open(&s->h, url, o->header_file, o->hf, o->timeout, o->retries,
                       msg, n) != 0 ||
         finish_open(s, o, msg, n) != 0) {
         rmt_close(s);
         return -1;
     }
-    saved_opts = *o;
     *out = s;
     return 0;
 }
@@ -563,7 +566,7 @@ int rmt_open_sibling(const struct rmt_src *first, const char *url,
         return -1;
     }
     if (rmt_http_open_like(&s->h, &first->h, url, msg, n) != 0 ||
-        finish_open(s, &saved_opts, msg, n) != 0) {
+        finish_open(s, &first->opts, msg, n) != 0) {
         rmt_close(s);
         return -1;
     }
