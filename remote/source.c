@@ -22,7 +22,14 @@
  * spare buffers and one buffer per fetch in flight, whatever the number
  * of shards.
  *
- * Locks: mu guards a source's states, ticks and queue (cv: a block left
+ * Failures.  A run whose fetch failed is remembered for FAILED_FOR
+ * seconds (the last N_FAILED runs): a read that needs one of its blocks
+ * then fails at once with the same error instead of waiting for the
+ * network again.  The kernel asks again page by page after a failed
+ * read, and readers retry: without it, one read(2) of a server that
+ * trickles would wait the bound (remote.h, Faults) two or three times.
+ *
+ * Locks: mu guards a source's states, ticks, failures and queue (cv: a block left
  * FETCHING; work: a job was queued).  evict (rwlock) is taken before mu:
  * readers hold it for reading from the state check to the end of their
  * copy, eviction for writing (trywrlock: a fetcher never waits for
@@ -47,11 +54,20 @@
 #define HOT_MAX (2 * RA_WINDOW)            /* bytes of hot runs kept */
 #define FREE_MAX 4                         /* spare buffers kept */
 #define HUGE_ALIGN ((size_t)2 << 20)       /* x86-64's huge page */
+#define N_FAILED 8                         /* failed runs remembered */
+#define FAILED_FOR 2.0                     /* seconds a failure stands */
 
 enum { ABSENT, FETCHING, RECORDED, PRESENT };
 
 struct job {
     uint64_t b0, k;
+};
+
+/* A run whose fetch failed just now (see Failures). */
+struct failed {
+    uint64_t b0, k;
+    double until; /* rmt_now() seconds */
+    char msg[200];
 };
 
 /* A run fetched in this mount, kept in memory (see Hot runs). */
@@ -83,6 +99,8 @@ struct rmt_src {
     int q_head, q_len;
     pthread_t workers[N_WORKERS];
     int n_workers, stop;
+    struct failed failed[N_FAILED]; /* runs whose fetch failed lately */
+    int n_failed;
 };
 
 /* Hot runs and spare buffers of all sources (Locks: pool.mu). */
@@ -228,6 +246,11 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet,
         rmt_logf(&s->h, "reading bytes %llu-%llu: %s", (unsigned long long)off,
                  (unsigned long long)(off + len - 1), msg);
     pthread_mutex_lock(&s->mu);
+    if (err && !atomic_load(&s->h.closing)) {
+        struct failed *f = &s->failed[s->n_failed++ % N_FAILED];
+        *f = (struct failed){.b0 = b0, .k = k, .until = rmt_now() + FAILED_FOR};
+        snprintf(f->msg, sizeof f->msg, "%s", msg);
+    }
     for (uint64_t i = 0; i < k; i++) {
         s->state[b0 + i] = err ? ABSENT : PRESENT;
         if (!err) {
@@ -417,6 +440,23 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
     return err;
 }
 
+/* EIO if block b's fetch failed within FAILED_FOR seconds (last_error
+ * says what it got), else 0.  Caller holds mu. */
+static int failed_lately(struct rmt_src *s, uint64_t b) {
+    double now = rmt_now();
+    for (int i = 0; i < N_FAILED && i < s->n_failed; i++) {
+        const struct failed *f = &s->failed[i];
+        if (b >= f->b0 && b < f->b0 + f->k && now < f->until) {
+            snprintf(last_error, sizeof last_error,
+                     "reading bytes %llu-: %s (%.0f s ago)",
+                     (unsigned long long)(f->b0 * RMT_BLOCK), f->msg,
+                     now - (f->until - FAILED_FOR));
+            return EIO;
+        }
+    }
+    return 0;
+}
+
 int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
              uint64_t ahead) {
     if (n == 0)
@@ -472,6 +512,8 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
                 err = EIO;
                 break;
             }
+            if ((err = failed_lately(s, b)))
+                break;
             /* Fetching needs no evict lock: give it up meanwhile, so an
              * eviction after another fetch is not held off. */
             uint64_t k = claim(s, b, dem_end > b1 ? dem_end : b1, SEG_BLOCKS);

@@ -13,10 +13,25 @@ URLs are /MODE/NAME for a file NAME of the served directory:
            no byte (until .stall is cleared)
   nohead   HEAD gets 405 (Method Not Allowed); GET serves
   getonly  HEAD gets 403, as an object store's URL signed for GET only
+Hostile answers (issue 20), honest until .evil is set:
+  shifted  206 with the bytes of 0-(B-A) and Content-Range "bytes 0-(B-A)/SIZE"
+           for a request of A-B (a CDN that aligns ranges)
+  gzip     206 of the range asked, gzip-compressed, Content-Encoding: gzip
+  overlong 206 of the range asked without Content-Length, then 100 bytes
+           more in a later packet, then the connection closed
+  trickle  206 headers, then the body at 8 KiB/s
+Versions without validators (issue 20):
+  proxy    once .changed is set: another version (other bytes), no ETag,
+           If-Match ignored (a proxy that drops both)
+  proxylm  HEAD and 206 send Last-Modified only; once .changed is set:
+           another version, no Last-Modified, If-Unmodified-Since ignored
+  claim    the file is said to be CLAIM bytes longer than it is (HEAD and
+           Content-Range); bytes past its end read as zeros
 Otherwise HEAD answers with Content-Length, a strong ETag, Last-Modified and
 Accept-Ranges.  .faults counts the faults injected.
 """
 import email.utils
+import gzip
 import http.server
 import os
 import re
@@ -66,16 +81,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except OSError:
             return mode, None, None
         etag = '"v1-%d"' % len(data)
-        if mode == "change" and self.server.ctl.changed:
+        if mode in ("change", "proxy", "proxylm") and self.server.ctl.changed:
             data = bytes(b ^ 0x5a for b in data)
             etag = '"v2-%d"' % len(data)
+        if mode == "claim":
+            data = _Claimed(data, CLAIM)
+            etag = '"claim-%d"' % len(data)
         return mode, data, etag
 
-    def _headers(self, code, n, etag, extra=()):
+    def _headers(self, code, n, etag, extra=(), mode=""):
+        changed = self.server.ctl.changed
         self.send_response(code)
-        self.send_header("Content-Length", str(n))
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", email.utils.formatdate(1700000000, usegmt=True))
+        if n is not None:
+            self.send_header("Content-Length", str(n))
+        if not (mode == "proxylm" or (mode == "proxy" and changed)):
+            self.send_header("ETag", etag)
+        if not (mode == "proxylm" and changed):
+            self.send_header("Last-Modified", email.utils.formatdate(1700000000, usegmt=True))
         self.send_header("Accept-Ranges", "bytes")
         for k, v in extra:
             self.send_header(k, v)
@@ -102,7 +124,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if f and f[0] in ("nohead", "getonly"):
             self._empty(405 if f[0] == "nohead" else 403)
         elif f:
-            self._headers(200, len(f[1]), f[2])
+            self._headers(200, len(f[1]), f[2], mode=f[0])
 
     def do_GET(self):
         ctl = self.server.ctl
@@ -116,11 +138,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
             return
         im = self.headers.get("If-Match")
-        if im is not None and im != etag:
+        if im is not None and im != etag and mode != "proxy":
             self._empty(412)
             return
         a, b = int(rng.group(1)), min(int(rng.group(2)), len(data) - 1)
         body = data[a:b + 1]
+        if ctl.evil and self._hostile(mode, data, etag, a, b, body):
+            return
         with ctl.lock:
             ctl.n += 1
             n = ctl.n
@@ -144,8 +168,70 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(0.05)
             self.close_connection = True
             return
-        self._headers(206, len(body), etag, cr)
+        self._headers(206, len(body), etag, cr, mode=mode)
         self.wfile.write(body)
+
+    def _hostile(self, mode, data, etag, a, b, body):
+        """The hostile answers to a request of bytes a-b; True if answered."""
+        ctl = self.server.ctl
+        size = len(data)
+        if mode == "shifted":
+            ctl.faults += 1
+            cr = [("Content-Range", "bytes 0-%d/%d" % (b - a, size))]
+            self._headers(206, b - a + 1, etag, cr)
+            self.wfile.write(data[0:b - a + 1])
+            return True
+        if mode == "gzip":
+            ctl.faults += 1
+            z = gzip.compress(body)
+            cr = [("Content-Range", "bytes %d-%d/%d" % (a, b, size)), ("Content-Encoding", "gzip")]
+            self._headers(206, len(z), etag, cr)
+            self.wfile.write(z)
+            return True
+        cr = [("Content-Range", "bytes %d-%d/%d" % (a, b, size)), ("Connection", "close")]
+        if mode == "overlong":
+            ctl.faults += 1
+            self._headers(206, None, etag, cr)
+            self.wfile.write(body)
+            self.wfile.flush()
+            time.sleep(0.05)
+            self.wfile.write(b"\xee" * 100)
+            self.wfile.flush()
+            self.close_connection = True
+            return True
+        if mode == "trickle":
+            ctl.faults += 1
+            self._headers(206, len(body), etag, cr)
+            try:
+                for i in range(0, len(body), 4096):
+                    if ctl.stopping:
+                        break
+                    self.wfile.write(body[i:i + 4096])
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:
+                pass
+            self.close_connection = True
+            return True
+        return False
+
+
+CLAIM = 16 << 30  # what mode claim adds to a file's size
+
+
+class _Claimed:
+    """A file's bytes, said to be n bytes longer: zeros past the end."""
+
+    def __init__(self, data, n):
+        self.data, self.n = data, n
+
+    def __len__(self):
+        return len(self.data) + self.n
+
+    def __getitem__(self, sl):
+        a, b = sl.start, sl.stop
+        head = self.data[a:b]
+        return head + bytes(max(0, (b - a) - len(head)))
 
 
 class _Quiet(http.server.ThreadingHTTPServer):
@@ -169,7 +255,7 @@ class Server:
 
     def reset(self):
         self.n = self.faults = self.resolves = self.sig_gen = 0
-        self.changed = self.stall = False
+        self.changed = self.stall = self.evil = False
 
     def url(self, mode, name):
         return "http://127.0.0.1:%d/%s/%s" % (self.port, mode, name)
