@@ -9,8 +9,9 @@
  * values maps to whole blocks of the data, converted alone: a converter
  * takes whole blocks and writes blck floats per block.
  *
- * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1 and q8_0
- * (docs/format.md, Tensor block formats).  Every other type is converted
+ * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0
+ * and q2_K, q3_K, q4_K, q5_K, q6_K (docs/format.md, Tensor block
+ * formats).  Every other type is converted
  * by ggml's libggml-base, dlopen'ed (RTLD_LOCAL) from a list of usual
  * places or a path, and trusted only once the name, block size and block
  * bytes it reports for every type ggufs knows (ids 0-39) agree with

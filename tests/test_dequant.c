@@ -5,7 +5,10 @@
  * of converter, the extent arithmetic, and the refusals of
  * gguf_ggml_load (a missing file, one writable by others, one that is not
  * a library); with ggml's library at hand ($GGUFS_GGML_LIB or .deps), that
- * it loads and converts the types ggufs leaves to it.  The vectorized
+ * it loads and converts the types ggufs leaves to it, and that ggufs's own
+ * converters of every type (the K-quants too) equal its to_float bit for
+ * bit on many random blocks, special scales (NaNs, infinities,
+ * subnormals) included.  The vectorized
  * converters (dequant_simd.c) are judged against the portable ones.
  */
 #include "dequant.h"
@@ -183,7 +186,9 @@ START_TEST(choice_and_extent) {
     static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         ck_assert(gguf_dq_find(NULL, own[i], &dq) && !dq.ggml);
-    ck_assert(!gguf_dq_find(NULL, 12, &dq)); /* q4_K: ggml's */
+    ck_assert(gguf_dq_find(NULL, 12, &dq) && !dq.ggml); /* q4_K: own */
+    ck_assert(!gguf_dq_find(NULL, 23, &dq));            /* iq4_xs: ggml's */
+    ck_assert(!gguf_dq_find(NULL, 15, &dq)); /* q8_K: ggml has none */
     ck_assert(!gguf_dq_find(NULL, 24, &dq)); /* i8: nobody's */
     ck_assert(!gguf_dq_find(NULL, 40, &dq));
     uint64_t e, b;
@@ -242,7 +247,9 @@ START_TEST(load_lying) {
 }
 END_TEST
 
-START_TEST(load_ggml) {
+/* ggml's library ($GGUFS_GGML_LIB or .deps), loaded; NULL (said on
+ * stderr) when there is none. */
+static gguf_ggml *load_ggml_lib(const char *part) {
     const char *lib = getenv("GGUFS_GGML_LIB"), *src = getenv("GGUFS_SRCDIR");
     char path[4096];
     if (!lib || !*lib) {
@@ -253,15 +260,24 @@ START_TEST(load_ggml) {
         lib = path;
     }
     if (access(lib, R_OK) != 0) {
-        fprintf(stderr, "test_dequant: no %s: ggml's part skipped\n", lib);
-        return;
+        fprintf(stderr, "test_dequant: no %s: %s skipped\n", lib, part);
+        return NULL;
     }
     gguf_ggml *g = NULL;
     struct gguf_error err = {0};
     ck_assert_msg(gguf_ggml_load(&g, lib, &err) == GGUF_OK, "%s", err.msg);
+    return g;
+}
+
+START_TEST(load_ggml) {
+    gguf_ggml *g = load_ggml_lib("ggml's part");
+    if (!g)
+        return;
     struct gguf_dq dq;
-    ck_assert(gguf_dq_find(g, 12, &dq) && dq.ggml && dq.blck == 256 &&
-              dq.size == 144 && strcmp(dq.name, "q4_K") == 0);
+    ck_assert(gguf_dq_find(g, 23, &dq) && dq.ggml && dq.blck == 256 &&
+              dq.size == 136 && strcmp(dq.name, "iq4_xs") == 0);
+    ck_assert(gguf_dq_find(g, 12, &dq) && !dq.ggml); /* q4_K: own first */
+    ck_assert(!gguf_dq_find(g, 15, &dq)); /* q8_K: ggml has no to_float */
     ck_assert(gguf_dq_find(g, 8, &dq) && !dq.ggml); /* ggufs's own first */
     ck_assert(!gguf_dq_find(g, 24, &dq));           /* i8: nobody's */
     /* ggml's q4_0 and ggufs's agree on a block */
@@ -277,6 +293,74 @@ START_TEST(load_ggml) {
 }
 END_TEST
 
+/* Where each type's halves are in its block (the scales a random block
+ * gets special values for), -1 ending; none for f16 and bf16, whose every
+ * value is one. */
+static const struct {
+    uint32_t type;
+    int half[3];
+} scaled[] = {
+    {1, {-1}},       {30, {-1}},       {8, {0, -1}},     {2, {0, -1}},
+    {3, {0, 2, -1}}, {6, {0, -1}},     {7, {0, 2, -1}},  {10, {80, 82, -1}},
+    {11, {108, -1}}, {12, {0, 2, -1}}, {13, {0, 2, -1}}, {14, {208, -1}},
+};
+
+/* Halves a scale is given in one block of four: NaNs (quiet, signalling,
+ * negative), infinities, subnormals, zeros, the largest. */
+static const uint16_t special[] = {0x7e00, 0x7d01, 0xfe00, 0x7c00,
+                                   0xfc00, 0x0001, 0x03ff, 0x8001,
+                                   0x0000, 0x8000, 0x7bff, 0x3c00};
+
+/* Every type ggufs converts itself, ggml's to_float against ggufs's
+ * portable and vectorized converters, bit for bit: many random blocks,
+ * a quarter of them with special scales (every pair of the list above
+ * for types with two halves), from an odd address. */
+START_TEST(vs_ggml) {
+    gguf_ggml *g = load_ggml_lib("the comparison with ggml");
+    if (!g)
+        return;
+    enum { NB = 4096 };
+    const int ns = (int)(sizeof special / sizeof *special);
+    uint8_t *src = malloc((size_t)NB * 292 + 1);
+    float *a = malloc((size_t)NB * 256 * sizeof *a);
+    float *b = malloc((size_t)NB * 256 * sizeof *b);
+    ck_assert(src && a && b);
+    for (size_t t = 0; t < sizeof scaled / sizeof *scaled; t++) {
+        uint32_t ty = scaled[t].type;
+        struct gguf_dq gd;
+        ck_assert_msg(gguf_dq_own(ty, false),
+                      "type %u: no converter of ggufs's own", ty);
+        ck_assert(gguf_ggml_dq(g, ty, &gd) && gd.ggml);
+        int64_t nb = gd.blck == 1 ? NB * 64 : NB, n = nb * gd.blck;
+        uint8_t *in = src + 1;
+        for (int64_t k = 0; k < nb * gd.size; k++)
+            in[k] = rnd8();
+        for (int64_t k = 0; k < nb && scaled[t].half[0] >= 0; k += 4) {
+            for (int h = 0; h < 3 && scaled[t].half[h] >= 0; h++) {
+                uint16_t v = special[(k / 4 / (h ? ns : 1)) % ns];
+                in[k * gd.size + scaled[t].half[h]] = (uint8_t)v;
+                in[k * gd.size + scaled[t].half[h] + 1] = (uint8_t)(v >> 8);
+            }
+        }
+        gd.to_float(in, b, n);
+        for (int simd = 0; simd < 2; simd++) {
+            gguf_dq_own(ty, simd)(in, a, n);
+            for (int64_t k = 0; k < n; k++) /* ck_assert per value: slow */
+                if (bits(a[k]) != bits(b[k]))
+                    ck_abort_msg("%s (%s): value %lld of %lld: %08x, ggml's "
+                                 "%08x",
+                                 gd.name, simd ? "vectorized" : "portable",
+                                 (long long)k, (long long)n, bits(a[k]),
+                                 bits(b[k]));
+        }
+    }
+    free(src);
+    free(a);
+    free(b);
+    gguf_ggml_unload(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("dequant");
     TCase *tc = tcase_create("all");
@@ -288,6 +372,7 @@ int main(void) {
     tcase_add_test(tc, load_refusals);
     tcase_add_test(tc, load_lying);
     tcase_add_test(tc, load_ggml);
+    tcase_add_test(tc, vs_ggml);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
