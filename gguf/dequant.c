@@ -215,6 +215,16 @@ static void k4_scale_min(const uint8_t *s, int i, int *sc, int *m) {
     }
 }
 
+void gguf_dq_k4_scales(const uint8_t *b, float dl[8], float ml[8]) {
+    float d = half_f32(le16(b)), dmin = half_f32(le16(b + 2));
+    for (int i = 0; i < 8; i++) {
+        int sc, m;
+        k4_scale_min(b + 4, i, &sc, &m);
+        dl[i] = d * (float)sc;
+        ml[i] = dmin * (float)m;
+    }
+}
+
 /* q4_K: half d, half dmin, 12 bytes of scales, 128 of nibbles.  Value
  * 64g + 32t + l is nibble t (0 low) of byte 32g + l, in sub-block
  * i = 2g + t.  q5_K (five): 32 bytes of high bits between the scales and
@@ -222,17 +232,16 @@ static void k4_scale_min(const uint8_t *s, int i, int *sc, int *m) {
 static inline void k45_row(const uint8_t *b, float *dst, int64_t n, bool five) {
     uint32_t size = five ? 176 : 144;
     for (int64_t k = 0; k < n; k += 256, b += size) {
-        float d = half_f32(le16(b)), dmin = half_f32(le16(b + 2));
+        float dl[8], ml[8];
+        gguf_dq_k4_scales(b, dl, ml);
         const uint8_t *qh = b + 16;
         for (int i = 0; i < 8; i++, dst += 32) {
             const uint8_t *q = b + (five ? 48 : 16) + 32 * (i / 2);
-            int sc, m, shift = 4 * (i % 2);
-            k4_scale_min(b + 4, i, &sc, &m);
-            float dl = d * (float)sc, ml = dmin * (float)m;
+            int shift = 4 * (i % 2);
             for (int l = 0; l < 32; l++)
-                dst[l] = dl * (float)(((q[l] >> shift) & 15) |
-                                      (five ? ((qh[l] >> i) & 1) << 4 : 0)) -
-                         ml;
+                dst[l] = dl[i] * (float)(((q[l] >> shift) & 15) |
+                                         (five ? ((qh[l] >> i) & 1) << 4 : 0)) -
+                         ml[i];
         }
     }
 }

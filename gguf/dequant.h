@@ -56,8 +56,12 @@ bool gguf_dq_extent(const gguf_ggml *g, uint32_t t, uint32_t n_dims,
  * one this CPU runs when simd and there is one, else the portable one
  * (dequant.c).  Both compute the same bits; tests judge one by the other. */
 gguf_to_float_fn gguf_dq_own(uint32_t t, bool simd);
+/* The 8 sub-block scales d x sc and mins dmin x m of the q4_K or q5_K
+ * block b (its first 16 bytes: d, dmin, the packed 6-bit scales), as the
+ * portable and vectorized converters both use them. */
+void gguf_dq_k4_scales(const uint8_t *b, float dl[8], float ml[8]);
 /* dequant_simd.c: the vectorized converter of type t this CPU runs (AVX2
- * and F16C: f16, bf16, q8_0, q4_0, q4_1), else NULL. */
+ * and F16C: f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K), else NULL. */
 gguf_to_float_fn gguf_dq_simd(uint32_t t);
 
 /* ---- ggml's library (ggmlrt.c) ------------------------------------- */

@@ -53,7 +53,7 @@ static uint8_t rnd8(void) {
  * too), block counts and lengths that leave tails past every vector
  * width, and nothing written past the last value. */
 START_TEST(simd_vs_portable) {
-    static const uint32_t types[] = {1, 30, 8, 2, 3};
+    static const uint32_t types[] = {1, 30, 8, 2, 3, 12, 14};
     static const int64_t counts[] = {1,  2,  3,  5,  7,  8,   9,
                                      15, 16, 17, 31, 33, 100, 1001};
     if (!gguf_dq_simd(1)) {
@@ -61,9 +61,10 @@ START_TEST(simd_vs_portable) {
                         "vectorized converters are not used, not tested\n");
         return;
     }
-    enum { MAXV = 1 << 16 };
-    uint8_t *src = malloc(MAXV * 2 + 64);
-    float *a = malloc((MAXV + 16) * sizeof *a), *b = malloc(MAXV * sizeof *b);
+    /* every half; the most values: 1001 blocks of 256 (K-quants) */
+    enum { MAXV = 1 << 16, VALS = 1001 * 256 };
+    uint8_t *src = malloc(VALS * 2 + 64);
+    float *a = malloc((VALS + 16) * sizeof *a), *b = malloc(VALS * sizeof *b);
     ck_assert(src && a && b);
     for (uint32_t h = 0; h < MAXV; h++) {
         src[2 * h] = (uint8_t)h;
@@ -183,7 +184,7 @@ END_TEST
 
 START_TEST(choice_and_extent) {
     struct gguf_dq dq;
-    static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30};
+    static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30, 10, 11, 12, 13, 14};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         ck_assert(gguf_dq_find(NULL, own[i], &dq) && !dq.ggml);
     ck_assert(gguf_dq_find(NULL, 12, &dq) && !dq.ggml); /* q4_K: own */
