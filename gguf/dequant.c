@@ -154,13 +154,15 @@ static void q5_1_row(const void *src, float *dst, int64_t n) {
  * sub-block with a small integer scale (and min) times the block's half
  * d (and dmin).  Each product and difference is rounded to float where
  * ggml rounds it: the sub-block's scale d x sc (and dmin x m) first, then
- * times the quant, then minus the min. */
+ * times the quant, then minus the min.  restrict (the values never
+ * overlap the blocks: dequant.h) lets the compiler vectorize the inner
+ * loops with the same operations (2-3x: the speed of ggml's own). */
 
 /* q2_K: 16 bytes of scales, 64 of 2-bit quants, half d, half dmin.
  * Value 128h + 32p + l takes bits 2p, 2p + 1 of quant byte 32h + l; its
  * sub-block i (= value / 16) has the scale in the low nibble of scale
  * byte i, the min in the high one. */
-static void q2_K_row(const void *src, float *dst, int64_t n) {
+static void q2_K_row(const void *restrict src, float *restrict dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t k = 0; k < n; k += 256, b += 84) {
         float d = half_f32(le16(b + 80)), dmin = half_f32(le16(b + 82));
@@ -185,7 +187,7 @@ static int q3_scale(const uint8_t *s, int i) {
 /* q3_K: 32 bytes hmask, 64 of 2-bit quants, 12 of scales, half d.  Value
  * 128h + 32p + l: the 2 bits as q2_K, less 4 unless bit 4h + p of hmask
  * byte l is set. */
-static void q3_K_row(const void *src, float *dst, int64_t n) {
+static void q3_K_row(const void *restrict src, float *restrict dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t k = 0; k < n; k += 256, b += 110) {
         float d = half_f32(le16(b + 108));
@@ -229,7 +231,8 @@ void gguf_dq_k4_scales(const uint8_t *b, float dl[8], float ml[8]) {
  * 64g + 32t + l is nibble t (0 low) of byte 32g + l, in sub-block
  * i = 2g + t.  q5_K (five): 32 bytes of high bits between the scales and
  * the nibbles, bit i of high byte l adding 16. */
-static inline void k45_row(const uint8_t *b, float *dst, int64_t n, bool five) {
+static inline void k45_row(const uint8_t *restrict b, float *restrict dst,
+                           int64_t n, bool five) {
     uint32_t size = five ? 176 : 144;
     for (int64_t k = 0; k < n; k += 256, b += size) {
         float dl[8], ml[8];
@@ -246,11 +249,11 @@ static inline void k45_row(const uint8_t *b, float *dst, int64_t n, bool five) {
     }
 }
 
-static void q4_K_row(const void *src, float *dst, int64_t n) {
+static void q4_K_row(const void *restrict src, float *restrict dst, int64_t n) {
     k45_row(src, dst, n, false);
 }
 
-static void q5_K_row(const void *src, float *dst, int64_t n) {
+static void q5_K_row(const void *restrict src, float *restrict dst, int64_t n) {
     k45_row(src, dst, n, true);
 }
 
@@ -258,7 +261,7 @@ static void q5_K_row(const void *src, float *dst, int64_t n) {
  * scales, half d.  Value 128h + 32p + l: nibble p / 2 of low byte
  * 64h + 32 (p % 2) + l, with bits 2p, 2p + 1 of high byte 32h + l above
  * it, less 32; its scale is that of sub-block value / 16. */
-static void q6_K_row(const void *src, float *dst, int64_t n) {
+static void q6_K_row(const void *restrict src, float *restrict dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t k = 0; k < n; k += 256, b += 210) {
         float d = half_f32(le16(b + 208));

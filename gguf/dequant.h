@@ -23,7 +23,9 @@
 
 #include "gguf.h"
 
-/* Converts n elements (a multiple of the block size) at src to float32. */
+/* Converts n elements (a multiple of the block size) at src to float32;
+ * src and dst never overlap (some converters are compiled on that
+ * promise: restrict). */
 typedef void (*gguf_to_float_fn)(const void *src, float *dst, int64_t n);
 
 /* How one tensor type becomes float32. */
