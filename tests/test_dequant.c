@@ -1,8 +1,9 @@
 /*
  * test_dequant - ggufs's own float32 converters on hand-made blocks whose
  * values are worked out here from docs/format.md, Tensor block formats
- * (half edge cases: subnormals, infinities, NaNs made quiet), the choice
- * of converter, the extent arithmetic, and the refusals of
+ * (half edge cases: subnormals, infinities, NaNs made quiet), the
+ * K-quants against their layouts there, value by value, the choice of
+ * converter, the extent arithmetic, and the refusals of
  * gguf_ggml_load (a missing file, one writable by others, one that is not
  * a library); with ggml's library at hand ($GGUFS_GGML_LIB or .deps), that
  * it loads and converts the types ggufs leaves to it, and that ggufs's own
@@ -179,6 +180,82 @@ START_TEST(q5) {
     convert(7, c, out, 32);
     for (int j = 0; j < 32; j++)
         ck_assert(out[j] == (j == 31 ? 34.5f : 2.5f));
+}
+END_TEST
+
+/* ---- the K-quants, value by value as docs/format.md words them -------- */
+
+static float h2f(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+    float f;
+    convert(1, &h, &f, 1); /* checked by halves against hand-made bits */
+    return f;
+}
+
+/* Bits lo and lo + 1 of byte x. */
+static int two(int x, int lo) {
+    return (x >> lo) & 3;
+}
+
+/* Value k of the K-quant block b of type t, from the documented layout. */
+static float kref(uint32_t t, const uint8_t *b, int k) {
+    int h = k / 128, p = k % 128 / 32, l = k % 32, i = k / 16, n, sc, m;
+    int g = k / 64, ti = k % 64 / 32, i32 = k / 32;
+    switch (t) {
+    case 10: /* q2_K */
+        n = two(b[16 + 32 * h + l], 2 * p);
+        return h2f(b + 80) * (float)(b[i] & 15) * (float)n -
+               h2f(b + 82) * (float)(b[i] >> 4);
+    case 11: /* q3_K */
+        n = two(b[32 + 32 * h + l], 2 * p) -
+            ((b[l] >> (4 * h + p)) & 1 ? 0 : 4);
+        sc = (i < 8 ? b[96 + i] & 15 : b[96 + i - 8] >> 4) |
+             two(b[96 + 8 + i % 4], 2 * (i / 4)) << 4;
+        return h2f(b + 108) * (float)(sc - 32) * (float)n;
+    case 12: /* q4_K */
+    case 13: /* q5_K */
+        n = ti ? b[(t == 12 ? 16 : 48) + 32 * g + l] >> 4
+               : b[(t == 12 ? 16 : 48) + 32 * g + l] & 15;
+        if (t == 13)
+            n += 16 * ((b[16 + l] >> i32) & 1);
+        if (i32 < 4) {
+            sc = b[4 + i32] & 63;
+            m = b[4 + i32 + 4] & 63;
+        } else {
+            sc = (b[4 + i32 + 4] & 15) | (b[4 + i32 - 4] >> 6) << 4;
+            m = (b[4 + i32 + 4] >> 4) | (b[4 + i32] >> 6) << 4;
+        }
+        return h2f(b) * (float)sc * (float)n - h2f(b + 2) * (float)m;
+    default: /* q6_K */
+        n = (((b[64 * h + 32 * (p % 2) + l] >> (4 * (p / 2))) & 15) |
+             two(b[128 + 32 * h + l], 2 * p) << 4) -
+            32;
+        return h2f(b + 208) * (float)(int8_t)b[192 + i] * (float)n;
+    }
+}
+
+/* ggufs's K-quant converters (the vectorized and the portable: convert)
+ * against kref on random blocks, whatever their scales. */
+START_TEST(kquants) {
+    enum { NB = 64 };
+    uint8_t *src = malloc(NB * 210);
+    float *out = malloc(NB * 256 * sizeof *out);
+    ck_assert(src && out);
+    for (uint32_t t = 10; t <= 14; t++) {
+        uint32_t size = gguf_ggml_type_size(t);
+        for (int k = 0; k < NB * (int)size; k++)
+            src[k] = rnd8();
+        convert(t, src, out, NB * 256);
+        for (int k = 0; k < NB * 256; k++) {
+            float want = kref(t, src + k / 256 * size, k % 256);
+            if (bits(out[k]) != bits(want))
+                ck_abort_msg("%s: value %d: %08x, want %08x",
+                             gguf_ggml_type_name(t), k, bits(out[k]),
+                             bits(want));
+        }
+    }
+    free(src);
+    free(out);
 }
 END_TEST
 
@@ -368,6 +445,7 @@ int main(void) {
     tcase_add_test(tc, halves);
     tcase_add_test(tc, q8_0_q4);
     tcase_add_test(tc, q5);
+    tcase_add_test(tc, kquants);
     tcase_add_test(tc, choice_and_extent);
     tcase_add_test(tc, simd_vs_portable);
     tcase_add_test(tc, load_refusals);
