@@ -12,11 +12,11 @@
  * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0
  * and q2_K, q3_K, q4_K, q5_K, q6_K (docs/format.md, Tensor block
  * formats).  Every other type is converted by ggml's libggml-base,
- * dlopen'ed (RTLD_LOCAL) from a list of usual
- * places or a path, and trusted only once the name, block size and block
- * bytes it reports for every type ggufs knows (ids 0-39) agree with
- * ggufs's table; ids from 40 up, which ggufs does not know, take their
- * name and sizes from ggml, once ggml's own GGUF reader accepts the id.
+ * dlopen'ed (RTLD_LOCAL) from a list of usual places or a path, and
+ * trusted only once the name, block size and block bytes it reports for
+ * every type ggufs knows (ids 0-39) agree with ggufs's table; ids from
+ * 40 up, which ggufs does not know, take their name and sizes from ggml,
+ * once ggml's own GGUF reader accepts the id.
  */
 #ifndef GGUF_DEQUANT_H
 #define GGUF_DEQUANT_H
