@@ -9,20 +9,23 @@
  * values maps to whole blocks of the data, converted alone: a converter
  * takes whole blocks and writes blck floats per block.
  *
- * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1 and q8_0
- * (docs/format.md, Tensor block formats).  Every other type is converted
- * by ggml's libggml-base, dlopen'ed (RTLD_LOCAL) from a list of usual
- * places or a path, and trusted only once the name, block size and block
- * bytes it reports for every type ggufs knows (ids 0-39) agree with
- * ggufs's table; ids from 40 up, which ggufs does not know, take their
- * name and sizes from ggml, once ggml's own GGUF reader accepts the id.
+ * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0
+ * and q2_K, q3_K, q4_K, q5_K, q6_K (docs/format.md, Tensor block
+ * formats).  Every other type is converted by ggml's libggml-base,
+ * dlopen'ed (RTLD_LOCAL) from a list of usual places or a path, and
+ * trusted only once the name, block size and block bytes it reports for
+ * every type ggufs knows (ids 0-39) agree with ggufs's table; ids from
+ * 40 up, which ggufs does not know, take their name and sizes from ggml,
+ * once ggml's own GGUF reader accepts the id.
  */
 #ifndef GGUF_DEQUANT_H
 #define GGUF_DEQUANT_H
 
 #include "gguf.h"
 
-/* Converts n elements (a multiple of the block size) at src to float32. */
+/* Converts n elements (a multiple of the block size) at src to float32;
+ * src and dst never overlap (some converters are compiled on that
+ * promise: restrict). */
 typedef void (*gguf_to_float_fn)(const void *src, float *dst, int64_t n);
 
 /* How one tensor type becomes float32. */
@@ -55,8 +58,12 @@ bool gguf_dq_extent(const gguf_ggml *g, uint32_t t, uint32_t n_dims,
  * one this CPU runs when simd and there is one, else the portable one
  * (dequant.c).  Both compute the same bits; tests judge one by the other. */
 gguf_to_float_fn gguf_dq_own(uint32_t t, bool simd);
+/* The 8 sub-block scales d x sc and mins dmin x m of the q4_K or q5_K
+ * block b (its first 16 bytes: d, dmin, the packed 6-bit scales), as the
+ * portable and vectorized converters both use them. */
+void gguf_dq_k4_scales(const uint8_t *b, float dl[8], float ml[8]);
 /* dequant_simd.c: the vectorized converter of type t this CPU runs (AVX2
- * and F16C: f16, bf16, q8_0, q4_0, q4_1), else NULL. */
+ * and F16C: f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K), else NULL. */
 gguf_to_float_fn gguf_dq_simd(uint32_t t);
 
 /* ---- ggml's library (ggmlrt.c) ------------------------------------- */

@@ -13,7 +13,8 @@ outside.
   step (the values the daemon converts ahead of such readers).
 - With -o ggml=none: only ggufs's own types are listed, one line at mount
   names the others, and the values are judged by a numpy implementation
-  of those block formats written here.
+  of those block formats written here; the K-quants (q2_K to q6_K, which
+  ggufs converts itself) by ggml's to_float called here.
 - npy/NAME.npy through numpy.load(mmap_mode='r') (Debian's python3-numpy):
   shape = ggml's ne reversed, dtype <f4, values; the raw header's layout.
 - index.tsv against the header walked here; user.gguf.sha256 and
@@ -52,7 +53,8 @@ TYPES = {0: ("f32", 1, 4), 1: ("f16", 1, 2), 2: ("q4_0", 32, 18), 3: ("q4_1", 32
          29: ("iq1_m", 256, 56), 30: ("bf16", 1, 2), 34: ("tq1_0", 256, 54),
          35: ("tq2_0", 256, 66), 39: ("mxfp4", 32, 17)}
 NEWER = {40: ("nvfp4", 64, 36), 41: ("q1_0", 128, 18), 42: ("q2_0", 64, 18)}
-OWN = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"}
+OWN_K = {"q2_K", "q3_K", "q4_K", "q5_K", "q6_K"}  # judged by ggml (ctypes) only
+OWN = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"} | OWN_K
 PY = "/usr/bin/python3"  # Debian's, with python3-numpy
 
 
@@ -402,6 +404,26 @@ def check_npy(mnt, t, ref, tmp):
     return True
 
 
+def check_k_without_ggml(mnt, ts, lib, tmp, rng):
+    """The K-quant tensors of a mount whose daemon has no ggml: f32/ and
+    npy/ bit-identical to ggml's to_float, called here through ctypes (the
+    daemon's own converters, gguf/dequant.c)."""
+    kt = [t for t in ts if t.tname in OWN_K]
+    if not lib:
+        J.log("note: no libggml-base.so: the K-quant views without ggml are not judged")
+        return
+    kinds = sorted({t.tname for t in kt})
+    if kinds != sorted(OWN_K):
+        raise J.Fail("the fixture's K-quant tensors are of %s, want every one of %s" % (kinds, sorted(OWN_K)))
+    n_npy = 0
+    for t in kt:
+        ref = ggml_floats(lib, t)
+        check_values(mnt, t, ref, rng)
+        n_npy += check_npy(mnt, t, ref, tmp)
+    J.log("ggml=none: f32/ of %d K-quant tensors (%s) and %d npy files bit-identical to ggml's to_float"
+          % (len(kt), ", ".join(kinds), n_npy))
+
+
 def check_index(mnt, ts, with_ggml):
     lines = []
     for t in ts:
@@ -525,13 +547,15 @@ def run():
                 raise J.Fail("-o ggml=none: f32/ lists %s, want %s" % (got, want))
             if have_numpy():
                 for t in ts:
-                    if t.tname in OWN:
+                    if t.tname in OWN - OWN_K:
                         ref = numpy_floats(tmp, t)
                         check_values(mnt, t, ref, rng)
                         check_npy(mnt, t, ref, tmp)
-                J.log("ggml=none: %d tensors of ggufs's own types equal numpy's decoding" % len(want))
+                J.log("ggml=none: %d tensors of ggufs's own simple types equal numpy's decoding"
+                      % sum(1 for t in ts if t.tname in OWN - OWN_K))
             else:
                 J.log("note: Debian's python3-numpy is missing: the numpy judgement is skipped")
+            check_k_without_ggml(mnt, ts, lib, tmp, rng)
             check_index(mnt, ts, False)
             check_hashes(mnt, ts, False)
         finally:

@@ -1,11 +1,15 @@
 /*
  * test_dequant - ggufs's own float32 converters on hand-made blocks whose
  * values are worked out here from docs/format.md, Tensor block formats
- * (half edge cases: subnormals, infinities, NaNs made quiet), the choice
- * of converter, the extent arithmetic, and the refusals of
+ * (half edge cases: subnormals, infinities, NaNs made quiet), the
+ * K-quants against their layouts there, value by value, the choice of
+ * converter, the extent arithmetic, and the refusals of
  * gguf_ggml_load (a missing file, one writable by others, one that is not
  * a library); with ggml's library at hand ($GGUFS_GGML_LIB or .deps), that
- * it loads and converts the types ggufs leaves to it.  The vectorized
+ * it loads and converts the types ggufs leaves to it, and that ggufs's own
+ * converters of every type (the K-quants too) equal its to_float bit for
+ * bit on many random blocks, special scales (NaNs, infinities,
+ * subnormals) included.  The vectorized
  * converters (dequant_simd.c) are judged against the portable ones.
  */
 #include "dequant.h"
@@ -50,7 +54,7 @@ static uint8_t rnd8(void) {
  * too), block counts and lengths that leave tails past every vector
  * width, and nothing written past the last value. */
 START_TEST(simd_vs_portable) {
-    static const uint32_t types[] = {1, 30, 8, 2, 3};
+    static const uint32_t types[] = {1, 30, 8, 2, 3, 12, 14};
     static const int64_t counts[] = {1,  2,  3,  5,  7,  8,   9,
                                      15, 16, 17, 31, 33, 100, 1001};
     if (!gguf_dq_simd(1)) {
@@ -58,9 +62,10 @@ START_TEST(simd_vs_portable) {
                         "vectorized converters are not used, not tested\n");
         return;
     }
-    enum { MAXV = 1 << 16 };
-    uint8_t *src = malloc(MAXV * 2 + 64);
-    float *a = malloc((MAXV + 16) * sizeof *a), *b = malloc(MAXV * sizeof *b);
+    /* every half; the most values: 1001 blocks of 256 (K-quants) */
+    enum { MAXV = 1 << 16, VALS = 1001 * 256 };
+    uint8_t *src = malloc(VALS * 2 + 64);
+    float *a = malloc((VALS + 16) * sizeof *a), *b = malloc(VALS * sizeof *b);
     ck_assert(src && a && b);
     for (uint32_t h = 0; h < MAXV; h++) {
         src[2 * h] = (uint8_t)h;
@@ -178,12 +183,90 @@ START_TEST(q5) {
 }
 END_TEST
 
+/* ---- the K-quants, value by value as docs/format.md words them -------- */
+
+static float h2f(const uint8_t *p) {
+    uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+    float f;
+    convert(1, &h, &f, 1); /* checked by halves against hand-made bits */
+    return f;
+}
+
+/* Bits lo and lo + 1 of byte x. */
+static int two(int x, int lo) {
+    return (x >> lo) & 3;
+}
+
+/* Value k of the K-quant block b of type t, from the documented layout. */
+static float kref(uint32_t t, const uint8_t *b, int k) {
+    int h = k / 128, p = k % 128 / 32, l = k % 32, i = k / 16, n, sc, m;
+    int g = k / 64, ti = k % 64 / 32, i32 = k / 32;
+    switch (t) {
+    case 10: /* q2_K */
+        n = two(b[16 + 32 * h + l], 2 * p);
+        return h2f(b + 80) * (float)(b[i] & 15) * (float)n -
+               h2f(b + 82) * (float)(b[i] >> 4);
+    case 11: /* q3_K */
+        n = two(b[32 + 32 * h + l], 2 * p) -
+            ((b[l] >> (4 * h + p)) & 1 ? 0 : 4);
+        sc = (i < 8 ? b[96 + i] & 15 : b[96 + i - 8] >> 4) |
+             two(b[96 + 8 + i % 4], 2 * (i / 4)) << 4;
+        return h2f(b + 108) * (float)(sc - 32) * (float)n;
+    case 12: /* q4_K */
+    case 13: /* q5_K */
+        n = ti ? b[(t == 12 ? 16 : 48) + 32 * g + l] >> 4
+               : b[(t == 12 ? 16 : 48) + 32 * g + l] & 15;
+        if (t == 13)
+            n += 16 * ((b[16 + l] >> i32) & 1);
+        if (i32 < 4) {
+            sc = b[4 + i32] & 63;
+            m = b[4 + i32 + 4] & 63;
+        } else {
+            sc = (b[4 + i32 + 4] & 15) | (b[4 + i32 - 4] >> 6) << 4;
+            m = (b[4 + i32 + 4] >> 4) | (b[4 + i32] >> 6) << 4;
+        }
+        return h2f(b) * (float)sc * (float)n - h2f(b + 2) * (float)m;
+    default: /* q6_K */
+        n = (((b[64 * h + 32 * (p % 2) + l] >> (4 * (p / 2))) & 15) |
+             two(b[128 + 32 * h + l], 2 * p) << 4) -
+            32;
+        return h2f(b + 208) * (float)(int8_t)b[192 + i] * (float)n;
+    }
+}
+
+/* ggufs's K-quant converters (the vectorized and the portable: convert)
+ * against kref on random blocks, whatever their scales. */
+START_TEST(kquants) {
+    enum { NB = 64 };
+    uint8_t *src = malloc(NB * 210);
+    float *out = malloc(NB * 256 * sizeof *out);
+    ck_assert(src && out);
+    for (uint32_t t = 10; t <= 14; t++) {
+        uint32_t size = gguf_ggml_type_size(t);
+        for (int k = 0; k < NB * (int)size; k++)
+            src[k] = rnd8();
+        convert(t, src, out, NB * 256);
+        for (int k = 0; k < NB * 256; k++) {
+            float want = kref(t, src + k / 256 * size, k % 256);
+            if (bits(out[k]) != bits(want))
+                ck_abort_msg("%s: value %d: %08x, want %08x",
+                             gguf_ggml_type_name(t), k, bits(out[k]),
+                             bits(want));
+        }
+    }
+    free(src);
+    free(out);
+}
+END_TEST
+
 START_TEST(choice_and_extent) {
     struct gguf_dq dq;
-    static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30};
+    static const uint32_t own[] = {0, 1, 2, 3, 6, 7, 8, 30, 10, 11, 12, 13, 14};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         ck_assert(gguf_dq_find(NULL, own[i], &dq) && !dq.ggml);
-    ck_assert(!gguf_dq_find(NULL, 12, &dq)); /* q4_K: ggml's */
+    ck_assert(gguf_dq_find(NULL, 12, &dq) && !dq.ggml); /* q4_K: own */
+    ck_assert(!gguf_dq_find(NULL, 23, &dq));            /* iq4_xs: ggml's */
+    ck_assert(!gguf_dq_find(NULL, 15, &dq)); /* q8_K: ggml has none */
     ck_assert(!gguf_dq_find(NULL, 24, &dq)); /* i8: nobody's */
     ck_assert(!gguf_dq_find(NULL, 40, &dq));
     uint64_t e, b;
@@ -242,7 +325,9 @@ START_TEST(load_lying) {
 }
 END_TEST
 
-START_TEST(load_ggml) {
+/* ggml's library ($GGUFS_GGML_LIB or .deps), loaded; NULL (said on
+ * stderr) when there is none. */
+static gguf_ggml *load_ggml_lib(const char *part) {
     const char *lib = getenv("GGUFS_GGML_LIB"), *src = getenv("GGUFS_SRCDIR");
     char path[4096];
     if (!lib || !*lib) {
@@ -253,15 +338,24 @@ START_TEST(load_ggml) {
         lib = path;
     }
     if (access(lib, R_OK) != 0) {
-        fprintf(stderr, "test_dequant: no %s: ggml's part skipped\n", lib);
-        return;
+        fprintf(stderr, "test_dequant: no %s: %s skipped\n", lib, part);
+        return NULL;
     }
     gguf_ggml *g = NULL;
     struct gguf_error err = {0};
     ck_assert_msg(gguf_ggml_load(&g, lib, &err) == GGUF_OK, "%s", err.msg);
+    return g;
+}
+
+START_TEST(load_ggml) {
+    gguf_ggml *g = load_ggml_lib("ggml's part");
+    if (!g)
+        return;
     struct gguf_dq dq;
-    ck_assert(gguf_dq_find(g, 12, &dq) && dq.ggml && dq.blck == 256 &&
-              dq.size == 144 && strcmp(dq.name, "q4_K") == 0);
+    ck_assert(gguf_dq_find(g, 23, &dq) && dq.ggml && dq.blck == 256 &&
+              dq.size == 136 && strcmp(dq.name, "iq4_xs") == 0);
+    ck_assert(gguf_dq_find(g, 12, &dq) && !dq.ggml); /* q4_K: own first */
+    ck_assert(!gguf_dq_find(g, 15, &dq)); /* q8_K: ggml has no to_float */
     ck_assert(gguf_dq_find(g, 8, &dq) && !dq.ggml); /* ggufs's own first */
     ck_assert(!gguf_dq_find(g, 24, &dq));           /* i8: nobody's */
     /* ggml's q4_0 and ggufs's agree on a block */
@@ -277,17 +371,87 @@ START_TEST(load_ggml) {
 }
 END_TEST
 
+/* Where each type's halves are in its block (the scales a random block
+ * gets special values for), -1 ending; none for f16 and bf16, whose every
+ * value is one. */
+static const struct {
+    uint32_t type;
+    int half[3];
+} scaled[] = {
+    {1, {-1}},       {30, {-1}},       {8, {0, -1}},     {2, {0, -1}},
+    {3, {0, 2, -1}}, {6, {0, -1}},     {7, {0, 2, -1}},  {10, {80, 82, -1}},
+    {11, {108, -1}}, {12, {0, 2, -1}}, {13, {0, 2, -1}}, {14, {208, -1}},
+};
+
+/* Halves a scale is given in one block of four: NaNs (quiet, signalling,
+ * negative), infinities, subnormals, zeros, the largest. */
+static const uint16_t special[] = {0x7e00, 0x7d01, 0xfe00, 0x7c00,
+                                   0xfc00, 0x0001, 0x03ff, 0x8001,
+                                   0x0000, 0x8000, 0x7bff, 0x3c00};
+
+/* Every type ggufs converts itself, ggml's to_float against ggufs's
+ * portable and vectorized converters, bit for bit: many random blocks,
+ * a quarter of them with special scales (every pair of the list above
+ * for types with two halves), from an odd address. */
+START_TEST(vs_ggml) {
+    gguf_ggml *g = load_ggml_lib("the comparison with ggml");
+    if (!g)
+        return;
+    enum { NB = 4096 };
+    const int ns = (int)(sizeof special / sizeof *special);
+    uint8_t *src = malloc((size_t)NB * 292 + 1);
+    float *a = malloc((size_t)NB * 256 * sizeof *a);
+    float *b = malloc((size_t)NB * 256 * sizeof *b);
+    ck_assert(src && a && b);
+    for (size_t t = 0; t < sizeof scaled / sizeof *scaled; t++) {
+        uint32_t ty = scaled[t].type;
+        struct gguf_dq gd;
+        ck_assert_msg(gguf_dq_own(ty, false),
+                      "type %u: no converter of ggufs's own", ty);
+        ck_assert(gguf_ggml_dq(g, ty, &gd) && gd.ggml);
+        int64_t nb = gd.blck == 1 ? NB * 64 : NB, n = nb * gd.blck;
+        uint8_t *in = src + 1;
+        for (int64_t k = 0; k < nb * gd.size; k++)
+            in[k] = rnd8();
+        for (int64_t k = 0; k < nb && scaled[t].half[0] >= 0; k += 4) {
+            for (int h = 0; h < 3 && scaled[t].half[h] >= 0; h++) {
+                uint16_t v = special[(k / 4 / (h ? ns : 1)) % ns];
+                in[k * gd.size + scaled[t].half[h]] = (uint8_t)v;
+                in[k * gd.size + scaled[t].half[h] + 1] = (uint8_t)(v >> 8);
+            }
+        }
+        gd.to_float(in, b, n);
+        for (int simd = 0; simd < 2; simd++) {
+            gguf_dq_own(ty, simd)(in, a, n);
+            for (int64_t k = 0; k < n; k++) /* ck_assert per value: slow */
+                if (bits(a[k]) != bits(b[k]))
+                    ck_abort_msg("%s (%s): value %lld of %lld: %08x, ggml's "
+                                 "%08x",
+                                 gd.name, simd ? "vectorized" : "portable",
+                                 (long long)k, (long long)n, bits(a[k]),
+                                 bits(b[k]));
+        }
+    }
+    free(src);
+    free(a);
+    free(b);
+    gguf_ggml_unload(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("dequant");
     TCase *tc = tcase_create("all");
     tcase_add_test(tc, halves);
     tcase_add_test(tc, q8_0_q4);
     tcase_add_test(tc, q5);
+    tcase_add_test(tc, kquants);
     tcase_add_test(tc, choice_and_extent);
     tcase_add_test(tc, simd_vs_portable);
     tcase_add_test(tc, load_refusals);
     tcase_add_test(tc, load_lying);
     tcase_add_test(tc, load_ggml);
+    tcase_add_test(tc, vs_ggml);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
