@@ -276,6 +276,10 @@ struct gfs {
     /* Set before the session runs: handlers that read for long (the
      * hashes) stop once it has exited, as the last commit waits for them. */
     struct fuse_session *se;
+    /* Until this CLOCK_MONOTONIC time (ms), hashes being computed stop and
+     * none starts: set by SIGUSR2 (ggufs -u sends it before unmounting, so
+     * that no long request keeps the mount busy).  No lock. */
+    atomic_llong hash_yield_ms;
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Read-only mounts: set once an open finds the GGUF changed since the
@@ -579,6 +583,9 @@ int gfs_remote_open(struct gfs *fs, const char *url,
                     const struct gfs_remote_opts *o, unsigned flags, char *bad,
                     size_t bad_len, struct gguf_error *err);
 void gfs_remote_close(struct gfs *fs);
+/* The names of the root's remote attributes (user.ggufs.url, identity,
+ * requests), NUL-terminated, added to out; 0 or ENOMEM. */
+int gfs_remote_xattr_list(const struct gfs *fs, struct gguf_buf *out);
 int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                     size_t n);
 /* The times and size every file of the tree shows (fs->st). */

@@ -29,11 +29,16 @@
  *   a waiting writer, so the next chunk waits for the commit;
  * - one request per slot reads (struct gfs_hash.running); others for the
  *   same hash wait for its result;
- * - a request that is interrupted (a killed getfattr waits for the reply)
- *   or whose session ends (the last commit waits for every handler) stops
- *   at the next chunk with EINTR; what it read is kept in its slot (struct
+ * - a request that is interrupted (a killed getfattr waits for the reply),
+ *   whose session ends (the last commit waits for every handler), or that
+ *   runs when the daemon was told to yield (SIGUSR2, from ggufs -u: an
+ *   unmount fails with EBUSY while a request is in flight) stops at the
+ *   next chunk with EINTR; what it read is kept in its slot (struct
  *   gfs_hjob: the hash states and the place reached), and a waiting
- *   request, or the next one, goes on from there.
+ *   request, or the next one, goes on from there;
+ * - on a remote mount, a hash not known yet is computed only for the
+ *   mount's owner or root (may_compute): anyone else would make the daemon
+ *   download the model in a request the owner cannot end.
  */
 #include "views.h"
 
@@ -124,7 +129,21 @@ static struct gfs_hjob *job_new(int64_t i) {
  * mount is going away (the session waits for its handlers to end before
  * the last commit).  No lock. */
 static int gave_up(struct gfs *fs, fuse_req_t req) {
-    return fuse_req_interrupted(req) || (fs->se && fuse_session_exited(fs->se));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return fuse_req_interrupted(req) ||
+           (fs->se && fuse_session_exited(fs->se)) ||
+           ms < atomic_load(&fs->hash_yield_ms);
+}
+
+/* Who may start a hash of a remote mount that is not known yet: it reads
+ * the whole tensor (or model) from the server, in one long request that
+ * keeps the mount busy.  The mount's owner and root; others get EACCES
+ * until it is known (then they get it as everyone does). */
+static int may_compute(const struct gfs *fs, fuse_req_t req) {
+    const struct fuse_ctx *c = fuse_req_ctx(req);
+    return !fs->remote || c->uid == 0 || c->uid == fs->uid;
 }
 
 /* Reads the next chunk of job's tensor into buf; its length, or 0 and
@@ -221,6 +240,10 @@ static int get_hash(struct gfs *fs, fuse_req_t req, int64_t i,
     }
     if (err || slot->have)
         goto out;
+    if (!may_compute(fs, req)) {
+        err = EACCES;
+        goto out;
+    }
     if (!slot->job && !(slot->job = job_new(i))) {
         err = ENOMEM;
         goto out;

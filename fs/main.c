@@ -449,6 +449,54 @@ static int unmount_dead(const char *arg, const char *mnt, const char *src) {
     return EXIT_COMMIT;
 }
 
+/* fusermount3 -u mnt, quietly unless last; 0 on success. */
+static int fusermount_once(const char *mnt, int last) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = last ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0)
+            dup2(null, 2);
+        execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
+        _exit(127);
+    }
+    int ws = 0;
+    return pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) &&
+                   WEXITSTATUS(ws) == 0
+               ? 0
+               : -1;
+}
+
+/* Unmounts mnt, whose daemon is daemon (0: unknown).  The daemon is told
+ * first (SIGUSR2) to end its long requests (a hash reading the model) and
+ * start none for a while: the kernel refuses the unmount (EBUSY) while a
+ * request is in flight.  Tries again for up to 2 s while busy.  0 or -1
+ * (fusermount3's message printed). */
+/* True if process pid blocks sig (its SigBlk in /proc): a daemon of
+ * another version might not take SIGUSR2, whose default ends it. */
+static int blocks_signal(pid_t pid, int sig) {
+    char path[64], line[256];
+    int yes = 0;
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "SigBlk:", 7) == 0)
+            yes = (strtoull(line + 7, NULL, 16) >> (sig - 1)) & 1;
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+static int unmount_idle(const char *mnt, pid_t daemon) {
+    if (daemon > 0 && blocks_signal(daemon, SIGUSR2))
+        (void)kill(daemon, SIGUSR2);
+    for (int i = 0; i < 20; i++) {
+        if (fusermount_once(mnt, 0) == 0)
+            return 0;
+        usleep(100000);
+    }
+    return fusermount_once(mnt, 1);
+}
+
 static int unmount_cmd(const char *arg) {
     char *mnt = realpath(arg, NULL);
     char src[4096], msg[1024] = "";
@@ -488,14 +536,7 @@ static int unmount_cmd(const char *arg) {
     if (dfd >= 0)
         close(dfd);
     dfd = -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
-        _exit(127);
-    }
-    int ws = 0;
-    if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
-        WEXITSTATUS(ws) != 0) {
+    if (unmount_idle(mnt, daemon) != 0) {
         fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
         goto out;
     }
@@ -566,6 +607,7 @@ out:
 struct gfs_sig {
     sigset_t set;
     struct fuse_session *se;
+    struct gfs *fs;
     pthread_t main;
 };
 
@@ -573,12 +615,25 @@ static void gfs_wake(int sig) {
     (void)sig;
 }
 
+/* How long a SIGUSR2 makes hashes yield (ms): long enough for ggufs -u
+ * to unmount once the requests in flight have ended. */
+#define HASH_YIELD_MS 5000
+
 static void *gfs_sig_thread(void *arg) {
     struct gfs_sig *c = arg;
     int sig = 0;
-    if (sigwait(&c->set, &sig) == 0) {
+    while (sigwait(&c->set, &sig) == 0) {
+        if (sig == SIGUSR2) { /* ggufs -u: let the mount go idle */
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            atomic_store(&c->fs->hash_yield_ms,
+                         (long long)now.tv_sec * 1000 +
+                             now.tv_nsec / 1000000 + HASH_YIELD_MS);
+            continue;
+        }
         fuse_session_exit(c->se);
         pthread_kill(c->main, SIGUSR1);
+        break;
     }
     return NULL;
 }
@@ -1042,6 +1097,8 @@ static int serve(struct gfs_main *m) {
     sigaddset(&m->sig.set, SIGTERM);
     sigaddset(&m->sig.set, SIGINT);
     sigaddset(&m->sig.set, SIGHUP);
+    sigaddset(&m->sig.set, SIGUSR2);
+    m->sig.fs = &m->fs;
     struct sigaction sa = {.sa_handler = gfs_wake};
     sigemptyset(&sa.sa_mask);
     if (pthread_sigmask(SIG_BLOCK, &m->sig.set, NULL) != 0 ||

@@ -23,7 +23,7 @@ struct gfs_remote {
     uint64_t **ends; /* per shard: tensor data ends (absolute), sorted */
     int64_t *n_ends;
     struct gfs *fs;
-    const char *query; /* the URL's query ("?..."), put back on each shard's
+    const char *query;   /* the URL's query ("?..."), put back on each shard's
                           name, or "" */
     uint64_t max_header; /* bytes of each shard's header at most */
 };
@@ -249,6 +249,17 @@ int gfs_remote_identity(const struct gfs *fs, char *out, size_t n) {
     return 0;
 }
 
+static const char *const remote_attrs[] = {
+    "user.ggufs.url", "user.ggufs.identity", "user.ggufs.requests"};
+
+int gfs_remote_xattr_list(const struct gfs *fs, struct gguf_buf *out) {
+    for (size_t k = 0; fs->remote && k < 3; k++)
+        if (gguf_buf_add(out, remote_attrs[k], strlen(remote_attrs[k]) + 1) !=
+            GGUF_OK)
+            return ENOMEM;
+    return 0;
+}
+
 int gfs_remote_xattr(const struct gfs *fs, const char *name,
                      struct gguf_buf *out) {
     const struct gfs_remote *r = fs->remote;
@@ -256,11 +267,11 @@ int gfs_remote_xattr(const struct gfs *fs, const char *name,
     const char *v = NULL;
     if (!r)
         return ENODATA;
-    if (strcmp(name, "user.ggufs.url") == 0)
-        v = rmt_url(r->src[0]);
-    else if (strcmp(name, "user.ggufs.identity") == 0)
+    if (strcmp(name, remote_attrs[0]) == 0)
+        v = fs->path; /* as shown to all: no user info, no query */
+    else if (strcmp(name, remote_attrs[1]) == 0)
         v = rmt_identity(r->src[0]);
-    else if (strcmp(name, "user.ggufs.requests") == 0) {
+    else if (strcmp(name, remote_attrs[2]) == 0) {
         uint64_t sum = 0;
         for (int i = 0; i < r->n; i++)
             sum += rmt_requests(r->src[i]);

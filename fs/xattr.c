@@ -141,5 +141,7 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     if (gfs_kind(ino) == GFS_ROOT && gfs_overlay_where(fs) &&
         gguf_buf_add(out, "user.ggufs.overlay", 19) != GGUF_OK)
         return ENOMEM;
+    if (gfs_kind(ino) == GFS_ROOT && gfs_remote_xattr_list(fs, out) != 0)
+        return ENOMEM;
     return gfs_views_xattr_list(fs, ino, out);
 }
