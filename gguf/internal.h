@@ -589,4 +589,18 @@ bool gguf_kv_padding(const struct gguf_kv *kv);
  * does not exist and create is false. */
 int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err);
 
+/* ---- hostile files' parsers, apart from their I/O (fuzz targets) ----- */
+
+/* An overlay's bytes (what gguf_overlay_load read from shown) parsed into
+ * *ov and its identity *id: GGUF_E_FORMAT (one line naming shown) for
+ * bytes that are not a valid GGUF or not an overlay; *ov NULL then. */
+enum gguf_status gguf_overlay_parse(const uint8_t *p, size_t n,
+                                    const char *shown, gguf_ctx **ov,
+                                    struct gguf_overlay_id *id,
+                                    struct gguf_error *err);
+/* A pending record's bytes (identity line, then the edits file) parsed:
+ * the edits as a memory context, as gguf_pending_apply applies them. */
+enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
+                                    gguf_ctx **edits, struct gguf_error *err);
+
 #endif

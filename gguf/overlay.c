@@ -261,6 +261,23 @@ static enum gguf_status id_of(const gguf_ctx *ov, const char *shown,
     return GGUF_OK;
 }
 
+enum gguf_status gguf_overlay_parse(const uint8_t *p, size_t n,
+                                    const char *shown, gguf_ctx **ov,
+                                    struct gguf_overlay_id *id,
+                                    struct gguf_error *err) {
+    struct gguf_error e2 = {0};
+    enum gguf_status st;
+    *ov = NULL;
+    if (gguf_open_mem(ov, p, n, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "overlay %s is not a valid GGUF: %s", shown, e2.msg);
+    if ((st = id_of(*ov, shown, id, err)) != GGUF_OK) {
+        gguf_close(*ov);
+        *ov = NULL;
+    }
+    return st;
+}
+
 enum gguf_status gguf_overlay_load(const char *path, const char *source,
                                    gguf_ctx **ov, struct gguf_overlay_id *id,
                                    bool *found, struct gguf_error *err) {
@@ -311,13 +328,7 @@ enum gguf_status gguf_overlay_load(const char *path, const char *source,
     }
     if ((st = gguf_pread_full(fd, p, n, 0, shown, err)) != GGUF_OK)
         goto out;
-    struct gguf_error e2 = {0};
-    if (gguf_open_mem(ov, p, n, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK) {
-        st = gguf_fail(err, GGUF_E_FORMAT, "overlay %s is not a valid GGUF: %s",
-                       shown, e2.msg);
-        goto out;
-    }
-    if ((st = id_of(*ov, shown, id, err)) != GGUF_OK)
+    if ((st = gguf_overlay_parse(p, n, shown, ov, id, err)) != GGUF_OK)
         goto out;
     *found = true;
 out:

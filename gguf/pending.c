@@ -32,11 +32,11 @@ enum gguf_status gguf_pending_save(const gguf_ctx *ctx, gguf_ctx **disk,
 
     if (!ctx || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
-    int w = snprintf(
-        line, sizeof line,
-        "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 "\n",
-        (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size, ctx->mtime_ns,
-        ctx->ctime_ns);
+    int w = snprintf(line, sizeof line,
+                     "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64
+                     "\n",
+                     (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size,
+                     ctx->mtime_ns, ctx->ctime_ns);
     if ((st = gguf_buf_add(&b, line, (size_t)w)) != GGUF_OK) {
         st = gguf_fail(err, st, "out of memory saving the pending edits");
         goto out;
@@ -70,10 +70,11 @@ static bool same_file(const struct ident *id, uint64_t dev, uint64_t ino,
            id->mtime == mtime && (id->ctime < 0 || id->ctime == ctime);
 }
 
-/* Splits a pending record into its identity and its edits file. */
-static enum gguf_status parse_record(const struct gguf_buf *b,
-                                     struct ident *id, const uint8_t **edits,
-                                     size_t *n, struct gguf_error *err) {
+/* Splits a pending record into its identity and its edits file
+ * (internal.h: gguf_pending_parse, which fuzz_pending drives). */
+static enum gguf_status parse_record(const struct gguf_buf *b, struct ident *id,
+                                     const uint8_t **edits, size_t *n,
+                                     struct gguf_error *err) {
     const uint8_t *nl = memchr(b->p, '\n', b->len < 128 ? b->len : 128);
     char line[128];
     if (!nl)
@@ -82,10 +83,9 @@ static enum gguf_status parse_record(const struct gguf_buf *b,
     memcpy(line, b->p, (size_t)(nl - b->p));
     line[nl - b->p] = '\0';
     id->ctime = -1;
-    int got = sscanf(line,
-                     "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64
-                     " %" SCNd64,
-                     &id->dev, &id->ino, &id->size, &id->mtime, &id->ctime);
+    int got =
+        sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNd64,
+               &id->dev, &id->ino, &id->size, &id->mtime, &id->ctime);
     if (got != 4 && got != 5)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "pending edits record has a bad identity line");
@@ -113,8 +113,8 @@ static const char *next_name(const uint8_t *p, uint64_t *off, size_t *len) {
 }
 
 /* Applies one key of an edits file to ctx (internal.h). */
-enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
-                                 struct gguf_error *err) {
+enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
+                                     int64_t i, struct gguf_error *err) {
     size_t kl, pl;
     const char *key = gguf_kv_key(e, i, &kl);
     const uint8_t *p = gguf_kv_payload(e, i, &pl);
@@ -163,8 +163,8 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
         goto out;
     if ((st = parse_record(&b, &id, &edits, &n, err)) != GGUF_OK)
         goto out;
-    if (!same_file(&id, (uint64_t)ctx->dev, (uint64_t)ctx->ino,
-                   ctx->file_size, ctx->mtime_ns, ctx->ctime_ns)) {
+    if (!same_file(&id, (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size,
+                   ctx->mtime_ns, ctx->ctime_ns)) {
         st = gguf_fail(err, GGUF_E_CHANGED,
                        "the file changed since the pending edits were made "
                        "(inode %llu, %llu bytes then; inode %llu, %llu bytes "
@@ -232,13 +232,12 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
              changed == 1 ? "" : "s", (long long)removed);
     *in_file = disk && changed == 0 && still == 0;
     struct stat sb;
-    *stale = stat(path, &sb) != 0 ||
-             !same_file(&id, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino,
-                        (uint64_t)sb.st_size,
-                        (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-                            sb.st_mtim.tv_nsec,
-                        (int64_t)sb.st_ctim.tv_sec * 1000000000 +
-                            sb.st_ctim.tv_nsec);
+    *stale =
+        stat(path, &sb) != 0 ||
+        !same_file(
+            &id, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino, (uint64_t)sb.st_size,
+            (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec,
+            (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec);
 out:
     if (e)
         gguf_close(e);
@@ -246,4 +245,17 @@ out:
         gguf_close(disk);
     gguf_buf_free(&b);
     return st;
+}
+
+enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
+                                    gguf_ctx **edits, struct gguf_error *err) {
+    const struct gguf_buf b = {.p = (uint8_t *)p, .len = n, .cap = n};
+    struct ident id;
+    const uint8_t *e;
+    size_t en;
+    *edits = NULL;
+    enum gguf_status st = parse_record(&b, &id, &e, &en, err);
+    return st != GGUF_OK
+               ? st
+               : gguf_open_mem(edits, e, en, GGUF_OPEN_ALLOW_NESTED, err);
 }
