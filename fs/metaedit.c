@@ -269,6 +269,7 @@ int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
         rc = gfs_meta_refuse_protected(fs, i, "a change");
         goto out;
     }
+    gfs_text_keep(fs, i);
     if (gguf_set_payload(fs->ctx, key, klen, type, payload.p, payload.len,
                          &err) != GGUF_OK) {
         rc = refuse(fs, i, &err);
@@ -385,6 +386,7 @@ static int remove_key(struct gfs *fs, int64_t i) {
     g->arr_type = gguf_kv_arr_type(fs->ctx, i);
     uint32_t id = gguf_kv_id(fs->ctx, i);
     g->ord = key_ord(fs, id);
+    gfs_text_keep(fs, i);
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
         return refuse(fs, i, &err);
     gfs_text_forget(fs, id);
@@ -756,6 +758,7 @@ int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
         goto out;
     }
 set:
+    gfs_text_keep(fs, i);
     if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len, &err) !=
         GGUF_OK) {
         rc = refuse(fs, i, &err);
