@@ -383,6 +383,8 @@ void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     if (!err && !(fh = fh_new(fs, ino)))
         err = ENOMEM;
     if (!err)
+        fh->created = gfs_kind(ino) == GFS_KV;
+    if (!err)
         err = fh_open(fs, fh, fi);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
@@ -790,8 +792,13 @@ void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
-    fh_apply(gfs_of(req), fh, 0);
-    fh_free(gfs_of(req), fh);
+    struct gfs *fs = gfs_of(req);
+    if (fh_apply(fs, fh, 0) && fh->created) {
+        pthread_rwlock_wrlock(&fs->lock);
+        gfs_meta_drop_new(fs, fh->ino);
+        gfs_meta_unlock(fs);
+    }
+    fh_free(fs, fh);
     fuse_reply_err(req, 0);
 }
 

@@ -178,6 +178,8 @@ struct gfs_fh {
     pthread_mutex_t mu;
     struct gguf_buf draft;
     size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
+    int created;    /* create made the key: dropped if a write fails
+                       before any value was applied (gfs_meta_drop_new) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -309,6 +311,8 @@ struct gfs {
     size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
+    char name_error[512];        /* why the last name in meta/ was refused
+                             (user.gguf.error of meta/), or "" */
     uint64_t generation;         /* bumped by every applied edit */
     uint64_t saved_generation;   /* edits already saved after a failed commit */
     char saved_path[4096];       /* where they were saved ("" if never) */
@@ -499,6 +503,16 @@ const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr);
 int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
                         int quiet);
 int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
+/* A key made by create (ino) whose first write failed: removed again if it
+ * still holds the zero value create gave it, so that a failed write never
+ * leaves a key that was not there (logged). */
+void gfs_meta_drop_new(struct gfs *fs, fuse_ino_t ino);
+/* metanames.c: editors' scratch names in meta/ (the patterns are its top
+ * comment and ggufs(1), NAMES IN META/).  gfs_meta_backup_name: a backup
+ * or temporary name, even if it is a valid key name; gfs_meta_scratch_name:
+ * that, or a name with a random part.  No lock. */
+int gfs_meta_backup_name(const char *name);
+int gfs_meta_scratch_name(const char *name);
 int gfs_meta_unlink(struct gfs *fs, const char *name);
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
                     unsigned flags);
