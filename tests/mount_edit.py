@@ -792,7 +792,7 @@ def generic_edits(ctx, src, label, d):
                 new = k[0] + b"_mv"
                 ck.ok("rename %s" % k[0].decode(), os.rename, os.path.join(meta, k[0].decode()),
                       os.path.join(meta, new.decode()))
-                m.delete(k[0])  # mv KEY NEW: NEW is a FILE (a backup), never committed
+                m.rename(k[0], new)  # mv KEY NEW renames the key in place (issue 21)
             ck.done()
         except BaseException:
             cleanup_mounts(d)
