@@ -708,7 +708,9 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     if (off < 0 || (uint64_t)off + n > fs->max_value) {
         if (fh->kind == GFS_KV && fh->writable) {
             pthread_mutex_lock(&fh->mu);
-            if (fh->dirty) /* an untouched draft is never applied */
+            /* an untouched draft is never applied; a key made by this
+             * create is dropped at release (gfs_meta_drop_new) */
+            if (fh->dirty || fh->created)
                 fh->bad = EFBIG;
             pthread_mutex_unlock(&fh->mu);
         }
@@ -734,7 +736,8 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
         ((size_t)off + n > fh->draft.len &&
          (err = gfs_mem_grant(fs, &fh->granted, (size_t)off + n))) ||
         (err = buf_pwrite(&fh->draft, p, n, off))) {
-        if (fh->dirty) /* half-made (or emptied by O_TRUNC): never applied */
+        if (fh->dirty || fh->created) /* half-made (or emptied by O_TRUNC):
+                                          never applied */
             fh->bad = err;
         goto unlock;
     }

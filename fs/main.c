@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
-/* ggufs -u committed, but files in meta/ were not (not keys, or drafts
- * still being written): the report names them (issue 21). */
+/* ggufs -u committed, but files in meta/ were not (FILEs: not keys): the
+ * report names them (issue 21). */
 enum { EXIT_UNCOMMITTED = 5 };
 enum {
     KEY_RO,

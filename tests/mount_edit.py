@@ -1655,6 +1655,9 @@ def sec_issue21(ctx):
             if "mytool.big" in os.listdir(meta):
                 ck.bad("meta/mytool.big is listed after its first write failed")
             ck.errno_is("stat meta/mytool.big after its first write failed", errno.ENOENT, os.stat, P("mytool.big"))
+            ck.errno_is("pwrite at 70 MB into a new meta/mytool.far", errno.EFBIG, write_file, P("mytool.far"), b"x",
+                        os.O_WRONLY | os.O_CREAT, 70 << 20)
+            ck.errno_is("stat meta/mytool.far after its only write failed", errno.ENOENT, os.stat, P("mytool.far"))
             # names that can be neither keys nor scratch files: refused
             for name in ("My.Key", "weird key", "my-tool.note", "a..b", "trailing.", "UPPER.case", "Foo%2FBar"):
                 ck.errno_is("create meta/%s" % name, errno.EINVAL, write_file, P(name), b"x\n",
