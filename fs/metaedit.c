@@ -30,8 +30,9 @@
  *                     FILE.  Any other name: EINVAL (it can be neither).
  *   unlink N          KEY: GHOST.  FILE: gone.
  *   rename S -> D     S KEY, D KEY or GHOST: D's key (a GHOST comes back)
- *                     takes S's text, parsed as its type, in its
- *                     position; S becomes a GHOST.
+ *                     takes S's value in its position: a string S's text
+ *                     parsed as D's type (an editor's temporary file),
+ *                     else S's value and type; S becomes a GHOST.
  *                     S KEY, D free and a valid new key name that is no
  *                     backup name (metanames.c): the key is renamed, its
  *                     value, type and position kept; S becomes a GHOST.
@@ -681,17 +682,45 @@ out:
     return rc;
 }
 
-/* S KEY (fi), D KEY (ti): the target keeps its type and place and takes
- * the source's text (a temporary name may itself be a valid key: sed's
- * sedXXXXXX, python's tmpXXXXXXXX); the source becomes a GHOST. */
+/* Key ti takes the value of key fi, with its type (mv of a typed key onto
+ * a key of another type: the target is replaced, as mv replaces a file),
+ * in ti's place. */
+static int take_value(struct gfs *fs, int64_t fi, int64_t ti) {
+    struct gguf_buf payload = {0};
+    struct gguf_error err = {0};
+    size_t plen, klen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, fi, &plen);
+    const char *key = gguf_kv_key(fs->ctx, ti, &klen);
+    int rc = 0;
+    if (gguf_buf_add(&payload, p, plen) != GGUF_OK)
+        return ENOMEM;
+    gfs_text_keep(fs, ti);
+    if (gguf_set_payload(fs->ctx, key, klen, gguf_kv_type(fs->ctx, fi),
+                         payload.p, payload.len, &err) != GGUF_OK)
+        rc = refuse(fs, ti, &err);
+    else
+        edited(fs, gguf_find_key(fs->ctx, key, klen));
+    gguf_buf_free(&payload);
+    return rc;
+}
+
+/* S KEY (fi), D KEY (ti): the source becomes a GHOST, the target keeps its
+ * place and takes the source's value: a string source (an editor's
+ * temporary file whose name is a valid key: sed's sedXXXXXX, python's
+ * tmpXXXXXXXX) as text parsed as the target's type, any other source with
+ * its own type (take_value). */
 static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti) {
     int e = 0, rc;
     uint32_t fid = gguf_kv_id(fs->ctx, fi), tid = gguf_kv_id(fs->ctx, ti);
-    struct gfs_text *t = gfs_text_get(fs, fi, &e);
-    if (!t)
+    struct gfs_text *t = NULL;
+    if (gguf_kv_type(fs->ctx, fi) != GGUF_TYPE_STRING) {
+        rc = take_value(fs, fi, ti);
+    } else if (!(t = gfs_text_get(fs, fi, &e))) {
         return e;
-    rc = gfs_meta_apply_text(fs, ti, t->data, t->len, 0);
-    gfs_text_put(t);
+    } else {
+        rc = gfs_meta_apply_text(fs, ti, t->data, t->len, 0);
+        gfs_text_put(t);
+    }
     if (rc)
         return rc;
     if ((rc = remove_key(fs, gguf_find_id(fs->ctx, fid))))

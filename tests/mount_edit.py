@@ -615,7 +615,12 @@ def sec_types_edits(ctx):
             m.delete(b"types.int8.max")
             m.rename(b"types.int16.max", b"types.int16.renamed")  # mv KEY NEW renames (issue 21)
             m.onto(b"types.uint16.zero", b"types.uint16.max", b"0\n")
-            m.onto(b"types.float32.neg_one_half", b"types.string.crlf", sval(b"-0.5"))
+            # a typed key onto another key replaces it, type and all (issue
+            # 21: it was made the string "-0.5")
+            m.set(b"types.string.crlf", "float32", b"-0.5\n", (f32bits(-0.5),))
+            m.delete(b"types.float32.neg_one_half")
+            ck.eq("user.gguf.type of types.string.crlf after mv of a float32 onto it", b"float32",
+                  J.xattr(P("types.string.crlf"), "user.gguf.type"))
             # onto a key whose type cannot hold the text: refused, both kept
             ck.errno_is("mv types.string.percent onto types.uint64.above_int64", errno.EINVAL, os.rename,
                         P("types.string.percent"), P("types.uint64.above_int64"))
