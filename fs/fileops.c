@@ -383,6 +383,8 @@ void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     if (!err && !(fh = fh_new(fs, ino)))
         err = ENOMEM;
     if (!err)
+        fh->created = gfs_kind(ino) == GFS_KV;
+    if (!err)
         err = fh_open(fs, fh, fi);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
@@ -706,7 +708,9 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
     if (off < 0 || (uint64_t)off + n > fs->max_value) {
         if (fh->kind == GFS_KV && fh->writable) {
             pthread_mutex_lock(&fh->mu);
-            if (fh->dirty) /* an untouched draft is never applied */
+            /* an untouched draft is never applied; a key made by this
+             * create is dropped at release (gfs_meta_drop_new) */
+            if (fh->dirty || fh->created)
                 fh->bad = EFBIG;
             pthread_mutex_unlock(&fh->mu);
         }
@@ -732,7 +736,8 @@ void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
         ((size_t)off + n > fh->draft.len &&
          (err = gfs_mem_grant(fs, &fh->granted, (size_t)off + n))) ||
         (err = buf_pwrite(&fh->draft, p, n, off))) {
-        if (fh->dirty) /* half-made (or emptied by O_TRUNC): never applied */
+        if (fh->dirty || fh->created) /* half-made (or emptied by O_TRUNC):
+                                          never applied */
             fh->bad = err;
         goto unlock;
     }
@@ -790,8 +795,13 @@ void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
-    fh_apply(gfs_of(req), fh, 0);
-    fh_free(gfs_of(req), fh);
+    struct gfs *fs = gfs_of(req);
+    if (fh_apply(fs, fh, 0) && fh->created) {
+        pthread_rwlock_wrlock(&fs->lock);
+        gfs_meta_drop_new(fs, fh->ino);
+        gfs_meta_unlock(fs);
+    }
+    fh_free(fs, fh);
     fuse_reply_err(req, 0);
 }
 

@@ -178,6 +178,8 @@ struct gfs_fh {
     pthread_mutex_t mu;
     struct gguf_buf draft;
     size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
+    int created;    /* create made the key: dropped if a write fails
+                       before any value was applied (gfs_meta_drop_new) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -203,14 +205,22 @@ struct gfs_text {
     /* A windowed text (a value whose text is longer than GFS_TEXT_WHOLE,
      * opened as a file): no data; each read makes the bytes it needs from
      * the value's payload (gfs_text_read), starting at the nearest mark of
-     * map.  stale is set, under fs->lock (write), when the value changes
-     * or goes: reads then fail with ESTALE, never mixing two values. */
+     * map.  Before the value changes or goes, under fs->lock (write),
+     * gfs_text_keep gives a text still open a copy of the payload it was
+     * made from (kept), so that its readers go on reading that one value
+     * whole; stale is set then, and a stale text without a copy (the copy
+     * would pass fs->max_drafts) fails reads with ESTALE, never mixing
+     * two values. */
     int windowed;
     uint32_t id;
     atomic_int stale;
     struct gguf_text_map map;
-    size_t cost; /* bytes counted in fs->texts_bytes while cached */
-    char data[]; /* whole texts: the len bytes */
+    uint8_t *kept; /* the payload at open, once the value changed */
+    size_t kept_len, kept_granted; /* granted: counted in fs->max_drafts */
+    enum gguf_type kept_type;
+    struct gfs *owner; /* for the grant's release at the last put */
+    size_t cost;       /* bytes counted in fs->texts_bytes while cached */
+    char data[];       /* whole texts: the len bytes */
 };
 
 /* An index of hashed long file names (tree.c): the 64-bit hash a hashed
@@ -305,6 +315,8 @@ struct gfs {
     size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
+    char name_error[512];        /* why the last name in meta/ was refused
+                             (user.gguf.error of meta/), or "" */
     uint64_t generation;         /* bumped by every applied edit */
     uint64_t saved_generation;   /* edits already saved after a failed commit */
     char saved_path[4096];       /* where they were saved ("" if never) */
@@ -388,8 +400,9 @@ struct gfs_text *gfs_text_get(struct gfs *fs, int64_t i, int *err);
  * holds fs->lock; takes text_lock. */
 struct gfs_text *gfs_text_open(struct gfs *fs, int64_t i, int *err);
 /* Appends the bytes [off, off + n) of t (fewer at its end) to out: 0 or
- * errno (ESTALE: a windowed text's value changed since it was opened).
- * Takes fs->lock (read) for a windowed text: call it without fs->lock. */
+ * errno (ESTALE: a windowed text's value changed since it was opened and
+ * no copy could be kept, see gfs_text_keep).  Takes fs->lock (read) for a
+ * windowed text: call it without fs->lock. */
 int gfs_text_read(struct gfs *fs, struct gfs_text *t, uint64_t off, size_t n,
                   struct gguf_buf *out);
 /* Drops a reference; no lock. */
@@ -400,6 +413,10 @@ struct gfs_text *gfs_text_new(const struct gguf_buf *b);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);
+/* Before kv index i's value changes or goes: a windowed text of it still
+ * open keeps a copy of the payload (see struct gfs_text).  Caller holds
+ * lock (write). */
+void gfs_text_keep(struct gfs *fs, int64_t i);
 /* Frees the index of hashed long names (at unmount). */
 void gfs_lnames_free(struct gfs *fs);
 void gfs_texts_free(struct gfs *fs);
@@ -490,6 +507,16 @@ const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr);
 int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
                         int quiet);
 int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
+/* A key made by create (ino) whose first write failed: removed again if it
+ * still holds the zero value create gave it, so that a failed write never
+ * leaves a key that was not there (logged). */
+void gfs_meta_drop_new(struct gfs *fs, fuse_ino_t ino);
+/* metanames.c: editors' scratch names in meta/ (the patterns are its top
+ * comment and ggufs(1), NAMES IN META/).  gfs_meta_backup_name: a backup
+ * or temporary name, even if it is a valid key name; gfs_meta_scratch_name:
+ * that, or a name with a random part.  No lock. */
+int gfs_meta_backup_name(const char *name);
+int gfs_meta_scratch_name(const char *name);
 int gfs_meta_unlink(struct gfs *fs, const char *name);
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
                     unsigned flags);

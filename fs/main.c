@@ -29,6 +29,9 @@
 #include <unistd.h>
 
 enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_MOUNT = 3, EXIT_COMMIT = 4 };
+/* ggufs -u committed, but files in meta/ were not (FILEs: not keys): the
+ * report names them (issue 21). */
+enum { EXIT_UNCOMMITTED = 5 };
 enum {
     KEY_RO,
     KEY_MAX_READ,
@@ -559,7 +562,14 @@ static int unmount_cmd(const char *arg) {
         printf("ggufs: %s\n", msg);
     /* Edits made between our fsync and the unmount were committed by the
      * daemon as it stopped: their outcome too. */
-    status = gfs_print_outcome(src) ? EXIT_COMMIT : 0;
+    status = gfs_print_outcome(src)         ? EXIT_COMMIT
+             : strstr(msg, "not committed") ? EXIT_UNCOMMITTED
+                                            : 0;
+    if (status == EXIT_UNCOMMITTED)
+        fprintf(stderr,
+                "ggufs: %s: files in meta/ were not committed (named "
+                "above)\n",
+                arg);
 out:
     free(mnt);
     return status;

@@ -26,24 +26,33 @@
  *   create N          KEY or FILE: EEXIST.  GHOST: the key comes back with
  *                     its type and position (zero value until written).
  *                     Free and a valid new key name: a new string key,
- *                     last.  Any other name: a FILE.
+ *                     last.  An editor's scratch name (metanames.c): a
+ *                     FILE.  Any other name: EINVAL (it can be neither).
  *   unlink N          KEY: GHOST.  FILE: gone.
  *   rename S -> D     S KEY, D KEY or GHOST: D's key (a GHOST comes back)
- *                     takes S's text, parsed as its type, in its
- *                     position; S becomes a GHOST.
- *                     S KEY, D a FILE or free: S becomes a GHOST, D a FILE
- *                     holding S's text (a backup; never a key).
+ *                     takes S's value in its position: a string S's text
+ *                     parsed as D's type (an editor's temporary file),
+ *                     else S's value and type; S becomes a GHOST.
+ *                     S KEY, D free and a valid new key name that is no
+ *                     backup name (metanames.c): the key is renamed, its
+ *                     value, type and position kept; S becomes a GHOST.
+ *                     S KEY, D a FILE or a free scratch name: S becomes a
+ *                     GHOST, D a FILE holding S's text (a backup; never a
+ *                     key; the commit reports S removed unless it came
+ *                     back).
  *                     S FILE, D KEY or GHOST: D's key takes the text, with
  *                     its own type and position (a GHOST comes back).
  *                     S FILE, D free and a valid new key name: a new key,
  *                     last: of the type of the key S is a backup of, else
  *                     a string.
- *                     S FILE, D anything else: the FILE is renamed.
+ *                     S FILE, D a FILE or a free scratch name: the FILE
+ *                     is renamed.
+ *                     D free and neither: EINVAL.
  *                     RENAME_NOREPLACE: EEXIST if D is a KEY or a FILE;
  *                     RENAME_EXCHANGE: EINVAL.
  *
- * So `mv KEY NEW` no longer renames a key: it leaves a FILE (ggufs(1) says
- * how to rename one).  Protected keys (gfs_meta_protected) refuse every
+ * A refused name is logged and kept as user.gguf.error of meta/ (struct
+ * gfs, name_error).  Protected keys (gfs_meta_protected) refuse every
  * change with EPERM where the caller sees it: open for writing, truncate,
  * unlink, rename from or onto, setxattr.
  */
@@ -239,6 +248,19 @@ static int name_to_key(const char *name, struct gguf_buf *key) {
     return ok;
 }
 
+/* Refuses a name in meta/ that can be neither a key nor a FILE: logs why
+ * and keeps it as user.gguf.error of meta/; EINVAL. */
+static int refuse_name(struct gfs *fs, const char *what, const char *name) {
+    char q[GGUF_QUOTE_MAX];
+    snprintf(fs->name_error, sizeof fs->name_error,
+             "%s meta/%s: not a key name (lower-case a-z, 0-9, _ in "
+             "segments joined by '.') nor an editor's scratch name (see "
+             "ggufs(1), NAMES IN META/)",
+             what, gguf_quote(q, sizeof q, name, strlen(name)));
+    gfs_log(fs, "%s: refused %s", fs->path, fs->name_error);
+    return EINVAL;
+}
+
 static void edited(struct gfs *fs, int64_t i) {
     fs->generation++;
     if (i >= 0) {
@@ -269,6 +291,7 @@ int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
         rc = gfs_meta_refuse_protected(fs, i, "a change");
         goto out;
     }
+    gfs_text_keep(fs, i);
     if (gguf_set_payload(fs->ctx, key, klen, type, payload.p, payload.len,
                          &err) != GGUF_OK) {
         rc = refuse(fs, i, &err);
@@ -385,6 +408,7 @@ static int remove_key(struct gfs *fs, int64_t i) {
     g->arr_type = gguf_kv_arr_type(fs->ctx, i);
     uint32_t id = gguf_kv_id(fs->ctx, i);
     g->ord = key_ord(fs, id);
+    gfs_text_keep(fs, i);
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
         return refuse(fs, i, &err);
     gfs_text_forget(fs, id);
@@ -495,6 +519,10 @@ int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino) {
             *ino = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
         goto out;
     }
+    if (!gfs_meta_scratch_name(name)) {
+        rc = refuse_name(fs, "creating", name);
+        goto out;
+    }
     struct gfs_scratch *s = scratch_new(fs, name, &rc);
     if (s)
         *ino = s->ino;
@@ -515,6 +543,26 @@ int gfs_meta_unlink(struct gfs *fs, const char *name) {
     default:
         return ENOENT;
     }
+}
+
+void gfs_meta_drop_new(struct gfs *fs, fuse_ino_t ino) {
+    struct gguf_buf zero = {0};
+    int64_t i = gfs_kv_index(fs, ino);
+    if (i < 0 ||
+        gguf_zero_payload(gguf_kv_type(fs->ctx, i),
+                          gguf_kv_arr_type(fs->ctx, i), &zero) != GGUF_OK)
+        goto out;
+    size_t plen, klen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    const char *key = gguf_kv_key(fs->ctx, i, &klen);
+    char q[GGUF_QUOTE_MAX];
+    if (plen != zero.len || memcmp(p, zero.p, plen) != 0)
+        goto out; /* another writer gave it a value since */
+    gfs_log(fs, "%s: meta/%s: its first write failed: the key is not made",
+            fs->path, gguf_quote(q, sizeof q, key, klen));
+    (void)remove_key(fs, i);
+out:
+    gguf_buf_free(&zero);
 }
 
 /* rename(2) in meta/, one helper per transition (see the rule at the top).
@@ -601,17 +649,78 @@ out:
     return rc;
 }
 
-/* S KEY (fi), D KEY (ti): the target keeps its type and place and takes
- * the source's text (a temporary name may itself be a valid key: sed's
- * sedXXXXXX, python's tmpXXXXXXXX); the source becomes a GHOST. */
+/* S KEY (kv i, inode ino), D free and a valid new key name (key): the
+ * key is renamed, keeping its value, type and place; S becomes a GHOST. */
+static int key_rename(struct gfs *fs, int64_t i, fuse_ino_t ino,
+                      const struct gguf_buf *key) {
+    struct gguf_buf payload = {0};
+    struct gguf_error err = {0};
+    size_t plen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    enum gguf_type type = gguf_kv_type(fs->ctx, i);
+    uint64_t ord = key_ord(fs, gguf_kv_id(fs->ctx, i));
+    uint32_t fid = gguf_kv_id(fs->ctx, i);
+    int rc = 0;
+    if (gguf_buf_add(&payload, p, plen) != GGUF_OK)
+        return ENOMEM;
+    if (gguf_set_payload(fs->ctx, (char *)key->p, key->len, type, payload.p,
+                         payload.len, &err) != GGUF_OK) {
+        rc = refuse(fs, i, &err);
+        goto out;
+    }
+    int64_t ni = gguf_find_key(fs->ctx, (char *)key->p, key->len);
+    uint32_t nid = gguf_kv_id(fs->ctx, ni);
+    if ((rc = remove_key(fs, gguf_find_id(fs->ctx, fid)))) {
+        (void)gguf_remove_key(fs->ctx, gguf_find_id(fs->ctx, nid), &err);
+        goto out;
+    }
+    restore_place(fs, gguf_find_id(fs->ctx, nid), ord);
+    edited(fs, gguf_find_id(fs->ctx, nid));
+    add_alias(fs, ino, GFS_INO_KV + nid);
+out:
+    gguf_buf_free(&payload);
+    return rc;
+}
+
+/* Key ti takes the value of key fi, with its type (mv of a typed key onto
+ * a key of another type: the target is replaced, as mv replaces a file),
+ * in ti's place. */
+static int take_value(struct gfs *fs, int64_t fi, int64_t ti) {
+    struct gguf_buf payload = {0};
+    struct gguf_error err = {0};
+    size_t plen, klen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, fi, &plen);
+    const char *key = gguf_kv_key(fs->ctx, ti, &klen);
+    int rc = 0;
+    if (gguf_buf_add(&payload, p, plen) != GGUF_OK)
+        return ENOMEM;
+    gfs_text_keep(fs, ti);
+    if (gguf_set_payload(fs->ctx, key, klen, gguf_kv_type(fs->ctx, fi),
+                         payload.p, payload.len, &err) != GGUF_OK)
+        rc = refuse(fs, ti, &err);
+    else
+        edited(fs, gguf_find_key(fs->ctx, key, klen));
+    gguf_buf_free(&payload);
+    return rc;
+}
+
+/* S KEY (fi), D KEY (ti): the source becomes a GHOST, the target keeps its
+ * place and takes the source's value: a string source (an editor's
+ * temporary file whose name is a valid key: sed's sedXXXXXX, python's
+ * tmpXXXXXXXX) as text parsed as the target's type, any other source with
+ * its own type (take_value). */
 static int key_onto_key(struct gfs *fs, int64_t fi, int64_t ti) {
     int e = 0, rc;
     uint32_t fid = gguf_kv_id(fs->ctx, fi), tid = gguf_kv_id(fs->ctx, ti);
-    struct gfs_text *t = gfs_text_get(fs, fi, &e);
-    if (!t)
+    struct gfs_text *t = NULL;
+    if (gguf_kv_type(fs->ctx, fi) != GGUF_TYPE_STRING) {
+        rc = take_value(fs, fi, ti);
+    } else if (!(t = gfs_text_get(fs, fi, &e))) {
         return e;
-    rc = gfs_meta_apply_text(fs, ti, t->data, t->len, 0);
-    gfs_text_put(t);
+    } else {
+        rc = gfs_meta_apply_text(fs, ti, t->data, t->len, 0);
+        gfs_text_put(t);
+    }
     if (rc)
         return rc;
     if ((rc = remove_key(fs, gguf_find_id(fs->ctx, fid))))
@@ -670,6 +779,11 @@ int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
         rc = key_onto_key(fs, src.i, dst.i);
     } else if (src.state == NAME_KEY && dst.state == NAME_GHOST) {
         rc = key_onto_ghost(fs, src.i, dst.ghost);
+    } else if (src.state == NAME_KEY && to_key && !gfs_meta_backup_name(to)) {
+        rc = key_rename(fs, src.i, src.ino, &tkey);
+    } else if (dst.state == NAME_FREE && !to_key &&
+               !gfs_meta_scratch_name(to)) {
+        rc = refuse_name(fs, "renaming to", to);
     } else if (src.state == NAME_KEY) {
         rc = key_to_file(fs, src.i, src.ino, dst.file, to);
     } else if (dst.state == NAME_KEY || dst.state == NAME_GHOST) {
@@ -756,6 +870,7 @@ int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
         goto out;
     }
 set:
+    gfs_text_keep(fs, i);
     if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len, &err) !=
         GGUF_OK) {
         rc = refuse(fs, i, &err);
@@ -838,14 +953,22 @@ size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
     size_t n = 0, more = 0;
     for (struct gfs_scratch *s = fs->scratch; s; s = s->next, n++) {
         char q[4 * GFS_NAME_MAX + 1], qf[4 * GFS_NAME_MAX + 1];
-        char line[sizeof q + 80];
-        int len = snprintf(line, sizeof line,
-                           "meta/%s: not a key, not committed (%zu bytes)",
-                           name_for_msg(q, s->name), s->data.len);
+        char line[2 * sizeof q + 80];
+        fuse_ino_t fino;
+        /* A key renamed to a backup name and not made again: removed. */
+        int removed = s->from && !(gfs_lookup_name(fs, GFS_INO_META, s->from,
+                                                   &fino) == 0 &&
+                                   gfs_kv_index(fs, fino) >= 0);
+        int len = snprintf(
+            line, sizeof line,
+            "meta/%s: not a key, not committed (%zu bytes)%s%s%s",
+            name_for_msg(q, s->name), s->data.len, removed ? "; meta/" : "",
+            removed ? name_for_msg(qf, s->from) : "",
+            removed ? ": removed" : "");
         if (log)
             gfs_log(fs, "%s: %s%s%s", fs->path, line,
-                    s->from ? ", a copy of meta/" : "",
-                    s->from ? name_for_msg(qf, s->from) : "");
+                    s->from && !removed ? ", a copy of meta/" : "",
+                    s->from && !removed ? name_for_msg(qf, s->from) : "");
         /* The report names as many as fit, keeping room to count the rest
          * (the log has them all). */
         size_t used = msg ? strlen(msg) : 0;

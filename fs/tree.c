@@ -466,6 +466,9 @@ struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
 void gfs_text_put(struct gfs_text *t) {
     if (t && atomic_fetch_sub(&t->refs, 1) == 1) {
         gguf_text_map_free(&t->map);
+        if (t->kept)
+            (void)gfs_mem_grant(t->owner, &t->kept_granted, 0);
+        free(t->kept);
         free(t);
     }
 }
@@ -632,17 +635,50 @@ int gfs_text_read(struct gfs *fs, struct gfs_text *t, uint64_t off, size_t n,
     struct gguf_error gerr = {0};
     pthread_rwlock_rdlock(&fs->lock);
     int64_t i = gguf_find_id(fs->ctx, t->id);
-    if (atomic_load(&t->stale) || i < 0) {
+    size_t plen = t->kept_len;
+    const uint8_t *p = t->kept;
+    enum gguf_type type = t->kept_type;
+    if (!p && (atomic_load(&t->stale) || i < 0)) {
         err = ESTALE;
-    } else {
-        size_t plen;
-        const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
-        if (gguf_render_window(gguf_kv_type(fs->ctx, i), p, plen, &t->map, off,
-                               n, out, &gerr) != GGUF_OK)
-            err = gfs_errno(&gerr);
+        goto out;
     }
+    if (!p) {
+        p = gguf_kv_payload(fs->ctx, i, &plen);
+        type = gguf_kv_type(fs->ctx, i);
+    }
+    if (gguf_render_window(type, p, plen, &t->map, off, n, out, &gerr) !=
+        GGUF_OK)
+        err = gfs_errno(&gerr);
+out:
     pthread_rwlock_unlock(&fs->lock);
     return err;
+}
+
+void gfs_text_keep(struct gfs *fs, int64_t i) {
+    uint32_t id = gguf_kv_id(fs->ctx, i);
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_text *t = id < fs->n_texts ? fs->texts[id] : NULL;
+    /* Only a windowed text that an open file holds (the cache holds one
+     * reference): whole texts are copies already.  No reader runs (lock is
+     * held for writing) and no opener can take a new reference. */
+    if (!t || !t->windowed || t->kept || atomic_load(&t->refs) < 2)
+        goto out;
+    size_t plen;
+    const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
+    size_t granted = 0;
+    if (gfs_mem_grant(fs, &granted, plen ? plen : 1))
+        goto out; /* past max_drafts: its readers get ESTALE */
+    if (!(t->kept = malloc(plen ? plen : 1))) {
+        (void)gfs_mem_grant(fs, &granted, 0);
+        goto out;
+    }
+    memcpy(t->kept, p, plen);
+    t->kept_len = plen;
+    t->kept_granted = granted;
+    t->kept_type = gguf_kv_type(fs->ctx, i);
+    t->owner = fs;
+out:
+    pthread_mutex_unlock(&fs->text_lock);
 }
 
 void gfs_text_forget(struct gfs *fs, uint32_t id) {

@@ -5,7 +5,8 @@
  *   user.gguf.offset  tensors: absolute offset of the data in the GGUF
  *   user.gguf.size    tensors: bytes of data
  *   user.gguf.file    tensors of a shard set: the shard file holding it
- *   user.gguf.error   meta files: why the last edit was refused
+ *   user.gguf.error   meta files: why the last edit was refused; meta/:
+ *                     why the last name was refused
  *   user.ggufs.commit root: the report of the last commit
  *   user.ggufs.pid    root: the daemon's process id (ggufs -u waits for it)
  *   user.ggufs.overlay root of an overlay mount: where the overlay is
@@ -90,6 +91,10 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
             return ENODATA;
         return add_str(out, gguf_kv_type_str(fs->ctx, i, tmp, sizeof tmp));
     }
+    case GFS_DIR_META:
+        if (strcmp(name, "user.gguf.error") == 0 && fs->name_error[0])
+            return add_str(out, fs->name_error);
+        return ENODATA;
     case GFS_ROOT:
         if (strcmp(name, "user.ggufs.commit") == 0 && fs->commit_msg[0])
             return add_str(out, fs->commit_msg);
@@ -133,6 +138,9 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
         return ENOMEM;
     if (gfs_kind(ino) == GFS_KV &&
         gfs_meta_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
+        gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
+        return ENOMEM;
+    if (gfs_kind(ino) == GFS_DIR_META && fs->name_error[0] &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
         return ENOMEM;
     if (gfs_kind(ino) == GFS_ROOT && fs->commit_msg[0] &&

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge as J  # noqa: E402
 
 Fail = J.Fail
-USAGE, BADFILE, MOUNT = 2, 1, 3
+USAGE, BADFILE, MOUNT, UNCOMMITTED = 2, 1, 3, 5
 
 
 def run(args, cwd):
@@ -134,6 +134,27 @@ def good_options(gguf, mnt):
     J.log("ok: --recover of a sound file: %s" % out.strip())
 
 
+def uncommitted_status(gguf, mnt):
+    """ggufs -u exits 5 (man EXIT STATUS) when files in meta/ were not
+    committed, naming them; 0 once none is left (issue 21)."""
+    for leave, want in ((True, UNCOMMITTED), (False, 0)):
+        rc = J.run_ggufs([gguf, mnt]).returncode
+        if rc != 0:
+            raise Fail("ggufs %s %s exited %d" % (gguf, mnt, rc))
+        with open(os.path.join(mnt, "meta", "notes~"), "w") as f:
+            f.write("scratch\n")
+        if not leave:
+            os.unlink(os.path.join(mnt, "meta", "notes~"))
+        rc, out, err = run(["-u", mnt], None)
+        if J.mountinfo_entry(mnt) is not None:
+            J.unmount(mnt, [])
+            raise Fail("ggufs -u left the mount in place")
+        if rc != want or (leave and "meta/notes~: not a key, not committed" not in out):
+            raise Fail("ggufs -u with%s a FILE left in meta/: exit %d (expected %d), %r %r"
+                       % ("" if leave else "out", rc, want, out, err))
+        J.log("ok: ggufs -u with%s a FILE left in meta/: exit %d" % ("" if leave else "out", rc))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ggufs-cli-") as tmp:
         gguf = os.path.join(tmp, "model.gguf")
@@ -152,6 +173,7 @@ def main():
             J.log("note: mounting checks skipped: %s" % e)
             return
         good_options(gguf, mnt)
+        uncommitted_status(gguf, mnt)
 
 
 if __name__ == "__main__":

@@ -322,11 +322,12 @@ def ggufs_u(mnt, want_rc=0, label="", path=None):
     return (HOWS[m.group(2)] if m else None), out, err
 
 
-def expect_commit(label, mnt, path, want_how):
-    """ggufs -u, expecting exit 0 and a 'committed (...)' line naming path.
-    want_how: 'inplace', 'insert', 'rewrite', 'grow' (insert or rewrite),
-    None (any commit), or 'none' (nothing committed)."""
-    how, out, err = ggufs_u(mnt, 0, label)
+def expect_commit(label, mnt, path, want_how, want_rc=0):
+    """ggufs -u, expecting exit want_rc (5: files left in meta/) and a
+    'committed (...)' line naming path.  want_how: 'inplace', 'insert',
+    'rewrite', 'grow' (insert or rewrite), None (any commit), or 'none'
+    (nothing committed)."""
+    how, out, err = ggufs_u(mnt, want_rc, label)
     if want_how == "none":
         if how is not None:
             raise Fail("%s: nothing to commit, yet ggufs -u says %r" % (label, out.strip()))
@@ -550,16 +551,20 @@ def sec_noop(ctx):
     return "%d keys written back" % n
 
 
-def sec_types_edits(ctx):
-    """Every edit kind on the types fixture, in one mount, one commit."""
-    d = newdir(ctx, "types")
+def types_copy(ctx, name, label):
+    """A copy of the types fixture in a new directory: (dir, mountpoint,
+    path, snapshot, Model, Checks, meta dir, name -> path in meta/)."""
+    d = newdir(ctx, name)
     mnt = os.path.join(d, "mnt")
     path = copy_of(ctx, ctx.fx["types"], where=d)
     before = snapshot(path)
-    m = Model(before)
-    ck = Checks("types fixture edits")
     meta = os.path.join(mnt, "meta")
-    P = lambda k: os.path.join(meta, k)  # noqa: E731
+    return d, mnt, path, before, Model(before), Checks(label), meta, lambda k: os.path.join(meta, k)
+
+
+def sec_types_edits(ctx):
+    """Every edit kind on the types fixture, in one mount, one commit."""
+    d, mnt, path, before, m, ck, meta, P = types_copy(ctx, "types", "types fixture edits")
 
     with Watchdog(mnt, 150, "types edits"):
         mount(path, mnt)
@@ -608,9 +613,14 @@ def sec_types_edits(ctx):
                      " && mv types.uint16.zero types.uint16.max"
                      " && mv types.float32.neg_one_half types.string.crlf", meta)
             m.delete(b"types.int8.max")
-            m.delete(b"types.int16.max")  # mv KEY NEW: NEW is a FILE, not committed
+            m.rename(b"types.int16.max", b"types.int16.renamed")  # mv KEY NEW renames (issue 21)
             m.onto(b"types.uint16.zero", b"types.uint16.max", b"0\n")
-            m.onto(b"types.float32.neg_one_half", b"types.string.crlf", sval(b"-0.5"))
+            # a typed key onto another key replaces it, type and all (issue
+            # 21: it was made the string "-0.5")
+            m.set(b"types.string.crlf", "float32", b"-0.5\n", (f32bits(-0.5),))
+            m.delete(b"types.float32.neg_one_half")
+            ck.eq("user.gguf.type of types.string.crlf after mv of a float32 onto it", b"float32",
+                  J.xattr(P("types.string.crlf"), "user.gguf.type"))
             # onto a key whose type cannot hold the text: refused, both kept
             ck.errno_is("mv types.string.percent onto types.uint64.above_int64", errno.EINVAL, os.rename,
                         P("types.string.percent"), P("types.uint64.above_int64"))
@@ -660,22 +670,17 @@ def sec_types_edits(ctx):
                 m.value(k, new + b"\n")
                 ck.eq("meta/%s after vim (%s)" % (k.decode(), setting or "defaults"), new + b"\n",
                       ck.ok("read", content_of, mnt, k))
-            # names that are not keys: FILEs, whatever the name (listed,
-            # readable, never committed)
-            for name in ("Foo", "Foo%2FBar", "my-tool.note", "a..b", "trailing.", "UPPER.case",
-                         ".hidden", "X.tmp", "4913", "notes~", "#a.b#"):
+            # editors' scratch names that are not keys: FILEs (listed,
+            # readable, never committed); other names: sec_issue21
+            for name in (".hidden", "X.tmp", "notes~", "#a.b#"):
                 ck.ok("create meta/%s" % name, write_file, P(name), b"temp " + name.encode() + b"\n",
                       os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 ck.eq("meta/%s read back" % name, b"temp " + name.encode() + b"\n", ck.ok("read", read, P(name)))
             listed = set(os.listdir(meta))
-            for name in (".hidden", "X.tmp", "4913"):
-                if name not in listed:
-                    ck.bad("temporary file %s is not listed in meta/" % name)
-            for name in ("Foo", "my-tool.note", "types.int16.renamed"):
+            for name in (".hidden", "X.tmp", "types.int16.renamed"):
                 if name not in listed:
                     ck.bad("file %s is not listed in meta/" % name)
-            ck.shell("mv X.tmp Y.tmp && rm 4913 notes~ '#a.b#' Foo Foo%2FBar my-tool.note a..b trailing. UPPER.case",
-                     meta)
+            ck.shell("mv X.tmp Y.tmp && rm notes~ '#a.b#'", meta)
             ck.errno_is("create meta/Y.tmp/Bar", (errno.ENOTDIR, errno.ENOENT),
                         write_file, P("Y.tmp") + "/Bar", b"x", os.O_WRONLY | os.O_CREAT)
             ck.errno_is("mkdir meta/newdir", (errno.EPERM, errno.EACCES), os.mkdir, P("newdir"))
@@ -729,7 +734,8 @@ def sec_types_edits(ctx):
         except BaseException:
             cleanup_mounts(d)
             raise
-        how = expect_commit("types edits", mnt, path, None)
+        # the FILEs left (Y.tmp, .hidden, vim's backups): exit 5
+        how = expect_commit("types edits", mnt, path, None, want_rc=5)
     judge_commit("types edits", path, before, m, msg_how=how)
     # The committed file as mounted matches ggml's view in every file.
     J.judge_file(path, mnt, "types fixture after the edits", args=["-o", "ro"])
@@ -791,7 +797,7 @@ def generic_edits(ctx, src, label, d):
                 new = k[0] + b"_mv"
                 ck.ok("rename %s" % k[0].decode(), os.rename, os.path.join(meta, k[0].decode()),
                       os.path.join(meta, new.decode()))
-                m.delete(k[0])  # mv KEY NEW: NEW is a FILE (a backup), never committed
+                m.rename(k[0], new)  # mv KEY NEW renames the key in place (issue 21)
             ck.done()
         except BaseException:
             cleanup_mounts(d)
@@ -1615,6 +1621,88 @@ def sec_live_view(ctx):
     return "%d files untouched, 6 edited" % n
 
 
+def sec_issue21(ctx):
+    """Issue 21, edits that lost or invented data: mv KEY NEW renames the
+    key (value, type and place kept); a key moved to a backup name and not
+    made again is reported removed; a new key whose first write failed
+    (EFBIG) is not made; names that can be neither keys nor editors'
+    scratch files are refused at create and rename (EINVAL, the reason in
+    user.gguf.error of meta/); ggufs -u exits 5 naming the files of meta/
+    it did not commit.  Each failed on the old code."""
+    d, mnt, path, before, m, ck, meta, P = types_copy(ctx, "issue21", "issue 21 edits")
+    with Watchdog(mnt, 150, "issue 21"):
+        mount(path, mnt)
+        try:
+            for old, new in ((b"general.name", b"general.source.name"),
+                             (b"types.uint32.max", b"types.uint32.renamed"),
+                             (b"types.array.string", b"mytool.strings")):
+                want = ck.ok("read", content_of, mnt, old)
+                ck.shell("mv %s %s" % (old.decode(), new.decode()), meta)
+                names = os.listdir(meta)
+                if new.decode() not in names or old.decode() in names:
+                    ck.bad("mv %s %s: listed %s" % (old.decode(), new.decode(), sorted(names)))
+                ck.eq("meta/%s after the mv" % new.decode(), want, ck.ok("read", content_of, mnt, new))
+                ck.eq("user.gguf.type of %s after the mv" % new.decode(), kv_of(before, old)[1].encode(),
+                      J.xattr(P(new.decode()), "user.gguf.type"))
+                m.rename(old, new)
+            # a key moved to a backup name, never made again: removed
+            ck.shell("mv types.int8.max types.int8.max~ && mv types.int16.max types.int16.max.bak", meta)
+            m.delete(b"types.int8.max")
+            m.delete(b"types.int16.max")
+            # a key moved to a backup name and made again: no removal
+            ck.shell("mv types.uint8.max types.uint8.max.orig && echo 9 > types.uint8.max && "
+                     "rm types.uint8.max.orig", meta)
+            m.value(b"types.uint8.max", b"9\n")
+            # a new key whose first write fails is not made
+            rc, out, err = sh("head -c 70M /dev/zero | tr '\\0' a > mytool.big", meta, timeout=120)
+            if rc == 0 or "File too large" not in err:
+                ck.bad("70 MB into meta/mytool.big: status %d %r, expected 'File too large'" % (rc, err))
+            if "mytool.big" in os.listdir(meta):
+                ck.bad("meta/mytool.big is listed after its first write failed")
+            ck.errno_is("stat meta/mytool.big after its first write failed", errno.ENOENT, os.stat, P("mytool.big"))
+            ck.errno_is("pwrite at 70 MB into a new meta/mytool.far", errno.EFBIG, write_file, P("mytool.far"), b"x",
+                        os.O_WRONLY | os.O_CREAT, 70 << 20)
+            ck.errno_is("stat meta/mytool.far after its only write failed", errno.ENOENT, os.stat, P("mytool.far"))
+            # names that can be neither keys nor scratch files: refused
+            for name in ("My.Key", "weird key", "my-tool.note", "a..b", "trailing.", "UPPER.case", "Foo%2FBar"):
+                ck.errno_is("create meta/%s" % name, errno.EINVAL, write_file, P(name), b"x\n",
+                            os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                why = J.xattr(meta, "user.gguf.error")
+                if not isinstance(why, bytes) or name.encode() not in why:
+                    ck.bad("user.gguf.error of meta/ after refusing %r: %r" % (name, why))
+            ck.errno_is("mv types.string.ascii 'Bad Name'", errno.EINVAL, os.rename, P("types.string.ascii"),
+                        P("Bad Name"))
+            ck.eq("meta/types.string.ascii after the refused mv", kv_of(before, b"types.string.ascii")[2],
+                  ck.ok("read", content_of, mnt, b"types.string.ascii"))
+            # editors' scratch names are still FILEs
+            scratch = (".hidden", "X.tmp", "notes~", "#a.b#", "sedAbC123", "XXuJr8uK",
+                       "types.string.ascii.oU4aXRd", "4913", ".types.string.ascii.swp")
+            for name in scratch:
+                ck.ok("create meta/%s" % name, write_file, P(name), b"temp\n", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            ck.shell("mv X.tmp Y.tmp && rm " + " ".join("'%s'" % n for n in scratch if n != "X.tmp") + " Y.tmp",
+                     meta)
+            left = sorted(set(os.listdir(meta)) - {k.decode() for k, _, _, _ in m.kvs})
+            if left != ["types.int16.max.bak", "types.int8.max~"]:
+                ck.bad("meta/ lists %s beside the keys" % left)
+            ck.done()
+        except BaseException:
+            cleanup_mounts(d)
+            raise
+        how, out, err = ggufs_u(mnt, 5, "issue 21")
+    for n in ("types.int8.max~", "types.int16.max.bak"):
+        if "meta/%s: not a key, not committed" % n not in out:
+            raise Fail("ggufs -u does not name meta/%s: %r" % (n, out))
+    for k in ("types.int8.max", "types.int16.max"):
+        if "meta/%s: removed" % k not in out:
+            raise Fail("ggufs -u does not report meta/%s removed: %r" % (k, out))
+    if "removed" in out.replace("types.int8.max: removed", "").replace("types.int16.max: removed", ""):
+        raise Fail("ggufs -u reports a removal it should not: %r" % out)
+    if "not committed" not in err:
+        raise Fail("ggufs -u: no line on stderr about files not committed: %r" % err)
+    judge_commit("issue 21 edits", path, before, m, msg_how=how)
+    return "renames, removals, failed first write, refused names; ggufs -u exit 5"
+
+
 SECTIONS = [
     ("untouched mounts never write", sec_untouched),
     ("no-op edits are byte-identical", sec_noop),
@@ -1628,6 +1716,7 @@ SECTIONS = [
     ("external change while mounted", sec_external_change),
     ("kill at every fault point", sec_faults),
     ("live view", sec_live_view),
+    ("issue 21: renames, failed first writes, refused names", sec_issue21),
 ]
 
 

@@ -9,7 +9,8 @@ is mounted read-write.  For --seconds (default 60):
     and kept durably as pending), close(), then an fsync of meta/ (which
     commits it into the GGUF, growing the header now and then, as
     general.name grows):
-      general.name            "name-N|BODY|CRC32\\n", BODY growing with N
+      general.name            "name-N|BODY|CRC32\\n", BODY growing with N,
+                              every third one past 1 MiB (windowed)
       llama.context_length    one digit repeated nine times ("222222222")
       tokenizer.ggml.merges   1 + N % 37 lines "mN-i"
   - reader threads, all the time:
@@ -66,8 +67,16 @@ NAME_KEY, INT_KEY, ARR_KEY = b"general.name", b"llama.context_length", b"tokeniz
 # values of known form
 
 
+# Every third value of general.name is more than 1 MiB of text (a
+# windowed text, fs/tree.c): a reader opened on one while a commit changes
+# it must still read it whole (it got ESTALE: issue 21).
+BIG = 1_100_000
+_ALPHA = b"abcdefghijklmnopqrstuvwxyz" * 160000
+
+
 def name_value(n):
-    body = (b"abcdefghijklmnopqrstuvwxyz" * 60000)[:200 + n * 150 + (n * 397) % 20000]
+    size = 200 + n * 150 + (n * 397) % 20000 + (BIG if (n // 3) % 3 == 1 else 0)
+    body = _ALPHA[:size]
     head = b"name-%d|%s|" % (n, body)
     return head + b"%08x\n" % zlib.crc32(head)
 
