@@ -50,10 +50,11 @@ struct gfs_overlay {
     gguf_ctx *disk;            /* the source without edits, what the overlay is
                        written against: parsed at the first write (a
                        mount pays for one parse only) */
-    int lock_fd;  /* the overlay's lock (read-write mounts), or -1 */
-    char *source; /* the record's key and mountpoint (record_mount): */
-    char *mnt;    /* read-write mounts; else NULL */
-    int recorded; /* the record was written (at the first overlay write) */
+    int lock_fd;       /* the overlay's lock (read-write mounts), or -1 */
+    char *lock_source; /* the source it was taken for (its default name) */
+    char *source;      /* the record's key and mountpoint (record_mount): */
+    char *mnt;         /* read-write mounts; else NULL */
+    int recorded;      /* the record was written (at the first overlay write) */
     /* Guarded by fs->lock (written under it for writing). */
     uint64_t written_gen; /* fs->generation last written to the overlay */
     int failed;           /* that write failed */
@@ -293,6 +294,10 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     if (!a->readonly && (o->lock_fd = take_lock(a->file, a->path, o->path,
                                                 o->shown, a->mnt, 1)) < 0)
         return -1;
+    if (o->lock_fd >= 0 && !(o->lock_source = strdup(a->path))) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        return -1;
+    }
     if (gguf_overlay_identify(fs->shards, fs->n_shards, a->path,
                               a->remote_id != NULL, a->remote_id, &o->id,
                               &err) != GGUF_OK) {
@@ -325,8 +330,10 @@ void gfs_overlay_free(struct gfs *fs) {
     if (!fs->overlay)
         return;
     unrecord_mount(fs->overlay);
-    if (fs->overlay->lock_fd >= 0)
-        close(fs->overlay->lock_fd); /* after the last write */
+    if (fs->overlay->lock_fd >= 0) /* after the last write */
+        gguf_overlay_unlock(fs->overlay->path, fs->overlay->lock_source,
+                            fs->overlay->lock_fd);
+    free(fs->overlay->lock_source);
     gguf_close(fs->overlay->disk);
     free(fs->overlay->path);
     free(fs->overlay);
@@ -520,16 +527,12 @@ static int apply_cmd(const char *file, const char *opt) {
                 file, shown, err.msg);
         goto out;
     }
-    static const char *const how[] = {"nothing to do", "in place",
-                                      "grown by inserting blocks",
-                                      "grown by rewriting the file"};
     bool found = false;
     enum gguf_status rs = gguf_overlay_remove(opath, path, &found, &err);
     printf("ggufs: %s: overlay %s committed into the file (%lld key%s set, "
            "%lld removed; %s, data at %llu)%s\n",
            file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
-           how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0],
-           (unsigned long long)info.new_data_offset,
+           gfs_commit_how(&info), (unsigned long long)info.new_data_offset,
            rs == GGUF_OK ? "; the overlay was removed" : "");
     if (rs != GGUF_OK) {
         fprintf(stderr,
@@ -540,8 +543,7 @@ static int apply_cmd(const char *file, const char *opt) {
     }
     status = 0;
 out:
-    if (lock >= 0)
-        close(lock);
+    gguf_overlay_unlock(opath, path, lock);
     gguf_close_set(v, n);
     free(opath);
     free(path);
@@ -600,8 +602,7 @@ static int drop_cmd(const char *file, const char *opt) {
            file, shown, gfs_remote_is(path) ? "remote file" : "file");
     status = 0;
 out:
-    if (lock >= 0)
-        close(lock);
+    gguf_overlay_unlock(opath, path, lock);
     if (fd >= 0)
         close(fd);
     free(opath);

@@ -514,6 +514,11 @@ enum gguf_commit_flags {
      * writes a new file beside and renames it over, and they keep the old
      * inode.  Costs a copy of the data. */
     GGUF_COMMIT_NEW_FILE = 1 << 1,
+    /* Write the smallest header, without ggufs's filler key
+     * (GGUF_FILLER_KEY), padded to the alignment, edits or not (ggufs
+     * --compact): in place when that keeps the data start, else by a
+     * rewrite (the data start moves down). */
+    GGUF_COMMIT_COMPACT = 1 << 2,
 };
 
 /* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
@@ -555,6 +560,20 @@ bool gguf_commit_interrupted(const char *path);
  * so that failed commits lose no edit. */
 enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
                                  struct gguf_error *err);
+
+/* Applies a file of edits gguf_save_edits wrote (e, opened from it) to
+ * ctx: the model's metadata becomes what the failed commit meant to
+ * write (every key of e set, the keys it lists as removed removed; an
+ * existing key keeps its place, a new one goes last).  Refuses, changing
+ * nothing: a file with tensors or an overlay's keys (GGUF_E_FORMAT,
+ * GGUF_E_INVAL), a general.alignment of another value (GGUF_E_PERM), and
+ * a model with a key e neither holds nor removes (GGUF_E_CHANGED: the
+ * edits were saved from another version; err names the keys).  *set and *removed count the keys changed; names (emptied
+ * first) lists the changed keys, or the unknown ones, ", "-separated and
+ * shortened. */
+enum gguf_status gguf_saved_apply(gguf_ctx *ctx, const gguf_ctx *e,
+                                  struct gguf_buf *names, int64_t *set,
+                                  int64_t *removed, struct gguf_error *err);
 
 /* ---- per-user state of a model (gguf/state.c, gguf/pending.c) ------- */
 
@@ -694,5 +713,8 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
 enum gguf_status gguf_overlay_lock(const char *path, const char *source,
                                    const char *holder, int *fd, char *held_by,
                                    size_t hn, struct gguf_error *err);
+/* Lets go of the lock fd took (closing it), removing the lock file first
+ * if it is still the one fd holds: a lock file exists only while held. */
+void gguf_overlay_unlock(const char *path, const char *source, int fd);
 
 #endif

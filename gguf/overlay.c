@@ -51,10 +51,14 @@
  * overlay=PATH (or two mounts of one URL, which has no file to lock)
  * would each rewrite it.  The overlay itself is replaced by rename, so
  * the lock is a file of its own beside it, NAME.ggufs-lock (named by
- * gguf_sidecar_path), created 0600 and never removed (removing a lock
- * file lets two holders lock two different files), opened O_NOFOLLOW and
- * trusted only as the overlay is; held by flock(LOCK_EX) until its
- * descriptor is closed (the process's end releases it).  The holder
+ * gguf_sidecar_path), created 0600, opened O_NOFOLLOW and trusted only
+ * as the overlay is; held by flock(LOCK_EX) until its descriptor is closed
+ * (the process's end releases it).  It exists only while held: the holder
+ * removes it, still holding it, as it lets go (gguf_overlay_unlock), and a
+ * taker that got the flock checks that the name still leads to the file
+ * it locked, else takes the new one (a removed lock file must never let
+ * two holders lock two different files).  A killed holder leaves it; the
+ * next one takes it over and removes it in turn.  The holder
  * writes a line of its own into it (who holds it, for the next one's
  * message); that text is read back bounded and with control bytes
  * replaced, never trusted.
@@ -656,6 +660,13 @@ static enum gguf_status open_lock(int dfd, const char *lname, const char *shown,
     return st;
 }
 
+/* Whether name in dfd is (still) the file open as fd. */
+static bool same_file(int dfd, const char *name, int fd) {
+    struct stat a, b;
+    return fstatat(dfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 enum gguf_status gguf_overlay_lock(const char *path, const char *source,
                                    const char *holder, int *fd, char *held_by,
                                    size_t hn, struct gguf_error *err) {
@@ -675,18 +686,33 @@ enum gguf_status gguf_overlay_lock(const char *path, const char *source,
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = open_lock(dfd, lname, lshown, fd, err)) != GGUF_OK)
-        goto out;
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        if (e == EWOULDBLOCK)
-            read_holder(*fd, held_by, hn);
-        st = e == EWOULDBLOCK
-                 ? gguf_fail(err, GGUF_E_BUSY,
-                             "the overlay %s is in use (its lock %s is held)",
-                             shown, lshown)
-                 : gguf_sys_fail(err, e, "cannot lock overlay lock %s", lshown);
-        goto out;
+    /* A holder removes the file as it lets go (header comment): the
+     * file locked must still be the one the name leads to. */
+    for (int tries = 0;; tries++) {
+        if ((st = open_lock(dfd, lname, lshown, fd, err)) != GGUF_OK)
+            goto out;
+        if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            if (e == EWOULDBLOCK)
+                read_holder(*fd, held_by, hn);
+            st = e == EWOULDBLOCK
+                     ? gguf_fail(err, GGUF_E_BUSY,
+                                 "the overlay %s is in use (its lock %s is "
+                                 "held)",
+                                 shown, lshown)
+                     : gguf_sys_fail(err, e, "cannot lock overlay lock %s",
+                                     lshown);
+            goto out;
+        }
+        if (same_file(dfd, lname, *fd))
+            break;
+        close(*fd);
+        *fd = -1;
+        if (tries >= 100) {
+            st = gguf_fail(err, GGUF_E_BUSY,
+                           "the overlay lock %s keeps being replaced", lshown);
+            goto out;
+        }
     }
     size_t hl = holder ? strlen(holder) : 0;
     if (ftruncate(*fd, 0) < 0)
@@ -702,4 +728,21 @@ out:
     free(lshown);
     close(dfd);
     return st;
+}
+
+void gguf_overlay_unlock(const char *path, const char *source, int fd) {
+    char base[256], shown[4096];
+    bool absent;
+    if (fd < 0)
+        return;
+    int dfd = open_parent(path, source, false, base, sizeof base, shown,
+                          sizeof shown, &absent, NULL);
+    char *lname = dfd >= 0 ? gguf_sidecar_path(base, LOCK_SUFFIX) : NULL;
+    /* Only the file this fd locked: never one planted or taken since. */
+    if (lname && same_file(dfd, lname, fd))
+        (void)unlinkat(dfd, lname, 0);
+    free(lname);
+    if (dfd >= 0)
+        close(dfd);
+    close(fd); /* after the unlink: the lock is held until then */
 }
