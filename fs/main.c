@@ -624,6 +624,8 @@ static void usage(const char *prog) {
         "       %s --drop-pending FILE.gguf    forget them\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
         "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
+        "       ggufs --overlay-rebase FILE.gguf|URL [OVERLAY] [--take-overlay]\n"
+        "                              carry it onto the source's new version\n"
         "       ggufs --apply-saved EDITS FILE.gguf  commit edits a failed commit saved\n"
         "       ggufs --compact FILE.gguf  smallest header, no filler (to publish)\n"
         "       ggufs --help | --version\n\n"

@@ -690,6 +690,14 @@ bool gguf_overlay_matches(const struct gguf_overlay_id *made,
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err);
+/* The keys overlay ov edits (sets or removes) whose value in src, the
+ * source's new version, is neither the one ov recorded as its base nor
+ * the overlay's own (upstream changed them too): appended to names as
+ * "k1, k2", *n counting them.  *based false for an overlay without bases
+ * (older ggufs): then every key src does not hold as ov does counts. */
+enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
+                                        struct gguf_buf *names, int64_t *n,
+                                        bool *based, struct gguf_error *err);
 /* Writes the edits of ctx against disk (the source as opened, without
  * edits) as the overlay of id at path (NULL: the default), crash-safely:
  * a new file beside it, synced, renamed over it, the directory synced; a

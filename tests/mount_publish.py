@@ -21,6 +21,15 @@ judged by ggml's reference reader (tests/refdump).
      warning naming -o overlay; a user who cannot open /dev/fuse gets one
      line "ggufs: MNT: ..." with a hint (run as nobody with setpriv, where
      /dev/fuse is 0600).
+  5. ggufs --overlay-rebase: a local source changed behind its overlay (a
+     key edited on both sides, one only upstream, one set and one removed
+     only in the overlay): the overlay records each edited key's base; the
+     mount's refusal offers --overlay-rebase; the rebase refused naming
+     only the key changed on both sides, nothing written; with
+     --take-overlay the remount shows the merged metadata (ggml judges
+     the live view); the source never written.  A URL whose file was
+     replaced on the server (a new ETag, nginx): the refusal names
+     --overlay-rebase, after it the URL mounts with the edit.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.  Exit 0 pass,
 1 fail, 77 skip (no FUSE, no ggml library).
@@ -249,6 +258,137 @@ def section_messages(d, mnt):
     log("ok   a user who may not open /dev/fuse: %s" % lines[0])
 
 
+def rebase_refused(label, mnt, path, args, must):
+    """An overlay mount of path refused with one line naming every string
+    of must."""
+    rc, out, err = run(list(args) + [path, mnt])
+    if J.mountinfo_entry(mnt) is not None:
+        J.unmount(mnt, [])
+        raise Fail("%s: mounted anyway" % label)
+    one_line_refusal(label, rc, out, err, must)
+
+
+def read_meta(mnt, key):
+    with open(os.path.join(mnt, "meta", key), "rb") as f:
+        return f.read()
+
+
+def section_rebase(d, mnt):
+    """--overlay-rebase of a local source changed behind its overlay: a
+    key edited in both (refused, named), one only upstream, one only in
+    the overlay (set, and a removal)."""
+    path = fixture(d, "r.gguf")
+    ov = os.path.join(d, "r.overlay.gguf")
+    args = ["-o", "overlay=" + ov]
+    E.mount(path, mnt, args)
+    E.sh("echo 'overlay name' > meta/general.name && echo 'overlay note' > meta/mytool.note && "
+         "rm meta/general.file_type", mnt)
+    E.ggufs_u(mnt, 0)
+    base = overlay_base(ov)
+    if sorted(base) != [b"general.file_type", b"general.name", b"mytool.note"] or base[b"mytool.note"] != b"none":
+        raise Fail("the overlay records the bases %r" % base)
+    E.mount(path, mnt)
+    E.sh("echo 'upstream name' > meta/general.name && echo 'from upstream' > meta/upstream.only", mnt)
+    E.ggufs_u(mnt, 0)
+    up = E.snapshot(path)
+    ov0 = J.file_sha256(ov)
+    rebase_refused("an overlay mount of a changed file", mnt, path, args,
+                   ("does not belong", "--overlay-rebase %s %s" % (path, ov), "--overlay-drop"))
+    rc, out, err = run(["--overlay-rebase", path, ov])
+    one_line_refusal("--overlay-rebase with a key changed on both sides", rc, out, err,
+                     ("general.name", ov, "--take-overlay"))
+    if "mytool.note" in err or "general.file_type" in err or J.file_sha256(ov) != ov0:
+        raise Fail("the refused rebase names keys only the overlay changed, or wrote the overlay: %r" % err)
+    rc, out, err = run(["--overlay-rebase", path, ov, "--take-overlay"])
+    if rc != 0 or "rebased" not in out or "general.name" not in out or err.strip():
+        raise Fail("--overlay-rebase --take-overlay: exit %d, %r %r" % (rc, out, err))
+    if E.snapshot(path).sha != up.sha or leftovers(d, "r.overlay.gguf"):
+        raise Fail("--overlay-rebase wrote the source, or left %s" % leftovers(d, "r.overlay.gguf"))
+    log("ok   --overlay-rebase --take-overlay: %s" % out.strip())
+    model = E.Model(up)
+    model.value(b"general.name", E.sval(b"overlay name"))
+    model.set(b"mytool.note", "string", E.sval(b"overlay note"))
+    model.delete(b"general.file_type")
+    E.mount(path, mnt, args)
+    try:
+        E.judge_commit("the live view of the rebased overlay", os.path.join(mnt, "r.gguf"), up, model)
+        if read_meta(mnt, "upstream.only") != b"from upstream\n":
+            raise Fail("the rebased overlay mount lost the upstream-only key")
+    finally:
+        J.unmount(mnt, [])
+    rc, out, err = run(["--overlay-rebase", path, ov])
+    if rc != 0 or "nothing to do" not in out:
+        raise Fail("a second --overlay-rebase: exit %d, %r %r" % (rc, out, err))
+    log("ok   the rebased overlay mounts: the overlay's edits on the new version, judged by ggml")
+    rebase_remote(d, mnt)
+
+
+def overlay_base(ov):
+    """{key: base hash} the overlay records (ggufs.overlay.base), by ggml."""
+    verdict, ref = J.refdump(ov)
+    if ref is None:
+        raise Fail("ggml's reader rejects the overlay %s: %s" % (ov, verdict))
+    kv = {k.key: k.content for k in ref.kvs}.get(b"ggufs.overlay.base")
+    if kv is None:
+        raise Fail("the overlay %s records no bases" % ov)
+    out = {}
+    for line in kv.split(b"\n"):
+        m = re.fullmatch(rb"(xxh3-128:[0-9a-f]{32}|none) (.+)", line)
+        if m:
+            out[m.group(2)] = m.group(1)
+        elif line:
+            raise Fail("the overlay's base entry %r is not HASH KEY" % line)
+    return out
+
+
+def rebase_remote(d, mnt):
+    """A remote file replaced on the server (a new ETag): the overlay
+    mount's refusal names --overlay-rebase; after it the URL mounts with
+    the overlay's edit on the new version."""
+    import webserver as W
+    if not W.exe():
+        log("SKIP (part) remote rebase: nginx is not installed")
+        return
+    os.chmod(d, 0o755)
+    www = os.path.join(d, "www")
+    os.mkdir(www)
+    served = fixture(www, "m.gguf")
+    os.chmod(served, 0o644)
+    ngx = W.Nginx(os.path.join(d, "nginx"), www)
+    try:
+        url = ngx.url("m.gguf")
+        ov = os.path.join(d, "remote.overlay.gguf")
+        args = ["-o", "overlay=" + ov, "-o", "cache=" + os.path.join(d, "cache")]
+        E.mount(url, mnt, args)
+        E.sh("echo 'overlay note' > meta/mytool.note", mnt)
+        E.ggufs_u(mnt, 0)
+        new = fixture(d, "m-new.gguf")
+        E.mount(new, mnt)
+        E.sh("echo 'upstream name' > meta/general.name", mnt)
+        E.ggufs_u(mnt, 0)
+        up = E.snapshot(new)
+        shutil.copyfile(new, served + ".tmp")
+        os.chmod(served + ".tmp", 0o644)
+        os.replace(served + ".tmp", served)
+        st = os.stat(served)  # nginx's ETag is mtime (seconds) and size
+        os.utime(served, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
+        rebase_refused("an overlay mount of a URL whose ETag changed", mnt, url, args,
+                       ("server's version", "--overlay-rebase %s %s" % (url, ov)))
+        rc, out, err = run(["--overlay-rebase", url, ov])
+        if rc != 0 or "rebased" not in out:
+            raise Fail("--overlay-rebase of a URL: exit %d, %r %r" % (rc, out, err))
+        model = E.Model(up)
+        model.set(b"mytool.note", "string", E.sval(b"overlay note"))
+        E.mount(url, mnt, args)
+        try:
+            E.judge_commit("the live view of a rebased remote overlay", os.path.join(mnt, "m.gguf"), up, model)
+        finally:
+            J.unmount(mnt, [])
+        log("ok   remote rebase: the refusal names --overlay-rebase; %s" % out.strip())
+    finally:
+        ngx.stop()
+
+
 def main():
     J.require_fuse()
     J.refdump(fixture(tempfile.mkdtemp(prefix="ggufs-probe-")))  # Skip without ggml
@@ -262,6 +402,7 @@ def main():
             section_compact(d, mnt)
             section_apply_saved(d, mnt)
             section_messages(d, mnt)
+            section_rebase(d, mnt)
     finally:
         E.cleanup_mounts(d)
         shutil.rmtree(d, ignore_errors=True)
