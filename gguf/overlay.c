@@ -473,20 +473,29 @@ static bool next_str(const uint8_t *p, size_t n, size_t *off, const char **s,
 }
 
 /* Whether key k's value in src is the one the overlay ov recorded as its
- * base (K_BASE); false when ov recorded none for k. */
+ * base (K_BASE, its bi-th key); false when ov recorded none for k.  The
+ * bases are in the order of the keys they are for, so the search starts
+ * at *cur, where the last one left off (one pass for an overlay ggufs
+ * wrote), and goes round once. */
 static bool base_is(const gguf_ctx *ov, int64_t bi, const gguf_ctx *src,
-                    const char *k, size_t kl) {
+                    const char *k, size_t kl, size_t *cur) {
     char h[BASE_HASH_LEN + 1];
     const char *e;
-    size_t n, el, off = 0;
+    size_t n, el, start = *cur ? *cur : 12;
     const uint8_t *p = gguf_kv_payload(ov, bi, &n);
-    while (next_str(p, n, &off, &e, &el)) {
-        const char *sp = memchr(e, ' ', el);
-        if (!sp || (size_t)(e + el - sp - 1) != kl ||
-            memcmp(sp + 1, k, kl) != 0)
-            continue;
-        value_hash(src, k, kl, h);
-        return (size_t)(sp - e) == strlen(h) && memcmp(e, h, strlen(h)) == 0;
+    /* From start to the end, then from the first base to start. */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t off = pass ? 12 : start, end = pass ? start : n;
+        while (off < end && next_str(p, n, &off, &e, &el)) {
+            const char *sp = memchr(e, ' ', el);
+            if (!sp || (size_t)(e + el - sp - 1) != kl ||
+                memcmp(sp + 1, k, kl) != 0)
+                continue;
+            *cur = off;
+            value_hash(src, k, kl, h);
+            return (size_t)(sp - e) == strlen(h) &&
+                   memcmp(e, h, strlen(h)) == 0;
+        }
     }
     return false;
 }
@@ -503,6 +512,7 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
                                         bool *based, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     int64_t bi = gguf_find_key(ov, K_BASE, sizeof K_BASE - 1);
+    size_t cur = 0; /* base_is's place in the bases */
     *n = 0;
     *based = bi >= 0 && gguf_kv_type(ov, bi) == GGUF_TYPE_ARRAY &&
              gguf_kv_arr_type(ov, bi) == GGUF_TYPE_STRING;
@@ -514,7 +524,7 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
         if (!is_removals(k, kl)) {
             /* Set: no conflict when upstream holds the overlay's value. */
             if (!same_kv(ov, i, src) &&
-                !(*based && base_is(ov, bi, src, k, kl)))
+                !(*based && base_is(ov, bi, src, k, kl, &cur)))
                 st = add_name(names, n, k, kl);
             continue;
         }
@@ -525,7 +535,7 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
         size_t rl;
         while (st == GGUF_OK && next_str(p, pl, &off, &r, &rl))
             if (gguf_find_key(src, r, rl) >= 0 &&
-                !(*based && base_is(ov, bi, src, r, rl)))
+                !(*based && base_is(ov, bi, src, r, rl, &cur)))
                 st = add_name(names, n, r, rl);
     }
     return st == GGUF_OK ? GGUF_OK

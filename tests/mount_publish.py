@@ -374,7 +374,8 @@ def rebase_remote(d, mnt):
         os.utime(served, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 10))
         rebase_refused("an overlay mount of a URL whose ETag changed", mnt, url, args,
                        ("server's version", "--overlay-rebase %s %s" % (url, ov)))
-        rc, out, err = run(["--overlay-rebase", url, ov])
+        os.mkdir(os.path.join(d, "xc"))  # not the user's cache
+        rc, out, err = run(["--overlay-rebase", url, ov], env=dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "xc")))
         if rc != 0 or "rebased" not in out:
             raise Fail("--overlay-rebase of a URL: exit %d, %r %r" % (rc, out, err))
         model = E.Model(up)
