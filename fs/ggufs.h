@@ -549,6 +549,15 @@ int gfs_wait_previous(const char *path, const char *file, int mounted);
 /* ggufs --apply-pending FILE / --drop-pending FILE: exit statuses. */
 int gfs_apply_pending_cmd(const char *file);
 int gfs_drop_pending_cmd(const char *file);
+/* A local model for a command that commits into it: its absolute path
+ * into *path (the caller frees it), the last outcome told, recovered,
+ * opened read-write and locked against mounts; NULL after one line. */
+gguf_ctx *gfs_open_model(const char *file, char **path);
+/* commands.c: ggufs --apply-saved EDITS MODEL, --compact FILE; the exit
+ * status, or -1 when argv is none of them. */
+int gfs_commands(int argc, char **argv);
+/* How a commit went, in a few words ("in place", ...). */
+const char *gfs_commit_how(const struct gguf_commit_info *info);
 void gfs_meta_free(struct gfs *fs);
 
 /* errno.c: how failures are reported. */

@@ -174,10 +174,11 @@ static gguf_ctx *open_locked(const char *path, const char *file) {
     return ctx;
 }
 
-/* The start of both pending commands: the absolute path into *path
- * (freed by the caller), the last outcome told, the file opened and
- * locked (a live mount's pending record is its own, not ours). */
-static gguf_ctx *begin(const char *file, char **path) {
+/* The start of both pending commands (and of fs/commands.c's): the
+ * absolute path into *path (freed by the caller), the last outcome told,
+ * the file opened and locked (a live mount's pending record is its own,
+ * not ours). */
+gguf_ctx *gfs_open_model(const char *file, char **path) {
     if (!(*path = realpath(file, NULL))) {
         fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
         return NULL;
@@ -193,7 +194,7 @@ int gfs_apply_pending_cmd(const char *file) {
     bool found = false;
     int status = EXIT_BADFILE;
     char *path = NULL;
-    gguf_ctx *ctx = begin(file, &path);
+    gguf_ctx *ctx = gfs_open_model(file, &path);
     if (!ctx)
         goto out;
     bool in_file = false, stale = false;
@@ -240,7 +241,7 @@ int gfs_drop_pending_cmd(const char *file) {
     bool found = false;
     int status = EXIT_BADFILE;
     char *path = NULL;
-    gguf_ctx *ctx = begin(file, &path);
+    gguf_ctx *ctx = gfs_open_model(file, &path);
     if (!ctx)
         goto out;
     bool in_file = false, stale = false;

@@ -694,6 +694,10 @@ static void usage(const char *prog) {
         "       %s --drop-pending FILE.gguf    forget them\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
         "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
+        "       ggufs --overlay-rebase FILE.gguf|URL [OVERLAY] [--take-overlay]\n"
+        "                              carry it onto the source's new version\n"
+        "       ggufs --apply-saved EDITS FILE.gguf  commit edits a failed commit saved\n"
+        "       ggufs --compact FILE.gguf  smallest header, no filler (to publish)\n"
         "       ggufs --help | --version\n\n"
         "Mounts a GGUF model file: MOUNTPOINT/meta/KEY holds each metadata\n"
         "value as text, MOUNTPOINT/tensors/NAME each tensor's raw bytes.\n\n"
@@ -1004,7 +1008,8 @@ static int open_gguf(struct gfs_main *m) {
     if (fallback_ro)
         fprintf(stderr,
                 "ggufs: %s: warning: not writable, mounting "
-                "read-only\n",
+                "read-only (-o overlay takes edits without writing the "
+                "file)\n",
                 m->o.file);
     for (int sh = 0; sh < m->fs.n_shards; sh++)
         for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
@@ -1094,6 +1099,32 @@ static int mount_options(struct gfs_main *m) {
     return r != 0 ? -1 : 0;
 }
 
+/* fuse_session_mount, its errors (libfuse's fuse_log lines, caught)
+ * said as one line of ours, with a hint where the user may not use FUSE
+ * (/dev/fuse is 0600 on some systems: only root opens it).  0 or -1. */
+static int mount_session(struct gfs_main *m) {
+    fuse_msg[0] = '\0';
+    fuse_set_log_func(catch_fuse_log);
+    int r = fuse_session_mount(m->se, m->o.mnt);
+    fuse_set_log_func(NULL);
+    if (r == 0)
+        return 0;
+    char *nl = strchr(fuse_msg, '\n');
+    if (nl)
+        *nl = '\0';
+    const char *msg = strncmp(fuse_msg, "fuse: ", 6) == 0 ? fuse_msg + 6
+                      : fuse_msg[0]                       ? fuse_msg
+                                                          : "mount failed";
+    int denied = strstr(msg, "/dev/fuse") && (strstr(msg, "ermission denied") ||
+                                              strstr(msg, "not permitted"));
+    fprintf(stderr, "ggufs: %s: %s%s\n", m->o.mnt, msg,
+            denied ? " (FUSE needs root, or a user allowed to open /dev/fuse "
+                     "(e.g. mode 0666) with fusermount3 installed setuid "
+                     "root)"
+                   : "");
+    return -1;
+}
+
 /* Serve: mount, detach, and run the session until unmount or a signal.
  * Returns the exit status; cleanup undoes what was done. */
 static int serve(struct gfs_main *m) {
@@ -1115,7 +1146,7 @@ static int serve(struct gfs_main *m) {
         sigaction(SIGUSR1, &sa, NULL) != 0 ||
         signal(SIGPIPE, SIG_IGN) == SIG_ERR)
         return EXIT_MOUNT;
-    if (fuse_session_mount(m->se, m->o.mnt) != 0)
+    if (mount_session(m) != 0)
         return EXIT_MOUNT;
     m->mounted = 1;
     /* Before the first request (INIT) is read: a failure only means no
@@ -1211,6 +1242,8 @@ int main(int argc, char *argv[]) {
                 {"--apply-pending", gfs_apply_pending_cmd},
                 {"--drop-pending", gfs_drop_pending_cmd}};
     int ov = gfs_overlay_cmd(argc, argv);
+    if (ov < 0)
+        ov = gfs_commands(argc, argv);
     if (ov >= 0)
         return ov;
     for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {

@@ -2,8 +2,9 @@
  * overlay.c - mounts with -o overlay[=PATH]: the edits go to an overlay
  * (gguf/overlay.c), never into the GGUF, which is opened read-only and may
  * be 0444, immutable or on a read-only filesystem; and the commands
- * `ggufs --overlay-apply FILE [OVERLAY]` and `ggufs --overlay-drop FILE
- * [OVERLAY]`.  The source may be remote (fs/remote.c): its overlay is
+ * `ggufs --overlay-apply FILE [OVERLAY]`, `ggufs --overlay-drop FILE
+ * [OVERLAY]` and `ggufs --overlay-rebase FILE|URL [OVERLAY]
+ * [--take-overlay]`.  The source may be remote (fs/remote.c): its overlay is
  * known by URL and the server's version (ETag), and --overlay-apply
  * refuses it (a remote file is never written).
  *
@@ -16,7 +17,12 @@
  * record to settle; unmount, `ggufs -u` and fsync make sure it holds the
  * last edit.  --overlay-apply commits an overlay into its GGUF with
  * gguf_commit, exactly as a mount with those edits would, then removes
- * it; --overlay-drop removes it.
+ * it; --overlay-drop removes it.  --overlay-rebase carries an overlay
+ * refused because its source changed (a new ETag, a file edited) onto the
+ * new version: it reads the source (never writes it), refuses, naming
+ * them, the keys upstream also changed (gguf_overlay_conflicts) unless
+ * --take-overlay, and rewrites the overlay for the new version with
+ * gguf_overlay_write (crash-safe: the old overlay or the new one).
  *
  * Locks.  Every writer of an overlay (a read-write mount, the two
  * commands) holds its lock (gguf_overlay_lock), taken after the source's
@@ -50,10 +56,11 @@ struct gfs_overlay {
     gguf_ctx *disk;            /* the source without edits, what the overlay is
                        written against: parsed at the first write (a
                        mount pays for one parse only) */
-    int lock_fd;  /* the overlay's lock (read-write mounts), or -1 */
-    char *source; /* the record's key and mountpoint (record_mount): */
-    char *mnt;    /* read-write mounts; else NULL */
-    int recorded; /* the record was written (at the first overlay write) */
+    int lock_fd;       /* the overlay's lock (read-write mounts), or -1 */
+    char *lock_source; /* the source it was taken for (its default name) */
+    char *source;      /* the record's key and mountpoint (record_mount): */
+    char *mnt;         /* read-write mounts; else NULL */
+    int recorded;      /* the record was written (at the first overlay write) */
     /* Guarded by fs->lock (written under it for writing). */
     uint64_t written_gen; /* fs->generation last written to the overlay */
     int failed;           /* that write failed */
@@ -92,6 +99,16 @@ static int locate(const char *file, const char *source, const char *opt,
     return 0;
 }
 
+/* Whether an overlay made for made was made for the source id names (an
+ * earlier version of it): --overlay-rebase may carry it over.  A local
+ * source's path is not compared (a model moved with its overlay named
+ * still is that model). */
+static bool same_source(const struct gguf_overlay_id *made,
+                        const struct gguf_overlay_id *id) {
+    return made->remote == id->remote &&
+           (!id->remote || strcmp(made->source, id->source) == 0);
+}
+
 /* Loads the overlay at opath (NULL: the default; shown in messages) for
  * the source identified by id and applies it to ctx when it belongs
  * there.  1 applied, 0 none, -1 refused (one line said why). */
@@ -114,10 +131,17 @@ static int load_apply(const char *file, const char *opath, const char *shown,
         goto out;
     }
     if (!gguf_overlay_matches(&made, id, why, sizeof why)) {
+        const char *sp = opath ? " " : "", *op = opath ? opath : "";
+        char rebase[PATH_MAX * 2 + 256] = "";
+        if (same_source(&made, id))
+            snprintf(rebase, sizeof rebase,
+                     "'ggufs --overlay-rebase %s%s%s' carries its edits onto "
+                     "the new version, ",
+                     file, sp, op);
         fprintf(stderr,
                 "ggufs: %s: the overlay %s does not belong to this file (%s): "
-                "not applied; 'ggufs --overlay-drop %s%s%s' forgets it\n",
-                file, shown, why, file, opath ? " " : "", opath ? opath : "");
+                "not applied; %s'ggufs --overlay-drop %s%s%s' forgets it\n",
+                file, shown, why, rebase, file, sp, op);
         goto out;
     }
     if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK) {
@@ -293,6 +317,10 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     if (!a->readonly && (o->lock_fd = take_lock(a->file, a->path, o->path,
                                                 o->shown, a->mnt, 1)) < 0)
         return -1;
+    if (o->lock_fd >= 0 && !(o->lock_source = strdup(a->path))) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        return -1;
+    }
     if (gguf_overlay_identify(fs->shards, fs->n_shards, a->path,
                               a->remote_id != NULL, a->remote_id, &o->id,
                               &err) != GGUF_OK) {
@@ -325,8 +353,10 @@ void gfs_overlay_free(struct gfs *fs) {
     if (!fs->overlay)
         return;
     unrecord_mount(fs->overlay);
-    if (fs->overlay->lock_fd >= 0)
-        close(fs->overlay->lock_fd); /* after the last write */
+    if (fs->overlay->lock_fd >= 0) /* after the last write */
+        gguf_overlay_unlock(fs->overlay->path, fs->overlay->lock_source,
+                            fs->overlay->lock_fd);
+    free(fs->overlay->lock_source);
     gguf_close(fs->overlay->disk);
     free(fs->overlay->path);
     free(fs->overlay);
@@ -520,16 +550,12 @@ static int apply_cmd(const char *file, const char *opt) {
                 file, shown, err.msg);
         goto out;
     }
-    static const char *const how[] = {"nothing to do", "in place",
-                                      "grown by inserting blocks",
-                                      "grown by rewriting the file"};
     bool found = false;
     enum gguf_status rs = gguf_overlay_remove(opath, path, &found, &err);
     printf("ggufs: %s: overlay %s committed into the file (%lld key%s set, "
            "%lld removed; %s, data at %llu)%s\n",
            file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
-           how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0],
-           (unsigned long long)info.new_data_offset,
+           gfs_commit_how(&info), (unsigned long long)info.new_data_offset,
            rs == GGUF_OK ? "; the overlay was removed" : "");
     if (rs != GGUF_OK) {
         fprintf(stderr,
@@ -540,8 +566,7 @@ static int apply_cmd(const char *file, const char *opt) {
     }
     status = 0;
 out:
-    if (lock >= 0)
-        close(lock);
+    gguf_overlay_unlock(opath, path, lock);
     gguf_close_set(v, n);
     free(opath);
     free(path);
@@ -600,8 +625,7 @@ static int drop_cmd(const char *file, const char *opt) {
            file, shown, gfs_remote_is(path) ? "remote file" : "file");
     status = 0;
 out:
-    if (lock >= 0)
-        close(lock);
+    gguf_overlay_unlock(opath, path, lock);
     if (fd >= 0)
         close(fd);
     free(opath);
@@ -609,7 +633,169 @@ out:
     return status;
 }
 
+/* ---- ggufs --overlay-rebase ---------------------------------------- */
+
+/* The source of a rebase, read-only (it is never written): *v, *n its
+ * contexts, *rfs the remote mount state of a URL (NULL for a file), its
+ * identity made into id.  0, or -1 after one line. */
+static int rebase_open(const char *file, const char *path, struct gfs **rfs,
+                       gguf_ctx ***v, int *n, struct gguf_overlay_id *id) {
+    struct gguf_error err = {0};
+    char bad[PATH_MAX + 64] = "", ident[512];
+    struct gguf_file f;
+    if (gfs_remote_is(path)) {
+        struct gfs_remote_opts ro = {.retries = -1,
+                                     .hf = strncmp(file, "hf://", 5) == 0};
+        if (!(*rfs = calloc(1, sizeof **rfs)))
+            return fprintf(stderr, "ggufs: %s: out of memory\n", file), -1;
+        if (gfs_remote_open(*rfs, path, &ro, 0, bad, sizeof bad, &err) != 0) {
+            fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file, err.msg);
+            return -1;
+        }
+        *v = (*rfs)->shards;
+        *n = (*rfs)->n_shards;
+        if (gfs_remote_identity(*rfs, ident, sizeof ident) != 0)
+            return fprintf(stderr, "ggufs: %s: out of memory\n", file), -1;
+    } else {
+        if (gguf_commit_interrupted(path)) {
+            fprintf(stderr,
+                    "ggufs: %s: a commit of this file was interrupted: "
+                    "'ggufs --recover %s' completes it first\n",
+                    file, file);
+            return -1;
+        }
+        if (gguf_file_open(&f, path, 0, &err) != GGUF_OK)
+            return fprintf(stderr, "ggufs: %s: %s\n", file, err.msg), -1;
+        enum gguf_status st =
+            gguf_open_set(path, &f, 0, v, n, bad, sizeof bad, &err);
+        gguf_file_close(&f);
+        if (st != GGUF_OK)
+            return fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file,
+                           err.msg),
+                   -1;
+        /* A read-write mount (its flock exclusive) may be committing. */
+        if (flock(gguf_fd((*v)[0]), LOCK_SH | LOCK_NB) != 0)
+            return fprintf(stderr,
+                           "ggufs: %s: mounted read-write or locked by "
+                           "another program\n",
+                           file),
+                   -1;
+    }
+    if (gguf_overlay_identify(*v, *n, path, *rfs != NULL, *rfs ? ident : NULL,
+                              id, &err) != GGUF_OK)
+        return fprintf(stderr, "ggufs: %s: %s\n", file, err.msg), -1;
+    return 0;
+}
+
+/* Carries ov (made for made) onto v[0], the source's new version, and
+ * writes it as the overlay of id.  EXIT_BADFILE (refused: upstream also
+ * changed keys and !take), EXIT_COMMIT (the write failed: the old overlay
+ * kept) or 0, after one line. */
+static int rebase_write(const char *file, const char *opath, const char *shown,
+                        const gguf_ctx *ov, gguf_ctx *src,
+                        const struct gguf_overlay_id *id, int take) {
+    struct gguf_error err = {0};
+    struct gguf_buf names = {0};
+    gguf_ctx *disk = NULL;
+    int64_t nc = 0, set = 0, removed = 0;
+    bool based = false;
+    int status = EXIT_BADFILE;
+    if (gguf_overlay_conflicts(ov, src, &names, &nc, &based, &err) != GGUF_OK ||
+        gguf_open_original(&disk, src, GGUF_OPEN_ALLOW_NESTED, &err) !=
+            GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    const char *list = names.p ? (const char *)names.p : "";
+    if (nc && !take) {
+        fprintf(stderr,
+                "ggufs: %s: not rebased: %lld key%s the overlay %s edits "
+                "changed upstream too%s: %.*s; nothing written "
+                "(--take-overlay keeps the overlay's values, "
+                "--overlay-drop takes the new version's)\n",
+                file, (long long)nc, nc == 1 ? "" : "s", shown,
+                based ? ""
+                      : " (or may have: the overlay predates base records)",
+                (int)names.len, list);
+        goto out;
+    }
+    status = EXIT_COMMIT;
+    if (gguf_overlay_apply(src, ov, &set, &removed, &err) != GGUF_OK ||
+        gguf_overlay_write(opath, src, disk, id, &err) != GGUF_OK) {
+        fprintf(stderr,
+                "ggufs: %s: rebasing the overlay %s failed: %s; the overlay "
+                "is as it was\n",
+                file, shown, err.msg);
+        goto out;
+    }
+    printf("ggufs: %s: overlay %s rebased onto the source's new version "
+           "(%lld key%s set, %lld removed%s%.*s)\n",
+           file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
+           nc ? "; the overlay's values taken over upstream's for " : "",
+           (int)names.len, list);
+    status = 0;
+out:
+    gguf_close(disk);
+    gguf_buf_free(&names);
+    return status;
+}
+
+static int rebase_cmd(const char *file, const char *opt, int take) {
+    struct gguf_error err = {0};
+    struct gguf_overlay_id id, made;
+    char shown[PATH_MAX + 64], why[1024], *opath = NULL;
+    char *path = drop_source(file);
+    struct gfs *rfs = NULL;
+    gguf_ctx **v = NULL, *ov = NULL;
+    int n = 0, status = EXIT_BADFILE, lock = -1;
+    bool found = false;
+    if (!path || locate(file, path, opt, &opath, shown, sizeof shown) != 0 ||
+        rebase_open(file, path, &rfs, &v, &n, &id) != 0 ||
+        (lock = take_lock(file, path, opath, shown, NULL, 0)) < 0)
+        goto out;
+    if (gguf_overlay_load(opath, path, &ov, &made, &found, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (!found)
+        fprintf(stderr, "ggufs: %s: no overlay (none at %s)\n", file, shown);
+    else if (!same_source(&made, &id))
+        fprintf(stderr,
+                "ggufs: %s: the overlay %s was made for %s %s, not this "
+                "source: not rebased\n",
+                file, shown, made.remote ? "the remote file" : "the file",
+                made.source);
+    else if (gguf_overlay_matches(&made, &id, why, sizeof why)) {
+        printf("ggufs: %s: the overlay %s already belongs to this version "
+               "(nothing to do)\n",
+               file, shown);
+        status = 0;
+    } else
+        status = rebase_write(file, opath, shown, ov, v[0], &id, take);
+out:
+    gguf_close(ov);
+    gguf_overlay_unlock(opath, path, lock);
+    gguf_close_set(v, n);
+    if (rfs) {
+        gfs_remote_close(rfs);
+        free(rfs);
+    }
+    free(opath);
+    free(path);
+    return status;
+}
+
 int gfs_overlay_cmd(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--overlay-rebase") == 0) {
+        int take = argc >= 3 && strcmp(argv[argc - 1], "--take-overlay") == 0;
+        if (argc - take != 3 && argc - take != 4) {
+            fprintf(stderr, "ggufs: --overlay-rebase takes FILE.gguf or URL, "
+                            "optionally the OVERLAY, then optionally "
+                            "--take-overlay (see ggufs --help)\n");
+            return EXIT_USAGE;
+        }
+        return rebase_cmd(argv[2], argc - take == 4 ? argv[3] : NULL, take);
+    }
     int apply = argc >= 2 && strcmp(argv[1], "--overlay-apply") == 0;
     if (!apply && (argc < 2 || strcmp(argv[1], "--overlay-drop") != 0))
         return -1;

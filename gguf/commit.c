@@ -15,6 +15,9 @@
  *            filesystem block and of the alignment, with headroom for later
  *            edits): FALLOC_FL_INSERT_RANGE shifts every tensor byte by k
  *            without copying it, then the header for D + k is written.
+ *  compact   (GGUF_COMMIT_COMPACT) the smallest header, no filler: in
+ *            place when the data start stays, else a rewrite whose data
+ *            starts lower (the rewrite's steps and fault points).
  *  rewrite   Insert-range unsupported (tmpfs, ...) or GGUF_COMMIT_NO_INSERT,
  *            or, header fitting or not, GGUF_COMMIT_NEW_FILE (readers map
  *            the file and must keep its bytes): a complete copy
@@ -429,12 +432,21 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
     }
     info->old_data_offset = info->new_data_offset = ctx->data_offset;
     /* No edits: nothing is written, not even a check of the file. */
-    if (!ctx->dirty)
+    if (!ctx->dirty && !(flags & GGUF_COMMIT_COMPACT))
         goto out;
     st = begin(&c, err);
     if (st != GGUF_OK)
         goto out;
-    st = gguf_plan_commit(ctx, &c.nh, &how, &c.d2, err);
+    if (flags & GGUF_COMMIT_COMPACT) {
+        /* The smallest header (write.c, target 0): no filler. */
+        st = gguf_write_header(ctx, 0, &c.nh, err);
+        c.d2 = c.nh.len;
+        how = c.d2 == ctx->data_offset ? GGUF_PLAN_INPLACE : GGUF_PLAN_GROWN;
+        flags |= c.d2 == ctx->data_offset ? 0 : GGUF_COMMIT_NO_INSERT;
+        ctx->dirty = true; /* adopt() clears it once written */
+    } else {
+        st = gguf_plan_commit(ctx, &c.nh, &how, &c.d2, err);
+    }
     if (st != GGUF_OK)
         goto out;
     if (how == GGUF_PLAN_INPLACE && !(flags & GGUF_COMMIT_NEW_FILE)) {

@@ -519,6 +519,11 @@ enum gguf_commit_flags {
      * writes a new file beside and renames it over, and they keep the old
      * inode.  Costs a copy of the data. */
     GGUF_COMMIT_NEW_FILE = 1 << 1,
+    /* Write the smallest header, without ggufs's filler key
+     * (GGUF_FILLER_KEY), padded to the alignment, edits or not (ggufs
+     * --compact): in place when that keeps the data start, else by a
+     * rewrite (the data start moves down). */
+    GGUF_COMMIT_COMPACT = 1 << 2,
 };
 
 /* Writes ctx's current metadata into its file (opened with GGUF_OPEN_RDWR),
@@ -560,6 +565,20 @@ bool gguf_commit_interrupted(const char *path);
  * so that failed commits lose no edit. */
 enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
                                  struct gguf_error *err);
+
+/* Applies a file of edits gguf_save_edits wrote (e, opened from it) to
+ * ctx: the model's metadata becomes what the failed commit meant to
+ * write (every key of e set, the keys it lists as removed removed; an
+ * existing key keeps its place, a new one goes last).  Refuses, changing
+ * nothing: a file with tensors or an overlay's keys (GGUF_E_FORMAT,
+ * GGUF_E_INVAL), a general.alignment of another value (GGUF_E_PERM), and
+ * a model with a key e neither holds nor removes (GGUF_E_CHANGED: the
+ * edits were saved from another version; err names the keys).  *set and *removed count the keys changed; names (emptied
+ * first) lists the changed keys, or the unknown ones, ", "-separated and
+ * shortened. */
+enum gguf_status gguf_saved_apply(gguf_ctx *ctx, const gguf_ctx *e,
+                                  struct gguf_buf *names, int64_t *set,
+                                  int64_t *removed, struct gguf_error *err);
 
 /* ---- per-user state of a model (gguf/state.c, gguf/pending.c) ------- */
 
@@ -676,6 +695,14 @@ bool gguf_overlay_matches(const struct gguf_overlay_id *made,
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err);
+/* The keys overlay ov edits (sets or removes) whose value in src, the
+ * source's new version, is neither the one ov recorded as its base nor
+ * the overlay's own (upstream changed them too): appended to names as
+ * "k1, k2", *n counting them.  *based false for an overlay without bases
+ * (older ggufs): then every key src does not hold as ov does counts. */
+enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
+                                        struct gguf_buf *names, int64_t *n,
+                                        bool *based, struct gguf_error *err);
 /* Writes the edits of ctx against disk (the source as opened, without
  * edits) as the overlay of id at path (NULL: the default), crash-safely:
  * a new file beside it, synced, renamed over it, the directory synced; a
@@ -699,5 +726,8 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
 enum gguf_status gguf_overlay_lock(const char *path, const char *source,
                                    const char *holder, int *fd, char *held_by,
                                    size_t hn, struct gguf_error *err);
+/* Lets go of the lock fd took (closing it), removing the lock file first
+ * if it is still the one fd holds: a lock file exists only while held. */
+void gguf_overlay_unlock(const char *path, const char *source, int fd);
 
 #endif

@@ -11,6 +11,13 @@
  *   ggufs.overlay.source_shards       uint32  files in the set
  *   ggufs.overlay.source_header_hash  string  "xxh3-128:" 32 hex digits
  *   ggufs.overlay.source_etag         string  remote sources only
+ *   ggufs.overlay.base                array of strings: for each key the
+ *                                     edits set or remove, its base (its
+ *                                     value in the source the overlay was
+ *                                     written against) as "HASH KEY", HASH
+ *                                     "xxh3-128:" and 32 hex digits of the
+ *                                     value's payload seeded with its type,
+ *                                     or "none" (the source lacked it)
  * then the edits file of the edited model against the source, changes
  * only, as saved.c writes it (gguf_edits_serialize: one rule for what an
  * edit is): every key the source lacks or holds with another type or
@@ -22,6 +29,15 @@
  * was changed.  Any
  * GGUF reader (ggml's included) reads it; ggufs never shows the overlay's
  * own keys in meta/ (they never enter the model's context).
+ *
+ * Rebase.  When the source changes (a new ETag, a local file edited),
+ * the bases tell which edited keys upstream also changed: a key whose
+ * value in the new source is neither its base nor the overlay's value
+ * (gguf_overlay_conflicts).  Hashes, not values: the question is only
+ * "changed?", and an edit of a 150k-token array must not cost a second
+ * copy.  An overlay written before bases were recorded (no
+ * ggufs.overlay.base; older ggufs ignore the key) has none: every edited
+ * key whose upstream value is not the overlay's counts as changed.
  *
  * Where.  -o overlay=PATH names it; by default it is in the user's state
  * directory (state.c: checked as hostile, created 0700) as
@@ -51,10 +67,14 @@
  * overlay=PATH (or two mounts of one URL, which has no file to lock)
  * would each rewrite it.  The overlay itself is replaced by rename, so
  * the lock is a file of its own beside it, NAME.ggufs-lock (named by
- * gguf_sidecar_path), created 0600 and never removed (removing a lock
- * file lets two holders lock two different files), opened O_NOFOLLOW and
- * trusted only as the overlay is; held by flock(LOCK_EX) until its
- * descriptor is closed (the process's end releases it).  The holder
+ * gguf_sidecar_path), created 0600, opened O_NOFOLLOW and trusted only
+ * as the overlay is; held by flock(LOCK_EX) until its descriptor is closed
+ * (the process's end releases it).  It exists only while held: the holder
+ * removes it, still holding it, as it lets go (gguf_overlay_unlock), and a
+ * taker that got the flock checks that the name still leads to the file
+ * it locked, else takes the new one (a removed lock file must never let
+ * two holders lock two different files).  A killed holder leaves it; the
+ * next one takes it over and removes it in turn.  The holder
  * writes a line of its own into it (who holds it, for the next one's
  * message); that text is read back bounded and with control bytes
  * replaced, never trusted.
@@ -82,6 +102,9 @@
 #define K_SHARDS GGUF_OVERLAY_NS "source_shards"
 #define K_HASH GGUF_OVERLAY_NS "source_header_hash"
 #define K_ETAG GGUF_OVERLAY_NS "source_etag"
+#define K_BASE GGUF_OVERLAY_NS "base"
+#define BASE_NONE "none"
+#define BASE_HASH_LEN 41 /* "xxh3-128:" and 32 hex digits */
 #define TMP_SUFFIX ".ggufs-tmp-"
 #define LOCK_SUFFIX ".ggufs-lock"
 
@@ -427,6 +450,109 @@ enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
     return st;
 }
 
+/* The hash text of key k's value in ctx (type and payload, as same_kv
+ * compares them) into out: "xxh3-128:" and 32 hex digits, or "none"
+ * when ctx has no such key. */
+static void value_hash(const gguf_ctx *ctx, const char *k, size_t kl,
+                       char out[BASE_HASH_LEN + 1]) {
+    int64_t j = gguf_find_key(ctx, k, kl);
+    if (j < 0) {
+        strcpy(out, BASE_NONE);
+        return;
+    }
+    size_t pl;
+    const uint8_t *pay = gguf_kv_payload(ctx, j, &pl);
+    /* The type as the seed: one payload under two types differs. */
+    XXH128_hash_t x =
+        XXH3_128bits_withSeed(pay, pl, (XXH64_hash_t)gguf_kv_type(ctx, j));
+    snprintf(out, BASE_HASH_LEN + 1, "xxh3-128:%016" PRIx64 "%016" PRIx64,
+             (uint64_t)x.high64, (uint64_t)x.low64);
+}
+
+/* The next string of an array-of-strings payload (p, n bytes, already
+ * validated by the parser) at *off into s, sl; false at its end. */
+static bool next_str(const uint8_t *p, size_t n, size_t *off, const char **s,
+                     size_t *sl) {
+    if (*off == 0)
+        *off = 12;
+    if (*off + 8 > n)
+        return false;
+    *sl = (size_t)gguf_rd64(p + *off);
+    *s = (const char *)p + *off + 8;
+    *off += 8 + *sl;
+    return true;
+}
+
+/* Whether key k's value in src is the one the overlay ov recorded as its
+ * base (K_BASE, its bi-th key); false when ov recorded none for k.  The
+ * bases are in the order of the keys they are for, so the search starts
+ * at *cur, where the last one left off (one pass for an overlay ggufs
+ * wrote), and goes round once. */
+static bool base_is(const gguf_ctx *ov, int64_t bi, const gguf_ctx *src,
+                    const char *k, size_t kl, size_t *cur) {
+    char h[BASE_HASH_LEN + 1];
+    const char *e;
+    size_t n, el, start = *cur ? *cur : 12;
+    const uint8_t *p = gguf_kv_payload(ov, bi, &n);
+    /* From start to the end, then from the first base to start. */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t off = pass ? 12 : start, end = pass ? start : n;
+        while (off < end && next_str(p, n, &off, &e, &el)) {
+            const char *sp = memchr(e, ' ', el);
+            if (!sp || (size_t)(e + el - sp - 1) != kl ||
+                memcmp(sp + 1, k, kl) != 0)
+                continue;
+            *cur = off;
+            value_hash(src, k, kl, h);
+            return (size_t)(sp - e) == strlen(h) &&
+                   memcmp(e, h, strlen(h)) == 0;
+        }
+    }
+    return false;
+}
+
+/* Appends key k to the conflict list (", " between). */
+static enum gguf_status add_name(struct gguf_buf *names, int64_t *n,
+                                 const char *k, size_t kl) {
+    enum gguf_status st = ++*n > 1 ? gguf_buf_add(names, ", ", 2) : GGUF_OK;
+    return st == GGUF_OK ? gguf_buf_add(names, k, kl) : st;
+}
+
+enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
+                                        struct gguf_buf *names, int64_t *n,
+                                        bool *based, struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    int64_t bi = gguf_find_key(ov, K_BASE, sizeof K_BASE - 1);
+    size_t cur = 0; /* base_is's place in the bases */
+    *n = 0;
+    *based = bi >= 0 && gguf_kv_type(ov, bi) == GGUF_TYPE_ARRAY &&
+             gguf_kv_arr_type(ov, bi) == GGUF_TYPE_STRING;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
+        size_t kl, pl, off = 0;
+        const char *k = gguf_kv_key(ov, i, &kl);
+        if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
+            continue;
+        if (!is_removals(k, kl)) {
+            /* Set: no conflict when upstream holds the overlay's value. */
+            if (!same_kv(ov, i, src) &&
+                !(*based && base_is(ov, bi, src, k, kl, &cur)))
+                st = add_name(names, n, k, kl);
+            continue;
+        }
+        if (gguf_kv_arr_type(ov, i) != GGUF_TYPE_STRING)
+            continue; /* applying it says what is wrong */
+        const uint8_t *p = gguf_kv_payload(ov, i, &pl);
+        const char *r;
+        size_t rl;
+        while (st == GGUF_OK && next_str(p, pl, &off, &r, &rl))
+            if (gguf_find_key(src, r, rl) >= 0 &&
+                !(*based && base_is(ov, bi, src, r, rl, &cur)))
+                st = add_name(names, n, r, rl);
+    }
+    return st == GGUF_OK ? GGUF_OK
+                         : gguf_fail(err, st, "out of memory comparing keys");
+}
+
 /* ---- writing ------------------------------------------------------- */
 
 /* One of the overlay's own keys, as a payload. */
@@ -450,6 +576,45 @@ static uint8_t *put_own(uint8_t *p, const struct own_kv *o) {
     return gguf_put_kv(p, o->key, kl, o->type, o->val, own_len(o));
 }
 
+/* One entry of K_BASE for key k (its value in disk), as an array element
+ * (uint64 length, bytes) appended to list; *n counts it. */
+static enum gguf_status add_base(struct gguf_buf *list, const gguf_ctx *disk,
+                                 const char *k, size_t kl, uint64_t *n) {
+    char h[BASE_HASH_LEN + 1];
+    uint8_t len[8];
+    value_hash(disk, k, kl, h);
+    size_t hl = strlen(h);
+    gguf_wr64(len, hl + 1 + kl);
+    ++*n;
+    enum gguf_status st = gguf_buf_add(list, len, sizeof len);
+    if (st == GGUF_OK)
+        st = gguf_buf_add(list, h, hl);
+    if (st == GGUF_OK)
+        st = gguf_buf_add(list, " ", 1);
+    return st == GGUF_OK ? gguf_buf_add(list, k, kl) : st;
+}
+
+/* The elements of K_BASE (header comment) for the edits of ctx against
+ * disk: every key ctx sets that disk lacks or holds otherwise, then every
+ * key of disk ctx lacks; *n counts them. */
+static enum gguf_status base_list(const gguf_ctx *ctx, const gguf_ctx *disk,
+                                  struct gguf_buf *list, uint64_t *n) {
+    enum gguf_status st = GGUF_OK;
+    size_t kl;
+    *n = 0;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ctx); i++) {
+        const char *k = gguf_kv_key(ctx, i, &kl);
+        if (!gguf_kv_is_padding(ctx, i) && !same_kv(ctx, i, disk))
+            st = add_base(list, disk, k, kl, n);
+    }
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(disk); i++) {
+        const char *k = gguf_kv_key(disk, i, &kl);
+        if (!gguf_kv_is_padding(disk, i) && gguf_find_key(ctx, k, kl) < 0)
+            st = add_base(list, disk, k, kl, n);
+    }
+    return st;
+}
+
 /* The overlay's bytes (header comment) into b: its own keys, then the
  * edits file of ctx against disk (the source as opened) that saved.c
  * writes, changes only: one rule for what an edit is. */
@@ -468,17 +633,34 @@ static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
     gguf_wr64(own[2].val, id->size);
     gguf_wr32(own[3].val, id->shards);
     int n_own = id->remote ? 6 : 5;
-    uint64_t size = 0;
+    struct gguf_buf list = {0}, lead = {0};
+    uint64_t n_base = 0, size = 0;
+    enum gguf_status st = base_list(ctx, disk, &list, &n_base);
+    if (st != GGUF_OK) {
+        st = gguf_fail(err, st, "out of memory writing the overlay");
+        goto out;
+    }
     for (int o = 0; o < n_own; o++)
         size += gguf_kv_record_size(strlen(own[o].key), own_len(&own[o]));
-    uint8_t lead[sizeof id->source + sizeof id->etag + sizeof id->hash + 512];
-    if (size > sizeof lead)
-        return gguf_fail(err, GGUF_E_RANGE, "overlay identity too long");
-    uint8_t *p = lead;
+    size += gguf_kv_record_size(sizeof K_BASE - 1, 12 + list.len);
+    if (size > SIZE_MAX || gguf_buf_reserve(&lead, (size_t)size) != GGUF_OK) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory writing the overlay");
+        goto out;
+    }
+    uint8_t *p = lead.p;
     for (int o = 0; o < n_own; o++)
         p = put_own(p, &own[o]);
-    return gguf_edits_serialize_led(ctx, disk, true, lead, (size_t)size,
-                                    (uint64_t)n_own, b, err);
+    p = gguf_put_kv(p, K_BASE, sizeof K_BASE - 1, GGUF_TYPE_ARRAY, NULL, 0);
+    gguf_wr32(p, GGUF_TYPE_STRING);
+    gguf_wr64(p + 4, n_base);
+    if (list.len)
+        memcpy(p + 12, list.p, list.len);
+    st = gguf_edits_serialize_led(ctx, disk, true, lead.p, (size_t)size,
+                                  (uint64_t)n_own + 1, b, err);
+out:
+    gguf_buf_free(&list);
+    gguf_buf_free(&lead);
+    return st;
 }
 
 /* The temporary name's prefix for base: the name beside it, cut like
@@ -667,6 +849,13 @@ static enum gguf_status open_lock(int dfd, const char *lname, const char *shown,
     return st;
 }
 
+/* Whether name in dfd is (still) the file open as fd. */
+static bool same_file(int dfd, const char *name, int fd) {
+    struct stat a, b;
+    return fstatat(dfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 enum gguf_status gguf_overlay_lock(const char *path, const char *source,
                                    const char *holder, int *fd, char *held_by,
                                    size_t hn, struct gguf_error *err) {
@@ -686,18 +875,33 @@ enum gguf_status gguf_overlay_lock(const char *path, const char *source,
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = open_lock(dfd, lname, lshown, fd, err)) != GGUF_OK)
-        goto out;
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        if (e == EWOULDBLOCK)
-            read_holder(*fd, held_by, hn);
-        st = e == EWOULDBLOCK
-                 ? gguf_fail(err, GGUF_E_BUSY,
-                             "the overlay %s is in use (its lock %s is held)",
-                             shown, lshown)
-                 : gguf_sys_fail(err, e, "cannot lock overlay lock %s", lshown);
-        goto out;
+    /* A holder removes the file as it lets go (header comment): the
+     * file locked must still be the one the name leads to. */
+    for (int tries = 0;; tries++) {
+        if ((st = open_lock(dfd, lname, lshown, fd, err)) != GGUF_OK)
+            goto out;
+        if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            if (e == EWOULDBLOCK)
+                read_holder(*fd, held_by, hn);
+            st = e == EWOULDBLOCK
+                     ? gguf_fail(err, GGUF_E_BUSY,
+                                 "the overlay %s is in use (its lock %s is "
+                                 "held)",
+                                 shown, lshown)
+                     : gguf_sys_fail(err, e, "cannot lock overlay lock %s",
+                                     lshown);
+            goto out;
+        }
+        if (same_file(dfd, lname, *fd))
+            break;
+        close(*fd);
+        *fd = -1;
+        if (tries >= 100) {
+            st = gguf_fail(err, GGUF_E_BUSY,
+                           "the overlay lock %s keeps being replaced", lshown);
+            goto out;
+        }
     }
     size_t hl = holder ? strlen(holder) : 0;
     if (ftruncate(*fd, 0) < 0)
@@ -713,4 +917,21 @@ out:
     free(lshown);
     close(dfd);
     return st;
+}
+
+void gguf_overlay_unlock(const char *path, const char *source, int fd) {
+    char base[256], shown[4096];
+    bool absent;
+    if (fd < 0)
+        return;
+    int dfd = open_parent(path, source, false, base, sizeof base, shown,
+                          sizeof shown, &absent, NULL);
+    char *lname = dfd >= 0 ? gguf_sidecar_path(base, LOCK_SUFFIX) : NULL;
+    /* Only the file this fd locked: never one planted or taken since. */
+    if (lname && same_file(dfd, lname, fd))
+        (void)unlinkat(dfd, lname, 0);
+    free(lname);
+    if (dfd >= 0)
+        close(dfd);
+    close(fd); /* after the unlink: the lock is held until then */
 }

@@ -269,3 +269,107 @@ out:
     free(prefix);
     return st;
 }
+
+/* ---- applying a saved file (ggufs --apply-saved) -------------------- */
+
+/* Whether key (kl bytes) is in the removal list of the edits file e. */
+static bool listed_removed(const gguf_ctx *e, const char *key, size_t kl) {
+    int64_t r = gguf_find_key(e, REMOVED_KEY, REMOVED_KEY_LEN);
+    size_t pl;
+    if (r < 0 || gguf_kv_arr_type(e, r) != GGUF_TYPE_STRING)
+        return false;
+    const uint8_t *p = gguf_kv_payload(e, r, &pl);
+    uint64_t off = 12; /* element type, count; validated by the parser */
+    for (uint64_t k = 0; k < gguf_kv_arr_n(e, r) && off + 8 <= pl; k++) {
+        uint64_t sl = gguf_rd64(p + off);
+        if (sl == kl && memcmp(p + off + 8, key, kl) == 0)
+            return true;
+        off += 8 + sl;
+    }
+    return false;
+}
+
+/* Appends name to the list in b (", " between; at most about 400 bytes,
+ * then "..."); for the one-line messages. */
+static void list_name(struct gguf_buf *b, const char *k, size_t kl) {
+    char q[GGUF_QUOTE_MAX];
+    if (b->len > 400) {
+        if (b->len < 405)
+            (void)gguf_buf_add(b, ", ...", 5);
+        return;
+    }
+    gguf_quote(q, sizeof q, k, kl);
+    if (b->len)
+        (void)gguf_buf_add(b, ", ", 2);
+    (void)gguf_buf_add(b, q, strlen(q));
+}
+
+/* Refuses what cannot be a file of saved edits (tensors, an overlay's
+ * keys) and a model with keys the file neither holds nor removes. */
+static enum gguf_status saved_check(const gguf_ctx *ctx, const gguf_ctx *e,
+                                    struct gguf_buf *names,
+                                    struct gguf_error *err) {
+    if (gguf_n_tensors(e) > 0)
+        return gguf_fail(err, GGUF_E_FORMAT,
+                         "it has tensors: not a file of saved edits (those "
+                         "are tensor-less)");
+    for (int64_t i = 0; i < gguf_n_kv(e); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(e, i, &kl);
+        if (gguf_key_is_overlay(k, kl))
+            return gguf_fail(err, GGUF_E_INVAL,
+                             "it is an overlay, not saved edits: 'ggufs "
+                             "--overlay-apply MODEL OVERLAY' commits it");
+    }
+    int64_t a =
+        gguf_find_key(e, GGUF_ALIGNMENT_KEY, sizeof GGUF_ALIGNMENT_KEY - 1);
+    uint64_t av = 0;
+    if (a >= 0 && (!gguf_kv_get_u64(e, a, &av) || av != gguf_alignment(ctx)))
+        return gguf_fail(err, GGUF_E_PERM,
+                         "they hold another " GGUF_ALIGNMENT_KEY
+                         " than the model's %u: not applied",
+                         (unsigned)gguf_alignment(ctx));
+    for (int64_t i = 0; i < gguf_n_kv(ctx); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(ctx, i, &kl);
+        if (!gguf_kv_is_padding(ctx, i) && gguf_find_key(e, k, kl) < 0 &&
+            !listed_removed(e, k, kl))
+            list_name(names, k, kl);
+    }
+    if (names->len)
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "the model has keys the saved edits neither hold nor "
+                         "remove (%.*s): they were saved from another version "
+                         "of the model; not applied",
+                         (int)names->len, (const char *)names->p);
+    return GGUF_OK;
+}
+
+enum gguf_status gguf_saved_apply(gguf_ctx *ctx, const gguf_ctx *e,
+                                  struct gguf_buf *names, int64_t *set,
+                                  int64_t *nremoved, struct gguf_error *err) {
+    *set = *nremoved = 0;
+    names->len = 0;
+    enum gguf_status st = saved_check(ctx, e, names, err);
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++) {
+        size_t kl, pl, cl;
+        const char *k = gguf_kv_key(e, i, &kl);
+        const uint8_t *p = gguf_kv_payload(e, i, &pl);
+        int64_t j = gguf_find_key(ctx, k, kl);
+        const uint8_t *cur = j >= 0 ? gguf_kv_payload(ctx, j, &cl) : NULL;
+        if (kl == REMOVED_KEY_LEN && memcmp(k, REMOVED_KEY, kl) == 0) {
+            int64_t before = gguf_n_kv(ctx);
+            st = gguf_edits_apply_kv(ctx, e, i, err);
+            *nremoved += before - gguf_n_kv(ctx);
+            continue;
+        }
+        if (gguf_kv_is_padding(e, i) ||
+            (cur && gguf_kv_type(ctx, j) == gguf_kv_type(e, i) && cl == pl &&
+             memcmp(cur, p, pl) == 0))
+            continue;
+        list_name(names, k, kl);
+        ++*set;
+        st = gguf_edits_apply_kv(ctx, e, i, err);
+    }
+    return st;
+}

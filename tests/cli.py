@@ -112,6 +112,14 @@ def misuse(tmp, gguf, mnt):
          "no pending edits"),
         ("--drop-pending with nothing pending", ["--drop-pending", gguf], BADFILE,
          "no pending edits"),
+        ("--apply-saved with one argument", ["--apply-saved", gguf], USAGE,
+         "--apply-saved takes EDITS and MODEL"),
+        ("--compact without file", ["--compact"], USAGE, "--compact takes exactly one FILE.gguf"),
+        ("--compact of a missing file", ["--compact", missing], BADFILE, missing),
+        ("--compact of a URL", ["--compact", "http://127.0.0.1:9/m.gguf"], BADFILE,
+         "a remote file is never written"),
+        ("--apply-saved of a missing edits file", ["--apply-saved", missing, gguf], BADFILE, missing),
+        ("--apply-saved onto a missing model", ["--apply-saved", gguf, missing], BADFILE, missing),
     ]
     for label, args, status, says in cases:
         expect_error(label, args, status, cwd, mnt, says)

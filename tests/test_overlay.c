@@ -164,8 +164,9 @@ START_TEST(roundtrip) {
     ck_assert_msg(gguf_overlay_matches(&made, &id, why, sizeof why), "%s", why);
     ck_assert_str_eq(made.source, g_model);
     ck_assert_uint_eq(made.size, id.size);
-    /* Only the edits: 5 own keys, the removal list, 3 keys set. */
-    ck_assert_int_eq(gguf_n_kv(ov), 5 + 1 + 3);
+    /* Only the edits: 5 own keys, the bases, the removal list, 3 keys
+     * set. */
+    ck_assert_int_eq(gguf_n_kv(ov), 5 + 1 + 1 + 3);
     ck_assert(gguf_find_key(ov, "general.architecture", 20) < 0);
     fresh = open_model();
     int64_t set, removed;
@@ -180,6 +181,63 @@ START_TEST(roundtrip) {
     same_keys(fresh, edited);
     gguf_close(ov);
     gguf_close(fresh);
+    gguf_close(edited);
+    gguf_close(disk);
+}
+END_TEST
+
+/* The keys of ov that conflict with src: their names and count. */
+static int64_t conflicts(const gguf_ctx *ov, const gguf_ctx *src, bool *based,
+                         char *names, size_t n) {
+    struct gguf_buf b = {0};
+    struct gguf_error e = {0};
+    int64_t nc = -1;
+    ck_assert_msg(gguf_overlay_conflicts(ov, src, &b, &nc, based, &e) ==
+                      GGUF_OK,
+                  "%s", e.msg);
+    snprintf(names, n, "%.*s", (int)b.len, b.p ? (const char *)b.p : "");
+    gguf_buf_free(&b);
+    return nc;
+}
+
+/* Rebase: the bases an overlay records tell which of its keys upstream
+ * changed too; an overlay without them (older ggufs) counts every key
+ * upstream does not hold as the overlay does. */
+START_TEST(rebase_conflicts) {
+    gguf_ctx *disk = open_model(), *edited = open_model(), *up = open_model();
+    struct gguf_overlay_id id, made;
+    struct gguf_error e = {0};
+    gguf_ctx *ov = NULL;
+    bool found, based;
+    char names[256];
+    identify(disk, &id);
+    edit(edited, "edited");
+    write_ov(edited, disk, &id);
+    ck_assert_msg(load(&ov, &made, &found, &e) == GGUF_OK && found, "%s",
+                  e.msg);
+    /* Unchanged upstream: nothing conflicts. */
+    ck_assert_int_eq(conflicts(ov, up, &based, names, sizeof names), 0);
+    ck_assert(based);
+    /* Both changed general.name and general.url (removed in the overlay);
+     * upstream alone the architecture; the same value as the overlay's is
+     * no conflict. */
+    set_str(up, "general.name", "upstream");
+    set_str(up, "general.url", "https://example.invalid/new");
+    set_str(up, "general.architecture", "llama2");
+    set_u32(up, "mytool.count", 3);
+    ck_assert_int_eq(conflicts(ov, up, &based, names, sizeof names), 2);
+    ck_assert_str_eq(names, "general.name, general.url");
+    /* Without bases: every key upstream does not hold as the overlay. */
+    gguf_close(up);
+    up = open_model();
+    int64_t bi = gguf_find_key(ov, "ggufs.overlay.base", 18);
+    ck_assert(bi >= 0 && gguf_remove_key(ov, bi, &e) == GGUF_OK);
+    ck_assert_int_eq(conflicts(ov, up, &based, names, sizeof names), 4);
+    ck_assert(!based);
+    ck_assert_str_eq(
+        names, "general.name, llama.context_length, mytool.count, general.url");
+    gguf_close(ov);
+    gguf_close(up);
     gguf_close(edited);
     gguf_close(disk);
 }
@@ -434,6 +492,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, roundtrip);
     tcase_add_test(tc, identity_differs);
+    tcase_add_test(tc, rebase_conflicts);
     tcase_add_test(tc, remote_keys);
     tcase_add_test(tc, trust);
     tcase_add_test(tc, faults);

@@ -1,0 +1,145 @@
+/*
+ * commands.c - the commands that commit into a local model without
+ * mounting it (issue 21):
+ *
+ *   ggufs --apply-saved EDITS MODEL  the edits a failed commit saved aside
+ *                                    (PATH.ggufs-edits-*.gguf, saved.c)
+ *                                    committed into MODEL
+ *   ggufs --compact FILE             the smallest header, without ggufs's
+ *                                    filler key, for publishing
+ *
+ * Both open the model as the pending commands do (gfs_open_model:
+ * recovered, read-write, locked against mounts) and write it with
+ * gguf_commit, the daemon's crash-safe commit (journal, or a copy
+ * renamed over it).  Exit statuses (man/ggufs.1, EXIT STATUS): 0 done or
+ * nothing to do, 1 the model or the edits cannot be used (refused,
+ * nothing written), 2 usage, 4 the commit failed (the model as it was;
+ * the edits file kept).  Prefix gfs_.
+ */
+#include "ggufs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_COMMIT = 4 };
+
+const char *gfs_commit_how(const struct gguf_commit_info *info) {
+    static const char *const how[] = {"nothing to do", "in place",
+                                      "grown by inserting blocks",
+                                      "grown by rewriting the file"};
+    return how[info->how <= GGUF_COMMIT_REWRITE ? info->how : 0];
+}
+
+/* The edits file at path, parsed (it is all header).  NULL after one
+ * line naming model and the file. */
+static gguf_ctx *open_edits(const char *model, const char *path) {
+    struct gguf_error err = {0};
+    gguf_ctx *e = NULL;
+    if (gguf_open(&e, path, GGUF_OPEN_ALLOW_NESTED, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: the saved edits %s: %s\n", model, path,
+                err.msg);
+        return NULL;
+    }
+    return e;
+}
+
+static int apply_saved_cmd(const char *edits, const char *model) {
+    struct gguf_error err = {0};
+    struct gguf_commit_info info = {0};
+    struct gguf_buf names = {0};
+    int64_t set = 0, removed = 0;
+    int status = EXIT_BADFILE;
+    char *path = NULL;
+    gguf_ctx *ctx = NULL, *e = open_edits(model, edits);
+    if (!e || !(ctx = gfs_open_model(model, &path)))
+        goto out;
+    if (gguf_saved_apply(ctx, e, &names, &set, &removed, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: the saved edits %s: %s\n", model, edits,
+                err.msg);
+        goto out;
+    }
+    if (set == 0 && removed == 0) {
+        printf("ggufs: %s: the saved edits %s are already in the file "
+               "(nothing written; %s may be removed)\n",
+               model, edits, edits);
+        status = 0;
+        goto out;
+    }
+    status = EXIT_COMMIT;
+    if (gguf_commit(ctx, 0, &info, &err) != GGUF_OK) {
+        fprintf(stderr,
+                "ggufs: %s: committing the saved edits %s failed: %s; the "
+                "file is as it was and %s is kept\n",
+                model, edits, err.msg, edits);
+        goto out;
+    }
+    printf("ggufs: %s: saved edits %s committed (%lld key%s set: %.*s; "
+           "%lld removed; %s, data at %llu); %s may be removed\n",
+           model, edits, (long long)set, set == 1 ? "" : "s", (int)names.len,
+           names.p ? (const char *)names.p : "", (long long)removed,
+           gfs_commit_how(&info), (unsigned long long)info.new_data_offset,
+           edits);
+    status = 0;
+out:
+    gguf_buf_free(&names);
+    gguf_close(ctx);
+    gguf_close(e);
+    free(path);
+    return status;
+}
+
+static int compact_cmd(const char *file) {
+    struct gguf_error err = {0};
+    struct gguf_commit_info info = {0};
+    int status = EXIT_BADFILE;
+    char *path = NULL;
+    gguf_ctx *ctx = gfs_open_model(file, &path);
+    if (!ctx)
+        goto out;
+    status = EXIT_COMMIT;
+    if (gguf_commit(ctx, GGUF_COMMIT_COMPACT, &info, &err) != GGUF_OK) {
+        fprintf(stderr,
+                "ggufs: %s: compacting failed: %s; the file is as it "
+                "was\n",
+                file, err.msg);
+        goto out;
+    }
+    if (info.how == GGUF_COMMIT_NONE)
+        printf("ggufs: %s: already compact (data at %llu)\n", file,
+               (unsigned long long)info.new_data_offset);
+    else
+        printf("ggufs: %s: compacted: the smallest header, no filler key "
+               "(%s; data at %llu, was %llu)\n",
+               file,
+               info.how == GGUF_COMMIT_INPLACE ? "in place"
+                                               : "the file rewritten",
+               (unsigned long long)info.new_data_offset,
+               (unsigned long long)info.old_data_offset);
+    status = 0;
+out:
+    gguf_close(ctx);
+    free(path);
+    return status;
+}
+
+int gfs_commands(int argc, char **argv) {
+    int apply = argc >= 2 && strcmp(argv[1], "--apply-saved") == 0;
+    int compact = argc >= 2 && strcmp(argv[1], "--compact") == 0;
+    if (!apply && !compact)
+        return -1;
+    if (argc != (apply ? 4 : 3)) {
+        fprintf(stderr, "ggufs: %s takes %s (see ggufs --help)\n", argv[1],
+                apply ? "EDITS and MODEL" : "exactly one FILE.gguf");
+        return EXIT_USAGE;
+    }
+    const char *model = argv[apply ? 3 : 2];
+    if (gfs_remote_is(model)) {
+        fprintf(stderr,
+                "ggufs: %s: %s is for local files: a remote file is never "
+                "written\n",
+                model, argv[1]);
+        return EXIT_BADFILE;
+    }
+    return apply ? apply_saved_cmd(argv[2], model) : compact_cmd(model);
+}
