@@ -16,6 +16,8 @@
  *                                   memory, never committed
  *   5, 6, 7            /f32, /npy, /index.tsv   the converted views and
  *                                   the tensor index (views.c)
+ *   8                  /meta.tsv    the metadata, one line a key
+ *                                   (metatsv.c)
  *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
  *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
  *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
@@ -74,6 +76,7 @@
 #define GFS_INO_DIR_F32 5
 #define GFS_INO_DIR_NPY 6
 #define GFS_INO_INDEX 7
+#define GFS_INO_META_TSV 8
 #define GFS_INO_F32 (UINT64_C(4) << 32)
 #define GFS_INO_NPY (UINT64_C(5) << 32)
 
@@ -90,7 +93,8 @@ enum gfs_kind {
     GFS_DIR_NPY,
     GFS_F32,
     GFS_NPY,
-    GFS_INDEX
+    GFS_INDEX,
+    GFS_META_TSV /* metatsv.c */
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -321,6 +325,8 @@ struct gfs {
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
     size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
+    struct gfs_text *metatsv; /* meta.tsv's text, for generation metatsv_gen */
+    uint64_t metatsv_gen;
     uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
@@ -697,6 +703,13 @@ int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
+
+/* metatsv.c: MNT/meta.tsv.  Caller holds fs->lock (read at least); they
+ * take text_lock.  gfs_metatsv_free: at unmount. */
+int gfs_metatsv_stat(struct gfs *fs, struct stat *st);
+int gfs_metatsv_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write);
+void gfs_metatsv_free(struct gfs *fs);
 
 /* ops.c: the handler table (the tree's handlers are static there). */
 /* True if req comes from the mount's owner (fs->uid) or root: only they

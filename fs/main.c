@@ -960,7 +960,8 @@ static void name_live_view(struct gfs_main *m) {
     m->live_name = name;
     if (name[0] && strcmp(name, "meta") != 0 && strcmp(name, "tensors") != 0 &&
         strcmp(name, "f32") != 0 && strcmp(name, "npy") != 0 &&
-        strcmp(name, "index.tsv") != 0 && strlen(name) <= 255)
+        strcmp(name, "index.tsv") != 0 && strcmp(name, "meta.tsv") != 0 &&
+        strlen(name) <= 255)
         m->fs.live_name = name;
 }
 

@@ -369,6 +369,24 @@ enum gguf_status gguf_unescape_line(const char *s, size_t len,
  * U+10FFFF). */
 bool gguf_utf8_valid(const uint8_t *s, size_t len);
 
+/* ---- one-line summaries (gguf/summary.c) --------------------------- */
+
+/* The most bytes of a value's text a summary shows (the rule: summary.c). */
+#define GGUF_SHORT_MAX 80
+/* The header line of a summary (meta.tsv), and a key's line: its file name
+ * in meta/ (gguf_name_escape), type, element count (1 for a scalar) and
+ * its value shortened (gguf_value_short), tab-separated, '\n'-ended,
+ * appended to out. */
+#define GGUF_SUMMARY_HEADER "name\ttype\tcount\tvalue\n"
+enum gguf_status gguf_kv_summary(const gguf_ctx *ctx, int64_t i,
+                                 struct gguf_buf *out, struct gguf_error *err);
+/* A value (type and payload as from gguf_kv_payload, validated) as one
+ * line of at most about GGUF_SHORT_MAX bytes, marked where cut; appended
+ * to out (no newline). */
+enum gguf_status gguf_value_short(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, struct gguf_buf *out,
+                                  struct gguf_error *err);
+
 /* ---- file names (gguf/names.c) ------------------------------------- */
 
 /* Maps a key or tensor name to a file name (<= 255 bytes, no '/', no NUL,
