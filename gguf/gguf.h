@@ -386,6 +386,17 @@ enum gguf_status gguf_kv_summary(const gguf_ctx *ctx, int64_t i,
 enum gguf_status gguf_value_short(enum gguf_type type, const uint8_t *payload,
                                   size_t len, struct gguf_buf *out,
                                   struct gguf_error *err);
+/* The edits that make after from before (before NULL: every key of after
+ * is new), one line each: the key's file name, type, its value before
+ * ("(new)" if it had none) and after ("(removed)"), shortened,
+ * tab-separated: first the keys after sets (in its order), then those it
+ * removed.  The first max_lines lines are appended to out, *n_diff counts
+ * them all.  The filler is never a difference. */
+#define GGUF_DIFF_HEADER "name\ttype\tbefore\tafter\n"
+enum gguf_status gguf_diff_summary(const gguf_ctx *before,
+                                   const gguf_ctx *after, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   struct gguf_error *err);
 
 /* ---- file names (gguf/names.c) ------------------------------------- */
 
@@ -623,6 +634,12 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
 enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
                                        bool *found, bool *in_file, bool *stale,
                                        struct gguf_error *err);
+/* The pending record of path as lines (gguf_diff_summary: name, type,
+ * value now, value the edits set or "(removed)") against the file as it
+ * is now, applied in memory only; *found false when there is none. */
+enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   bool *found, struct gguf_error *err);
 /* Moves the pending record of path aside (kind GGUF_STATE_PENDING_OLD,
  * replacing an older one), so that a new mount may keep its own. */
 enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);

@@ -32,11 +32,11 @@ enum gguf_status gguf_pending_save(const gguf_ctx *ctx, gguf_ctx **disk,
 
     if (!ctx || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
-    int w = snprintf(
-        line, sizeof line,
-        "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 "\n",
-        (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size, ctx->mtime_ns,
-        ctx->ctime_ns);
+    int w = snprintf(line, sizeof line,
+                     "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64
+                     "\n",
+                     (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size,
+                     ctx->mtime_ns, ctx->ctime_ns);
     if ((st = gguf_buf_add(&b, line, (size_t)w)) != GGUF_OK) {
         st = gguf_fail(err, st, "out of memory saving the pending edits");
         goto out;
@@ -71,9 +71,9 @@ static bool same_file(const struct ident *id, uint64_t dev, uint64_t ino,
 }
 
 /* Splits a pending record into its identity and its edits file. */
-static enum gguf_status parse_record(const struct gguf_buf *b,
-                                     struct ident *id, const uint8_t **edits,
-                                     size_t *n, struct gguf_error *err) {
+static enum gguf_status parse_record(const struct gguf_buf *b, struct ident *id,
+                                     const uint8_t **edits, size_t *n,
+                                     struct gguf_error *err) {
     const uint8_t *nl = memchr(b->p, '\n', b->len < 128 ? b->len : 128);
     char line[128];
     if (!nl)
@@ -82,10 +82,9 @@ static enum gguf_status parse_record(const struct gguf_buf *b,
     memcpy(line, b->p, (size_t)(nl - b->p));
     line[nl - b->p] = '\0';
     id->ctime = -1;
-    int got = sscanf(line,
-                     "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64
-                     " %" SCNd64,
-                     &id->dev, &id->ino, &id->size, &id->mtime, &id->ctime);
+    int got =
+        sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNd64,
+               &id->dev, &id->ino, &id->size, &id->mtime, &id->ctime);
     if (got != 4 && got != 5)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "pending edits record has a bad identity line");
@@ -113,8 +112,8 @@ static const char *next_name(const uint8_t *p, uint64_t *off, size_t *len) {
 }
 
 /* Applies one key of an edits file to ctx (internal.h). */
-enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e, int64_t i,
-                                 struct gguf_error *err) {
+enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
+                                     int64_t i, struct gguf_error *err) {
     size_t kl, pl;
     const char *key = gguf_kv_key(e, i, &kl);
     const uint8_t *p = gguf_kv_payload(e, i, &pl);
@@ -163,8 +162,8 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
         goto out;
     if ((st = parse_record(&b, &id, &edits, &n, err)) != GGUF_OK)
         goto out;
-    if (!same_file(&id, (uint64_t)ctx->dev, (uint64_t)ctx->ino,
-                   ctx->file_size, ctx->mtime_ns, ctx->ctime_ns)) {
+    if (!same_file(&id, (uint64_t)ctx->dev, (uint64_t)ctx->ino, ctx->file_size,
+                   ctx->mtime_ns, ctx->ctime_ns)) {
         st = gguf_fail(err, GGUF_E_CHANGED,
                        "the file changed since the pending edits were made "
                        "(inode %llu, %llu bytes then; inode %llu, %llu bytes "
@@ -232,18 +231,59 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
              changed == 1 ? "" : "s", (long long)removed);
     *in_file = disk && changed == 0 && still == 0;
     struct stat sb;
-    *stale = stat(path, &sb) != 0 ||
-             !same_file(&id, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino,
-                        (uint64_t)sb.st_size,
-                        (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-                            sb.st_mtim.tv_nsec,
-                        (int64_t)sb.st_ctim.tv_sec * 1000000000 +
-                            sb.st_ctim.tv_nsec);
+    *stale =
+        stat(path, &sb) != 0 ||
+        !same_file(
+            &id, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino, (uint64_t)sb.st_size,
+            (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec,
+            (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec);
 out:
     if (e)
         gguf_close(e);
     if (disk)
         gguf_close(disk);
+    gguf_buf_free(&b);
+    return st;
+}
+
+enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   bool *found, struct gguf_error *err) {
+    struct gguf_buf b = {0};
+    gguf_ctx *e = NULL, *before = NULL, *after = NULL;
+    const uint8_t *edits;
+    size_t len;
+    struct ident id;
+    *n_diff = 0;
+    enum gguf_status st =
+        gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
+    if (st != GGUF_OK || !*found)
+        goto out;
+    if ((st = parse_record(&b, &id, &edits, &len, err)) != GGUF_OK ||
+        (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
+            GGUF_OK)
+        goto out;
+    /* The edits applied, in memory only, to the file as it is now (a
+     * file gone or unreadable: to no key at all). */
+    struct gguf_error e2 = {0};
+    if (gguf_open(&before, path, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK ||
+        gguf_open(&after, path, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK) {
+        gguf_close(before);
+        before = NULL;
+        after = gguf_new(3);
+        if (!after) {
+            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
+        st = gguf_edits_apply_kv(after, e, i, err);
+    if (st == GGUF_OK)
+        st = gguf_diff_summary(before, after, max_lines, out, n_diff, err);
+out:
+    gguf_close(e);
+    gguf_close(before);
+    gguf_close(after);
     gguf_buf_free(&b);
     return st;
 }

@@ -143,3 +143,77 @@ enum gguf_status gguf_kv_summary(const gguf_ctx *ctx, int64_t i,
     return err && err->code ? err->code
                             : gguf_fail(err, st, "cannot summarize a key");
 }
+
+/* Appends value i of c shortened, or what (no value). */
+static enum gguf_status diff_value(const gguf_ctx *c, int64_t i,
+                                   const char *what, struct gguf_buf *out,
+                                   struct gguf_error *err) {
+    if (i < 0)
+        return gguf_buf_add(out, what, strlen(what));
+    size_t pl;
+    const uint8_t *p = gguf_kv_payload(c, i, &pl);
+    return gguf_value_short(gguf_kv_type(c, i), p, pl, out, err);
+}
+
+/* One line of a diff: key k of before (bi, or -1) and after (ai, or -1). */
+static enum gguf_status diff_line(const gguf_ctx *before, int64_t bi,
+                                  const gguf_ctx *after, int64_t ai,
+                                  struct gguf_buf *out,
+                                  struct gguf_error *err) {
+    const gguf_ctx *c = ai >= 0 ? after : before;
+    int64_t i = ai >= 0 ? ai : bi;
+    size_t klen;
+    const char *key = gguf_kv_key(c, i, &klen);
+    char ty[64];
+    gguf_kv_type_str(c, i, ty, sizeof ty);
+    enum gguf_status st = gguf_name_escape(key, klen, out);
+    if (st == GGUF_OK && (st = gguf_buf_add(out, "\t", 1)) == GGUF_OK &&
+        (st = gguf_buf_add(out, ty, strlen(ty))) == GGUF_OK &&
+        (st = gguf_buf_add(out, "\t", 1)) == GGUF_OK &&
+        (st = diff_value(before, bi, "(new)", out, err)) == GGUF_OK &&
+        (st = gguf_buf_add(out, "\t", 1)) == GGUF_OK &&
+        (st = diff_value(after, ai, "(removed)", out, err)) == GGUF_OK)
+        st = gguf_buf_add(out, "\n", 1);
+    return st;
+}
+
+/* True if key i of a has the same type and value as key j of b. */
+static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b,
+                    int64_t j) {
+    size_t al, bl;
+    const uint8_t *ap = gguf_kv_payload(a, i, &al);
+    const uint8_t *bp = gguf_kv_payload(b, j, &bl);
+    return gguf_kv_type(a, i) == gguf_kv_type(b, j) && al == bl &&
+           memcmp(ap, bp, al) == 0;
+}
+
+enum gguf_status gguf_diff_summary(const gguf_ctx *before,
+                                   const gguf_ctx *after, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    *n_diff = 0;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(after); i++) {
+        size_t klen;
+        const char *key = gguf_kv_key(after, i, &klen);
+        int64_t j = before ? gguf_find_key(before, key, klen) : -1;
+        if (gguf_kv_is_padding(after, i) ||
+            (j >= 0 && same_kv(before, j, after, i)))
+            continue;
+        if ((*n_diff)++ < max_lines)
+            st = diff_line(before, j, after, i, out, err);
+    }
+    for (int64_t j = 0; st == GGUF_OK && before && j < gguf_n_kv(before); j++) {
+        size_t klen;
+        const char *key = gguf_kv_key(before, j, &klen);
+        if (gguf_kv_is_padding(before, j) ||
+            gguf_find_key(after, key, klen) >= 0)
+            continue;
+        if ((*n_diff)++ < max_lines)
+            st = diff_line(before, j, after, -1, out, err);
+    }
+    if (st == GGUF_OK)
+        return GGUF_OK;
+    return err && err->code ? err->code
+                            : gguf_fail(err, st, "cannot summarize the edits");
+}
