@@ -524,6 +524,9 @@ int gfs_wait_previous(const char *path, const char *file, int mounted);
 /* ggufs --apply-pending FILE / --drop-pending FILE: exit statuses. */
 int gfs_apply_pending_cmd(const char *file);
 int gfs_drop_pending_cmd(const char *file);
+/* ggufs --show-pending FILE: the pending record's keys and values, read
+ * only; 0, or 1 when there is none or it cannot be read. */
+int gfs_show_pending_cmd(const char *file);
 void gfs_meta_free(struct gfs *fs);
 
 /* errno.c: how failures are reported. */

@@ -62,6 +62,7 @@ struct gfs_opts {
     struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
     int overlay;                   /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path;      /* its PATH, or NULL for the default */
+    int over;                      /* -o over: mount on top of a mount */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -71,8 +72,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     GFS_OPT("tensor_direct_io", tensor_dio, 1), GFS_OPT("ggml=%s", ggml, 0),
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
-    FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
-    FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    GFS_OPT("over", over, 1), FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
+    FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
     FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -622,6 +623,7 @@ static void usage(const char *prog) {
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
+        "       ggufs --show-pending FILE.gguf    name them and their values\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
         "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
         "       ggufs --help | --version\n\n"
@@ -646,7 +648,8 @@ static void usage(const char *prog) {
         "                           (default: $GGUFS_GGML_LIB, else the usual\n"
         "                           places; none: ggufs's own converters only)\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
-        "                           file (default PATH in ~/.local/state/ggufs)\n\n"
+        "                           file (default PATH in ~/.local/state/ggufs)\n"
+        "    -o over                mount even where something is mounted already\n\n"
         "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
         "mounted through a block cache, read-only unless -o overlay:\n"
         "    -o header=FILE         extra request headers, 'Name: value' lines\n"
@@ -984,16 +987,56 @@ static void init_state(struct gfs_main *m) {
     m->locks = 1;
 }
 
-/* The mountpoint is checked, and the mount named fuse.ggufs with the GGUF
- * as source, like other FUSE filesystems.  0 or -1. */
+/* Whether the directory at real (a resolved path) is a mount point in
+ * /proc/self/mountinfo: 1 with its type and source, else 0 (or no
+ * mountinfo).  Fields are compared escaped as mountinfo writes them
+ * (space, tab, newline, backslash as \ooo). */
+static int mount_point_of(const char *real, char *what, size_t n) {
+    char esc[4 * 4096 + 1], *w = esc;
+    for (const char *r = real; *r && w < esc + sizeof esc - 5; r++)
+        w += strchr(" \t\n\\", *r) ? sprintf(w, "\\%03o", (unsigned char)*r)
+                                   : (*w = *r, 1);
+    *w = '\0';
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    char line[16384];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char mnt[16384], fstype[256], src[4096];
+        char *dash = strstr(line, " - ");
+        if (dash && sscanf(line, "%*s %*s %*s %*s %16383s", mnt) == 1 &&
+            sscanf(dash + 3, "%255s %4095s", fstype, src) == 2 &&
+            strcmp(mnt, esc) == 0) {
+            snprintf(what, n, "%s of %s", fstype, src); /* the top one */
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* The mountpoint is checked (a directory, not already a mount point
+ * unless -o over), and the mount named fuse.ggufs with the GGUF as
+ * source, like other FUSE filesystems.  0 or -1. */
 static int mount_options(struct gfs_main *m) {
     struct stat mst;
+    char what[4400];
     if (stat(m->o.mnt, &mst) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.mnt, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(mst.st_mode)) {
         fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n", m->o.mnt);
+        return -1;
+    }
+    char *real = realpath(m->o.mnt, NULL);
+    int busy = real && !m->o.over && mount_point_of(real, what, sizeof what);
+    free(real);
+    if (busy) {
+        fprintf(stderr,
+                "ggufs: %s: already a mount point (%s); -o over mounts on "
+                "top of it\n",
+                m->o.mnt, what);
         return -1;
     }
     if (fuse_opt_add_arg(&m->args, "-osubtype=ggufs") != 0 ||
@@ -1126,7 +1169,8 @@ int main(int argc, char *argv[]) {
     } cmds[] = {{"-u", unmount_cmd},
                 {"--recover", recover_cmd},
                 {"--apply-pending", gfs_apply_pending_cmd},
-                {"--drop-pending", gfs_drop_pending_cmd}};
+                {"--drop-pending", gfs_drop_pending_cmd},
+                {"--show-pending", gfs_show_pending_cmd}};
     int ov = gfs_overlay_cmd(argc, argv);
     if (ov >= 0)
         return ov;
