@@ -468,7 +468,10 @@ static int unmount_cmd(const char *arg) {
     }
     pid_t daemon = pl > 0 ? (pidbuf[pl] = '\0', (pid_t)atol(pidbuf)) : 0;
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct gfs_meter meter; /* the commit's progress, on a terminal */
+    gfs_meter_watch(&meter, mnt);
     int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno;
+    gfs_meter_stop(&meter);
     if (fr != 0 && (fe == ECONNABORTED || fe == ENOTCONN)) {
         /* The daemon died in the commit (killed, crashed). */
         close(dfd);
@@ -620,6 +623,7 @@ static void usage(const char *prog) {
     printf(
         "usage: %s [options] FILE.gguf|URL MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
+        "       ggufs --status MOUNTPOINT  source, pending edits, refusals, last commit\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
@@ -984,6 +988,9 @@ static void init_state(struct gfs_main *m) {
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
+    pthread_mutex_init(&m->fs.log_lock, NULL);
+    snprintf(m->fs.log_where, sizeof m->fs.log_where, "syslog");
+    gguf_set_progress(m->fs.ctx, gfs_progress_cb, &m->fs);
     m->locks = 1;
 }
 
@@ -1057,6 +1064,27 @@ static int mount_options(struct gfs_main *m) {
     return r != 0 ? -1 : 0;
 }
 
+/* A mount without a terminal (detached) logs to the log file in the state
+ * directory as well as to syslog (where there is none, the file is all);
+ * a file that cannot be used is said once, here, while stderr is still
+ * the user's. */
+static void open_log(struct gfs_main *m) {
+    char msg[512], path[4096];
+    struct gguf_error err = {0};
+    if (m->co.foreground)
+        return;
+    if (gfs_logfile_open(&m->fs, msg, sizeof msg) != 0) {
+        fprintf(stderr,
+                "ggufs: warning: no log file (%s); the log goes to "
+                "syslog only\n",
+                msg);
+        return;
+    }
+    if (gguf_state_log_path(path, sizeof path, &err) == GGUF_OK)
+        snprintf(m->fs.log_where, sizeof m->fs.log_where, "%s and syslog",
+                 path);
+}
+
 /* Serve: mount, detach, and run the session until unmount or a signal.
  * Returns the exit status; cleanup undoes what was done. */
 static int serve(struct gfs_main *m) {
@@ -1083,6 +1111,7 @@ static int serve(struct gfs_main *m) {
      * passthrough, which gfs_pt_start logs. */
     (void)gfs_pt_start(&m->fs, m->se, m->o.passthrough);
     raise_readahead(m->o.mnt);
+    open_log(m);
     /* Returns in the parent only once the mount is in place. */
     fuse_daemonize(m->co.foreground);
     /* After the fork of fuse_daemonize: threads do not survive it. */
@@ -1131,6 +1160,8 @@ static int cleanup(struct gfs_main *m, int status) {
         gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
+        gfs_logfile_close(&m->fs);
+        pthread_mutex_destroy(&m->fs.log_lock);
         pthread_rwlock_destroy(&m->fs.lock);
     }
     gfs_views_free(&m->fs);
@@ -1170,19 +1201,22 @@ int main(int argc, char *argv[]) {
                 {"--recover", recover_cmd},
                 {"--apply-pending", gfs_apply_pending_cmd},
                 {"--drop-pending", gfs_drop_pending_cmd},
-                {"--show-pending", gfs_show_pending_cmd}};
+                {"--show-pending", gfs_show_pending_cmd},
+                {"--status", gfs_status_cmd}};
     int ov = gfs_overlay_cmd(argc, argv);
     if (ov >= 0)
         return ov;
     for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {
         if (strcmp(argv[1], cmds[c].name) != 0)
             continue;
+        int on_mount =
+            cmds[c].run == unmount_cmd || cmds[c].run == gfs_status_cmd;
         if (argc != 3) {
             usage_note("%s takes exactly one %s", argv[1],
-                       c == 0 ? "MOUNTPOINT" : "FILE.gguf");
+                       on_mount ? "MOUNTPOINT" : "FILE.gguf");
             return usage_error();
         }
-        if (c > 0 && gfs_remote_is(argv[2]))
+        if (!on_mount && gfs_remote_is(argv[2]))
             return remote_cmd_refused(argv[1], argv[2]);
         return cmds[c].run(argv[2]);
     }

@@ -530,6 +530,13 @@ enum gguf_commit_how {
     GGUF_COMMIT_REWRITE, /* grew: new file written beside, renamed over */
 };
 
+/* Progress of long work (a rewrite commit's copy of the data): fn is
+ * called from the working thread with the bytes done so far and the
+ * total, every few MiB, and once with total 0 when the work is over. */
+typedef void (*gguf_progress_fn)(void *user, uint64_t done, uint64_t total);
+/* Sets ctx's progress callback for its commits (NULL: none). */
+void gguf_set_progress(gguf_ctx *ctx, gguf_progress_fn fn, void *user);
+
 struct gguf_commit_info {
     enum gguf_commit_how how;
     uint64_t old_data_offset, new_data_offset;
@@ -640,6 +647,16 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
 enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
                                    struct gguf_buf *out, uint64_t *n_diff,
                                    bool *found, struct gguf_error *err);
+/* The daemons' log (a mount without a terminal logs there, and to
+ * syslog): LOG in the state directory, at most GGUF_LOG_MAX bytes (and a
+ * line per daemon) before it is rotated to LOG.1, which it replaces.
+ * gguf_state_log_open: an fd for appending (O_APPEND), the directory and
+ * the file checked as the state's (owner, one link, O_NOFOLLOW),
+ * rotating a full file first; -1 with err. */
+#define GGUF_LOG_MAX (UINT64_C(1) << 20)
+enum gguf_status gguf_state_log_path(char *out, size_t n,
+                                     struct gguf_error *err);
+int gguf_state_log_open(struct gguf_error *err);
 /* Moves the pending record of path aside (kind GGUF_STATE_PENDING_OLD,
  * replacing an older one), so that a new mount may keep its own. */
 enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
