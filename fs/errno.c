@@ -1,6 +1,7 @@
 /*
  * errno.c - how failures are reported: the one mapping from library
- * statuses to errno values, and the log.
+ * statuses to errno values, and the log (kept and written to the log
+ * file by status.c).
  */
 #include "ggufs.h"
 
@@ -47,6 +48,7 @@ void gfs_log(struct gfs *fs, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    gfs_status_note(fs, line);
     if (fs->foreground)
         fprintf(stderr, "ggufs: %s\n", line);
     else

@@ -305,6 +305,8 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
     case GFS_NPY:
     case GFS_INDEX:
         return gfs_views_open(fs, fh, fi, wants_write);
+    case GFS_META_TSV:
+        return gfs_metatsv_open(fs, fh, fi, wants_write);
     case GFS_SCRATCH:
         if (!gfs_meta_scratch_by_ino(fs, fh->ino))
             return ENOENT;
@@ -591,7 +593,7 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EIO);
         return;
     }
-    if (fh->kind == GFS_KV) {
+    if (fh->kind == GFS_KV || fh->kind == GFS_META_TSV) {
         if (fh->writable)
             read_draft(req, fs, fh, off, size);
         else

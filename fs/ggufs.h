@@ -16,6 +16,8 @@
  *                                   memory, never committed
  *   5, 6, 7            /f32, /npy, /index.tsv   the converted views and
  *                                   the tensor index (views.c)
+ *   8                  /meta.tsv    the metadata, one line a key
+ *                                   (metatsv.c)
  *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
  *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
  *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
@@ -74,6 +76,7 @@
 #define GFS_INO_DIR_F32 5
 #define GFS_INO_DIR_NPY 6
 #define GFS_INO_INDEX 7
+#define GFS_INO_META_TSV 8
 #define GFS_INO_F32 (UINT64_C(4) << 32)
 #define GFS_INO_NPY (UINT64_C(5) << 32)
 
@@ -90,7 +93,8 @@ enum gfs_kind {
     GFS_DIR_NPY,
     GFS_F32,
     GFS_NPY,
-    GFS_INDEX
+    GFS_INDEX,
+    GFS_META_TSV /* metatsv.c */
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -125,6 +129,11 @@ struct gfs_ghost {
     enum gguf_type type, arr_type;
     uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
+
+/* The log lines a mount keeps in memory for its status (status.c), and
+ * their most bytes each. */
+#define GFS_LOG_RING 20
+#define GFS_LOG_LINE 512
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
  * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
@@ -337,6 +346,9 @@ struct gfs {
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
     size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
+    /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
+    struct gfs_text *metatsv;
+    uint64_t metatsv_gen;
     uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
@@ -354,6 +366,19 @@ struct gfs {
     /* The live view's versions and passthrough (passthrough.c, its own
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
+
+    /* The log (status.c), guarded by log_lock, a leaf taken by gfs_log
+     * under any other lock: its last GFS_LOG_RING lines, and the log file
+     * (log_fd, when log_file) of a mount without a terminal.  log_where
+     * (set at mount) says where the log goes, for the status. */
+    pthread_mutex_t log_lock;
+    char log_ring[GFS_LOG_RING][GFS_LOG_LINE];
+    unsigned log_n; /* lines logged so far */
+    int log_fd, log_file;
+    char log_where[4200];
+    /* The running commit's progress (gfs_progress_cb): bytes done of
+     * total, total 0 when none.  No lock. */
+    _Atomic uint64_t prog_done, prog_total;
 };
 
 static inline struct gfs *gfs_of(fuse_req_t req) {
@@ -558,7 +583,44 @@ gguf_ctx *gfs_open_model(const char *file, char **path);
 int gfs_commands(int argc, char **argv);
 /* How a commit went, in a few words ("in place", ...). */
 const char *gfs_commit_how(const struct gguf_commit_info *info);
+/* ggufs --show-pending FILE: the pending record's keys and values, read
+ * only; 0, or 1 when there is none or it cannot be read. */
+int gfs_show_pending_cmd(const char *file);
 void gfs_meta_free(struct gfs *fs);
+
+/* status.c: the log's memory and file, user.ggufs.status and
+ * user.ggufs.progress, and what commands show of them.
+ * gfs_status_note: a logged line (gfs_log's) kept and written to the log
+ * file.  gfs_logfile_open: at mount, before detaching; 0, or -1 with why
+ * in msg.  gfs_status_xattr: the root's two attributes, ENODATA for
+ * others; takes fs->lock (read) itself, for the status only.
+ * gfs_progress_cb: the library's progress callback, user is fs. */
+void gfs_status_note(struct gfs *fs, const char *line);
+int gfs_logfile_open(struct gfs *fs, char *msg, size_t n);
+void gfs_logfile_close(struct gfs *fs);
+int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
+                     const char *name, struct gguf_buf *out);
+void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
+/* ggufs --status MNT: exit status. */
+int gfs_status_cmd(const char *mnt);
+/* The progress of a long command on a terminal (stderr a tty), drawn
+ * once the work has taken a second: gfs_meter_show with bytes done of
+ * total (total 0: over, the line is cleared).  gfs_meter_watch: a thread
+ * that polls user.ggufs.progress of mnt and shows it until
+ * gfs_meter_stop (`ggufs -u`, whose commit runs in the daemon). */
+struct gfs_meter {
+    int tty;
+    double start;
+    int shown;
+    const char *mnt;
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+};
+void gfs_meter_init(struct gfs_meter *m);
+void gfs_meter_show(void *meter, uint64_t done, uint64_t total);
+void gfs_meter_watch(struct gfs_meter *m, const char *mnt);
+void gfs_meter_stop(struct gfs_meter *m);
 
 /* errno.c: how failures are reported. */
 /* The one place library statuses become errno values. */
@@ -749,6 +811,13 @@ int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
+
+/* metatsv.c: MNT/meta.tsv.  Caller holds fs->lock (read at least); they
+ * take text_lock.  gfs_metatsv_free: at unmount. */
+int gfs_metatsv_stat(struct gfs *fs, struct stat *st);
+int gfs_metatsv_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write);
+void gfs_metatsv_free(struct gfs *fs);
 
 /* ops.c: the handler table (the tree's handlers are static there). */
 /* True if req comes from the mount's owner (fs->uid) or root: only they

@@ -9,7 +9,9 @@
  *   - pending edits of a daemon that died before committing them (the
  *     pending record, kept durably after every edit): a read-write mount
  *     refuses to start over them; `ggufs --apply-pending FILE` commits
- *     them, `ggufs --drop-pending FILE` forgets them;
+ *     them, `ggufs --drop-pending FILE` forgets them, `ggufs
+ *     --show-pending FILE` names them with their values (nothing applied,
+ *     no lock taken: it only reads);
  *   - a commit still running in a daemon whose mount is already gone:
  *     a new mount waits for it (gfs_wait_previous).
  *
@@ -215,6 +217,9 @@ int gfs_apply_pending_cmd(const char *file) {
         goto out;
     }
     status = EXIT_COMMIT;
+    struct gfs_meter meter; /* a rewrite's progress, on a terminal */
+    gfs_meter_init(&meter);
+    gguf_set_progress(ctx, gfs_meter_show, &meter);
     if (gguf_commit(ctx, 0, &info, &err) != GGUF_OK) {
         struct gguf_error serr = {0};
         if (gguf_save_edits(ctx, saved, sizeof saved, &serr) != GGUF_OK)
@@ -265,6 +270,60 @@ int gfs_drop_pending_cmd(const char *file) {
 out:
     if (ctx)
         gguf_close(ctx);
+    free(path);
+    return status;
+}
+
+/* Lines --show-pending prints at most (the rest are counted). */
+#define SHOW_MAX 10000
+
+/* Writes b to f with control bytes but tab and newline as '?': lines of
+ * a record must never drive the terminal. */
+static void put_clean(FILE *f, struct gguf_buf *b) {
+    for (size_t i = 0; i < b->len; i++)
+        if ((b->p[i] < 0x20 && b->p[i] != '\t' && b->p[i] != '\n') ||
+            b->p[i] == 0x7f)
+            b->p[i] = '?';
+    fwrite(b->p, 1, b->len, f);
+}
+
+int gfs_show_pending_cmd(const char *file) {
+    struct gguf_error err = {0};
+    struct gguf_buf b = {0};
+    char what[128] = "";
+    bool found = false, in_file = false, stale = false;
+    uint64_t n = 0;
+    int status = EXIT_BADFILE;
+    char *path = realpath(file, NULL);
+    if (!path) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, strerror(errno));
+        return EXIT_BADFILE;
+    }
+    if (gguf_pending_describe(path, what, sizeof what, &found, &in_file, &stale,
+                              &err) != GGUF_OK ||
+        (found &&
+         gguf_pending_show(path, SHOW_MAX, &b, &n, &found, &err) != GGUF_OK)) {
+        fprintf(stderr, "ggufs: %s: pending edits unreadable: %s\n", file,
+                err.msg);
+        goto out;
+    }
+    if (!found) {
+        fprintf(stderr, "ggufs: %s: no pending edits\n", file);
+        goto out;
+    }
+    printf("ggufs: %s: pending edits (%s)%s, not applied:\n", file, what,
+           in_file ? "; the file already holds them"
+           : stale ? "; made against another version of this file"
+                   : "");
+    if (n) {
+        fputs(GGUF_DIFF_HEADER, stdout);
+        put_clean(stdout, &b);
+    }
+    if (n > SHOW_MAX)
+        printf("... and %llu more\n", (unsigned long long)(n - SHOW_MAX));
+    status = 0;
+out:
+    gguf_buf_free(&b);
     free(path);
     return status;
 }

@@ -66,6 +66,7 @@ struct gfs_opts {
     struct gfs_remote_opts remote; /* http(s)/hf:// sources (issue 13) */
     int overlay;                   /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path;      /* its PATH, or NULL for the default */
+    int over;                      /* -o over: mount on top of a mount */
 };
 
 #define GFS_OPT(t, p, v)                                                       \
@@ -75,8 +76,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     GFS_OPT("tensor_direct_io", tensor_dio, 1), GFS_OPT("ggml=%s", ggml, 0),
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
-    FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
-    FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    GFS_OPT("over", over, 1), FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
+    FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
     FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -523,7 +524,10 @@ static int unmount_cmd(const char *arg) {
     }
     pid_t daemon = pl > 0 ? (pidbuf[pl] = '\0', (pid_t)atol(pidbuf)) : 0;
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct gfs_meter meter; /* the commit's progress, on a terminal */
+    gfs_meter_watch(&meter, mnt);
     int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno;
+    gfs_meter_stop(&meter);
     if (fr != 0 && (fe == ECONNABORTED || fe == ENOTCONN)) {
         /* The daemon died in the commit (killed, crashed). */
         close(dfd);
@@ -689,9 +693,11 @@ static void usage(const char *prog) {
     printf(
         "usage: %s [options] FILE.gguf|URL MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
+        "       ggufs --status MOUNTPOINT  source, pending edits, refusals, last commit\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
+        "       ggufs --show-pending FILE.gguf    name them and their values\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
         "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
         "       ggufs --overlay-rebase FILE.gguf|URL [OVERLAY] [--take-overlay]\n"
@@ -720,7 +726,8 @@ static void usage(const char *prog) {
         "                           (default: $GGUFS_GGML_LIB, else the usual\n"
         "                           places; none: ggufs's own converters only)\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
-        "                           file (default PATH in ~/.local/state/ggufs)\n\n"
+        "                           file (default PATH in ~/.local/state/ggufs)\n"
+        "    -o over                mount even where something is mounted already\n\n"
         "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
         "mounted through a block cache, read-only unless -o overlay:\n"
         "    -o header=FILE         extra request headers, 'Name: value' lines\n"
@@ -1046,7 +1053,8 @@ static void name_live_view(struct gfs_main *m) {
     m->live_name = name;
     if (name[0] && strcmp(name, "meta") != 0 && strcmp(name, "tensors") != 0 &&
         strcmp(name, "f32") != 0 && strcmp(name, "npy") != 0 &&
-        strcmp(name, "index.tsv") != 0 && strlen(name) <= 255)
+        strcmp(name, "index.tsv") != 0 && strcmp(name, "meta.tsv") != 0 &&
+        strlen(name) <= 255)
         m->fs.live_name = name;
 }
 
@@ -1066,19 +1074,62 @@ static void init_state(struct gfs_main *m) {
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
+    pthread_mutex_init(&m->fs.log_lock, NULL);
+    snprintf(m->fs.log_where, sizeof m->fs.log_where, "syslog");
+    gguf_set_progress(m->fs.ctx, gfs_progress_cb, &m->fs);
     m->locks = 1;
 }
 
-/* The mountpoint is checked, and the mount named fuse.ggufs with the GGUF
- * as source, like other FUSE filesystems.  0 or -1. */
+/* Whether the directory at real (a resolved path) is a mount point in
+ * /proc/self/mountinfo: 1 with its type and source, else 0 (or no
+ * mountinfo).  Fields are compared escaped as mountinfo writes them
+ * (space, tab, newline, backslash as \ooo). */
+static int mount_point_of(const char *real, char *what, size_t n) {
+    char esc[4 * 4096 + 1], *w = esc;
+    for (const char *r = real; *r && w < esc + sizeof esc - 5; r++)
+        w += strchr(" \t\n\\", *r) ? sprintf(w, "\\%03o", (unsigned char)*r)
+                                   : (*w = *r, 1);
+    *w = '\0';
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    char line[16384];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char mnt[16384], fstype[256], src[4096];
+        char *dash = strstr(line, " - ");
+        if (dash && sscanf(line, "%*s %*s %*s %*s %16383s", mnt) == 1 &&
+            sscanf(dash + 3, "%255s %4095s", fstype, src) == 2 &&
+            strcmp(mnt, esc) == 0) {
+            snprintf(what, n, "%s of %s", fstype, src); /* the top one */
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* The mountpoint is checked (a directory, not already a mount point
+ * unless -o over), and the mount named fuse.ggufs with the GGUF as
+ * source, like other FUSE filesystems.  0 or -1. */
 static int mount_options(struct gfs_main *m) {
     struct stat mst;
+    char what[4400];
     if (stat(m->o.mnt, &mst) != 0) {
         fprintf(stderr, "ggufs: %s: %s\n", m->o.mnt, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(mst.st_mode)) {
         fprintf(stderr, "ggufs: %s: mountpoint is not a directory\n", m->o.mnt);
+        return -1;
+    }
+    char *real = realpath(m->o.mnt, NULL);
+    int busy = real && !m->o.over && mount_point_of(real, what, sizeof what);
+    free(real);
+    if (busy) {
+        fprintf(stderr,
+                "ggufs: %s: already a mount point (%s); -o over mounts on "
+                "top of it\n",
+                m->o.mnt, what);
         return -1;
     }
     if (fuse_opt_add_arg(&m->args, "-osubtype=ggufs") != 0 ||
@@ -1125,6 +1176,27 @@ static int mount_session(struct gfs_main *m) {
     return -1;
 }
 
+/* A mount without a terminal (detached) logs to the log file in the state
+ * directory as well as to syslog (where there is none, the file is all);
+ * a file that cannot be used is said once, here, while stderr is still
+ * the user's. */
+static void open_log(struct gfs_main *m) {
+    char msg[512], path[4096];
+    struct gguf_error err = {0};
+    if (m->co.foreground)
+        return;
+    if (gfs_logfile_open(&m->fs, msg, sizeof msg) != 0) {
+        fprintf(stderr,
+                "ggufs: warning: no log file (%s); the log goes to "
+                "syslog only\n",
+                msg);
+        return;
+    }
+    if (gguf_state_log_path(path, sizeof path, &err) == GGUF_OK)
+        snprintf(m->fs.log_where, sizeof m->fs.log_where, "%s and syslog",
+                 path);
+}
+
 /* Serve: mount, detach, and run the session until unmount or a signal.
  * Returns the exit status; cleanup undoes what was done. */
 static int serve(struct gfs_main *m) {
@@ -1153,6 +1225,7 @@ static int serve(struct gfs_main *m) {
      * passthrough, which gfs_pt_start logs. */
     (void)gfs_pt_start(&m->fs, m->se, m->o.passthrough);
     raise_readahead(m->o.mnt);
+    open_log(m);
     /* Returns in the parent only once the mount is in place. */
     fuse_daemonize(m->co.foreground);
     /* After the fork of fuse_daemonize: threads do not survive it. */
@@ -1201,6 +1274,8 @@ static int cleanup(struct gfs_main *m, int status) {
         gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
+        gfs_logfile_close(&m->fs);
+        pthread_mutex_destroy(&m->fs.log_lock);
         pthread_rwlock_destroy(&m->fs.lock);
     }
     gfs_views_free(&m->fs);
@@ -1240,7 +1315,9 @@ int main(int argc, char *argv[]) {
     } cmds[] = {{"-u", unmount_cmd},
                 {"--recover", recover_cmd},
                 {"--apply-pending", gfs_apply_pending_cmd},
-                {"--drop-pending", gfs_drop_pending_cmd}};
+                {"--drop-pending", gfs_drop_pending_cmd},
+                {"--show-pending", gfs_show_pending_cmd},
+                {"--status", gfs_status_cmd}};
     int ov = gfs_overlay_cmd(argc, argv);
     if (ov < 0)
         ov = gfs_commands(argc, argv);
@@ -1249,12 +1326,14 @@ int main(int argc, char *argv[]) {
     for (size_t c = 0; argc >= 2 && c < sizeof cmds / sizeof *cmds; c++) {
         if (strcmp(argv[1], cmds[c].name) != 0)
             continue;
+        int on_mount =
+            cmds[c].run == unmount_cmd || cmds[c].run == gfs_status_cmd;
         if (argc != 3) {
             usage_note("%s takes exactly one %s", argv[1],
-                       c == 0 ? "MOUNTPOINT" : "FILE.gguf");
+                       on_mount ? "MOUNTPOINT" : "FILE.gguf");
             return usage_error();
         }
-        if (c > 0 && gfs_remote_is(argv[2]))
+        if (!on_mount && gfs_remote_is(argv[2]))
             return remote_cmd_refused(argv[1], argv[2]);
         return cmds[c].run(argv[2]);
     }

@@ -19,6 +19,8 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
         return GFS_DIR_TENSORS;
     case GFS_INO_LIVE:
         return GFS_LIVE;
+    case GFS_INO_META_TSV:
+        return GFS_META_TSV;
     default:
         break;
     }
@@ -175,6 +177,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         st->st_mtim = st->st_ctim = sc->mtime;
         return 0;
     }
+    case GFS_META_TSV:
+        return gfs_metatsv_stat(fs, st);
     case GFS_NONE:
         break;
     default:
@@ -188,7 +192,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     enum gfs_kind k = gfs_kind(ino);
     if (!fs->readonly &&
-        (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META || k == GFS_LIVE))
+        (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META ||
+         k == GFS_LIVE || k == GFS_META_TSV))
         return 0.0;
     return fs->timeout;
 }
@@ -411,6 +416,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     case GFS_F32:
     case GFS_NPY:
     case GFS_INDEX:
+    case GFS_META_TSV:
         return ENOTDIR;
     case GFS_NONE:
         break;
@@ -418,21 +424,23 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return ENOENT;
 }
 
-/* The root's entries after meta, tensors and the live view: the views
- * (views.c), present once gfs_views_init ran.  Entry k (0-based among
- * them) into *name, *ino, *mode; 0 past the last. */
+/* The root's entries after meta, tensors and the live view: meta.tsv
+ * (metatsv.c), then the views (views.c), present once gfs_views_init
+ * ran.  Entry k (0-based among them) into *name, *ino, *mode; 0 past the
+ * last. */
 static const struct {
     const char *name;
     fuse_ino_t ino;
     mode_t mode;
-} root_views[] = {{"f32", GFS_INO_DIR_F32, S_IFDIR},
+} root_views[] = {{"meta.tsv", GFS_INO_META_TSV, S_IFREG},
+                  {"f32", GFS_INO_DIR_F32, S_IFDIR},
                   {"npy", GFS_INO_DIR_NPY, S_IFDIR},
                   {"index.tsv", GFS_INO_INDEX, S_IFREG}};
 
 int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
                   fuse_ino_t *ino, mode_t *mode) {
-    if (!fs->views || k < 0 ||
-        k >= (int64_t)(sizeof root_views / sizeof *root_views))
+    if (k < 0 || k >= (int64_t)(sizeof root_views / sizeof *root_views) ||
+        (k > 0 && !fs->views))
         return 0;
     *name = root_views[k].name;
     *ino = root_views[k].ino;
@@ -704,4 +712,5 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->sizes);
     fs->sizes = NULL;
     fs->n_sizes = 0;
+    gfs_metatsv_free(fs);
 }

@@ -296,7 +296,8 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
     uint64_t copied = 0;
     enum gguf_status st =
         gguf_rewrite_file(ctx->fd, ctx->path, &c->sb, ctx->data_offset, c->nh.p,
-                          c->d2, &c->faults, &nfd, &copied, err);
+                          c->d2, &c->faults, &nfd, &copied, ctx->progress,
+                          ctx->progress_user, err);
     if (nfd >= 0) {
         close(ctx->fd); /* also releases the locks on the replaced file */
         ctx->fd = nfd;
@@ -466,4 +467,9 @@ out:
     free(c.old);
     free(c.jpath);
     return st;
+}
+
+void gguf_set_progress(gguf_ctx *ctx, gguf_progress_fn fn, void *user) {
+    ctx->progress = fn;
+    ctx->progress_user = user;
 }

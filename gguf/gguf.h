@@ -374,6 +374,35 @@ enum gguf_status gguf_unescape_line(const char *s, size_t len,
  * U+10FFFF). */
 bool gguf_utf8_valid(const uint8_t *s, size_t len);
 
+/* ---- one-line summaries (gguf/summary.c) --------------------------- */
+
+/* The most bytes of a value's text a summary shows (the rule: summary.c). */
+#define GGUF_SHORT_MAX 80
+/* The header line of a summary (meta.tsv), and a key's line: its file name
+ * in meta/ (gguf_name_escape), type, element count (1 for a scalar) and
+ * its value shortened (gguf_value_short), tab-separated, '\n'-ended,
+ * appended to out. */
+#define GGUF_SUMMARY_HEADER "name\ttype\tcount\tvalue\n"
+enum gguf_status gguf_kv_summary(const gguf_ctx *ctx, int64_t i,
+                                 struct gguf_buf *out, struct gguf_error *err);
+/* A value (type and payload as from gguf_kv_payload, validated) as one
+ * line of at most about GGUF_SHORT_MAX bytes, marked where cut; appended
+ * to out (no newline). */
+enum gguf_status gguf_value_short(enum gguf_type type, const uint8_t *payload,
+                                  size_t len, struct gguf_buf *out,
+                                  struct gguf_error *err);
+/* The edits that make after from before (before NULL: every key of after
+ * is new), one line each: the key's file name, type, its value before
+ * ("(new)" if it had none) and after ("(removed)"), shortened,
+ * tab-separated: first the keys after sets (in its order), then those it
+ * removed.  The first max_lines lines are appended to out, *n_diff counts
+ * them all.  The filler is never a difference. */
+#define GGUF_DIFF_HEADER "name\ttype\tbefore\tafter\n"
+enum gguf_status gguf_diff_summary(const gguf_ctx *before,
+                                   const gguf_ctx *after, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   struct gguf_error *err);
+
 /* ---- file names (gguf/names.c) ------------------------------------- */
 
 /* Maps a key or tensor name to a file name (<= 255 bytes, no '/', no NUL,
@@ -506,6 +535,13 @@ enum gguf_commit_how {
     GGUF_COMMIT_REWRITE, /* grew: new file written beside, renamed over */
 };
 
+/* Progress of long work (a rewrite commit's copy of the data): fn is
+ * called from the working thread with the bytes done so far and the
+ * total, every few MiB, and once with total 0 when the work is over. */
+typedef void (*gguf_progress_fn)(void *user, uint64_t done, uint64_t total);
+/* Sets ctx's progress callback for its commits (NULL: none). */
+void gguf_set_progress(gguf_ctx *ctx, gguf_progress_fn fn, void *user);
+
 struct gguf_commit_info {
     enum gguf_commit_how how;
     uint64_t old_data_offset, new_data_offset;
@@ -629,6 +665,22 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
 enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
                                        bool *found, bool *in_file, bool *stale,
                                        struct gguf_error *err);
+/* The pending record of path as lines (gguf_diff_summary: name, type,
+ * value now, value the edits set or "(removed)") against the file as it
+ * is now, applied in memory only; *found false when there is none. */
+enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   bool *found, struct gguf_error *err);
+/* The daemons' log (a mount without a terminal logs there, and to
+ * syslog): LOG in the state directory, at most GGUF_LOG_MAX bytes (and a
+ * line per daemon) before it is rotated to LOG.1, which it replaces.
+ * gguf_state_log_open: an fd for appending (O_APPEND), the directory and
+ * the file checked as the state's (owner, one link, O_NOFOLLOW),
+ * rotating a full file first; -1 with err. */
+#define GGUF_LOG_MAX (UINT64_C(1) << 20)
+enum gguf_status gguf_state_log_path(char *out, size_t n,
+                                     struct gguf_error *err);
+int gguf_state_log_open(struct gguf_error *err);
 /* Moves the pending record of path aside (kind GGUF_STATE_PENDING_OLD,
  * replacing an older one), so that a new mount may keep its own. */
 enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);

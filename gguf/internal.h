@@ -87,6 +87,8 @@ struct gguf_ctx {
     char **warnings;
     int n_warnings;
     bool dirty;
+    gguf_progress_fn progress; /* gguf_set_progress (commit.c) */
+    void *progress_user;
 };
 
 /* Little-endian loads and stores (the host may be either). */
@@ -401,14 +403,16 @@ enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
 /* Writes the file at path (open as fd, with fstat sb, data at d) anew as
  * PATH.ggufs-new with hdr (d2 bytes) as header and its data at d2, syncs
  * it and renames it over path.  *newfd: the new file, O_RDWR, once renamed
- * (else -1), with fd's flock carried over; *copied: data bytes.  The
- * caller holds the commit lock on fd. */
+ * (else -1), with fd's flock carried over; *copied: data bytes; pfn
+ * (may be NULL) told of the copy's progress.  The caller holds the commit
+ * lock on fd. */
 struct stat;
 enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    const struct stat *sb, uint64_t d,
                                    const uint8_t *hdr, uint64_t d2,
                                    struct gguf_faults *f, int *newfd,
-                                   uint64_t *copied, struct gguf_error *err);
+                                   uint64_t *copied, gguf_progress_fn pfn,
+                                   void *puser, struct gguf_error *err);
 
 /* ---- edits as a file (saved.c, pending.c) ------------------------------ */
 

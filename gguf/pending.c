@@ -259,3 +259,45 @@ enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
                ? st
                : gguf_open_mem(edits, e, en, GGUF_OPEN_ALLOW_NESTED, err);
 }
+
+enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
+                                   struct gguf_buf *out, uint64_t *n_diff,
+                                   bool *found, struct gguf_error *err) {
+    struct gguf_buf b = {0};
+    gguf_ctx *e = NULL, *before = NULL, *after = NULL;
+    const uint8_t *edits;
+    size_t len;
+    struct ident id;
+    *n_diff = 0;
+    enum gguf_status st =
+        gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
+    if (st != GGUF_OK || !*found)
+        goto out;
+    if ((st = parse_record(&b, &id, &edits, &len, err)) != GGUF_OK ||
+        (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
+            GGUF_OK)
+        goto out;
+    /* The edits applied, in memory only, to the file as it is now (a
+     * file gone or unreadable: to no key at all). */
+    struct gguf_error e2 = {0};
+    if (gguf_open(&before, path, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK ||
+        gguf_open(&after, path, GGUF_OPEN_ALLOW_NESTED, &e2) != GGUF_OK) {
+        gguf_close(before);
+        before = NULL;
+        after = gguf_new(3);
+        if (!after) {
+            st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
+        st = gguf_edits_apply_kv(after, e, i, err);
+    if (st == GGUF_OK)
+        st = gguf_diff_summary(before, after, max_lines, out, n_diff, err);
+out:
+    gguf_close(e);
+    gguf_close(before);
+    gguf_close(after);
+    gguf_buf_free(&b);
+    return st;
+}

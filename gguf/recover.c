@@ -155,7 +155,8 @@ static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
         uint64_t copied = 0;
         memset(err, 0, sizeof *err);
         st = gguf_rewrite_file(fd, path, &sb, j->old_len, j->new_hdr,
-                               j->new_len, f, &nfd, &copied, err);
+                               j->new_len, f, &nfd, &copied, NULL, NULL,
+                               err);
         if (nfd >= 0)
             close(nfd);
     }

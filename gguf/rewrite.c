@@ -28,6 +28,7 @@
  * cannot.  *copied counts bytes moved. */
 static enum gguf_status copy_data(int in, uint64_t from, uint64_t to, int out,
                                   uint64_t dst, uint64_t *copied,
+                                  gguf_progress_fn pfn, void *puser,
                                   struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     uint8_t *buf = NULL;
@@ -47,6 +48,8 @@ static enum gguf_status copy_data(int in, uint64_t from, uint64_t to, int out,
             end = to;
         while (start < end) {
             uint64_t n = end - start < COPY_CHUNK ? end - start : COPY_CHUNK;
+            if (pfn)
+                pfn(puser, start - from, to - from);
             if (use_cfr) {
                 loff_t ri = (loff_t)start, wo = (loff_t)(dst + (start - from));
                 ssize_t r = copy_file_range(in, &ri, out, &wo, (size_t)n, 0);
@@ -272,7 +275,8 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    const struct stat *sb, uint64_t d,
                                    const uint8_t *hdr, uint64_t d2,
                                    struct gguf_faults *f, int *newfd,
-                                   uint64_t *copied, struct gguf_error *err) {
+                                   uint64_t *copied, gguf_progress_fn pfn,
+                                   void *puser, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_error scratch;
     char *npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
@@ -315,7 +319,9 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
     if (st != GGUF_OK)
         goto out;
     gguf_fault_point(f, "copy tensor data");
-    st = copy_data(fd, d, size, nfd, d2, copied, err);
+    st = copy_data(fd, d, size, nfd, d2, copied, pfn, puser, err);
+    if (pfn)
+        pfn(puser, 0, 0); /* over, whatever the outcome */
     if (st != GGUF_OK)
         goto out;
     st = take_over(fd, sb, nfd, npath, err);

@@ -324,3 +324,67 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err) {
     close(dfd);
     return st;
 }
+
+/* ---- the daemons' log -------------------------------------------------- */
+
+#define LOG_NAME "ggufs.log"
+#define LOG_OLD "ggufs.log.1"
+
+enum gguf_status gguf_state_log_path(char *out, size_t n,
+                                     struct gguf_error *err) {
+    char dir[4096];
+    if (state_dir_path(dir, sizeof dir))
+        return gguf_fail(err, GGUF_E_IO, "no state directory");
+    int w = snprintf(out, n, "%s/" LOG_NAME, dir);
+    if (w < 0 || (size_t)w >= n)
+        return gguf_fail(err, GGUF_E_RANGE, "state path too long");
+    return GGUF_OK;
+}
+
+/* Opens (creating) the log in the state directory dfd: -1 with err
+ * unless it is a regular file of ours with one link, writable by nobody
+ * else; *size its size. */
+static int log_open_at(int dfd, uint64_t *size, struct gguf_error *err) {
+    struct stat sb;
+    int fd = openat(dfd, LOG_NAME,
+                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+                        O_CLOEXEC,
+                    0600);
+    if (fd < 0) {
+        gguf_sys_fail(err, errno, "cannot open the log " LOG_NAME);
+        return -1;
+    }
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+        (sb.st_mode & 022) != 0 || sb.st_nlink != 1) {
+        gguf_fail(err, GGUF_E_PERM,
+                  "the log " LOG_NAME " is not a regular file of uid %u with "
+                  "one link, writable only by it: not used",
+                  (unsigned)geteuid());
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t)sb.st_size;
+    return fd;
+}
+
+int gguf_state_log_open(struct gguf_error *err) {
+    bool absent;
+    uint64_t size = 0;
+    int dfd = open_dir(true, &absent, err);
+    if (dfd < 0)
+        return -1;
+    int fd = log_open_at(dfd, &size, err);
+    if (fd >= 0 && size >= GGUF_LOG_MAX) {
+        /* Rotated: the full file becomes the old one (replacing it), a
+         * new one starts.  Daemons still writing to the old file switch
+         * once they see it full. */
+        close(fd);
+        fd = -1;
+        if (renameat(dfd, LOG_NAME, dfd, LOG_OLD) < 0 && errno != ENOENT)
+            gguf_sys_fail(err, errno, "cannot rotate the log " LOG_NAME);
+        else
+            fd = log_open_at(dfd, &size, err);
+    }
+    close(dfd);
+    return fd;
+}

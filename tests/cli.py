@@ -10,6 +10,7 @@ the checks that mount are skipped without FUSE, the others always run.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,18 @@ def misuse(tmp, gguf, mnt):
          "a remote file is never written"),
         ("--apply-saved of a missing edits file", ["--apply-saved", missing, gguf], BADFILE, missing),
         ("--apply-saved onto a missing model", ["--apply-saved", gguf, missing], BADFILE, missing),
+        # issue 21
+        ("--status without mountpoint", ["--status"], USAGE, "--status takes exactly one MOUNTPOINT"),
+        ("--status with two arguments", ["--status", mnt, plain], USAGE,
+         "--status takes exactly one MOUNTPOINT"),
+        ("--status on a directory that is no ggufs mount", ["--status", plain], MOUNT,
+         "%s: not a ggufs mount" % plain),
+        ("--show-pending without file", ["--show-pending"], USAGE,
+         "--show-pending takes exactly one FILE.gguf"),
+        ("--show-pending of a missing file", ["--show-pending", missing], BADFILE, missing),
+        ("--show-pending with nothing pending", ["--show-pending", gguf], BADFILE, "no pending edits"),
+        ("--show-pending of a URL", ["--show-pending", "https://example.invalid/m.gguf"], BADFILE,
+         "for local files"),
     ]
     for label, args, status, says in cases:
         expect_error(label, args, status, cwd, mnt, says)
@@ -140,6 +153,14 @@ def good_options(gguf, mnt):
     if rc != 0 or "nothing to recover" not in out:
         raise Fail("ggufs --recover of a sound file exited %d: %r %r" % (rc, out, err))
     J.log("ok: --recover of a sound file: %s" % out.strip())
+    # issue 21: a mount over a mount is refused, in one line, naming it
+    other = os.path.join(os.path.dirname(gguf), "other.gguf")
+    shutil.copy(gguf, other)
+    with J.Mounted(gguf, mnt):
+        expect_error("a mount over a ggufs mount", [other, mnt], MOUNT, None, None,
+                     "%s: already a mount point (fuse.ggufs of %s); -o over" % (mnt, gguf))
+        if J.mountinfo_entry(mnt) is None:
+            raise Fail("the refused mount over a mount unmounted the first one")
 
 
 def uncommitted_status(gguf, mnt):

@@ -354,6 +354,94 @@ def escape_elem(raw):
 
 
 # ---------------------------------------------------------------------------
+# meta.tsv (man/ggufs.1, META.TSV), reimplemented from ggml's reading
+
+TSV_HEADER = b"name\ttype\tcount\tvalue\n"
+SHORT_MAX = 80
+
+
+def short_string(raw):
+    """A string as meta.tsv shows it: whole UTF-8 units up to SHORT_MAX
+    bytes, escaped to one line, "...(+N bytes)" when cut."""
+    n = 0
+    for u, _ in utf8_units(raw):
+        if n + len(u) > SHORT_MAX:
+            break
+        n += len(u)
+    out = escape_elem(raw[:n])
+    return out + (b"...(+%d bytes)" % (len(raw) - n) if n < len(raw) else b"")
+
+
+def short_array(tokens):
+    """Element texts joined as meta.tsv shows an array."""
+    out = b"["
+    for k, t in enumerate(tokens):
+        if k > 0 and len(out) >= SHORT_MAX:
+            return out + b", ...(+%d more)]" % (len(tokens) - k)
+        out += (b", " if k else b"") + t
+    return out + b"]"
+
+
+def _tsv_tokens(kv, wstr, got_value):
+    """The element texts of one key as ggml read it (strings from the
+    header walk, exact); floats take the text meta.tsv shows once its bits
+    are ggml's (their notation is checked in meta/)."""
+    if isinstance(wstr, bytes):
+        return [short_string(wstr)], False
+    if isinstance(wstr, list):
+        return [short_string(e) for e in wstr], True
+    if kv.kind in ("f32", "f64"):
+        body = got_value[1:-1] if got_value.startswith(b"[") else got_value
+        texts = [t for t in body.split(b", ") if t and not t.startswith(b"...(+")]
+        if len(texts) > len(kv.bits) or any(parse_float_bits(kv.kind, t.decode()) != b
+                                            for t, b in zip(texts, kv.bits)):
+            return None, None
+        return texts + [b"?"] * (len(kv.bits) - len(texts)), kv.type.startswith("array")
+    lines = kv.content.split(b"\n")[:-1]
+    return lines, kv.type.startswith("array")
+
+
+def expected_meta_tsv(ref, walk, got=b""):
+    """meta.tsv's lines as ggml reads the file (got: meta.tsv as read, for
+    the float texts); a line is None where a float's bits differ."""
+    got_values = {}
+    for ln in got.split(b"\n")[1:]:
+        f = ln.split(b"\t")
+        if len(f) == 4:
+            got_values[f[0]] = f[3]
+    lines = [TSV_HEADER]
+    for kv, (wkey, wtype, wstr) in zip(ref.kvs, walk.kvs):
+        if wkey == FILLER_KEY:
+            continue
+        name = escape_name(wkey)
+        toks, is_arr = _tsv_tokens(kv, wstr, got_values.get(name, b""))
+        if toks is None:
+            lines.append(None)
+            continue
+        count = len(toks) if is_arr else 1
+        value = short_array(toks) if is_arr else toks[0]
+        lines.append(b"\t".join([name, kv.type.encode(), b"%d" % count, value]) + b"\n")
+    return lines
+
+
+def check_meta_tsv(ck, path, ref, walk, what="meta.tsv"):
+    """Compares the meta.tsv at path with ggml's reading (ref, walk)."""
+    try:
+        with open(path, "rb") as f:
+            got = f.read()
+    except OSError as e:
+        ck.bad("%s: read failed: %s" % (what, e))
+        return
+    want = expected_meta_tsv(ref, walk, got)
+    glines = got.splitlines(keepends=True)
+    if len(glines) != len(want):
+        ck.bad("%s: %d lines, ggml reads %d keys" % (what, len(glines) - 1, len(want) - 1))
+    for k, (w, g) in enumerate(zip(want, glines)):
+        if w != g:
+            ck.bad("%s line %d: expected %s, got %s" % (what, k + 1, shorten(w), shorten(g)), "meta.tsv")
+
+
+# ---------------------------------------------------------------------------
 # floats: exact parsing and the canonical notation of man/ggufs.1
 
 _F = {"f32": (32, 23, 8), "f64": (64, 52, 11)}
@@ -930,11 +1018,13 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
         ck.bad("mount root lacks meta/ or tensors/ (has %r)" % sorted(top))
         ck.done()
     live_name = os.path.basename(os.fsencode(gguf))
-    # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py)
-    views = {b"f32", b"npy", b"index.tsv"}
+    # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py);
+    # meta.tsv (tests/mount_status.py)
+    views = {b"f32", b"npy", b"index.tsv", b"meta.tsv"}
     if top != {b"meta", b"tensors", live_name} | views:
-        ck.bad("mount root lists %r, expected meta, tensors, the live view %r, f32, npy and index.tsv"
-               % (sorted(top), live_name))
+        ck.bad("mount root lists %r, expected meta, tensors, the live view %r, meta.tsv, f32, npy and "
+               "index.tsv" % (sorted(top), live_name))
+    check_meta_tsv(ck, os.path.join(bmnt, b"meta.tsv"), ref, walk)
     if live_name in top:
         check_live(ck, gguf, os.path.join(bmnt, live_name), ref, check_common)
     mdir, tdir = os.path.join(bmnt, b"meta"), os.path.join(bmnt, b"tensors")
