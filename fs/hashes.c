@@ -12,6 +12,9 @@
  *       user.gguf.shape (ne, comma-separated): no offsets, so it changes
  *       only when tensors do and diff(1) of two quantizations of a model
  *       lists what differs.
+ *   user.gguf.hash_progress on the same: how far a hash being computed
+ *       (or paused) has read, "D of T bytes (P%)", or "done"; ENODATA
+ *       before the first request.  Asked by name, never listed.
  * Hashes are computed on first request and kept for the mount's life (the
  * bytes cannot change under a mount: a read-only mount fails once the
  * file changes; a read-write one holds it locked).  The first request on
@@ -98,11 +101,12 @@ static void hasher_free(struct hasher *h) {
  * it ends: an interrupted request loses none of the reading done, the next
  * one goes on from there. */
 struct gfs_hjob {
-    int64_t k;         /* the tensor being read */
-    uint64_t done;     /* bytes of it hashed */
-    struct hasher one; /* tensor k's */
-    struct hasher all; /* tensors/: every tensor before k and done bytes of
+    int64_t k;             /* the tensor being read */
+    uint64_t done;         /* bytes of it hashed */
+    struct hasher one;     /* tensor k's */
+    struct hasher all;     /* tensors/: every tensor before k and done bytes of
                           k (unused for a tensor's slot) */
+    _Atomic uint64_t read; /* bytes hashed so far (hash_progress) */
 };
 
 static void job_free(struct gfs_hjob *job) {
@@ -201,6 +205,7 @@ static int job_run(struct gfs *fs, fuse_req_t req, int64_t i,
             if (i < 0)
                 hasher_add(&job->all, buf, n);
             job->done += n;
+            atomic_fetch_add(&job->read, n);
         }
         if (i >= 0)
             break;
@@ -293,6 +298,33 @@ void gfs_hashes_free(struct gfs_views *v) {
     pthread_cond_destroy(&v->hashed);
 }
 
+#define PROGRESS_ATTR "user.gguf.hash_progress"
+
+/* The progress of slot i's hash (i < 0: tensors/) into out: "done" once
+ * known, "D of T bytes (P%)" while a job holds its reading (running or
+ * paused), else ENODATA.  Reads nothing of the model. */
+static int hash_progress(struct gfs *fs, int64_t i, struct gguf_buf *out) {
+    struct gfs_views *v = fs->views;
+    uint64_t total = 0, done = 0;
+    char line[96];
+    for (int64_t k = i < 0 ? 0 : i; k < (i < 0 ? v->n : i + 1); k++)
+        total += gfs_tensor_bytes(fs, k);
+    pthread_mutex_lock(&v->mu);
+    const struct gfs_hash *slot = i < 0 ? &v->all : &v->h[i];
+    int have = slot->have, job = slot->job != NULL;
+    if (job)
+        done = atomic_load(&slot->job->read);
+    pthread_mutex_unlock(&v->mu);
+    if (!have && !job)
+        return ENODATA;
+    if (have)
+        snprintf(line, sizeof line, "done");
+    else
+        snprintf(line, sizeof line, "%" PRIu64 " of %" PRIu64 " bytes (%.0f%%)",
+                 done, total, total ? 100.0 * (double)done / (double)total : 0);
+    return gguf_buf_add(out, line, strlen(line)) == GGUF_OK ? 0 : ENOMEM;
+}
+
 static int is_hash_attr(const char *name) {
     return strcmp(name, hash_attrs[0]) == 0 || strcmp(name, hash_attrs[1]) == 0;
 }
@@ -300,7 +332,8 @@ static int is_hash_attr(const char *name) {
 int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                     const char *name, struct gguf_buf *out) {
     int64_t i = -1;
-    if (!is_hash_attr(name) || !fs->views)
+    int progress = strcmp(name, PROGRESS_ATTR) == 0;
+    if ((!is_hash_attr(name) && !progress) || !fs->views)
         return ENODATA;
     if (gfs_kind(ino) != GFS_TENSOR && gfs_kind(ino) != GFS_DIR_TENSORS)
         return ENODATA;
@@ -311,6 +344,8 @@ int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
         if (i < 0)
             return ENOENT;
     }
+    if (progress)
+        return hash_progress(fs, i, out);
     struct gfs_hash h;
     int err = get_hash(fs, req, i, &h);
     if (err)

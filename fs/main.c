@@ -640,9 +640,9 @@ static void *gfs_sig_thread(void *arg) {
         if (sig == SIGUSR2) { /* ggufs -u: let the mount go idle */
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
-            atomic_store(&c->fs->hash_yield_ms,
-                         (long long)now.tv_sec * 1000 +
-                             now.tv_nsec / 1000000 + HASH_YIELD_MS);
+            atomic_store(&c->fs->hash_yield_ms, (long long)now.tv_sec * 1000 +
+                                                    now.tv_nsec / 1000000 +
+                                                    HASH_YIELD_MS);
             continue;
         }
         fuse_session_exit(c->se);
@@ -753,7 +753,7 @@ struct gfs_main {
     struct fuse_cmdline_opts co;
     struct gfs_opts o;
     struct gfs fs;
-    char *path;            /* absolute path of the GGUF (fs.path) */
+    char *path;  /* absolute path of the GGUF (fs.path) */
     char *shown; /* the source as every user may see it (/proc/mounts) and
                     the key of its state (overlay, outcome): path, or a
                     URL without user info and query string (own copy) */
@@ -923,8 +923,12 @@ static int open_remote(struct gfs_main *m) {
     unsigned flags = m->o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
     if (gfs_remote_open(&m->fs, m->path, &m->o.remote, flags, bad, sizeof bad,
                         &gerr) != 0) {
-        fprintf(stderr, "ggufs: %s: %s\n",
-                strcmp(bad, m->path) == 0 ? m->o.file : bad, gerr.msg);
+        /* An hf:// source names the URL it was resolved to: a 404 there
+         * is a wrong owner, repository, revision or path. */
+        int first = strcmp(bad, m->path) == 0;
+        int hf = first && strcmp(m->o.file, m->path) != 0;
+        fprintf(stderr, "ggufs: %s: %s%s%s%s\n", first ? m->o.file : bad,
+                gerr.msg, hf ? " (at " : "", hf ? m->shown : "", hf ? ")" : "");
         return -1;
     }
     m->fs.ctx = m->fs.shards[0];

@@ -22,12 +22,14 @@
  * spare buffers and one buffer per fetch in flight, whatever the number
  * of shards.
  *
- * Failures.  A run whose fetch failed is remembered for FAILED_FOR
- * seconds (the last N_FAILED runs): a read that needs one of its blocks
- * then fails at once with the same error instead of waiting for the
- * network again.  The kernel asks again page by page after a failed
- * read, and readers retry: without it, one read(2) of a server that
- * trickles would wait the bound (remote.h, Faults) two or three times.
+ * Failures.  After a fetch failed (its retries spent), for FAILED_FOR
+ * seconds every read that needs bytes not held fails at once with the
+ * same error instead of waiting for the network again: the kernel asks
+ * again page by page after a failed read, and a reader that got an error
+ * reads on (llama.cpp reads the next tensor) or retries.  Without it, one
+ * read(2) of a server that trickles waited the bound (remote.h, Faults)
+ * three times, and node-llama-cpp's load of a model whose server went
+ * away failed only after three rounds of backoffs.
  *
  * Locks: mu guards a source's states, ticks, failures and queue (cv: a block left
  * FETCHING; work: a job was queued).  evict (rwlock) is taken before mu:
@@ -54,20 +56,12 @@
 #define HOT_MAX (2 * RA_WINDOW)            /* bytes of hot runs kept */
 #define FREE_MAX 4                         /* spare buffers kept */
 #define HUGE_ALIGN ((size_t)2 << 20)       /* x86-64's huge page */
-#define N_FAILED 8                         /* failed runs remembered */
-#define FAILED_FOR 2.0                     /* seconds a failure stands */
+#define FAILED_FOR 1.0                     /* seconds a failure stands */
 
 enum { ABSENT, FETCHING, RECORDED, PRESENT };
 
 struct job {
     uint64_t b0, k;
-};
-
-/* A run whose fetch failed just now (see Failures). */
-struct failed {
-    uint64_t b0, k;
-    double until; /* rmt_now() seconds */
-    char msg[200];
 };
 
 /* A run fetched in this mount, kept in memory (see Hot runs). */
@@ -99,8 +93,8 @@ struct rmt_src {
     int q_head, q_len;
     pthread_t workers[N_WORKERS];
     int n_workers, stop;
-    struct failed failed[N_FAILED]; /* runs whose fetch failed lately */
-    int n_failed;
+    double down_until; /* rmt_now() seconds: see Failures */
+    char down_msg[200];
 };
 
 /* Hot runs and spare buffers of all sources (Locks: pool.mu). */
@@ -247,9 +241,8 @@ static int fetch(struct rmt_src *s, uint64_t b0, uint64_t k, int quiet,
                  (unsigned long long)(off + len - 1), msg);
     pthread_mutex_lock(&s->mu);
     if (err && !atomic_load(&s->h.closing)) {
-        struct failed *f = &s->failed[s->n_failed++ % N_FAILED];
-        *f = (struct failed){.b0 = b0, .k = k, .until = rmt_now() + FAILED_FOR};
-        snprintf(f->msg, sizeof f->msg, "%s", msg);
+        s->down_until = rmt_now() + FAILED_FOR;
+        snprintf(s->down_msg, sizeof s->down_msg, "%s", msg);
     }
     for (uint64_t i = 0; i < k; i++) {
         s->state[b0 + i] = err ? ABSENT : PRESENT;
@@ -440,21 +433,16 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
     return err;
 }
 
-/* EIO if block b's fetch failed within FAILED_FOR seconds (last_error
- * says what it got), else 0.  Caller holds mu. */
-static int failed_lately(struct rmt_src *s, uint64_t b) {
+/* EIO if a fetch of s failed within FAILED_FOR seconds (last_error says
+ * what it got), else 0.  Caller holds mu. */
+static int failed_lately(struct rmt_src *s) {
     double now = rmt_now();
-    for (int i = 0; i < N_FAILED && i < s->n_failed; i++) {
-        const struct failed *f = &s->failed[i];
-        if (b >= f->b0 && b < f->b0 + f->k && now < f->until) {
-            snprintf(last_error, sizeof last_error,
-                     "reading bytes %llu-: %s (%.0f s ago)",
-                     (unsigned long long)(f->b0 * RMT_BLOCK), f->msg,
-                     now - (f->until - FAILED_FOR));
-            return EIO;
-        }
-    }
-    return 0;
+    if (now >= s->down_until)
+        return 0;
+    snprintf(last_error, sizeof last_error,
+             "a request failed %.1f s ago (%s): not asked again yet",
+             now - (s->down_until - FAILED_FOR), s->down_msg);
+    return EIO;
 }
 
 int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
@@ -512,7 +500,7 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
                 err = EIO;
                 break;
             }
-            if ((err = failed_lately(s, b)))
+            if ((err = failed_lately(s)))
                 break;
             /* Fetching needs no evict lock: give it up meanwhile, so an
              * eviction after another fetch is not held off. */

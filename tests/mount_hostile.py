@@ -292,7 +292,7 @@ def check_sources(tmp, www, mnt):
 
 
 SLOW = """
-    location /slow/ {{ limit_rate 24m; rewrite ^/slow/(.*)$ /$1 break; }}
+    location /slow/ {{ limit_rate 8m; rewrite ^/slow/(.*)$ /$1 break; }}
 """
 
 
@@ -313,7 +313,7 @@ def daemon_pid(mnt):
 
 
 def check_hashes(tmp, www, mnt):
-    R.make_model(os.path.join(www, "huge.gguf"), 160, 4)
+    R.make_model(os.path.join(www, "huge.gguf"), 320, 4)
     want = weights_sha256(os.path.join(www, "huge.gguf"))
     ngx = W.Nginx(os.path.join(tmp, "ngx-hash"), www, SLOW, as_root=True)
     attr = "user.gguf.sha256"
@@ -353,8 +353,16 @@ def unmount_during_hash(tmp, url, mnt, how, attr, who=()):
     g = subprocess.Popen(list(who) + ["getfattr", "-n", attr, os.path.join(mnt, "tensors")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.5)
+    td = os.path.join(mnt, "tensors")
+    seen = [os.getxattr(td, "user.gguf.hash_progress").decode()]
+    time.sleep(0.5)
+    seen.append(os.getxattr(td, "user.gguf.hash_progress").decode())
     if g.poll() is not None:
-        raise Fail("the hash ended before the %s (the model downloads too fast to test)" % how)
+        raise Fail("the hash ended before the %s (the model downloads too fast to test?): %s"
+                   % (how, g.stderr.read().decode(errors="replace").strip()))
+    done = [int(x.split()[0]) if x.endswith("%)") and " of " in x else -1 for x in seen]
+    if not 0 < done[0] < done[1]:
+        raise Fail("user.gguf.hash_progress while hashing: %r" % seen)
     t0 = time.time()
     if how == "ggufs -u":
         u = J.run_ggufs(["-u", mnt], timeout=60)
@@ -381,8 +389,9 @@ def unmount_during_hash(tmp, url, mnt, how, attr, who=()):
         raise Fail("%s during a hash left %s" % (how, state))
     if how == "ggufs -u" and dt > 2.5:
         raise Fail("ggufs -u during a hash took %.1f s" % dt)
-    J.log("ok   %s during a weights hash of a remote mount: unmounted after %.2f s, the hash ended (%s)"
-          % (how, dt, g.stderr.read().decode(errors="replace").strip()[-60:]))
+    J.log("ok   %s during a weights hash of a remote mount (user.gguf.hash_progress: %s, then %s): "
+          "unmounted after %.2f s, the hash ended (%s)"
+          % (how, seen[0], seen[1], dt, g.stderr.read().decode(errors="replace").strip()[-60:]))
 
 
 if __name__ == "__main__":
