@@ -759,6 +759,7 @@ struct gfs_main {
                     URL without user info and query string (own copy) */
     struct gguf_file file; /* the GGUF, opened once (gguf_file_open) */
     char *live_name;       /* fs.live_name when made here */
+    char *mnt_abs;         /* fs.mnt resolved, when it could be */
     int locks;             /* fs's locks are initialised */
     struct fuse_session *se;
     int mounted;
@@ -1066,6 +1067,8 @@ static void name_live_view(struct gfs_main *m) {
 static void init_state(struct gfs_main *m) {
     m->fs.path = m->shown; /* logs, state: the source as shown to all */
     m->fs.mnt = m->co.mountpoint ? m->co.mountpoint : m->o.mnt;
+    if ((m->mnt_abs = realpath(m->fs.mnt, NULL))) /* before the mount */
+        m->fs.mnt = m->mnt_abs;
     m->fs.uid = getuid();
     m->fs.gid = getgid();
     m->fs.readonly = m->o.readonly;
@@ -1295,6 +1298,7 @@ static int cleanup(struct gfs_main *m, int status) {
     free(m->path);
     free(m->shown);
     free(m->live_name);
+    free(m->mnt_abs);
     free(m->co.mountpoint);
     fuse_opt_free_args(&m->args);
     return status;

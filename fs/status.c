@@ -137,7 +137,11 @@ static int status_edits(struct gfs *fs, struct gguf_buf *b) {
         GGUF_OK)
         e = addf(b, "pending edits: unknown (%s)\n", err.msg);
     else if (!(e = addf(b, "pending edits: %" PRIu64 " key%s%s\n", n,
-                        n == 1 ? "" : "s", n ? " (not committed yet)" : "")) &&
+                        n == 1 ? "" : "s",
+                        !n            ? ""
+                        : fs->overlay ? " (kept in the overlay, against the "
+                                        "source)"
+                                      : " (not committed yet)")) &&
              n) {
         e = gguf_buf_add(b, GGUF_DIFF_HEADER, strlen(GGUF_DIFF_HEADER)) ||
                     gguf_buf_add(b, d.p, d.len)

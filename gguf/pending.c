@@ -186,21 +186,31 @@ out:
     return st;
 }
 
+/* The pending record of path: its bytes into b (the caller frees them,
+ * after *e), its identity, and its edits file opened as *e; *found false
+ * (GGUF_OK) when there is none. */
+static enum gguf_status load_record(const char *path, struct gguf_buf *b,
+                                    struct ident *id, gguf_ctx **e, bool *found,
+                                    struct gguf_error *err) {
+    const uint8_t *edits;
+    size_t len;
+    enum gguf_status st =
+        gguf_state_read(path, GGUF_STATE_PENDING, b, found, err);
+    if (st != GGUF_OK || !*found)
+        return st;
+    if ((st = parse_record(b, id, &edits, &len, err)) != GGUF_OK)
+        return st;
+    return gguf_open_mem(e, edits, len, GGUF_OPEN_ALLOW_NESTED, err);
+}
+
 enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
                                        bool *found, bool *in_file, bool *stale,
                                        struct gguf_error *err) {
     struct gguf_buf b = {0};
     gguf_ctx *e = NULL, *disk = NULL;
-    const uint8_t *edits;
-    size_t len;
     struct ident id;
-    enum gguf_status st =
-        gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
+    enum gguf_status st = load_record(path, &b, &id, &e, found, err);
     if (st != GGUF_OK || !*found)
-        goto out;
-    if ((st = parse_record(&b, &id, &edits, &len, err)) != GGUF_OK ||
-        (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
-            GGUF_OK)
         goto out;
     /* Count the keys that differ from the file as it is now, and the
      * removed ones it still has. */
@@ -265,17 +275,10 @@ enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
                                    bool *found, struct gguf_error *err) {
     struct gguf_buf b = {0};
     gguf_ctx *e = NULL, *before = NULL, *after = NULL;
-    const uint8_t *edits;
-    size_t len;
     struct ident id;
     *n_diff = 0;
-    enum gguf_status st =
-        gguf_state_read(path, GGUF_STATE_PENDING, &b, found, err);
+    enum gguf_status st = load_record(path, &b, &id, &e, found, err);
     if (st != GGUF_OK || !*found)
-        goto out;
-    if ((st = parse_record(&b, &id, &edits, &len, err)) != GGUF_OK ||
-        (st = gguf_open_mem(&e, edits, len, GGUF_OPEN_ALLOW_NESTED, err)) !=
-            GGUF_OK)
         goto out;
     /* The edits applied, in memory only, to the file as it is now (a
      * file gone or unreadable: to no key at all). */

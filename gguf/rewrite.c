@@ -320,10 +320,10 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
         goto out;
     gguf_fault_point(f, "copy tensor data");
     st = copy_data(fd, d, size, nfd, d2, copied, pfn, puser, err);
-    if (pfn)
-        pfn(puser, 0, 0); /* over, whatever the outcome */
     if (st != GGUF_OK)
         goto out;
+    if (pfn) /* copied; the sync of it can take as long again */
+        pfn(puser, tail, tail);
     st = take_over(fd, sb, nfd, npath, err);
     if (st != GGUF_OK)
         goto out;
@@ -342,6 +342,8 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
     gguf_fault_point(f, "fsync directory");
     st = gguf_fsync_dir(path, err);
 out:
+    if (pfn)
+        pfn(puser, 0, 0); /* over, whatever the outcome */
     if (nfd >= 0)
         close(nfd);
     if (created)
