@@ -287,6 +287,14 @@ def check_sources(tmp, www, mnt):
                 raise Fail("listxattr of a remote mount's root: %r" % listed)
         J.log("ok   /proc/mounts and user.ggufs.url show %s (no query, no user info); warnings: %s"
               % (src, err.strip().splitlines()[-1][:100]))
+        # https:// against a plain-HTTP server: a TLS failure is not retried
+        # (issue 21: 3.8 s of retries and OpenSSL's text)
+        url = ngx.url("big.gguf").replace("http://", "https://")
+        t0 = time.time()
+        R.expect_refused(url, mnt, ["-o", "cache=%s/c-s" % tmp], "TLS failed")
+        dt = time.time() - t0
+        if dt > 2:
+            raise Fail("https:// against a plain-HTTP server took %.1f s to refuse" % dt)
     finally:
         ngx.stop()
 
