@@ -67,7 +67,7 @@ static int apply_saved_cmd(const char *edits, const char *model) {
         goto out;
     }
     status = EXIT_COMMIT;
-    if (gguf_commit(ctx, 0, &info, &err) != GGUF_OK) {
+    if (gfs_commit_metered(ctx, 0, &info, &err) != GGUF_OK) {
         fprintf(stderr,
                 "ggufs: %s: committing the saved edits %s failed: %s; the "
                 "file is as it was and %s is kept\n",
@@ -98,7 +98,7 @@ static int compact_cmd(const char *file) {
     if (!ctx)
         goto out;
     status = EXIT_COMMIT;
-    if (gguf_commit(ctx, GGUF_COMMIT_COMPACT, &info, &err) != GGUF_OK) {
+    if (gfs_commit_metered(ctx, GGUF_COMMIT_COMPACT, &info, &err) != GGUF_OK) {
         fprintf(stderr,
                 "ggufs: %s: compacting failed: %s; the file is as it "
                 "was\n",

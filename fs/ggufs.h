@@ -621,6 +621,11 @@ void gfs_meter_init(struct gfs_meter *m);
 void gfs_meter_show(void *meter, uint64_t done, uint64_t total);
 void gfs_meter_watch(struct gfs_meter *m, const char *mnt);
 void gfs_meter_stop(struct gfs_meter *m);
+/* gguf_commit of a command (not the daemon), its progress drawn on a
+ * terminal as it goes (a rewrite of gigabytes takes seconds). */
+enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
+                                    struct gguf_commit_info *info,
+                                    struct gguf_error *err);
 
 /* errno.c: how failures are reported. */
 /* The one place library statuses become errno values. */

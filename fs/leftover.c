@@ -217,10 +217,7 @@ int gfs_apply_pending_cmd(const char *file) {
         goto out;
     }
     status = EXIT_COMMIT;
-    struct gfs_meter meter; /* a rewrite's progress, on a terminal */
-    gfs_meter_init(&meter);
-    gguf_set_progress(ctx, gfs_meter_show, &meter);
-    if (gguf_commit(ctx, 0, &info, &err) != GGUF_OK) {
+    if (gfs_commit_metered(ctx, 0, &info, &err) != GGUF_OK) {
         struct gguf_error serr = {0};
         if (gguf_save_edits(ctx, saved, sizeof saved, &serr) != GGUF_OK)
             saved[0] = '\0';

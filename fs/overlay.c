@@ -543,7 +543,7 @@ static int apply_cmd(const char *file, const char *opt) {
     if (r <= 0)
         goto out;
     status = EXIT_COMMIT;
-    if (gguf_commit(v[0], 0, &info, &err) != GGUF_OK) {
+    if (gfs_commit_metered(v[0], 0, &info, &err) != GGUF_OK) {
         fprintf(stderr,
                 "ggufs: %s: committing the overlay %s failed: %s; the overlay "
                 "is kept\n",

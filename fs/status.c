@@ -328,3 +328,15 @@ void gfs_meter_stop(struct gfs_meter *m) {
     m->running = 0;
     gfs_meter_show(m, 0, 0);
 }
+
+enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
+                                    struct gguf_commit_info *info,
+                                    struct gguf_error *err) {
+    struct gfs_meter meter; /* a rewrite's progress, on a terminal */
+    gfs_meter_init(&meter);
+    gguf_set_progress(ctx, gfs_meter_show, &meter);
+    enum gguf_status st = gguf_commit(ctx, flags, info, err);
+    gguf_set_progress(ctx, NULL, NULL);
+    gfs_meter_show(&meter, 0, 0); /* the line cleared */
+    return st;
+}
