@@ -17,6 +17,7 @@
  * the edits file kept).  Prefix gfs_.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,6 +11,7 @@
  * fs->text_lock.
  */
 #include "ggufs.h"
+#include "source/source.h"
 #include "internal.h" /* gguf_quote */
 
 #include <errno.h>
@@ -21,32 +22,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
- * big files in 2 MiB folios, and POSIX_FADV_DONTNEED skips partial ones. */
-#define GFS_DROP_CHUNK (UINT64_C(2) << 20)
-
-/* True if [off, off+len) of fd is entirely in the page cache (cachestat,
- * Linux 6.5+); false when unknown. */
-static int range_cached(int fd, uint64_t off, uint64_t len) {
-#ifndef SYS_cachestat
-#define SYS_cachestat 451
-#endif
-    struct {
-        uint64_t off, len;
-    } range = {off, len};
-    struct {
-        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
-            nr_recently_evicted;
-    } cs;
-    if (len == 0)
-        return 1;
-    if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
-        return 0;
-    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
-    return cs.nr_cache >= pages;
-}
 
 static struct gfs_fh *fh_of(const struct fuse_file_info *fi) {
     return (struct gfs_fh *)(uintptr_t)fi->fh;
@@ -167,7 +142,8 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size) {
  * hold the file locked, and their commit refuses a changed file.  No lock:
  * fs->st does not change on a read-only mount.  0 or EIO. */
 static int file_changed(struct gfs *fs) {
-    if (!fs->readonly || fs->remote) /* remote: checked by every request */
+    if (!fs->readonly || gfs_data_fd(fs, 0) < 0) /* remote: checked by
+                                                     every request */
         return 0;
     if (atomic_load(&fs->changed))
         return EIO;
@@ -221,8 +197,8 @@ static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
      * weight (the kernel would hold every byte twice). */
     fi->keep_cache = 1;
     fi->noflush = 1;
-    fh->drop = !fs->remote &&
-               !range_cached(gguf_fd(c), gguf_tensor_offset(c, j), fh->size);
+    fh->drop =
+        !gfs_data_cached(fs, fh->shard, gguf_tensor_offset(c, j), fh->size);
     if (fs->tensor_dio) {
         /* -o tensor_direct_io: each read is one request served from the
          * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
@@ -282,9 +258,9 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
     if (!(fh->text = gfs_view_header(fs, &err)))
         return err;
     fi->noflush = 1;
-    if (fs->n_shards == 1 && !fs->remote) {
+    if (fs->n_shards == 1) {
         uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
-        fh->drop = fsz > d && !range_cached(gguf_fd(fs->ctx), d, fsz - d);
+        fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
     }
     /* Passthrough, or the page cache of this version's own inode. */
     gfs_pt_view_open(fs, fh, fi);
@@ -410,65 +386,6 @@ static void reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
     fuse_reply_buf(req, (const char *)p + o, n);
 }
 
-/* Replies with mem_n bytes at mem (may be 0), then n bytes of fd from pos,
- * which libfuse reads (or splices) straight from the file; if drop,
- * evicts the GGUF's copy of what was served.  A reply must be complete:
- * the kernel takes a short read for EOF.  Caller holds fs->lock (read): a
- * commit must not move the data start or replace the fd meanwhile. */
-static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
-                       uint64_t pos, uint64_t n, int drop) {
-    struct {
-        struct fuse_bufvec v;
-        struct fuse_buf more;
-    } bv = {.v = FUSE_BUFVEC_INIT(0)};
-    struct fuse_buf *fb = &bv.v.buf[0];
-    if (mem_n) {
-        fb->mem = (void *)mem;
-        fb->size = mem_n;
-        fb->flags = 0;
-        fb = &bv.more;
-    }
-    if (n || !mem_n) {
-        bv.v.count = mem_n ? 2 : 1;
-        fb->size = n;
-        fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-        fb->fd = fd;
-        fb->pos = (off_t)pos;
-    }
-    fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: see gfs_op_init */
-    if (drop && n) {
-        /* The bytes now live in the mount's page cache: drop the GGUF's
-         * copy a whole chunk at a time, once a (sequential) read has
-         * passed the chunk's end. */
-        uint64_t c0 = pos / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
-        uint64_t c1 = (pos + n) / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
-        if (c1 > c0)
-            posix_fadvise(fd, (off_t)c0, (off_t)(c1 - c0), POSIX_FADV_DONTNEED);
-    }
-}
-
-/* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
- * file from pos, copied through gfs_data_read (there is no descriptor to
- * serve them from).  Caller holds fs->lock (read). */
-static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
-                       const char *mem, size_t mem_n, uint64_t pos,
-                       uint64_t n) {
-    char *buf = gfs_tbuf(GFS_TBUF_REPLY, mem_n + n ? mem_n + n : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    int err = 0;
-    if (mem_n)
-        memcpy(buf, mem, mem_n);
-    if (n)
-        err = gfs_data_read(fs, shard, pos, buf + mem_n, (size_t)n);
-    if (err)
-        fuse_reply_err(req, err);
-    else
-        fuse_reply_buf(req, buf, mem_n + n);
-}
-
 /* Replies with the bytes [off, off + size) of a windowed text (tree.c:
  * made for this read).  Caller holds no lock but fh->mu. */
 static void reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
@@ -538,12 +455,7 @@ static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     gguf_ctx *c = fs->shards[fh->shard];
     uint64_t pos = gguf_data_offset(c) + fh->rel + o;
-    if (fs->remote)
-        reply_copy(req, fs, fh->shard, NULL, 0, pos, n);
-    else if (gfs_data_short(fs, fh->shard, pos, n))
-        fuse_reply_err(req, EIO);
-    else
-        reply_file(req, NULL, 0, gguf_fd(c), pos, n, fh->drop);
+    gfs_data_reply(req, fs, fh->shard, NULL, 0, pos, n, fh->drop);
 }
 
 /* The live view: its header as at open, then the data section (see
@@ -558,14 +470,8 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
-    if (fs->n_shards == 1 && fs->remote) {
-        reply_copy(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n, sp.data_pos,
-                   sp.data_n);
-    } else if (fs->n_shards == 1) {
-        if (gfs_data_short(fs, 0, sp.data_pos, sp.data_n))
-            fuse_reply_err(req, EIO);
-        else
-            reply_file(req, hdr->data + sp.hdr_off, sp.hdr_n, gguf_fd(fs->ctx),
+    if (fs->n_shards == 1) {
+        gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
                        sp.data_pos, sp.data_n, drop);
     } else {
         char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);

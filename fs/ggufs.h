@@ -631,76 +631,11 @@ enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
 /* The one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);
 
-/* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
- * file at pos into buf: 0, or an errno (EIO if the file ends first).
- * gfs_data_short says (1) whether shard's file ends before pos + n, and
- * logs it once: a read past the end must be EIO, never a short read,
- * which the kernel takes for EOF.  Callers hold fs->lock (read). */
-int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf, size_t n);
-int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
-/* A buffer of the calling thread of at least n bytes, kept for its next
- * request (a fresh malloc of a megabyte per read is an mmap, page faults
- * and zeroing each time) and freed when the thread ends; its contents
- * are not kept when it grows.  One per use, so that two uses in one call
- * chain never share: the copy of a remote reply (fileops.c), a view's
- * values and the blocks they are converted from (vconv.c).  NULL: out of
- * memory.  No lock. */
-enum gfs_tbuf { GFS_TBUF_REPLY, GFS_TBUF_VALUES, GFS_TBUF_BLOCKS, GFS_TBUF_N };
-void *gfs_tbuf(enum gfs_tbuf which, size_t n);
 
 /* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
  * it grows past *granted, and with the new size after it shrinks or is
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
-/* remote.c: a model on a web server or the Hub (issue 13).  Remote
- * mounts are read-only unless they have an overlay (overlay.c: the
- * source is never written); gfs_data_read serves their bytes through
- * gfs_remote_read (with readahead along tensor boundaries) and
- * gfs_data_short is never true for them (their size is fixed by their
- * identity).  No lock of fs is needed: the sources lock themselves. */
-struct gfs_remote_opts {
-    const char *cache_dir;   /* -o cache=DIR, or NULL: the default */
-    uint64_t cache_max;      /* -o cache_max=SIZE, 0: no bound */
-    const char *header_file; /* -o header=FILE, or NULL */
-    double net_timeout;      /* -o net_timeout=SECONDS, 0: default */
-    int retries;             /* -o net_retries=N, -1: default */
-    int hf;                  /* the source given was hf:// (HF_TOKEN) */
-    uint64_t max_header;     /* -o max_header=SIZE, 0: GFS_MAX_HEADER */
-};
-/* The default bound on a remote file's header (each shard's, and an
- * overlay's source's): about 16 times the largest of today's models (a
- * 200k-token BPE vocabulary with its merges: about 15 MiB). */
-#define GFS_MAX_HEADER ((uint64_t)256 << 20)
-/* True if source names a remote file (http://, https://, hf://). */
-int gfs_remote_is(const char *source);
-/* The http(s) URL a source names (hf:// resolved); malloc'ed, or NULL
- * with msg. */
-char *gfs_remote_resolve(const char *source, char *msg, size_t n);
-/* url as every user may see it (/proc/mounts, the log): without user info
- * and query string; malloc'ed.  msg: a warning when the URL carries what
- * looks like a credential, else "".  NULL (out of memory) with msg. */
-char *gfs_remote_shown(const char *url, char *msg, size_t n);
-/* Opens url (and its sibling shards) into fs->shards / fs->n_shards and
- * fs->remote.  0, or -1 with err and bad (the file at fault). */
-int gfs_remote_open(struct gfs *fs, const char *url,
-                    const struct gfs_remote_opts *o, unsigned flags, char *bad,
-                    size_t bad_len, struct gguf_error *err);
-void gfs_remote_close(struct gfs *fs);
-/* The names of the root's remote attributes (user.ggufs.url, identity,
- * requests), NUL-terminated, added to out; 0 or ENOMEM. */
-int gfs_remote_xattr_list(const struct gfs *fs, struct gguf_buf *out);
-int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
-                    size_t n);
-/* The times and size every file of the tree shows (fs->st). */
-void gfs_remote_stat(const struct gfs *fs, struct stat *st);
-/* The version of the source the mount reads, for its overlay's identity:
- * each shard's rmt_identity joined by "; " (a hash of them when that
- * does not fit in n bytes).  0 or -1. */
-int gfs_remote_identity(const struct gfs *fs, char *out, size_t n);
-/* The root's user.ggufs.url, .identity, .requests (ranged requests sent
- * so far); ENODATA for other names or a local mount. */
-int gfs_remote_xattr(const struct gfs *fs, const char *name,
-                     struct gguf_buf *out);
 
 /* main.c: a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
  * (by_source 0) or its source (1); the other field into out; 1 if
@@ -737,44 +672,6 @@ int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
 
-/* passthrough.c: the live view by FUSE passthrough while it is
- * byte-identical to the GGUF, and one inode number per version of the view
- * (the contract and the kernel facts are its top comment). */
-enum gfs_pt_mode { GFS_PT_AUTO, GFS_PT_OFF };
-/* After the mount, before the first request: sets up fs->pt and, for
- * auto as root, hooks the session's device I/O.  0, or -1 (the mount goes
- * on without passthrough; logged). */
-int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
-                 enum gfs_pt_mode mode);
-/* Unmount, once the workers have stopped: frees fs->pt. */
-void gfs_pt_stop(struct gfs *fs);
-/* Whether the kernel maps direct-I/O files shared (our INIT reply asked
- * for FUSE_DIRECT_IO_ALLOW_MMAP and it offered it): only then may a file
- * that must support mmap(MAP_SHARED) be opened with direct I/O. */
-int gfs_pt_dio_mmap(struct gfs *fs);
-/* The view's inode number now.  Caller holds lock (read); takes text_lock,
- * then the leaf pt lock. */
-fuse_ino_t gfs_pt_view_ino(struct gfs *fs);
-/* The size inode ino of the view shows (an older version still open: its
- * own); 0 or errno.  Caller holds lock (read). */
-int gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
-/* How an open of view inode fh->ino is served: passthrough (fh->pt_backing
- * set), cached (keep_cache) or direct I/O (an older version).  Caller holds
- * lock (read). */
-void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
-                      struct fuse_file_info *fi);
-/* Around fuse_reply_open of fh (same thread): the reply then carries the
- * backing id. */
-void gfs_pt_arm(const struct gfs_fh *fh);
-void gfs_pt_disarm(void);
-/* fh goes away (release, failed reply, unmount).  No lock needed. */
-void gfs_pt_release(struct gfs *fs, struct gfs_fh *fh);
-/* Flags for gguf_commit: GGUF_COMMIT_NEW_FILE while passthrough opens read
- * the GGUF's current file.  Caller holds lock (write). */
-unsigned gfs_pt_commit_flags(struct gfs *fs);
-/* After a commit (fs->st refreshed): retires the old file's backing id if
- * the GGUF is another file now.  Caller holds lock (write). */
-void gfs_pt_committed(struct gfs *fs);
 /* views.c, vconv.c, hashes.c: the converted views f32/NAME, npy/NAME.npy,
  * index.tsv and the hashes of tensors (user.gguf.sha256, user.gguf.xxh64).
  * gfs_views_init: at mount, before the daemon detaches; finds ggml's

@@ -44,6 +44,7 @@
  *   download the model in a request the owner cannot end.
  */
 #include "views.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <inttypes.h>

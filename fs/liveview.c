@@ -11,6 +11,7 @@
  * tensors across shards.  Prefix gfs_view_.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,6 +11,7 @@
  * man/ggufs.1, EXIT STATUS, is the contract; tests/cli.py checks it.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -623,6 +624,10 @@ struct gfs_sig {
     struct fuse_session *se;
     struct gfs *fs;
     pthread_t main;
+    atomic_int quit; /* cleanup: the thread ends at its next signal (it
+                        is woken with SIGUSR2, never cancelled: a thread
+                        cancelled in sigwait leaves its frame poisoned
+                        under AddressSanitizer) */
 };
 
 static void gfs_wake(int sig) {
@@ -637,6 +642,8 @@ static void *gfs_sig_thread(void *arg) {
     struct gfs_sig *c = arg;
     int sig = 0;
     while (sigwait(&c->set, &sig) == 0) {
+        if (atomic_load(&c->quit))
+            break;
         if (sig == SIGUSR2) { /* ggufs -u: let the mount go idle */
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1265,7 +1272,8 @@ static int cleanup(struct gfs_main *m, int status) {
     if (m->mounted)
         fuse_session_unmount(m->se);
     if (m->handlers) {
-        pthread_cancel(m->sig_thread); /* sigwait is a cancellation point */
+        atomic_store(&m->sig.quit, 1);
+        pthread_kill(m->sig_thread, SIGUSR2);
         pthread_join(m->sig_thread, NULL);
     }
     if (m->se)

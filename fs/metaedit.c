@@ -57,6 +57,7 @@
  * unlink, rename from or onto, setxattr.
  */
 #include "ggufs.h"
+#include "source/source.h"
 #include "internal.h" /* gguf_quote */
 
 #include <errno.h>

@@ -8,6 +8,7 @@
  * the locks in the order written at struct gfs.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <stdio.h>

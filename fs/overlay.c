@@ -34,6 +34,7 @@
  * runs, for `ggufs -u` after its daemon died.  Prefix gfs_overlay_.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,6 +3,7 @@
  * and the cache of rendered meta files.
  */
 #include "ggufs.h"
+#include "source/source.h"
 #include "internal.h" /* gguf_quote */
 
 #include <errno.h>

@@ -36,6 +36,7 @@
  * that moved the data since the run was queued is harmless.
  */
 #include "views.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <stdatomic.h>

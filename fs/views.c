@@ -25,6 +25,7 @@
  * whose shape fits the type and whose data holds all its blocks.
  */
 #include "views.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,6 +14,7 @@
  *                     (gfs_views_xattr, asked first, without fs->lock)
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -870,8 +870,12 @@ def sec_real_model_shell(ctx):
                          " && echo %s > meta/general.architecture" % arch, mnt)
                 m.value(b"general.name", sval(b"shell edit"))
                 m.set(b"mytool.note", "string", sval(b"a note"))
-                # mv then recreate: the backup is a FILE (not committed), the
-                # key comes back in its place
+                # mv to a name that can be a key renames the key (value,
+                # type and place kept); recreating the old name brings that
+                # key back in its place, just before the renamed one
+                m.rename(b"general.architecture", b"general.architecture_old")
+                i = m._idx(b"general.architecture_old")
+                m.kvs.insert(i, (b"general.architecture",) + m.kvs[i][1:3] + ((),))
                 m.value(b"general.architecture", sval(arch.encode()))
                 ck.done()
             except BaseException:

@@ -77,7 +77,7 @@
  * Locks: pt->mu is a leaf, taken with fs->lock held (read at least) or
  * with no lock (release); nothing is taken while it is held.
  */
-#include "ggufs.h"
+#include "source.h"
 
 #include <errno.h>
 #include <linux/fuse.h>
@@ -445,7 +445,7 @@ static struct pt_backing *backing(struct gfs *fs) {
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
     return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
-           fs->n_shards == 1 && !fs->remote && !c->dirty;
+           fs->n_shards == 1 && gfs_data_fd(fs, 0) >= 0 && !c->dirty;
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,

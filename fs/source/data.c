@@ -1,0 +1,206 @@
+/*
+ * data.c - the one way the FUSE layer reads bytes of the model's files
+ * (source.h): into memory (gfs_data_read), or as a reply (gfs_data_reply:
+ * by descriptor for a local file, copied for a remote one).  Views that
+ * transform bytes (the merged live view of a shard set, the converted
+ * views, the hashes) read through gfs_data_read, so a source other than a
+ * local file has these functions to serve.
+ */
+#include "source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The calling thread's buffers (gfs_tbuf), freed when it ends. */
+struct tbufs {
+    struct {
+        void *p;
+        size_t cap;
+    } b[GFS_TBUF_N];
+};
+static pthread_key_t tbuf_key;
+static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
+
+static void tbufs_free(void *arg) {
+    struct tbufs *t = arg;
+    for (int i = 0; i < GFS_TBUF_N; i++)
+        free(t->b[i].p);
+    free(t);
+}
+
+static void tbuf_key_init(void) {
+    pthread_key_create(&tbuf_key, tbufs_free);
+}
+
+void *gfs_tbuf(enum gfs_tbuf which, size_t n) {
+    pthread_once(&tbuf_once, tbuf_key_init);
+    struct tbufs *t = pthread_getspecific(tbuf_key);
+    if (!t) {
+        if (!(t = calloc(1, sizeof *t)))
+            return NULL;
+        if (pthread_setspecific(tbuf_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (n > t->b[which].cap) {
+        void *p = malloc(n);
+        if (!p)
+            return NULL;
+        free(t->b[which].p);
+        t->b[which].p = p;
+        t->b[which].cap = n;
+    }
+    return t->b[which].p;
+}
+
+int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+    struct stat sb;
+    if (n == 0 || gfs_data_fd(fs, shard) < 0)
+        return 0; /* a remote source's size is fixed by its identity */
+    if (fstat(gguf_fd(fs->shards[shard]), &sb) == 0 &&
+        (uint64_t)sb.st_size >= pos + n)
+        return 0;
+    static atomic_int said;
+    if (!atomic_exchange(&said, 1))
+        gfs_log(fs,
+                "%s: the file ends before byte %llu that a read needs (it "
+                "was truncated under the mount): such reads fail with EIO",
+                gguf_path(fs->shards[shard]), (unsigned long long)(pos + n));
+    return 1;
+}
+
+int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                  size_t n) {
+    if (fs->remote)
+        return gfs_remote_read(fs, shard, pos, buf, n);
+    int fd = gguf_fd(fs->shards[shard]);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r =
+            pread(fd, (char *)buf + done, n - done, (off_t)(pos + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno;
+        if (r == 0) {
+            gfs_data_short(fs, shard, pos, n);
+            return EIO;
+        }
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+int gfs_data_fd(const struct gfs *fs, int shard) {
+    return fs->remote ? -1 : gguf_fd(fs->shards[shard]);
+}
+
+/* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
+ * big files in 2 MiB folios, and POSIX_FADV_DONTNEED skips partial ones. */
+#define GFS_DROP_CHUNK (UINT64_C(2) << 20)
+
+/* True if [off, off+len) of fd is entirely in the page cache (cachestat,
+ * Linux 6.5+); false when unknown. */
+static int range_cached(int fd, uint64_t off, uint64_t len) {
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+    struct {
+        uint64_t off, len;
+    } range = {off, len};
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
+            nr_recently_evicted;
+    } cs;
+    if (len == 0)
+        return 1;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) != 0)
+        return 0;
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t pages = (off + len + pg - 1) / pg - off / pg;
+    return cs.nr_cache >= pages;
+}
+
+int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
+                    uint64_t len) {
+    int fd = gfs_data_fd(fs, shard);
+    return fd < 0 || range_cached(fd, off, len);
+}
+
+/* Replies with mem_n bytes at mem (may be 0), then n bytes of fd from pos,
+ * which libfuse reads (or splices) straight from the file; if drop,
+ * evicts the GGUF's copy of what was served.  A reply must be complete:
+ * the kernel takes a short read for EOF.  Caller holds fs->lock (read): a
+ * commit must not move the data start or replace the fd meanwhile. */
+static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
+                       uint64_t pos, uint64_t n, int drop) {
+    struct {
+        struct fuse_bufvec v;
+        struct fuse_buf more;
+    } bv = {.v = FUSE_BUFVEC_INIT(0)};
+    struct fuse_buf *fb = &bv.v.buf[0];
+    if (mem_n) {
+        fb->mem = (void *)mem;
+        fb->size = mem_n;
+        fb->flags = 0;
+        fb = &bv.more;
+    }
+    if (n || !mem_n) {
+        bv.v.count = mem_n ? 2 : 1;
+        fb->size = n;
+        fb->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+        fb->fd = fd;
+        fb->pos = (off_t)pos;
+    }
+    fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: see gfs_op_init */
+    if (drop && n) {
+        /* The bytes now live in the mount's page cache: drop the GGUF's
+         * copy a whole chunk at a time, once a (sequential) read has
+         * passed the chunk's end. */
+        uint64_t c0 = pos / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        uint64_t c1 = (pos + n) / GFS_DROP_CHUNK * GFS_DROP_CHUNK;
+        if (c1 > c0)
+            posix_fadvise(fd, (off_t)c0, (off_t)(c1 - c0), POSIX_FADV_DONTNEED);
+    }
+}
+
+/* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
+ * file from pos, copied through gfs_data_read (there is no descriptor to
+ * serve them from).  Caller holds fs->lock (read). */
+static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
+                       const char *mem, size_t mem_n, uint64_t pos,
+                       uint64_t n) {
+    char *buf = gfs_tbuf(GFS_TBUF_REPLY, mem_n + n ? mem_n + n : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int err = 0;
+    if (mem_n)
+        memcpy(buf, mem, mem_n);
+    if (n)
+        err = gfs_data_read(fs, shard, pos, buf + mem_n, (size_t)n);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, buf, mem_n + n);
+}
+
+void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
+                    size_t mem_n, uint64_t pos, uint64_t n, int drop) {
+    int fd = gfs_data_fd(fs, shard);
+    if (fd < 0)
+        reply_copy(req, fs, shard, mem, mem_n, pos, n);
+    else if (gfs_data_short(fs, shard, pos, n))
+        fuse_reply_err(req, EIO);
+    else
+        reply_file(req, mem, mem_n, fd, pos, n, drop);
+}
