@@ -11,6 +11,7 @@
  * fs->text_lock.
  */
 #include "ggufs.h"
+#include "kinds.h"
 #include "source/source.h"
 #include "internal.h" /* gguf_quote */
 
@@ -270,6 +271,9 @@ static int open_view(struct gfs *fs, struct gfs_fh *fh,
 static int fh_open(struct gfs *fs, struct gfs_fh *fh,
                    struct fuse_file_info *fi) {
     int wants_write = open_wants_write(fi);
+    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    if (row)
+        return row->open ? row->open(fs, fh, fi, wants_write) : EISDIR;
     switch (fh->kind) {
     case GFS_TENSOR:
         return open_tensor(fs, fh, fi, wants_write);
@@ -277,12 +281,6 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
         return open_kv(fs, fh, fi, wants_write);
     case GFS_LIVE:
         return open_view(fs, fh, fi, wants_write);
-    case GFS_F32:
-    case GFS_NPY:
-    case GFS_INDEX:
-        return gfs_views_open(fs, fh, fi, wants_write);
-    case GFS_META_TSV:
-        return gfs_metatsv_open(fs, fh, fi, wants_write);
     case GFS_SCRATCH:
         if (!gfs_meta_scratch_by_ino(fs, fh->ino))
             return ENOENT;
@@ -401,8 +399,8 @@ static void reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
 
 /* A key opened read-only: the text snapshot taken at open (a windowed
  * text: the value as it was at open, or ESTALE). */
-static void read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                      off_t off, size_t size) {
+void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
+                   size_t size) {
     struct gfs_text *t = fh->text;
     if (t->windowed) {
         reply_window(req, fs, t, off, size);
@@ -499,11 +497,16 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EIO);
         return;
     }
-    if (fh->kind == GFS_KV || fh->kind == GFS_META_TSV) {
+    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    if (row) {
+        row->read(req, fs, fh, off, size);
+        return;
+    }
+    if (fh->kind == GFS_KV) {
         if (fh->writable)
             read_draft(req, fs, fh, off, size);
         else
-            read_text(req, fs, fh, off, size);
+            gfs_read_text(req, fs, fh, off, size);
         return;
     }
     pthread_rwlock_rdlock(&fs->lock);
@@ -511,9 +514,6 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         read_scratch(req, fs, fh, off, size);
     else if (fh->kind == GFS_LIVE)
         read_view(req, fs, fh, off, size);
-    else if (fh->kind == GFS_F32 || fh->kind == GFS_NPY ||
-             fh->kind == GFS_INDEX)
-        gfs_views_read(req, fs, fh, off, size); /* views.c */
     else
         read_tensor(req, fs, fh, off, size);
     pthread_rwlock_unlock(&fs->lock);

@@ -402,13 +402,6 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
 int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 /* How long the kernel may trust ino's attributes, seconds.  No lock. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
-/* The root's view entries (f32, npy, index.tsv) after meta, tensors and
- * the live view: entry k into name, ino, mode; 0 past the last (none
- * before gfs_views_init).  gfs_root_view_lookup: by name; 0 or ENOENT. */
-int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
-                  fuse_ino_t *ino, mode_t *mode);
-int gfs_root_view_lookup(const struct gfs *fs, const char *name,
-                         fuse_ino_t *out);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
@@ -684,20 +677,7 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file);
 void gfs_views_free(struct gfs *fs);
 /* Whether some tensor has a view (f32/ and npy/ are not empty).  No lock. */
 int gfs_views_any(const struct gfs *fs);
-/* The kind of a views inode, or GFS_NONE.  No lock. */
-enum gfs_kind gfs_views_kind(fuse_ino_t ino);
-int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
-/* Names in f32/ and npy/; 0 or errno. */
-int gfs_views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
-                     fuse_ino_t *out);
-/* Entry k of directory kind (f32/ or npy/): 1 and its name and inode, or 0
- * when tensor k has no view (skipped); -1 on error. */
-int gfs_views_dirent(struct gfs *fs, enum gfs_kind kind, int64_t k,
-                     struct gguf_buf *name, fuse_ino_t *child);
-int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
-                   int wants_write);
-void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                    off_t off, size_t size);
+/* Their node kinds: rows of kinds.h, defined in views.c. */
 /* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
  * tensors/ (every tensor's bytes in order); ENODATA for other names and
  * inodes, EINTR if req is interrupted first.  Unlike the others, called
@@ -714,11 +694,7 @@ uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
-/* metatsv.c: MNT/meta.tsv.  Caller holds fs->lock (read at least); they
- * take text_lock.  gfs_metatsv_free: at unmount. */
-int gfs_metatsv_stat(struct gfs *fs, struct stat *st);
-int gfs_metatsv_open(struct gfs *fs, struct gfs_fh *fh,
-                     struct fuse_file_info *fi, int wants_write);
+/* metatsv.c: MNT/meta.tsv (its row: kinds.h); at unmount. */
 void gfs_metatsv_free(struct gfs *fs);
 
 /* ops.c: the handler table (the tree's handlers are static there). */

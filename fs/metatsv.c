@@ -12,7 +12,7 @@
  * cached, so that a size taken before an edit never cuts the text read
  * after it.  Read-only.
  */
-#include "ggufs.h"
+#include "kinds.h"
 
 #include <errno.h>
 #include <string.h>
@@ -59,7 +59,8 @@ out:
     return t;
 }
 
-int gfs_metatsv_stat(struct gfs *fs, struct stat *st) {
+static int metatsv_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    (void)ino;
     int err = 0;
     struct gfs_text *t = metatsv_text(fs, &err);
     if (!t)
@@ -72,8 +73,8 @@ int gfs_metatsv_stat(struct gfs *fs, struct stat *st) {
     return 0;
 }
 
-int gfs_metatsv_open(struct gfs *fs, struct gfs_fh *fh,
-                     struct fuse_file_info *fi, int wants_write) {
+static int metatsv_open(struct gfs *fs, struct gfs_fh *fh,
+                        struct fuse_file_info *fi, int wants_write) {
     int err = 0;
     if (wants_write)
         return fs->readonly ? EROFS : EACCES;
@@ -86,6 +87,18 @@ int gfs_metatsv_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1;
     return 0;
 }
+
+const struct gfs_kind_ops gfs_kind_metatsv = {
+    .kind = GFS_META_TSV,
+    .ino_lo = GFS_INO_META_TSV,
+    .ino_hi = GFS_INO_META_TSV + 1,
+    .root_name = "meta.tsv",
+    .root_mode = S_IFREG,
+    .changes = 1,
+    .stat = metatsv_stat,
+    .open = metatsv_open,
+    .read = gfs_read_text,
+};
 
 void gfs_metatsv_free(struct gfs *fs) {
     gfs_text_put(fs->metatsv);

@@ -8,6 +8,7 @@
  * the locks in the order written at struct gfs.
  */
 #include "ggufs.h"
+#include "kinds.h"
 #include "source/source.h"
 
 #include <errno.h>
@@ -138,89 +139,102 @@ static int add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
     return 1;
 }
 
+/* Entry k >= 2 of dir (0: ".", 1: ".."; entries k-2 of the listing) into
+ * *nm, *child, *mode: 1, 0 to skip it, -1 past the end, or -2 with *err.
+ * sc walks meta/'s FILEs in step with k.  Caller holds fs->lock (read). */
+static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
+                     const struct gfs_kind_ops *row, int64_t k,
+                     struct gfs_scratch **sc, struct gguf_buf *name,
+                     const char **nm, fuse_ino_t *child, mode_t *mode,
+                     int *err) {
+    int64_t n_root = fs->live_name ? 3 : 2, i = k - 2;
+    *mode = S_IFREG;
+    if (row) { /* a directory of the kinds' table */
+        if (i >= row->n_entries(fs, dir))
+            return -1;
+        int r = row->dirent(fs, dir, i, name, child, mode);
+        if (r < 0)
+            *err = ENOMEM;
+        *nm = (const char *)name->p;
+        return r < 0 ? -2 : r;
+    }
+    if (kind == GFS_ROOT) {
+        if (i >= n_root) {
+            const struct gfs_kind_ops *e = gfs_kind_root_entry(fs, i - n_root);
+            if (!e)
+                return -1;
+            *nm = e->root_name, *child = e->ino_lo, *mode = e->root_mode;
+        } else if (i == 2) {
+            *nm = fs->live_name, *child = gfs_pt_view_ino(fs);
+        } else {
+            *nm = i == 0 ? "meta" : "tensors";
+            *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;
+            *mode = S_IFDIR;
+        }
+        return 1;
+    }
+    if (kind == GFS_DIR_META && i >= gguf_n_kv(fs->ctx)) {
+        if (!*sc)
+            return -1;
+        *nm = (*sc)->name, *child = (*sc)->ino;
+        *sc = (*sc)->next;
+        return 1;
+    }
+    int64_t n = kind == GFS_DIR_META ? gguf_n_kv(fs->ctx) : gfs_n_tensors(fs);
+    if (i >= n)
+        return -1;
+    if (kind == GFS_DIR_META && gfs_kv_hidden(fs, i))
+        return 0;
+    *err = kind == GFS_DIR_META ? gfs_kv_fname(fs, i, name)
+                                : gfs_tensor_fname(fs, i, name);
+    if (*err)
+        return -2;
+    *nm = (const char *)name->p;
+    *child = kind == GFS_DIR_META ? GFS_INO_KV + gguf_kv_id(fs->ctx, i)
+                                  : GFS_INO_TENSOR + (fuse_ino_t)i;
+    return 1;
+}
+
 static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
                            off_t off, struct fuse_file_info *fi) {
     (void)fi;
     struct gfs *fs = gfs_of(req);
     struct gguf_buf out = {0}, name = {0};
     enum gfs_kind kind = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(kind);
     int err = 0;
 
     pthread_rwlock_rdlock(&fs->lock);
-    /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
-    int64_t n_root = fs->live_name ? 3 : 2, n_views = 0;
-    const char *vname;
-    fuse_ino_t vino;
-    mode_t vmode;
-    while (gfs_root_view(fs, n_views, &vname, &vino, &vmode))
-        n_views++;
-    int views_dir = kind == GFS_DIR_F32 || kind == GFS_DIR_NPY;
-    int64_t n = kind == GFS_ROOT          ? n_root + n_views
-                : kind == GFS_DIR_META    ? gguf_n_kv(fs->ctx)
-                : kind == GFS_DIR_TENSORS ? gfs_n_tensors(fs)
-                : views_dir               ? gfs_n_tensors(fs)
-                                          : -1;
-    if (n < 0) {
+    if (row ? !row->dirent
+            : kind != GFS_ROOT && kind != GFS_DIR_META &&
+                  kind != GFS_DIR_TENSORS) {
         err = ENOTDIR;
         goto out;
     }
-    int64_t n_keys = n;
-    if (kind == GFS_DIR_META)
-        for (struct gfs_scratch *sc = fs->scratch; sc; sc = sc->next)
-            n++;
+    /* Entry k (0-based) has offset k+1: ".", "..", then the children;
+     * meta/'s FILEs come after its keys. */
     struct gfs_scratch *sc = fs->scratch;
-    for (int64_t k = 2 + n_keys; k < off && sc; k++)
+    for (int64_t k = 2 + gguf_n_kv(fs->ctx);
+         kind == GFS_DIR_META && k < off && sc; k++)
         sc = sc->next;
-    for (int64_t k = off; k < n + 2; k++) {
+    for (int64_t k = off;; k++) {
         const char *nm;
         fuse_ino_t child;
-        mode_t mode = S_IFREG;
-        if (k == 0) {
-            nm = ".";
-            child = ino;
-            mode = S_IFDIR;
-        } else if (k == 1) {
-            nm = "..";
-            child = GFS_INO_ROOT;
-            mode = S_IFDIR;
-        } else if (kind == GFS_ROOT && k == 4 && fs->live_name) {
-            nm = fs->live_name;
-            child = gfs_pt_view_ino(fs);
-        } else if (kind == GFS_ROOT && k >= 2 + n_root) {
-            if (!gfs_root_view(fs, k - 2 - n_root, &nm, &child, &mode))
-                break;
-        } else if (views_dir) {
-            int r = gfs_views_dirent(fs, kind, k - 2, &name, &child);
-            if (r < 0) {
-                err = ENOMEM;
-                goto out;
-            }
-            if (r == 0)
-                continue;
-            nm = (char *)name.p;
-        } else if (kind == GFS_ROOT) {
-            nm = k == 2 ? "meta" : "tensors";
-            child = k == 2 ? GFS_INO_META : GFS_INO_TENSORS;
-            mode = S_IFDIR;
-        } else if (kind == GFS_DIR_META && k - 2 >= n_keys) {
-            if (!sc)
-                break;
-            nm = sc->name;
-            child = sc->ino;
-            sc = sc->next;
-        } else if (kind == GFS_DIR_META) {
-            if (gfs_kv_hidden(fs, k - 2))
-                continue;
-            if ((err = gfs_kv_fname(fs, k - 2, &name)))
-                goto out;
-            nm = (char *)name.p;
-            child = GFS_INO_KV + gguf_kv_id(fs->ctx, k - 2);
+        mode_t mode = S_IFDIR;
+        int r = 1;
+        if (k < 2) {
+            nm = k ? ".." : ".";
+            child = k ? GFS_INO_ROOT : ino;
         } else {
-            if ((err = gfs_tensor_fname(fs, k - 2, &name)))
-                goto out;
-            nm = (char *)name.p;
-            child = GFS_INO_TENSOR + (fuse_ino_t)(k - 2);
+            r = dir_entry(fs, ino, kind, row, k, &sc, &name, &nm, &child, &mode,
+                          &err);
         }
+        if (r == -2)
+            goto out;
+        if (r < 0)
+            break;
+        if (r == 0)
+            continue;
         if (!add_dirent(req, &out, size, nm, child, mode, k + 1))
             break;
     }

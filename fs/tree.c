@@ -3,6 +3,7 @@
  * and the cache of rendered meta files.
  */
 #include "ggufs.h"
+#include "kinds.h"
 #include "source/source.h"
 #include "internal.h" /* gguf_quote */
 
@@ -20,16 +21,14 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
         return GFS_DIR_TENSORS;
     case GFS_INO_LIVE:
         return GFS_LIVE;
-    case GFS_INO_META_TSV:
-        return GFS_META_TSV;
     default:
         break;
     }
     if (ino > GFS_INO_VIEW && ino < GFS_INO_VIEW_END)
         return GFS_LIVE; /* a later version of the view (passthrough.c) */
-    enum gfs_kind vk = gfs_views_kind(ino); /* views.c's inodes */
-    if (vk != GFS_NONE)
-        return vk;
+    enum gfs_kind rk = gfs_kind_of_ino(ino); /* the kinds' table */
+    if (rk != GFS_NONE)
+        return rk;
     if (ino >= GFS_INO_SCRATCH)
         return GFS_SCRATCH;
     if (ino >= GFS_INO_KV)
@@ -120,6 +119,9 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (row)
+        return row->stat(fs, ino, st);
     switch (gfs_kind(ino)) {
     case GFS_ROOT:
         st->st_mode = S_IFDIR | 0555;
@@ -178,12 +180,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         st->st_mtim = st->st_ctim = sc->mtime;
         return 0;
     }
-    case GFS_META_TSV:
-        return gfs_metatsv_stat(fs, st);
-    case GFS_NONE:
-        break;
     default:
-        return gfs_views_stat(fs, ino, st);
+        break;
     }
     return ENOENT;
 }
@@ -192,9 +190,10 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
  * text is rendered anew): never let the kernel trust a stale size. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     enum gfs_kind k = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(k);
     if (!fs->readonly &&
         (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META ||
-         k == GFS_LIVE || k == GFS_META_TSV))
+         k == GFS_LIVE || (row && row->changes)))
         return 0.0;
     return fs->timeout;
 }
@@ -371,9 +370,24 @@ static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
     return found;
 }
 
+/* A root entry of the kinds' table (kinds.h) by name; 0 or ENOENT. */
+static int root_row_lookup(const struct gfs *fs, const char *name,
+                           fuse_ino_t *out) {
+    const struct gfs_kind_ops *row;
+    for (int64_t k = 0; (row = gfs_kind_root_entry(fs, k)); k++)
+        if (strcmp(row->root_name, name) == 0) {
+            *out = row->ino_lo;
+            return 0;
+        }
+    return ENOENT;
+}
+
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
     int64_t i;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (row)
+        return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
     switch (gfs_kind(parent)) {
     case GFS_ROOT:
         if (strcmp(name, "meta") == 0) {
@@ -388,7 +402,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = gfs_pt_view_ino(fs);
             return 0;
         }
-        return gfs_root_view_lookup(fs, name, out);
+        return root_row_lookup(fs, name, out);
     case GFS_DIR_META: {
         struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
         if (sc) {
@@ -407,55 +421,14 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return ENOENT;
         *out = GFS_INO_TENSOR + (fuse_ino_t)i;
         return 0;
-    case GFS_DIR_F32:
-    case GFS_DIR_NPY:
-        return gfs_views_lookup(fs, parent, name, out);
     case GFS_TENSOR:
     case GFS_KV:
     case GFS_SCRATCH:
     case GFS_LIVE:
-    case GFS_F32:
-    case GFS_NPY:
-    case GFS_INDEX:
-    case GFS_META_TSV:
         return ENOTDIR;
-    case GFS_NONE:
+    default:
         break;
     }
-    return ENOENT;
-}
-
-/* The root's entries after meta, tensors and the live view: meta.tsv
- * (metatsv.c), then the views (views.c), present once gfs_views_init
- * ran.  Entry k (0-based among them) into *name, *ino, *mode; 0 past the
- * last. */
-static const struct {
-    const char *name;
-    fuse_ino_t ino;
-    mode_t mode;
-} root_views[] = {{"meta.tsv", GFS_INO_META_TSV, S_IFREG},
-                  {"f32", GFS_INO_DIR_F32, S_IFDIR},
-                  {"npy", GFS_INO_DIR_NPY, S_IFDIR},
-                  {"index.tsv", GFS_INO_INDEX, S_IFREG}};
-
-int gfs_root_view(const struct gfs *fs, int64_t k, const char **name,
-                  fuse_ino_t *ino, mode_t *mode) {
-    if (k < 0 || k >= (int64_t)(sizeof root_views / sizeof *root_views) ||
-        (k > 0 && !fs->views))
-        return 0;
-    *name = root_views[k].name;
-    *ino = root_views[k].ino;
-    *mode = root_views[k].mode;
-    return 1;
-}
-
-int gfs_root_view_lookup(const struct gfs *fs, const char *name,
-                         fuse_ino_t *out) {
-    const char *nm;
-    mode_t mode;
-    for (int64_t k = 0; gfs_root_view(fs, k, &nm, out, &mode); k++)
-        if (strcmp(nm, name) == 0)
-            return 0;
     return ENOENT;
 }
 

@@ -25,6 +25,7 @@
  * whose shape fits the type and whose data holds all its blocks.
  */
 #include "views.h"
+#include "kinds.h"
 #include "source/source.h"
 
 #include <errno.h>
@@ -36,7 +37,7 @@
 
 #define NPY_SUFFIX ".npy"
 
-enum gfs_kind gfs_views_kind(fuse_ino_t ino) {
+static enum gfs_kind gfs_views_kind(fuse_ino_t ino) {
     switch (ino) {
     case GFS_INO_DIR_F32:
         return GFS_DIR_F32;
@@ -123,7 +124,7 @@ static int views_direct(struct gfs *fs) {
  * time instead of 4 KiB (one request each, at a fifth of the speed). */
 #define VIEW_BLKSIZE (1 << 20)
 
-int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+static int views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     int64_t i;
     switch (gfs_views_kind(ino)) {
     case GFS_DIR_F32:
@@ -161,8 +162,8 @@ int gfs_views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     return 0;
 }
 
-int gfs_views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
-                     fuse_ino_t *out) {
+static int views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
+                        fuse_ino_t *out) {
     enum gfs_kind k = gfs_views_kind(parent);
     size_t len = strlen(name), sl = strlen(NPY_SUFFIX);
     struct gguf_buf base = {0};
@@ -189,8 +190,13 @@ int gfs_views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
     return 0;
 }
 
-int gfs_views_dirent(struct gfs *fs, enum gfs_kind kind, int64_t k,
-                     struct gguf_buf *name, fuse_ino_t *child) {
+/* Entry k of f32/ or npy/ (dir): 1 and its name and inode, or 0 when
+ * tensor k has no view (skipped); -1 out of memory. */
+static int views_dirent(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                        struct gguf_buf *name, fuse_ino_t *child,
+                        mode_t *mode) {
+    enum gfs_kind kind = gfs_views_kind(dir);
+    *mode = S_IFREG;
     fuse_ino_t ino =
         (kind == GFS_DIR_NPY ? GFS_INO_NPY : GFS_INO_F32) + (fuse_ino_t)k;
     if (view_index(fs, ino) < 0)
@@ -206,8 +212,8 @@ int gfs_views_dirent(struct gfs *fs, enum gfs_kind kind, int64_t k,
     return 1;
 }
 
-int gfs_views_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
-                   int wants_write) {
+static int views_open(struct gfs *fs, struct gfs_fh *fh,
+                      struct fuse_file_info *fi, int wants_write) {
     int err = 0;
     if (wants_write)
         return fs->readonly ? EROFS : EACCES;
@@ -261,8 +267,8 @@ static void read_values(fuse_req_t req, struct gfs *fs, int64_t i, int npy,
     gfs_vconv_put(fs, &out);
 }
 
-void gfs_views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                    off_t off, size_t size) {
+static void views_read_locked(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                              off_t off, size_t size) {
     if (fh->kind == GFS_INDEX) {
         const struct gfs_text *t = fh->text;
         size_t o = (uint64_t)off < t->len ? (size_t)off : t->len;
@@ -459,3 +465,44 @@ void gfs_views_free(struct gfs *fs) {
     free(v);
     fs->views = NULL;
 }
+
+/* ---- the views' node kinds (kinds.h) ------------------------------------ */
+
+static int views_present(const struct gfs *fs) {
+    return fs->views != NULL;
+}
+
+static int64_t views_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)dir;
+    return gfs_n_tensors(fs);
+}
+
+static void views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                       off_t off, size_t size) {
+    pthread_rwlock_rdlock(&fs->lock);
+    views_read_locked(req, fs, fh, off, size);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+#define VIEWS_DIR(k, ino, nm)                                                  \
+    {                                                                          \
+        .kind = k, .ino_lo = ino, .ino_hi = ino + 1, .root_name = nm,          \
+        .root_mode = S_IFDIR, .present = views_present, .stat = views_stat,    \
+        .lookup = views_lookup, .n_entries = views_n, .dirent = views_dirent,  \
+    }
+#define VIEWS_FILE(k, lo, hi, nm)                                              \
+    {                                                                          \
+        .kind = k, .ino_lo = lo, .ino_hi = hi, .root_name = nm,                \
+        .root_mode = S_IFREG, .present = views_present, .stat = views_stat,    \
+        .open = views_open, .read = views_read,                                \
+    }
+const struct gfs_kind_ops gfs_kind_dir_f32 =
+    VIEWS_DIR(GFS_DIR_F32, GFS_INO_DIR_F32, "f32");
+const struct gfs_kind_ops gfs_kind_dir_npy =
+    VIEWS_DIR(GFS_DIR_NPY, GFS_INO_DIR_NPY, "npy");
+const struct gfs_kind_ops gfs_kind_index =
+    VIEWS_FILE(GFS_INDEX, GFS_INO_INDEX, GFS_INO_INDEX + 1, "index.tsv");
+const struct gfs_kind_ops gfs_kind_f32 =
+    VIEWS_FILE(GFS_F32, GFS_INO_F32, GFS_INO_NPY, NULL);
+const struct gfs_kind_ops gfs_kind_npy =
+    VIEWS_FILE(GFS_NPY, GFS_INO_NPY, GFS_INO_NPY + (UINT64_C(1) << 32), NULL);

@@ -1,0 +1,77 @@
+/*
+ * kinds.h - the node kinds of a mount's tree, one row each (issue 22), as
+ * libfuse's lowlevel ops or squashfuse's inode schemes: the core (tree.c's
+ * inode-to-kind map and attributes, ops.c's and fileops.c's handlers) asks
+ * the row of a node's kind and never names a kind's file.
+ *
+ * Adding a node kind: its own file (or folder) defining one const struct
+ * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
+ * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
+ * smallest example.  Kinds not moved yet (the root, meta/ and its files,
+ * tensors/ and its files, the live view) are still the core's own cases;
+ * each moves here the same way.
+ *
+ * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
+ * (read at least); open with fs->lock held as fileops.c's fh_open says;
+ * read without fs->lock (the row takes what it needs: a text held by the
+ * handle needs none).
+ */
+#ifndef GGUFS_KINDS_H
+#define GGUFS_KINDS_H
+
+#include "ggufs.h"
+
+struct gfs_kind_ops {
+    enum gfs_kind kind;
+    fuse_ino_t ino_lo, ino_hi; /* its inodes: [ino_lo, ino_hi) */
+    /* A kind that is one entry of the root: its name and file type there,
+     * listed after meta/, tensors/ and the live view, in table order. */
+    const char *root_name;
+    mode_t root_mode;
+    /* Whether it exists in this mount (NULL: always).  No lock. */
+    int (*present)(const struct gfs *fs);
+    /* Its size follows the edits: attributes never cached on a writable
+     * mount. */
+    int changes;
+    /* Attributes: the core has filled inode, owner, times and st_blksize.
+     * 0 or an errno. */
+    int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);
+    /* Directories (NULL for files): a name in dir; how many entries it
+     * has after "." and ".."; entry k (1 and *name NUL-terminated, *child,
+     * *mode; 0 to skip it; -1 out of memory). */
+    int (*lookup)(struct gfs *fs, fuse_ino_t dir, const char *name,
+                  fuse_ino_t *out);
+    int64_t (*n_entries)(struct gfs *fs, fuse_ino_t dir);
+    int (*dirent)(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                  struct gguf_buf *name, fuse_ino_t *child, mode_t *mode);
+    /* Files (NULL for directories): open (fh->kind and fh->ino set; the
+     * row fills the rest of fh and fi; 0 or an errno), and read (reply
+     * with the bytes [off, off + size) of the open file). */
+    int (*open)(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
+                int wants_write);
+    void (*read)(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
+                 size_t size);
+};
+
+/* The row of kind k, or NULL (a kind still the core's own). */
+const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k);
+/* The kind whose inode range holds ino, or GFS_NONE. */
+enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
+/* The rows that are entries of the root and present in fs: the k-th
+ * (0-based), or NULL past the last. */
+const struct gfs_kind_ops *gfs_kind_root_entry(const struct gfs *fs, int64_t k);
+
+/* The rows, each defined in its kind's file. */
+extern const struct gfs_kind_ops gfs_kind_metatsv; /* metatsv.c */
+extern const struct gfs_kind_ops gfs_kind_dir_f32; /* views.c */
+extern const struct gfs_kind_ops gfs_kind_dir_npy;
+extern const struct gfs_kind_ops gfs_kind_f32;
+extern const struct gfs_kind_ops gfs_kind_npy;
+extern const struct gfs_kind_ops gfs_kind_index;
+
+/* Core helpers a row may use (fileops.c): the bytes of the text fh holds
+ * (fh->text, taken at open), read without fs->lock. */
+void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
+                   size_t size);
+
+#endif
