@@ -58,6 +58,10 @@ void gfs_status_note(struct gfs *fs, const char *line) {
         char buf[GFS_LOG_LINE + 64];
         int n = snprintf(buf, sizeof buf, "%s ggufs[%ld]: %s\n", stamp,
                          (long)getpid(), line);
+        if (n >= (int)sizeof buf) { /* a long line, cut: still one line */
+            n = (int)sizeof buf - 1;
+            buf[n - 1] = '\n';
+        }
         struct stat sb;
         /* Past the bound: the next file (the library rotates by name). */
         if (fstat(fs->log_fd, &sb) == 0 &&
