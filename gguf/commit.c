@@ -68,7 +68,7 @@
  *   2 journal write, trailer     2 journal write, trailer    2 header to new file
  *   3 fsync journal              3 fsync journal             3 copy tensor data
  *   4 fsync directory            4 fsync directory           4 fsync new file
- *   5 header, first half         5 insert-range              5 rename over original
+ *   5 header, first half         5 insert-range              5 rename over file
  *   6 header, second half        6 fsync after insert        6 fsync directory
  *   7 fsync file                 7 header, first half
  *   8 unlink journal             8 header, second half
