@@ -11,7 +11,7 @@
  * fs->text_lock.
  */
 #include "ggufs.h"
-#include "internal.h" /* gguf_quote */
+#include "gguf.h" /* gguf_quote */
 
 #include <errno.h>
 #include <fcntl.h>

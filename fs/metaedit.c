@@ -57,7 +57,7 @@
  * unlink, rename from or onto, setxattr.
  */
 #include "ggufs.h"
-#include "internal.h" /* gguf_quote */
+#include "gguf.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdio.h>

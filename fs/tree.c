@@ -3,7 +3,7 @@
  * and the cache of rendered meta files.
  */
 #include "ggufs.h"
-#include "internal.h" /* gguf_quote */
+#include "gguf.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdlib.h>

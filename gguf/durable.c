@@ -253,17 +253,20 @@ enum gguf_status gguf_replace_open(struct gguf_replace *r, mode_t mode,
     r->renamed = false;
     fault(r, "create new ");
     for (int attempt = 0; r->fd < 0; attempt++) {
-        if (flags & GGUF_REPLACE_RANDOM)
-            memcpy(r->tmp, tmpl, sizeof tmpl), randomize(r->tmp);
+        if (flags & GGUF_REPLACE_RANDOM) {
+            memcpy(r->tmp, tmpl, sizeof tmpl);
+            randomize(r->tmp);
+        }
         r->fd =
             openat(r->dfd, r->tmp,
                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (r->fd >= 0 || errno != EEXIST || attempt >= 16)
             break;
-        if ((flags & GGUF_REPLACE_STALE) && attempt == 0 &&
+        if (flags & GGUF_REPLACE_RANDOM)
+            continue; /* another name */
+        /* One removal of our leftover, then a last try. */
+        if (!(flags & GGUF_REPLACE_STALE) || attempt > 0 ||
             unlinkat(r->dfd, r->tmp, 0) < 0)
-            break;
-        if (!(flags & (GGUF_REPLACE_STALE | GGUF_REPLACE_RANDOM)))
             break;
     }
     if (r->fd < 0) {

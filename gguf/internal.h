@@ -110,15 +110,6 @@ static inline void gguf_wr64(uint8_t *p, uint64_t v) {
     gguf_wr32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* ---- messages (error.c) ---------------------------------------------- */
-
-/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
- * quotation for a one-line message: printable ASCII and well-formed UTF-8
- * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
- * name is cut with "...".  Returns buf.  For messages only. */
-#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
-const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
-
 /* ---- name indexes (index.c) ------------------------------------------ */
 
 uint64_t gguf_hash(const void *p, size_t len); /* 64-bit FNV-1a */
@@ -451,7 +442,7 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    uint64_t *copied, gguf_progress_fn pfn,
                                    void *puser, struct gguf_error *err);
 
-/* ---- edits as a file (saved.c, pending.c) ------------------------------ */
+/* ---- edits as a file (edits.c; used by saved.c, pending.c, overlay.c) - */
 
 /* The key under which an edits file lists the keys of the file on disk
  * that the edits remove (an array of strings). */
@@ -474,12 +465,28 @@ enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
                                           uint64_t lead_n, struct gguf_buf *b,
                                           struct gguf_error *err);
 
-/* Applies KV i of an edits file e to ctx (pending.c): the filler is
+/* Applies KV i of an edits file e to ctx: the filler is
  * skipped, GGUF_REMOVED_KEY removes the keys it lists, a key whose type
  * and payload ctx already has is left alone (general.alignment among
  * them), any other is set (an existing key keeps its place). */
 enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
                                      int64_t i, struct gguf_error *err);
+/* True if KV i of the edits file e is its list of removed keys. */
+bool gguf_edits_is_removal(const gguf_ctx *e, int64_t i);
+/* The next name of a removal list's payload p (uint32 type, uint64
+ * count, then strings, validated by gguf_open_mem), *off advancing from
+ * 12; the list must be of strings. */
+const char *gguf_edits_next_name(const uint8_t *p, uint64_t *off, size_t *len);
+
+/* ---- the header parser (read.c; its callers: open.c) ---------------- */
+
+/* Parses the header from rd (if not NULL) or mem, size bytes readable,
+ * into the fresh context ctx, the tensor data checked against a file of
+ * fsize bytes (size, except for a header checked alone).  On failure ctx
+ * holds no entries (gguf_close is safe) and err says what is wrong. */
+enum gguf_status gguf_parse(gguf_ctx *ctx, const struct gguf_reader *rd,
+                            const uint8_t *mem, uint64_t size, uint64_t fsize,
+                            unsigned flags, struct gguf_error *err);
 
 /* ---- the context (ctx.c) -------------------------------------------- */
 
