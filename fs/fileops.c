@@ -13,7 +13,6 @@
 #include "ggufs.h"
 #include "kinds.h"
 #include "source/source.h"
-#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <fcntl.h>

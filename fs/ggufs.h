@@ -37,8 +37,8 @@
  *   gfs_xattr_          extended attributes (xattr.c)
  *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
  *                       (tree.c); gfs_errno and gfs_log (errno.c)
- *   gguf_               the library (gguf/gguf.h), owner of every rule of
- *                       the format
+ *   gguf_               the library (gguf/include/gguf.h), owner of
+ *                       every rule of the format
  * Static helpers have no prefix.
  *
  * Concurrency: handlers run on several threads.  struct gfs says which lock

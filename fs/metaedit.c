@@ -58,7 +58,6 @@
  */
 #include "ggufs.h"
 #include "source/source.h"
-#include "internal.h" /* gguf_quote */
 
 #include <errno.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
  * the file's cache at each mmap).  index.tsv is small: cached.
  *
  * Which tensors have a view is decided once, at mount (gfs_views_init):
- * those whose type ggufs's own code or ggml's converts (gguf/dequant.h),
+ * those whose type ggufs's own code or ggml's converts (gguf.h),
  * whose shape fits the type and whose data holds all its blocks.
  */
 #include "views.h"

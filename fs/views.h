@@ -7,7 +7,7 @@
 #ifndef GGUFS_VIEWS_H
 #define GGUFS_VIEWS_H
 
-#include "dequant.h"
+#include "gguf.h" /* the float32 converters */
 #include "ggufs.h"
 
 /* One tensor's float32 view.  dq.to_float NULL: none. */

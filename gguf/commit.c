@@ -49,8 +49,10 @@
  *     with the journal still in place).  If the undo fails too, the journal
  *     stays and recovery completes the commit.
  *  5. A rewrite needs no journal: the original is untouched until the
- *     rename of a complete, synced copy, the directory is synced after it,
- *     and a stale PATH.ggufs-new is simply removed.
+ *     rename of a complete, synced copy, the directory is synced after it
+ *     (gguf_replace; a failed directory sync is an error after the rename,
+ *     by durable.c's one rule), and a stale PATH.ggufs-new is simply
+ *     removed.
  *  6. Insert-range unsupported is an explicit result (GGUF_JNL_NO_INSERT,
  *     decided in journal.c), never guessed from an errno here: the same
  *     change is then finished by a rewrite, and the insert journal stays
@@ -68,7 +70,7 @@
  *   2 journal write, trailer     2 journal write, trailer    2 header to new file
  *   3 fsync journal              3 fsync journal             3 copy tensor data
  *   4 fsync directory            4 fsync directory           4 fsync new file
- *   5 header, first half         5 insert-range              5 rename over original
+ *   5 header, first half         5 insert-range              5 rename over file
  *   6 header, second half        6 fsync after insert        6 fsync directory
  *   7 fsync file                 7 header, first half
  *   8 unlink journal             8 header, second half
@@ -294,10 +296,9 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
     gguf_ctx *ctx = c->ctx;
     int nfd = -1;
     uint64_t copied = 0;
-    enum gguf_status st =
-        gguf_rewrite_file(ctx->fd, ctx->path, &c->sb, ctx->data_offset, c->nh.p,
-                          c->d2, &c->faults, &nfd, &copied, ctx->progress,
-                          ctx->progress_user, err);
+    enum gguf_status st = gguf_rewrite_file(
+        ctx->fd, ctx->path, &c->sb, ctx->data_offset, c->nh.p, c->d2,
+        &c->faults, &nfd, &copied, ctx->progress, ctx->progress_user, err);
     if (nfd >= 0) {
         close(ctx->fd); /* also releases the locks on the replaced file */
         ctx->fd = nfd;
@@ -333,13 +334,12 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
         return st;
     char there[4096];
     struct gguf_error e2 = {0};
-    const char *pending =
-        gguf_path_exists(c->jpath) ? c->jpath
-        : gguf_state_journal(&c->sb, false, there, sizeof there, &e2) ==
-                  GGUF_OK &&
-              gguf_path_exists(there)
-            ? there
-            : NULL;
+    const char *pending = gguf_path_exists(c->jpath) ? c->jpath
+                          : gguf_state_journal(&c->sb, false, there,
+                                               sizeof there, &e2) == GGUF_OK &&
+                                  gguf_path_exists(there)
+                              ? there
+                              : NULL;
     if (pending)
         return gguf_fail(err, GGUF_E_BUSY,
                          "%s exists: an interrupted commit must be recovered "

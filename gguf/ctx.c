@@ -1,8 +1,12 @@
 /*
- * ctx.c - the context's lifetime (allocation, gguf_new, gguf_close), its
- * warnings, and the const getters over it.  read.c fills a context from a
- * file, edit.c changes it; both go through the representation in
- * internal.h, the getters here are what everything else uses.
+ * ctx.c - the context's lifetime (allocation, gguf_new, gguf_close, and the
+ * release of what a KV or tensor info owns), its warnings, and the const
+ * getters over it.  read.c fills a context from a file, edit.c changes it;
+ * both go through the representation in internal.h, the getters here are
+ * what everything else uses.
+ *
+ * Calls: ctx.c is below edit.c and keys.c: they call it (getters,
+ * gguf_warn, the release functions), and it calls neither.
  */
 #include "internal.h"
 
@@ -32,6 +36,27 @@ gguf_ctx *gguf_new(uint32_t version) {
     if (ctx)
         ctx->version = version;
     return ctx;
+}
+
+void gguf_kv_release(struct gguf_kv *kv) {
+    if (!kv)
+        return;
+    if (kv->flags & GGUF_KV_OWN_KEY)
+        free((void *)kv->key);
+    if (kv->flags & GGUF_KV_OWN_VAL)
+        free((void *)kv->val);
+    kv->key = NULL;
+    kv->val = NULL;
+    kv->flags &= ~(uint32_t)(GGUF_KV_OWN_KEY | GGUF_KV_OWN_VAL);
+}
+
+void gguf_tensor_release(struct gguf_tensor *t) {
+    if (!t)
+        return;
+    if (t->own_name)
+        free((void *)t->name);
+    t->name = NULL;
+    t->own_name = false;
 }
 
 void gguf_close(gguf_ctx *ctx) {

@@ -1,88 +1,88 @@
 /*
- * dequant.h - tensor values as float32 (no FUSE): ggufs's own converters
- * for the simple types, and ggml's own code found at run time for the
- * rest.
- *
- * A tensor's data is a run of blocks, rows one after the other with no
- * gap: element k (ggml order, ne[0] fastest) lies in block k / blck, which
- * starts at byte (k / blck) * size.  So any byte range of the float32
- * values maps to whole blocks of the data, converted alone: a converter
- * takes whole blocks and writes blck floats per block.
- *
- * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0
- * and q2_K, q3_K, q4_K, q5_K, q6_K (docs/format.md, Tensor block
- * formats).  Every other type is converted by ggml's libggml-base,
- * dlopen'ed (RTLD_LOCAL) from a list of usual places or a path, and
- * trusted only once the name, block size and block bytes it reports for
- * every type ggufs knows (ids 0-39) agree with ggufs's table; ids from
- * 40 up, which ggufs does not know, take their name and sizes from ggml,
- * once ggml's own GGUF reader accepts the id.
+ * dequant.h - the float32 converters' parts shared inside the library
+ * (dequant.c, dequant_simd.c, ggmlrt.c) and with their tests: what
+ * converts a type, and its rules, is public (gguf.h, "tensor values as
+ * float32").  Calls: dequant.c chooses between its converters and
+ * dequant_simd.c's (gguf_dq_own calls gguf_dq_simd); both use the
+ * primitives below, so dequant_simd.c calls nothing of dequant.c.
  */
 #ifndef GGUF_DEQUANT_H
 #define GGUF_DEQUANT_H
 
 #include "gguf.h"
 
-/* Converts n elements (a multiple of the block size) at src to float32;
- * src and dst never overlap (some converters are compiled on that
- * promise: restrict). */
-typedef void (*gguf_to_float_fn)(const void *src, float *dst, int64_t n);
-
-/* How one tensor type becomes float32. */
-struct gguf_dq {
-    uint32_t type;
-    const char *name; /* "q4_K" */
-    uint32_t blck;    /* elements per block */
-    uint32_t size;    /* bytes per block */
-    gguf_to_float_fn to_float;
-    bool ggml; /* ggml's code (else ggufs's own) */
-};
-
-typedef struct gguf_ggml gguf_ggml; /* ggml's library, loaded (ggmlrt.c) */
-
-/* The converter of ggml type t into dq: ggufs's own for the types it
- * covers (the vectorized one when the CPU has one), else ggml's (g may be
- * NULL) if ggml has one.  false if none. */
-bool gguf_dq_find(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq);
-/* Name and sizes of type t: ggufs's table, else ggml's for the ids ggufs
- * does not know (g may be NULL).  false if neither knows t. */
-bool gguf_dq_type(const gguf_ggml *g, uint32_t t, const char **name,
-                  uint32_t *blck, uint32_t *size);
-/* Elements of a tensor of that shape and the bytes its blocks take with
- * that type; false on overflow (elements past 2^61) or a first dimension
- * that is not a multiple of the block size. */
-bool gguf_dq_extent(const gguf_ggml *g, uint32_t t, uint32_t n_dims,
-                    const int64_t *ne, uint64_t *elems, uint64_t *bytes);
+#include <string.h>
 
 /* ggufs's own converter of type t, NULL if it has none: the vectorized
  * one this CPU runs when simd and there is one, else the portable one
  * (dequant.c).  Both compute the same bits; tests judge one by the other. */
 gguf_to_float_fn gguf_dq_own(uint32_t t, bool simd);
-/* The 8 sub-block scales d x sc and mins dmin x m of the q4_K or q5_K
- * block b (its first 16 bytes: d, dmin, the packed 6-bit scales), as the
- * portable and vectorized converters both use them. */
-void gguf_dq_k4_scales(const uint8_t *b, float dl[8], float ml[8]);
 /* dequant_simd.c: the vectorized converter of type t this CPU runs (AVX2
  * and F16C: f16, bf16, q8_0, q4_0, q4_1, q4_K, q6_K), else NULL. */
 gguf_to_float_fn gguf_dq_simd(uint32_t t);
 
-/* ---- ggml's library (ggmlrt.c) ------------------------------------- */
-
 /* The usual places of libggml-base, in the order they are tried;
  * NULL-terminated. */
 extern const char *const gguf_ggml_places[];
-/* Loads ggml's library from path, or (path NULL) from the first usual
- * place that has one.  The file must be a regular file owned by root or
- * the effective user and writable by nobody else, in a directory of the
- * same kind (ggufs runs as root: a library is code).  Refused, with a
- * message naming the file, when it lacks the functions ggufs calls or
- * disagrees with ggufs's table.  GGUF_E_NOTFOUND when path is NULL and
- * no usual place has one. */
-enum gguf_status gguf_ggml_load(gguf_ggml **out, const char *path,
-                                struct gguf_error *err);
-void gguf_ggml_unload(gguf_ggml *g);
-const char *gguf_ggml_path(const gguf_ggml *g);
-/* ggml's converter and sizes for type t; false if it has none. */
-bool gguf_ggml_dq(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq);
+
+/* ---- what the portable and vectorized converters both compute ------ */
+
+/* Static inline: each converter's file compiles them in, as dequant.c did
+ * when they were its own, and dequant_simd.c calls nothing of dequant.c. */
+
+static inline float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* IEEE half to float, exactly: normals rebias the exponent (15 -> 127),
+ * subnormals are m * 2^-24 (exact in float), infinities keep their sign
+ * and NaNs their payload with the quiet bit set (what ggml's conversion,
+ * and x86's, give). */
+static inline float half_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = h & 0x7c00, man = h & 0x03ff;
+    if (exp == 0x7c00)
+        return bits_f32(sign | 0x7f800000 | man << 13 | (man ? 0x00400000 : 0));
+    if (exp)
+        return bits_f32(sign | (((uint32_t)(h & 0x7fff) << 13) + (112u << 23)));
+    float f = (float)man * 0x1p-24f;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return bits_f32(sign | u);
+}
+
+static inline uint16_t le16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* The 6-bit scale and min of sub-block i (0-7) of q4_K and q5_K, from
+ * their 12 bytes s: for i < 4 the low 6 bits of s[i] and s[i + 4]; else
+ * a nibble of s[i + 4] (low: scale, high: min) with the top 2 bits of
+ * s[i - 4] (scale) and s[i] (min) above it. */
+static inline void k4_scale_min(const uint8_t *s, int i, int *sc, int *m) {
+    if (i < 4) {
+        *sc = s[i] & 63;
+        *m = s[i + 4] & 63;
+    } else {
+        *sc = (s[i + 4] & 15) | (s[i - 4] >> 6) << 4;
+        *m = (s[i + 4] >> 4) | (s[i] >> 6) << 4;
+    }
+}
+
+/* The 8 sub-block scales d x sc and mins dmin x m of the q4_K or q5_K
+ * block b (its first 16 bytes: d, dmin, the packed 6-bit scales), as the
+ * portable and vectorized converters both use them. */
+static inline void gguf_dq_k4_scales(const uint8_t *b, float dl[8],
+                                     float ml[8]) {
+    float d = half_f32(le16(b)), dmin = half_f32(le16(b + 2));
+    for (int i = 0; i < 8; i++) {
+        int sc, m;
+        k4_scale_min(b + 4, i, &sc, &m);
+        dl[i] = d * (float)sc;
+        ml[i] = dmin * (float)m;
+    }
+}
 
 #endif

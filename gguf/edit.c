@@ -9,8 +9,11 @@
  *
  * Ownership: a KV's key and value point either into ctx->hdr/ctx->names
  * (as read) or to malloc'ed copies, flagged GGUF_KV_OWN_KEY / _OWN_VAL.
- * gguf_kv_release frees the copies; gguf_close must call it for every KV
- * (and gguf_tensor_release for every tensor info).
+ * The copies are freed by ctx.c (gguf_kv_release, gguf_tensor_release),
+ * which owns the context's memory.
+ *
+ * Calls: edit.c uses ctx.c (getters, the release functions), keys.c (layout
+ * rules) and index.c; neither ctx.c nor keys.c calls edit.c.
  */
 #include "internal.h"
 
@@ -44,27 +47,6 @@ static char *dup_name(const char *s, size_t len) {
         p[len] = '\0';
     }
     return p;
-}
-
-void gguf_kv_release(struct gguf_kv *kv) {
-    if (!kv)
-        return;
-    if (kv->flags & GGUF_KV_OWN_KEY)
-        free((void *)kv->key);
-    if (kv->flags & GGUF_KV_OWN_VAL)
-        free((void *)kv->val);
-    kv->key = NULL;
-    kv->val = NULL;
-    kv->flags &= ~(uint32_t)(GGUF_KV_OWN_KEY | GGUF_KV_OWN_VAL);
-}
-
-void gguf_tensor_release(struct gguf_tensor *t) {
-    if (!t)
-        return;
-    if (t->own_name)
-        free((void *)t->name);
-    t->name = NULL;
-    t->own_name = false;
 }
 
 bool gguf_dirty(const gguf_ctx *ctx) {

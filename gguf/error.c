@@ -1,6 +1,8 @@
 /*
- * error.c - error reporting: gguf_fail fills a struct gguf_error, and
- * gguf_quote makes untrusted names safe to put in a one-line message.
+ * error.c - error reporting: gguf_fail fills a struct gguf_error, and the
+ * statuses' names.  It calls nothing else of the library (gguf_quote, which
+ * makes untrusted names safe to put in a one-line message, is textesc.c's,
+ * beside the escapes it shares the UTF-8 rule with).
  */
 #include "internal.h"
 
@@ -62,45 +64,4 @@ const char *gguf_status_name(enum gguf_status s) {
         return "busy";
     }
     return "unknown status";
-}
-
-const char *gguf_quote(char *buf, size_t n, const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t o = 0;
-    if (n < 8) {
-        if (n)
-            buf[0] = '\0';
-        return buf;
-    }
-    /* Leave room for "..." and the NUL whatever the last piece is. */
-    size_t room = n - 4;
-    for (size_t i = 0; i < len;) {
-        char piece[8];
-        size_t plen, adv = 1;
-        size_t ulen = u[i] >= 0x80 ? gguf_utf8_seq(u + i, len - i) : 0;
-        if (u[i] == '\\' || u[i] == '\'') {
-            piece[0] = '\\';
-            piece[1] = (char)u[i];
-            plen = 2;
-        } else if (u[i] >= 0x20 && u[i] < 0x7f) {
-            piece[0] = (char)u[i];
-            plen = 1;
-        } else if (ulen) {
-            memcpy(piece, u + i, ulen);
-            plen = adv = ulen;
-        } else {
-            snprintf(piece, sizeof piece, "\\x%02x", u[i]);
-            plen = 4;
-        }
-        if (o + plen > room) {
-            memcpy(buf + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(buf + o, piece, plen);
-        o += plen;
-        i += adv;
-    }
-    buf[o] = '\0';
-    return buf;
 }

@@ -55,12 +55,12 @@ struct gguf_index {
 };
 
 struct gguf_ctx {
-    char *path; /* NULL for memory contexts */
-    int fd;     /* -1 for memory and reader contexts */
+    char *path;            /* NULL for memory contexts */
+    int fd;                /* -1 for memory and reader contexts */
     struct gguf_reader rd; /* reader contexts (gguf_open_reader): the
                               source, which outlives the context; else
                               rd.read is NULL */
-    dev_t dev;  /* identity of the file when opened (for commits) */
+    dev_t dev;             /* identity of the file when opened (for commits) */
     ino_t ino;
     int64_t mtime_ns;
     int64_t ctime_ns; /* st_ctim: an in-place write that puts the mtime
@@ -109,15 +109,6 @@ static inline void gguf_wr64(uint8_t *p, uint64_t v) {
     gguf_wr32(p, (uint32_t)v);
     gguf_wr32(p + 4, (uint32_t)(v >> 32));
 }
-
-/* ---- messages (error.c) ---------------------------------------------- */
-
-/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
- * quotation for a one-line message: printable ASCII and well-formed UTF-8
- * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
- * name is cut with "...".  Returns buf.  For messages only. */
-#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
-const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
 
 /* ---- name indexes (index.c) ------------------------------------------ */
 
@@ -199,12 +190,6 @@ uint32_t gguf_ctx_alignment(const gguf_ctx *ctx);
 
 /* ---- editing (edit.c) ------------------------------------------------ */
 
-/* gguf_close must call gguf_kv_release on every KV and
- * gguf_tensor_release on every tensor info: they free the copies that edits
- * own (GGUF_KV_OWN_KEY/_OWN_VAL, own_name) and leave pointers into
- * ctx->hdr/ctx->names alone. */
-void gguf_kv_release(struct gguf_kv *kv);
-void gguf_tensor_release(struct gguf_tensor *t);
 /* Sets general.alignment (uint32, a power of two) in a context that has no
  * tensor infos yet, and ctx->alignment with it.  For building fixtures;
  * gguf_set_payload refuses the key because existing data depends on it. */
@@ -256,6 +241,8 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
  * copy before its rename), as gguf_sidecar_path names them (a long PATH
  * is shortened).  The rules: commit.c. */
 #define GGUF_JOURNAL_SUFFIX ".ggufs-journal"
+#define GGUF_NAME_MAX 255    /* NAME_MAX of Linux file systems */
+#define GGUF_SIDECAR_HASH 17 /* "~" and 16 hex digits (gguf_sidecar_path) */
 #define GGUF_NEWFILE_SUFFIX ".ggufs-new"
 
 /* Fault injection (tests), one per commit or recovery: with GGUFS_FAULT=N
@@ -284,9 +271,53 @@ enum gguf_status gguf_pwrite_full(int fd, const void *p, uint64_t n,
 /* Reads exactly n bytes; a short file is GGUF_E_CHANGED. */
 enum gguf_status gguf_pread_full(int fd, void *p, uint64_t n, uint64_t off,
                                  const char *what, struct gguf_error *err);
-/* fsyncs the directory holding path (makes creates, renames, unlinks
- * durable). */
+/* fsyncs the directory holding path, or the directory dfd (holding the
+ * file that messages call of): makes creates, renames, unlinks durable.
+ * The rule for a failure is durable.c's (EINVAL and EROFS are success). */
 enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
+enum gguf_status gguf_fsync_dirfd(int dfd, const char *of,
+                                  struct gguf_error *err);
+/* The directory of path, opened (O_DIRECTORY, path's own directory part
+ * followed as given), and *base pointed at path's last component; -1 with
+ * err set on failure. */
+int gguf_open_dir_of(const char *path, const char **base,
+                     struct gguf_error *err);
+
+/* Atomic replacement of NAME in the directory dfd (durable.c; the steps
+ * and the rule for a failed directory fsync are in its top comment):
+ *
+ *   struct gguf_replace r = {.dfd = dfd, .name = NAME, .shown = ...};
+ *   snprintf(r.tmp, sizeof r.tmp, ...);           the new file's name
+ *   st = gguf_replace_open(&r, 0600, flags, err); r.fd is the new file
+ *   ... write r.fd ...
+ *   if (st == GGUF_OK) st = gguf_replace_commit(&r, err);
+ *   gguf_replace_end(&r);   closes r.fd, removes the new file unless renamed
+ *
+ * Fault points (r.f, NULL for none): "create new WHAT" in open; "fsync new
+ * WHAT", "rename over WHAT", "fsync directory" in commit (the caller's own
+ * points, e.g. the writing, go between).  With r.same_as >= 0 the rename
+ * replaces NAME only while it is still the file open as same_as (else
+ * GGUF_E_CHANGED, NAME untouched): a commit never writes over whatever
+ * NAME names now.  A caller that keeps the new file takes r.fd (sets it
+ * to -1) after a successful commit. */
+#define GGUF_REPLACE_RANDOM 1u /* tmp ends in X's: made random (retried) */
+#define GGUF_REPLACE_STALE 2u  /* a file at tmp is our leftover: removed */
+struct gguf_replace {
+    int dfd;                     /* NAME's directory; the caller's */
+    const char *name;            /* NAME, one component */
+    const char *shown;           /* NAME as messages show it */
+    const char *what;            /* fault points' noun; NULL: "file" */
+    struct gguf_faults *f;       /* NULL: no fault points */
+    int same_as;                 /* -1, or the file NAME must still be */
+    char tmp[GGUF_NAME_MAX + 1]; /* the new file's name in dfd */
+    int fd;                      /* the new file (gguf_replace_open) */
+    bool renamed;                /* commit's rename is done */
+};
+enum gguf_status gguf_replace_open(struct gguf_replace *r, mode_t mode,
+                                   unsigned flags, struct gguf_error *err);
+enum gguf_status gguf_replace_commit(struct gguf_replace *r,
+                                     struct gguf_error *err);
+void gguf_replace_end(struct gguf_replace *r);
 /* The path of the file named by suffix beside the GGUF at path: the same
  * directory, the GGUF's base name, then suffix; but where that name would
  * exceed GGUF_NAME_MAX bytes, the base name is cut (at a UTF-8 boundary)
@@ -295,8 +326,6 @@ enum gguf_status gguf_fsync_dir(const char *path, struct gguf_error *err);
  * as much as fits.  Every file ggufs creates beside a GGUF is named by this
  * function, and recovery finds them by it.  malloc'ed; NULL if out of
  * memory or suffix alone is too long. */
-#define GGUF_NAME_MAX 255    /* NAME_MAX of Linux file systems */
-#define GGUF_SIDECAR_HASH 17 /* "~" and 16 hex digits */
 char *gguf_sidecar_path(const char *path, const char *suffix);
 /* True if something (even a dangling symlink) is at path. */
 bool gguf_path_exists(const char *path);
@@ -349,8 +378,7 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
  * directory).  Until this returns GGUF_OK the GGUF must not be touched; on
  * failure no journal is left. */
 enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
-                                struct gguf_faults *f,
-                                struct gguf_error *err);
+                                struct gguf_faults *f, struct gguf_error *err);
 /* Removes the journal of a finished (or fully undone) commit, durably. */
 enum gguf_status gguf_jnl_drop(const char *jpath, struct gguf_faults *f,
                                struct gguf_error *err);
@@ -414,7 +442,7 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    uint64_t *copied, gguf_progress_fn pfn,
                                    void *puser, struct gguf_error *err);
 
-/* ---- edits as a file (saved.c, pending.c) ------------------------------ */
+/* ---- edits as a file (edits.c; used by saved.c, pending.c, overlay.c) - */
 
 /* The key under which an edits file lists the keys of the file on disk
  * that the edits remove (an array of strings). */
@@ -437,14 +465,37 @@ enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
                                           uint64_t lead_n, struct gguf_buf *b,
                                           struct gguf_error *err);
 
-/* Applies KV i of an edits file e to ctx (pending.c): the filler is
+/* Applies KV i of an edits file e to ctx: the filler is
  * skipped, GGUF_REMOVED_KEY removes the keys it lists, a key whose type
  * and payload ctx already has is left alone (general.alignment among
  * them), any other is set (an existing key keeps its place). */
 enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
                                      int64_t i, struct gguf_error *err);
+/* True if KV i of the edits file e is its list of removed keys. */
+bool gguf_edits_is_removal(const gguf_ctx *e, int64_t i);
+/* The next name of a removal list's payload p (uint32 type, uint64
+ * count, then strings, validated by gguf_open_mem), *off advancing from
+ * 12; the list must be of strings. */
+const char *gguf_edits_next_name(const uint8_t *p, uint64_t *off, size_t *len);
+
+/* ---- the header parser (read.c; its callers: open.c) ---------------- */
+
+/* Parses the header from rd (if not NULL) or mem, size bytes readable,
+ * into the fresh context ctx, the tensor data checked against a file of
+ * fsize bytes (size, except for a header checked alone).  On failure ctx
+ * holds no entries (gguf_close is safe) and err says what is wrong. */
+enum gguf_status gguf_parse(gguf_ctx *ctx, const struct gguf_reader *rd,
+                            const uint8_t *mem, uint64_t size, uint64_t fsize,
+                            unsigned flags, struct gguf_error *err);
 
 /* ---- the context (ctx.c) -------------------------------------------- */
+
+/* Free the copies that a KV or tensor info owns (GGUF_KV_OWN_KEY/_OWN_VAL,
+ * own_name; made by edit.c) and leave pointers into ctx->hdr/ctx->names
+ * alone.  gguf_close calls them on every KV and tensor info; edit.c on
+ * what an edit drops. */
+void gguf_kv_release(struct gguf_kv *kv);
+void gguf_tensor_release(struct gguf_tensor *t);
 
 /* Records a one-line warning on ctx (advisory: at most 64 are kept, a
  * failed allocation drops it). */

@@ -1,6 +1,9 @@
 /*
  * keys.c - facts about reserved keys and layout rules that several parts
  * of ggufs must agree on: each is decided here once.
+ *
+ * Calls: keys.c calls ctx.c (gguf_warn) only; edit.c, read.c and the
+ * writers call it.  ctx.c calls neither keys.c nor edit.c.
  */
 #include "internal.h"
 
@@ -40,8 +43,8 @@ void gguf_mark_padding(gguf_ctx *ctx) {
         bool spaces = kv->type == GGUF_TYPE_STRING && kv->val_len >= 8;
         for (uint64_t b = 8; spaces && b < kv->val_len; b++)
             spaces = kv->val[b] == ' ';
-        bool zero = kv->type == GGUF_TYPE_UINT8 && kv->val_len == 1 &&
-                    kv->val[0] == 0;
+        bool zero =
+            kv->type == GGUF_TYPE_UINT8 && kv->val_len == 1 && kv->val[0] == 0;
         if (i == ctx->n_kv - 1 && (spaces || zero)) {
             kv->flags |= GGUF_KV_PADDING;
             continue;

@@ -54,9 +54,9 @@
  * removed.
  *
  * Crash safety.  The source is never opened for writing.  The overlay is
- * replaced whole: a new file beside it (NAME.ggufs-tmp-RANDOM, created
- * exclusively, 0600), written, fsync'ed, renamed over NAME, the directory
- * fsync'ed.  A kill at any instant leaves the old overlay or the new one,
+ * replaced whole (gguf_replace, durable.c): a new file beside it
+ * (NAME.ggufs-tmp-RANDOM, created exclusively, 0600), written, fsync'ed,
+ * renamed over NAME, the directory fsync'ed.  A kill at any instant leaves the old overlay or the new one,
  * never a mix; a temporary file left by a kill is removed by the next
  * write (only regular files of the effective user with exactly that
  * name pattern).  Fault points (GGUFS_FAULT=N, as commit.c's), per write:
@@ -90,10 +90,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <time.h>
 #include <xxhash.h>
 
 #define K_VERSION GGUF_OVERLAY_NS "version"
@@ -697,55 +695,34 @@ static void remove_stale(int dfd, const char *prefix) {
     closedir(d);
 }
 
-/* The steps of the header comment, into dfd as base. */
+/* The steps of the header comment, into dfd as base (gguf_replace). */
 static enum gguf_status replace(int dfd, const char *base, const char *shown,
                                 const struct gguf_buf *b,
                                 struct gguf_error *err) {
     struct gguf_faults f;
     enum gguf_status st = GGUF_OK;
-    char tmp[300];
-    int fd = -1;
+    struct gguf_replace r = {.dfd = dfd,
+                             .name = base,
+                             .shown = shown,
+                             .what = "overlay",
+                             .f = &f,
+                             .same_as = -1};
     char *prefix = tmp_prefix(base);
     if (!prefix)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     remove_stale(dfd, prefix);
-    uint32_t rnd = 0;
-    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
-        rnd = (uint32_t)getpid() ^ (uint32_t)time(NULL);
-    snprintf(tmp, sizeof tmp, "%s%08x", prefix, (unsigned)rnd);
+    snprintf(r.tmp, sizeof r.tmp, "%sXXXXXXXX", prefix);
     free(prefix);
     gguf_faults_init(&f);
-    gguf_fault_point(&f, "create new overlay");
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0600);
-    if (fd < 0)
-        return gguf_sys_fail(err, errno, "cannot create %s beside overlay %s",
-                             tmp, shown);
-    gguf_fault_point(&f, "write new overlay");
-    st = gguf_pwrite_full(fd, b->p, b->len, 0, "the new overlay", err);
+    st = gguf_replace_open(&r, 0600, GGUF_REPLACE_RANDOM, err);
     if (st != GGUF_OK)
         goto out;
-    gguf_fault_point(&f, "fsync new overlay");
-    if (fsync(fd) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot sync the new overlay %s", tmp);
-        goto out;
-    }
-    gguf_fault_point(&f, "rename over overlay");
-    if (renameat(dfd, tmp, dfd, base) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot rename %s to overlay %s", tmp,
-                           shown);
-        goto out;
-    }
-    gguf_fault_point(&f, "fsync directory");
-    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-        st =
-            gguf_sys_fail(err, errno, "cannot sync the directory of %s", shown);
-    tmp[0] = '\0'; /* renamed: nothing to remove */
+    gguf_fault_point(&f, "write new overlay");
+    st = gguf_pwrite_full(r.fd, b->p, b->len, 0, "the new overlay", err);
+    if (st == GGUF_OK)
+        st = gguf_replace_commit(&r, err);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (st != GGUF_OK && tmp[0])
-        (void)unlinkat(dfd, tmp, 0);
+    gguf_replace_end(&r);
     return st;
 }
 
@@ -801,9 +778,7 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
         goto out;
     }
     *found = true;
-    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-        st =
-            gguf_sys_fail(err, errno, "cannot sync the directory of %s", shown);
+    st = gguf_fsync_dirfd(dfd, shown, err);
 out:
     close(dfd);
     return st;

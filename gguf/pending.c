@@ -94,58 +94,6 @@ static enum gguf_status parse_record(const struct gguf_buf *b, struct ident *id,
     return GGUF_OK;
 }
 
-/* True if KV i of the edits file e is its list of removed keys. */
-static bool is_removal_list(const gguf_ctx *e, int64_t i) {
-    size_t kl;
-    const char *key = gguf_kv_key(e, i, &kl);
-    return kl == sizeof GGUF_REMOVED_KEY - 1 &&
-           memcmp(key, GGUF_REMOVED_KEY, kl) == 0;
-}
-
-/* The next name of a removal list's payload p (uint32 type, uint64
- * count, then strings, validated by gguf_open_mem), *off advancing from
- * 12; the list must be of strings. */
-static const char *next_name(const uint8_t *p, uint64_t *off, size_t *len) {
-    *len = (size_t)gguf_rd64(p + *off);
-    const char *name = (const char *)p + *off + 8;
-    *off += 8 + *len;
-    return name;
-}
-
-/* Applies one key of an edits file to ctx (internal.h). */
-enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
-                                     int64_t i, struct gguf_error *err) {
-    size_t kl, pl;
-    const char *key = gguf_kv_key(e, i, &kl);
-    const uint8_t *p = gguf_kv_payload(e, i, &pl);
-    if (gguf_kv_is_padding(e, i))
-        return GGUF_OK;
-    if (is_removal_list(e, i)) {
-        uint64_t count = gguf_kv_arr_n(e, i), off = 12;
-        if (gguf_kv_arr_type(e, i) != GGUF_TYPE_STRING)
-            return gguf_fail(err, GGUF_E_FORMAT,
-                             "pending edits: " GGUF_REMOVED_KEY
-                             " is not an array of strings");
-        for (uint64_t k = 0; k < count; k++) {
-            size_t sl;
-            const char *name = next_name(p, &off, &sl);
-            int64_t j = gguf_find_key(ctx, name, sl);
-            if (j >= 0 && gguf_remove_key(ctx, j, err) != GGUF_OK)
-                return err ? err->code : GGUF_E_INVAL;
-        }
-        return GGUF_OK;
-    }
-    int64_t j = gguf_find_key(ctx, key, kl);
-    if (j >= 0) {
-        size_t cl;
-        const uint8_t *cur = gguf_kv_payload(ctx, j, &cl);
-        if (gguf_kv_type(ctx, j) == gguf_kv_type(e, i) && cl == pl &&
-            memcmp(cur, p, pl) == 0)
-            return GGUF_OK; /* unchanged (general.alignment among them) */
-    }
-    return gguf_set_payload(ctx, key, kl, gguf_kv_type(e, i), p, pl, err);
-}
-
 enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
                                     struct gguf_error *err) {
     struct gguf_buf b = {0};
@@ -222,13 +170,13 @@ enum gguf_status gguf_pending_describe(const char *path, char *out, size_t n,
         size_t kl, pl, dl;
         const char *k = gguf_kv_key(e, i, &kl);
         const uint8_t *p = gguf_kv_payload(e, i, &pl);
-        if (is_removal_list(e, i) &&
+        if (gguf_edits_is_removal(e, i) &&
             gguf_kv_arr_type(e, i) == GGUF_TYPE_STRING) {
             removed = (int64_t)gguf_kv_arr_n(e, i);
             uint64_t off = 12;
             for (int64_t r = 0; disk && r < removed; r++) {
                 size_t sl;
-                const char *name = next_name(p, &off, &sl);
+                const char *name = gguf_edits_next_name(p, &off, &sl);
                 still += gguf_find_key(disk, name, sl) >= 0;
             }
             continue;

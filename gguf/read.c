@@ -1,7 +1,8 @@
 /*
- * read.c - opening a GGUF file (gguf_open, gguf_open_mem): reading and
- * validating its header into a context.  The context's lifetime, warnings
- * and getters are in ctx.c.
+ * read.c - the header parser (gguf_parse): reading and validating a GGUF
+ * header into a context.  Where the bytes come from (a path, a file,
+ * memory, a reader) is open.c's; the context's lifetime, warnings and
+ * getters are ctx.c's.
  *
  * Reading.  The header is read through a struct gguf_reader (gguf.h): a
  * local file's reader preads its descriptor, a remote source's fetches
@@ -25,14 +26,10 @@
  */
 #include "internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define U(x) ((unsigned long long)(x))
 #define I(x) ((long long)(x))
@@ -97,8 +94,8 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
                     "the header needs more than %llu bytes (at least %llu), "
                     "past the bound max_header",
                     U(limit), U(end));
-    uint64_t first = pr->rd && pr->rd->first_chunk ? pr->rd->first_chunk
-                                                   : FIRST_CHUNK;
+    uint64_t first =
+        pr->rd && pr->rd->first_chunk ? pr->rd->first_chunk : FIRST_CHUNK;
     uint64_t target = pr->have ? pr->have * 2 : first;
     if (target < end)
         target = end;
@@ -134,23 +131,6 @@ static enum gguf_status fill(struct parse *pr, uint64_t end) {
         pr->have += got;
     }
     return GGUF_OK;
-}
-
-/* The reader of a local file: pread on its descriptor. */
-static enum gguf_status fd_read(void *u, uint64_t off, void *buf, size_t n,
-                                size_t *got, struct gguf_error *err) {
-    int fd = *(const int *)u;
-    for (;;) {
-        ssize_t r = pread(fd, buf, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return gguf_fail(err, GGUF_E_IO,
-                             "reading the header at offset %llu: %s", U(off),
-                             strerror(errno));
-        *got = (size_t)r;
-        return GGUF_OK;
-    }
 }
 
 /* Grows *p (elements of size elem, capacity *cap) to hold n + 1. */
@@ -814,12 +794,9 @@ static enum gguf_status parse_file(struct parse *pr) {
     return GGUF_OK;
 }
 
-/* Parses from rd (if not NULL) or mem into ctx, the tensor data checked
- * against fsize; frees the parser's leftovers. */
-static enum gguf_status parse_sized(gguf_ctx *ctx, const struct gguf_reader *rd,
-                                    const uint8_t *mem,
-                                    uint64_t size, uint64_t fsize,
-                                    unsigned flags, struct gguf_error *err) {
+enum gguf_status gguf_parse(gguf_ctx *ctx, const struct gguf_reader *rd,
+                            const uint8_t *mem, uint64_t size, uint64_t fsize,
+                            unsigned flags, struct gguf_error *err) {
     struct parse pr = {.ctx = ctx,
                        .rd = rd,
                        .mem = mem,
@@ -839,185 +816,4 @@ static enum gguf_status parse_sized(gguf_ctx *ctx, const struct gguf_reader *rd,
         gguf_mark_padding(ctx);
     }
     return st;
-}
-
-static enum gguf_status parse_into(gguf_ctx *ctx, const struct gguf_reader *rd,
-                                   const uint8_t *mem, uint64_t size,
-                                   unsigned flags, struct gguf_error *err) {
-    return parse_sized(ctx, rd, mem, size, size, flags, err);
-}
-
-/* ---- opening ------------------------------------------------------------ */
-
-/* Makes a context of the open regular file fd (owned by the context from
- * here on, also on failure) and parses its header. */
-static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
-                                unsigned flags, struct gguf_error *err) {
-    gguf_ctx *ctx = NULL;
-    enum gguf_status st = GGUF_OK;
-    struct stat sb;
-
-    if (fstat(fd, &sb) != 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot stat the file: %s",
-                       strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = gguf_fail(err, GGUF_E_INVAL, "not a regular file");
-        goto out;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-        st = gguf_fail(err, GGUF_E_IO, "cannot set the file's flags: %s",
-                       strerror(errno));
-        goto out;
-    }
-    if (!(ctx = gguf_ctx_alloc()) || !(ctx->path = strdup(path))) {
-        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        goto out;
-    }
-    ctx->fd = fd;
-    fd = -1;
-    ctx->dev = sb.st_dev;
-    ctx->ino = sb.st_ino;
-    ctx->mtime_ns =
-        (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    ctx->ctime_ns =
-        (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
-    struct gguf_reader rd = {.read = fd_read, .u = &ctx->fd};
-    st = parse_into(ctx, &rd, NULL, (uint64_t)sb.st_size, flags, err);
-out:
-    if (fd >= 0)
-        close(fd);
-    if (st != GGUF_OK) {
-        gguf_close(ctx);
-        return st;
-    }
-    *out = ctx;
-    return GGUF_OK;
-}
-
-enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
-                           struct gguf_error *err) {
-    if (!out || !path)
-        return gguf_fail(err, GGUF_E_INVAL, "no file given");
-    *out = NULL;
-    /* O_NONBLOCK so that a FIFO given by mistake cannot hang the open; it
-     * is cleared again once the file is known to be regular.  O_NOFOLLOW:
-     * the command resolves the path the user gave once (realpath); a
-     * symlink found now was put there since. */
-    int fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
-                            O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-    if (fd < 0)
-        return gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
-                         errno == ELOOP ? "it is a symbolic link"
-                                        : strerror(errno));
-    return open_fd(out, fd, path, flags, err);
-}
-
-enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
-                             struct gguf_error *err) {
-    if (!out || !ctx || ctx->fd < 0 || !ctx->path)
-        return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
-    *out = NULL;
-    int fd = fcntl(ctx->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
-                         strerror(errno));
-    return open_fd(out, fd, ctx->path, GGUF_OPEN_ALLOW_NESTED, err);
-}
-
-enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
-                                unsigned flags, struct gguf_error *err) {
-    if (!out || !f || f->fd < 0)
-        return gguf_fail(err, GGUF_E_INVAL, "no file given");
-    *out = NULL;
-    if ((flags & GGUF_OPEN_RDWR) && !f->writable)
-        return gguf_fail(err, GGUF_E_PERM, "%s is open read-only", f->path);
-    int fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
-                         strerror(errno));
-    return open_fd(out, fd, f->path, flags, err);
-}
-
-enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,
-                               unsigned flags, struct gguf_error *err) {
-    if (!out || (!data && len))
-        return gguf_fail(err, GGUF_E_INVAL, "no bytes given");
-    *out = NULL;
-    gguf_ctx *ctx = gguf_ctx_alloc();
-    if (!ctx)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st = parse_into(ctx, NULL, data, len, flags, err);
-    if (st != GGUF_OK) {
-        gguf_close(ctx);
-        return st;
-    }
-    *out = ctx;
-    return GGUF_OK;
-}
-
-enum gguf_status gguf_open_reader(gguf_ctx **out, const struct gguf_reader *rd,
-                                  const char *name, unsigned flags,
-                                  struct gguf_error *err) {
-    if (!out || !rd || !rd->read || !name)
-        return gguf_fail(err, GGUF_E_INVAL, "no source given");
-    *out = NULL;
-    if (flags & GGUF_OPEN_RDWR)
-        return gguf_fail(err, GGUF_E_PERM, "%s can only be read", name);
-    gguf_ctx *ctx = gguf_ctx_alloc();
-    if (!ctx || !(ctx->path = strdup(name))) {
-        gguf_close(ctx);
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    }
-    enum gguf_status st = parse_into(ctx, rd, NULL, rd->size, flags, err);
-    if (st != GGUF_OK) {
-        gguf_close(ctx);
-        return st;
-    }
-    ctx->rd = *rd;
-    *out = ctx;
-    return GGUF_OK;
-}
-
-/* The header alone: hdr[0, len) is parsed and validated exactly as
- * gguf_open would, except that the tensor data is checked against a file
- * of file_size bytes (which is not read; a tensor-less file may end
- * before its padded header).  The data offset must be len: hdr is a
- * journal's whole header region [0, D). */
-enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
-                                   uint64_t file_size, unsigned flags,
-                                   struct gguf_error *err) {
-    if (!hdr || len == 0)
-        return gguf_fail(err, GGUF_E_FORMAT, "empty header");
-    gguf_ctx *ctx = gguf_ctx_alloc();
-    if (!ctx)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st =
-        parse_sized(ctx, NULL, hdr, len, file_size, flags, err);
-    if (st == GGUF_OK && ctx->data_offset != len)
-        st = gguf_fail(
-            err, GGUF_E_FORMAT, "header puts the data at %llu, not at %llu",
-            (unsigned long long)ctx->data_offset, (unsigned long long)len);
-    gguf_close(ctx);
-    return st;
-}
-
-enum gguf_status gguf_open_original(gguf_ctx **out, const gguf_ctx *ctx,
-                                    unsigned flags, struct gguf_error *err) {
-    if (!out || !ctx || !ctx->hdr)
-        return gguf_fail(err, GGUF_E_INVAL, "no header to parse");
-    *out = NULL;
-    gguf_ctx *c = gguf_ctx_alloc();
-    if (!c)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    enum gguf_status st = parse_sized(c, NULL, ctx->hdr, ctx->hdr_len,
-                                      ctx->file_size, flags, err);
-    if (st != GGUF_OK) {
-        gguf_close(c);
-        return st;
-    }
-    *out = c;
-    return GGUF_OK;
 }

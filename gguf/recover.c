@@ -155,8 +155,7 @@ static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
         uint64_t copied = 0;
         memset(err, 0, sizeof *err);
         st = gguf_rewrite_file(fd, path, &sb, j->old_len, j->new_hdr,
-                               j->new_len, f, &nfd, &copied, NULL, NULL,
-                               err);
+                               j->new_len, f, &nfd, &copied, NULL, NULL, err);
         if (nfd >= 0)
             close(nfd);
     }
@@ -410,8 +409,11 @@ static enum gguf_status recover_state_journal(const struct place *pl,
         return gguf_sys_fail(err, errno ? errno : ENOMEM,
                              "cannot open the directory of %s", sj);
     enum gguf_status st = recover_journal(&ps, &changed, err);
-    if (changed && fsync(ps.dfd) < 0 && errno != EINVAL && st == GGUF_OK)
-        st = gguf_sys_fail(err, errno, "cannot sync the directory of %s", sj);
+    enum gguf_status sst =
+        changed ? gguf_fsync_dirfd(ps.dfd, sj, st == GGUF_OK ? err : NULL)
+                : GGUF_OK;
+    if (st == GGUF_OK)
+        st = sst;
     close(ps.dfd);
     return st;
 }
@@ -440,8 +442,8 @@ bool gguf_commit_interrupted(const char *path) {
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    struct place pl = {.path = f->path, .dfd = f->dfd, .fd = f->fd,
-                       .sb = f->sb};
+    struct place pl = {
+        .path = f->path, .dfd = f->dfd, .fd = f->fd, .sb = f->sb};
     bool changed = false;
     struct gguf_error scratch;
 
@@ -462,9 +464,9 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
     gguf_faults_init(&pl.faults);
     char sj[4096];
     struct gguf_error e2 = {0};
-    bool in_state = gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) ==
-                        GGUF_OK &&
-                    gguf_path_exists(sj);
+    bool in_state =
+        gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) == GGUF_OK &&
+        gguf_path_exists(sj);
     /* Nothing pending: touch nothing (the file may well be read-only). */
     if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname) &&
         !in_state)
@@ -492,10 +494,10 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
 out:
     if (changed) {
         gguf_fault_point(&pl.faults, "fsync directory");
-        if (fsync(pl.dfd) < 0 && errno != EINVAL && errno != EROFS &&
-            st == GGUF_OK)
-            st = gguf_sys_fail(err, errno, "cannot sync the directory of %s",
-                               f->path);
+        enum gguf_status sst =
+            gguf_fsync_dirfd(pl.dfd, f->path, st == GGUF_OK ? err : NULL);
+        if (st == GGUF_OK)
+            st = sst;
         if (did)
             *did = true;
         /* An insert finished by a rewrite put a new inode at the name:

@@ -1,7 +1,8 @@
 /*
  * rewrite.c - the rewrite way of growing a header: a complete copy of the
  * file with the new header, PATH.ggufs-new, written beside it, synced and
- * renamed over it (swapped in: swap_in).  The rename is the one atomic
+ * renamed over it (gguf_replace, durable.c, with same_as: swapped in only
+ * while the name is still the mounted file's).  The rename is the one atomic
  * step: until it, the
  * original is untouched and a stale PATH.ggufs-new is simply removed
  * (gguf_recover does); after it, the new file is whole and synced.  Used by
@@ -218,55 +219,6 @@ static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
     return GGUF_OK;
 }
 
-/* Puts the new file npath in place of path, which must still be the file
- * open as fd: a commit writes into the file that was mounted, never over
- * whatever a path names now (the user may have moved the model away, or
- * put another file there, while it was mounted).  RENAME_EXCHANGE swaps
- * the two atomically; the file swapped out must then be fd's, else the
- * swap is undone and the commit fails with GGUF_E_CHANGED.  Where the
- * filesystem cannot exchange, the identity is checked just before a plain
- * rename.  On success the old file is unlinked (a crash before that leaves
- * it as PATH.ggufs-new, which recovery removes as stale). */
-static enum gguf_status swap_in(int fd, const char *npath, const char *path,
-                                struct gguf_error *err) {
-    struct stat mine, there;
-    if (fstat(fd, &mine) < 0)
-        return gguf_sys_fail(err, errno, "cannot stat %s", path);
-    if (renameat2(AT_FDCWD, npath, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
-        if (stat(npath, &there) == 0 && there.st_dev == mine.st_dev &&
-            there.st_ino == mine.st_ino) {
-            (void)unlink(npath);
-            return GGUF_OK;
-        }
-        if (renameat2(AT_FDCWD, npath, AT_FDCWD, path, RENAME_EXCHANGE) < 0)
-            return gguf_sys_fail(err, errno,
-                                 "%s is no longer the mounted file, and "
-                                 "undoing the swap with %s failed",
-                                 path, npath);
-        return gguf_fail(err, GGUF_E_CHANGED,
-                         "%s is no longer the file that was opened (replaced "
-                         "while mounted): not written",
-                         path);
-    }
-    if (errno == ENOENT)
-        return gguf_fail(err, GGUF_E_CHANGED,
-                         "%s was moved or removed while it was open: the "
-                         "commit writes only into the file that was opened",
-                         path);
-    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-        return gguf_sys_fail(err, errno, "cannot exchange %s and %s", npath,
-                             path);
-    if (stat(path, &there) != 0 || there.st_dev != mine.st_dev ||
-        there.st_ino != mine.st_ino)
-        return gguf_fail(err, GGUF_E_CHANGED,
-                         "%s is no longer the file that was opened: not "
-                         "written",
-                         path);
-    if (rename(npath, path) < 0)
-        return gguf_sys_fail(err, errno, "cannot rename %s to %s", npath, path);
-    return GGUF_OK;
-}
-
 /* Steps (fault points): create, header, copy, fsync, rename, directory
  * fsync.  On failure the new file is removed and the original is as it
  * was.  The caller holds the commit lock on fd, which makes a leftover
@@ -279,9 +231,17 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
                                    void *puser, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_error scratch;
+    /* The rename replaces path only while it is still fd's file: a commit
+     * writes into the file that was mounted, never over whatever path
+     * names now (the user may have moved the model away, or put another
+     * file there, while it was mounted). */
+    struct gguf_replace r = {.dfd = -1,
+                             .shown = path,
+                             .what = "file",
+                             .f = f,
+                             .same_as = fd,
+                             .fd = -1};
     char *npath = gguf_sidecar_path(path, GGUF_NEWFILE_SUFFIX);
-    int nfd = -1;
-    bool created = false;
     uint64_t size = (uint64_t)sb->st_size;
     uint64_t tail = size > d ? size - d : 0;
 
@@ -296,63 +256,49 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
     st = check_room(fd, sb, d2, tail, err);
     if (st != GGUF_OK)
         goto out;
-
-    gguf_fault_point(f, "create new file");
-    for (int attempt = 0; nfd < 0; attempt++) {
-        nfd = open(npath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        /* A leftover of a killed rewrite: ours to remove, since we hold the
-         * lock of the file it was meant to replace. */
-        if (nfd < 0 && errno == EEXIST && attempt == 0 && unlink(npath) == 0)
-            continue;
-        if (nfd < 0) {
-            st = gguf_sys_fail(err, errno, "cannot create %s", npath);
-            goto out;
-        }
+    if ((r.dfd = gguf_open_dir_of(path, &r.name, err)) < 0) {
+        st = err->code ? err->code : GGUF_E_IO;
+        goto out;
     }
-    created = true;
-    if (ftruncate(nfd, (off_t)(d2 + tail)) < 0) {
+    const char *slash = strrchr(npath, '/');
+    snprintf(r.tmp, sizeof r.tmp, "%s", slash ? slash + 1 : npath);
+    /* A leftover PATH.ggufs-new of a killed rewrite is ours to remove,
+     * since we hold the lock of the file it was meant to replace. */
+    st = gguf_replace_open(&r, 0600, GGUF_REPLACE_STALE, err);
+    if (st != GGUF_OK)
+        goto out;
+    if (ftruncate(r.fd, (off_t)(d2 + tail)) < 0) {
         st = gguf_sys_fail(err, errno, "cannot size %s", npath);
         goto out;
     }
     gguf_fault_point(f, "header to new file");
-    st = gguf_pwrite_full(nfd, hdr, d2, 0, "the new header", err);
+    st = gguf_pwrite_full(r.fd, hdr, d2, 0, "the new header", err);
     if (st != GGUF_OK)
         goto out;
     gguf_fault_point(f, "copy tensor data");
-    st = copy_data(fd, d, size, nfd, d2, copied, pfn, puser, err);
+    st = copy_data(fd, d, size, r.fd, d2, copied, pfn, puser, err);
     if (st != GGUF_OK)
         goto out;
     if (pfn) /* copied; the sync of it can take as long again */
         pfn(puser, tail, tail);
-    st = take_over(fd, sb, nfd, npath, err);
-    if (st != GGUF_OK)
-        goto out;
-    gguf_fault_point(f, "fsync new file");
-    if (fsync(nfd) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot sync %s", npath);
-        goto out;
+    st = take_over(fd, sb, r.fd, npath, err);
+    if (st == GGUF_OK)
+        st = gguf_replace_commit(&r, err);
+    if (r.renamed) { /* in place, even if its directory's sync failed */
+        *newfd = r.fd;
+        r.fd = -1;
     }
-    gguf_fault_point(f, "rename over original");
-    st = swap_in(fd, npath, path, err);
-    if (st != GGUF_OK)
-        goto out;
-    created = false;
-    *newfd = nfd;
-    nfd = -1;
-    gguf_fault_point(f, "fsync directory");
-    st = gguf_fsync_dir(path, err);
 out:
     if (pfn)
         pfn(puser, 0, 0); /* over, whatever the outcome */
-    if (nfd >= 0)
-        close(nfd);
-    if (created)
-        unlink(npath);
-    if (st == GGUF_E_NOSPACE && created) {
+    if (st == GGUF_E_NOSPACE && !r.renamed && r.tmp[0]) {
         size_t m = strlen(err->msg);
         snprintf(err->msg + m, sizeof err->msg - m,
                  "; the partial copy was removed, the file is unchanged");
     }
+    gguf_replace_end(&r);
+    if (r.dfd >= 0)
+        close(r.dfd);
     free(npath);
     return st;
 }

@@ -25,9 +25,9 @@
  * model's directory cannot be written (gguf_state_journal: DEV-INO.journal,
  * named by the model's device and inode, as the journal records them).
  *
- * Durability: a file is written whole to a temporary name, fsync'ed,
- * renamed over the old one and the directory fsync'ed, so a crash leaves
- * the old or the new version.
+ * Durability: a file is replaced whole (gguf_replace, durable.c: a
+ * temporary NAME.tmp, fsync'ed, renamed over NAME, the directory
+ * fsync'ed), so a crash leaves the old or the new version.
  */
 #include "internal.h"
 
@@ -180,45 +180,31 @@ enum gguf_status gguf_state_write(const char *model, enum gguf_state_kind kind,
                                   const void *body, size_t len,
                                   struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    char name[64], tmp[80];
+    char name[64];
     bool absent;
-    int fd = -1, dfd = open_dir(true, &absent, err);
+    int dfd = open_dir(true, &absent, err);
     if (dfd < 0)
         return err && err->code ? err->code : GGUF_E_IO;
     file_name(model, kind, name, sizeof name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", name);
-    (void)unlinkat(dfd, tmp, 0); /* a leftover of a crash: ours */
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0600);
-    if (fd < 0) {
-        st = gguf_sys_fail(err, errno, "cannot create state file %s", tmp);
-        goto out;
-    }
+    struct gguf_replace r = {
+        .dfd = dfd, .name = name, .shown = name, .same_as = -1};
+    /* NAME.tmp left by a crash is ours: the directory is. */
+    snprintf(r.tmp, sizeof r.tmp, "%s.tmp", name);
     size_t ml = strlen(model);
-    if ((st = gguf_pwrite_full(fd, STATE_MAGIC, sizeof STATE_MAGIC - 1, 0,
+    if ((st = gguf_replace_open(&r, 0600, GGUF_REPLACE_STALE, err)) !=
+            GGUF_OK ||
+        (st = gguf_pwrite_full(r.fd, STATE_MAGIC, sizeof STATE_MAGIC - 1, 0,
                                "the state file", err)) != GGUF_OK ||
-        (st = gguf_pwrite_full(fd, model, ml, sizeof STATE_MAGIC - 1,
+        (st = gguf_pwrite_full(r.fd, model, ml, sizeof STATE_MAGIC - 1,
                                "the state file", err)) != GGUF_OK ||
-        (st = gguf_pwrite_full(fd, "\n", 1, sizeof STATE_MAGIC - 1 + ml,
+        (st = gguf_pwrite_full(r.fd, "\n", 1, sizeof STATE_MAGIC - 1 + ml,
                                "the state file", err)) != GGUF_OK ||
-        (st = gguf_pwrite_full(fd, body, len, sizeof STATE_MAGIC + ml,
+        (st = gguf_pwrite_full(r.fd, body, len, sizeof STATE_MAGIC + ml,
                                "the state file", err)) != GGUF_OK)
         goto out;
-    if (fsync(fd) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot sync state file %s", tmp);
-        goto out;
-    }
-    if (renameat(dfd, tmp, dfd, name) < 0) {
-        st = gguf_sys_fail(err, errno, "cannot rename state file %s", tmp);
-        goto out;
-    }
-    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-        st = gguf_sys_fail(err, errno, "cannot sync the state directory");
+    st = gguf_replace_commit(&r, err);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (st != GGUF_OK)
-        (void)unlinkat(dfd, tmp, 0);
+    gguf_replace_end(&r);
     close(dfd);
     return st;
 }
@@ -302,8 +288,8 @@ enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
     enum gguf_status st = GGUF_OK;
     if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
         st = gguf_sys_fail(err, errno, "cannot remove state file %s", name);
-    else if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-        st = gguf_sys_fail(err, errno, "cannot sync the state directory");
+    else
+        st = gguf_fsync_dirfd(dfd, name, err);
     close(dfd);
     return st;
 }
@@ -319,8 +305,8 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     if (renameat(dfd, from, dfd, to) < 0 && errno != ENOENT)
         st = gguf_sys_fail(err, errno, "cannot move state file %s aside", from);
-    else if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-        st = gguf_sys_fail(err, errno, "cannot sync the state directory");
+    else
+        st = gguf_fsync_dirfd(dfd, from, err);
     close(dfd);
     return st;
 }

@@ -3,7 +3,8 @@
  * string becomes one line (gguf_escape_line, and the quoted form inside
  * bracketed inner arrays) and back.  The escape set (\\ \n \r \t \xHH, and
  * \" in quoted strings) is part of the user contract in text.c's header
- * comment; names.c and error.c use gguf_utf8_seq for their own escapes.
+ * comment; names.c uses gguf_utf8_seq for its own escapes.  Also the
+ * quotation of an untrusted name in a message (gguf_quote, gguf.h).
  */
 #include "internal.h"
 
@@ -12,6 +13,47 @@
 #include <string.h>
 
 /* ---- messages ------------------------------------------------------ */
+
+const char *gguf_quote(char *buf, size_t n, const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    if (n < 8) {
+        if (n)
+            buf[0] = '\0';
+        return buf;
+    }
+    /* Leave room for "..." and the NUL whatever the last piece is. */
+    size_t room = n - 4;
+    for (size_t i = 0; i < len;) {
+        char piece[8];
+        size_t plen, adv = 1;
+        size_t ulen = u[i] >= 0x80 ? gguf_utf8_seq(u + i, len - i) : 0;
+        if (u[i] == '\\' || u[i] == '\'') {
+            piece[0] = '\\';
+            piece[1] = (char)u[i];
+            plen = 2;
+        } else if (u[i] >= 0x20 && u[i] < 0x7f) {
+            piece[0] = (char)u[i];
+            plen = 1;
+        } else if (ulen) {
+            memcpy(piece, u + i, ulen);
+            plen = adv = ulen;
+        } else {
+            snprintf(piece, sizeof piece, "\\x%02x", u[i]);
+            plen = 4;
+        }
+        if (o + plen > room) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(buf + o, piece, plen);
+        o += plen;
+        i += adv;
+    }
+    buf[o] = '\0';
+    return buf;
+}
 
 const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz) {
     const uint8_t *u = (const uint8_t *)s;

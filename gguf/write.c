@@ -253,7 +253,8 @@ static enum gguf_status sys_fail(struct gguf_error *err, const char *what,
 }
 
 /* The file appears at path complete or not at all: it is written to a
- * temporary name in the same directory, synced, then renamed over path.
+ * temporary name in the same directory, synced, then renamed over path
+ * (gguf_replace, durable.c).
  * The file is first extended to its full size, so tensors whose data(i)
  * is NULL, and the padding between tensors, are holes (zeros, no space). */
 enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
@@ -261,8 +262,8 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
                                  void *u, struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     struct gguf_buf hdr = {0};
+    struct gguf_replace r = {.dfd = -1, .shown = path, .same_as = -1, .fd = -1};
     char *tmp = NULL;
-    int fd = -1;
 
     if (!ctx || !path) {
         st =
@@ -293,27 +294,25 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         goto out;
     }
 
-    if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
-        tmp = NULL;
+    /* The new file: NAME.tmp-RANDOM beside path, 0644. */
+    if ((r.dfd = gguf_open_dir_of(path, &r.name, err)) < 0) {
+        st = err && err->code ? err->code : GGUF_E_IO;
+        goto out;
+    }
+    tmp = gguf_sidecar_path(r.name, ".tmp-XXXXXXXX");
+    if (!tmp || strlen(tmp) >= sizeof r.tmp) {
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = sys_fail(err, "cannot create", tmp);
-        free(tmp);
-        tmp = NULL; /* nothing to unlink */
-        goto out;
-    }
-    if (fchmod(fd, 0644) < 0) {
-        st = sys_fail(err, "cannot chmod", tmp);
-        goto out;
-    }
-    st = gguf_pwrite_full(fd, hdr.p, hdr.len, 0, "the header", err);
+    memcpy(r.tmp, tmp, strlen(tmp) + 1);
+    st = gguf_replace_open(&r, 0644, GGUF_REPLACE_RANDOM, err);
     if (st != GGUF_OK)
         goto out;
-    if (ftruncate(fd, (off_t)end) < 0) {
-        st = sys_fail(err, "cannot extend", tmp);
+    st = gguf_pwrite_full(r.fd, hdr.p, hdr.len, 0, "the header", err);
+    if (st != GGUF_OK)
+        goto out;
+    if (ftruncate(r.fd, (off_t)end) < 0) {
+        st = sys_fail(err, "cannot extend", r.tmp);
         goto out;
     }
     for (int64_t i = 0; data && i < ctx->n_t; i++) {
@@ -321,38 +320,17 @@ enum gguf_status gguf_write_file(const gguf_ctx *ctx, const char *path,
         const void *p = data(u, i);
         if (!p)
             continue;
-        st = gguf_pwrite_full(fd, p, t->size, data_start + t->offset, t->name,
+        st = gguf_pwrite_full(r.fd, p, t->size, data_start + t->offset, t->name,
                               err);
         if (st != GGUF_OK)
             goto out;
     }
-    if (fsync(fd) < 0) {
-        st = sys_fail(err, "cannot sync", tmp);
-        goto out;
-    }
-    if (close(fd) < 0) {
-        fd = -1;
-        st = sys_fail(err, "cannot close", tmp);
-        goto out;
-    }
-    fd = -1;
-    if (rename(tmp, path) < 0) {
-        st = sys_fail(err, "cannot rename to", path);
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
-
-    /* Make the rename itself durable; failing here is not worth an error
-     * (the data is safe, only the name may revert after a crash). */
-    (void)gguf_fsync_dir(path, NULL);
+    st = gguf_replace_commit(&r, err);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (tmp) {
-        unlink(tmp);
-        free(tmp);
-    }
+    gguf_replace_end(&r);
+    if (r.dfd >= 0)
+        close(r.dfd);
+    free(tmp);
     gguf_buf_free(&hdr);
     return st;
 }

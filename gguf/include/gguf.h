@@ -104,13 +104,20 @@ struct gguf_buf {
 
 typedef struct gguf_ctx gguf_ctx;
 
-/* ---- errors -------------------------------------------------------- */
+/* ---- errors and messages (gguf/error.c; gguf_quote: textesc.c) ---- */
 
 /* Sets err (may be NULL) and returns code. printf-style message. */
 enum gguf_status gguf_fail(struct gguf_error *err, enum gguf_status code,
                            const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *gguf_status_name(enum gguf_status s);
+
+/* Writes the bytes s[0, len) into buf (n bytes, n >= 8) as the body of a
+ * quotation for a one-line message: printable ASCII and well-formed UTF-8
+ * pass, other bytes become \xHH, '\\' and '\'' are escaped, and a long
+ * name is cut with "...".  Returns buf.  For messages only. */
+#define GGUF_QUOTE_MAX 160 /* a good size for gguf_quote's buffer */
+const char *gguf_quote(char *buf, size_t n, const char *s, size_t len);
 
 /* ---- buffers ------------------------------------------------------- */
 
@@ -195,8 +202,8 @@ struct gguf_file {
     int writable;     /* fd is open read-write */
 };
 void gguf_file_init(struct gguf_file *f);
-enum gguf_status gguf_file_open(struct gguf_file *f, const char *path,
-                                int rdwr, struct gguf_error *err);
+enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
+                                struct gguf_error *err);
 /* Opens f->base in f->dfd again (after recovery replaced the inode). */
 enum gguf_status gguf_file_reopen(struct gguf_file *f, struct gguf_error *err);
 void gguf_file_close(struct gguf_file *f);
@@ -349,9 +356,8 @@ enum gguf_status gguf_render_map(enum gguf_type type, const uint8_t *payload,
  * made from the last mark of map (NULL: none) at or before off: the cost
  * of n bytes plus at most GGUF_TEXT_STEP bytes and one element, in time
  * and memory.  map must have been made from this very payload. */
-enum gguf_status gguf_render_window(enum gguf_type type,
-                                    const uint8_t *payload, size_t len,
-                                    const struct gguf_text_map *map,
+enum gguf_status gguf_render_window(enum gguf_type type, const uint8_t *payload,
+                                    size_t len, const struct gguf_text_map *map,
                                     uint64_t off, size_t n,
                                     struct gguf_buf *out,
                                     struct gguf_error *err);
@@ -507,8 +513,9 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
  * the first, the others are read-only.  On failure bad names the shard at
  * fault and err says what is wrong with it. */
 enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
-                               unsigned flags, gguf_ctx ***out, int *n, char *bad,
-                               size_t bad_len, struct gguf_error *err);
+                               unsigned flags, gguf_ctx ***out, int *n,
+                               char *bad, size_t bad_len,
+                               struct gguf_error *err);
 /* The same for any source: open(u, name, flags, &ctx, err) opens one file
  * of the set, path first, then each sibling named like it
  * (NAME-0000K-of-0000N.gguf: the same prefix, a URL's too). */
@@ -781,5 +788,72 @@ enum gguf_status gguf_overlay_lock(const char *path, const char *source,
 /* Lets go of the lock fd took (closing it), removing the lock file first
  * if it is still the one fd holds: a lock file exists only while held. */
 void gguf_overlay_unlock(const char *path, const char *source, int fd);
+
+/* ---- tensor values as float32 (gguf/dequant.c, ggmlrt.c) ----------- */
+
+/* ggufs's own converters for the simple types, and ggml's own code found
+ * at run time for the rest.
+ *
+ * A tensor's data is a run of blocks, rows one after the other with no
+ * gap: element k (ggml order, ne[0] fastest) lies in block k / blck, which
+ * starts at byte (k / blck) * size.  So any byte range of the float32
+ * values maps to whole blocks of the data, converted alone: a converter
+ * takes whole blocks and writes blck floats per block.
+ *
+ * ggufs's own code covers f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0
+ * and q2_K, q3_K, q4_K, q5_K, q6_K (docs/format.md, Tensor block
+ * formats).  Every other type is converted by ggml's libggml-base,
+ * dlopen'ed (RTLD_LOCAL) from a list of usual places or a path, and
+ * trusted only once the name, block size and block bytes it reports for
+ * every type ggufs knows (ids 0-39) agree with ggufs's table; ids from
+ * 40 up, which ggufs does not know, take their name and sizes from ggml,
+ * once ggml's own GGUF reader accepts the id. */
+
+/* Converts n elements (a multiple of the block size) at src to float32;
+ * src and dst never overlap (some converters are compiled on that
+ * promise: restrict). */
+typedef void (*gguf_to_float_fn)(const void *src, float *dst, int64_t n);
+
+/* How one tensor type becomes float32. */
+struct gguf_dq {
+    uint32_t type;
+    const char *name; /* "q4_K" */
+    uint32_t blck;    /* elements per block */
+    uint32_t size;    /* bytes per block */
+    gguf_to_float_fn to_float;
+    bool ggml; /* ggml's code (else ggufs's own) */
+};
+
+typedef struct gguf_ggml gguf_ggml; /* ggml's library, loaded (ggmlrt.c) */
+
+/* The converter of ggml type t into dq: ggufs's own for the types it
+ * covers (the vectorized one when the CPU has one), else ggml's (g may be
+ * NULL) if ggml has one.  false if none. */
+bool gguf_dq_find(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq);
+/* Name and sizes of type t: ggufs's table, else ggml's for the ids ggufs
+ * does not know (g may be NULL).  false if neither knows t. */
+bool gguf_dq_type(const gguf_ggml *g, uint32_t t, const char **name,
+                  uint32_t *blck, uint32_t *size);
+/* Elements of a tensor of that shape and the bytes its blocks take with
+ * that type; false on overflow (elements past 2^61) or a first dimension
+ * that is not a multiple of the block size. */
+bool gguf_dq_extent(const gguf_ggml *g, uint32_t t, uint32_t n_dims,
+                    const int64_t *ne, uint64_t *elems, uint64_t *bytes);
+
+/* ---- ggml's library (ggmlrt.c) ------------------------------------- */
+
+/* Loads ggml's library from path, or (path NULL) from the first usual
+ * place that has one.  The file must be a regular file owned by root or
+ * the effective user and writable by nobody else, in a directory of the
+ * same kind (ggufs runs as root: a library is code).  Refused, with a
+ * message naming the file, when it lacks the functions ggufs calls or
+ * disagrees with ggufs's table.  GGUF_E_NOTFOUND when path is NULL and
+ * no usual place has one. */
+enum gguf_status gguf_ggml_load(gguf_ggml **out, const char *path,
+                                struct gguf_error *err);
+void gguf_ggml_unload(gguf_ggml *g);
+const char *gguf_ggml_path(const gguf_ggml *g);
+/* ggml's converter and sizes for type t; false if it has none. */
+bool gguf_ggml_dq(const gguf_ggml *g, uint32_t t, struct gguf_dq *dq);
 
 #endif
