@@ -53,7 +53,7 @@
 #ifndef GGUFS_FS_H
 #define GGUFS_FS_H
 
-#define FUSE_USE_VERSION 312
+#include "daemon.h" /* FUSE_USE_VERSION; the options, shared with cli/ */
 #include <fuse_lowlevel.h>
 
 #include <pthread.h>
@@ -138,18 +138,10 @@ struct gfs_ghost {
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
  * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
 #define GFS_MAX_FILES 4096
-#define GFS_MAX_FILE_BYTES ((size_t)1 << 30)
+/* GFS_MAX_FILE_BYTES: daemon.h */
 #define GFS_MAX_GHOSTS 65536
 #define GFS_MAX_ALIASES 65536
-/* The most bytes a file in meta/ being written (a key's draft, a FILE) may
- * hold, unless -o max_value=SIZE says otherwise (at most
- * GFS_MAX_FILE_BYTES, the format's string limit).  Writes and truncates
- * past it fail with EFBIG before anything is allocated: one truncate(2)
- * must not make the daemon allocate gigabytes. */
-#define GFS_MAX_VALUE_DEFAULT ((size_t)64 << 20)
-/* The most bytes all drafts and FILEs together may hold (memcap.c), unless
- * -o max_drafts=SIZE says otherwise. */
-#define GFS_MAX_DRAFTS_DEFAULT ((size_t)256 << 20)
+/* GFS_MAX_VALUE_DEFAULT, GFS_MAX_DRAFTS_DEFAULT: daemon.h */
 /* Texts of values (tree.c).  The size of a file in meta/ is measured, never
  * made.  A text longer than GFS_TEXT_WHOLE is opened windowed (see struct
  * gfs_text); a shorter one is made whole at open.  Operations that need a
@@ -554,31 +546,12 @@ int gfs_meta_keep(struct gfs *fs);
 
 /* leftover.c: what earlier mounts left, for the next command.
  * gfs_record_outcome: the daemon records fs->commit_msg (and when: "after
- * unmount") as the model's status record.  gfs_print_outcome: prints and
- * forgets that record; 1 if it was a failure.  gfs_pending_note: says so
- * (one line, how to apply or drop) if path has pending edits of a dead
- * mount; 1 if it has.  gfs_wait_previous: waits (at most 60 s, saying so)
+ * unmount") as the model's status record (gfs_print_outcome and
+ * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s, saying so)
  * while an earlier daemon still holds the file's lock for its last commit
  * (mounted: the file is mounted now, nothing to wait for); 0 or -1. */
 void gfs_record_outcome(struct gfs *fs, const char *when);
-int gfs_print_outcome(const char *path);
-int gfs_pending_note(const char *path, const char *file);
 int gfs_wait_previous(const char *path, const char *file, int mounted);
-/* ggufs --apply-pending FILE / --drop-pending FILE: exit statuses. */
-int gfs_apply_pending_cmd(const char *file);
-int gfs_drop_pending_cmd(const char *file);
-/* A local model for a command that commits into it: its absolute path
- * into *path (the caller frees it), the last outcome told, recovered,
- * opened read-write and locked against mounts; NULL after one line. */
-gguf_ctx *gfs_open_model(const char *file, char **path);
-/* commands.c: ggufs --apply-saved EDITS MODEL, --compact FILE; the exit
- * status, or -1 when argv is none of them. */
-int gfs_commands(int argc, char **argv);
-/* How a commit went, in a few words ("in place", ...). */
-const char *gfs_commit_how(const struct gguf_commit_info *info);
-/* ggufs --show-pending FILE: the pending record's keys and values, read
- * only; 0, or 1 when there is none or it cannot be read. */
-int gfs_show_pending_cmd(const char *file);
 void gfs_meta_free(struct gfs *fs);
 
 /* status.c: the log's memory and file, user.ggufs.status and
@@ -594,31 +567,7 @@ void gfs_logfile_close(struct gfs *fs);
 int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                      const char *name, struct gguf_buf *out);
 void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
-/* ggufs --status MNT: exit status. */
-int gfs_status_cmd(const char *mnt);
-/* The progress of a long command on a terminal (stderr a tty), drawn
- * once the work has taken a second: gfs_meter_show with bytes done of
- * total (total 0: over, the line is cleared).  gfs_meter_watch: a thread
- * that polls user.ggufs.progress of mnt and shows it until
- * gfs_meter_stop (`ggufs -u`, whose commit runs in the daemon). */
-struct gfs_meter {
-    int tty;
-    double start;
-    int shown;
-    const char *mnt;
-    pthread_t thread;
-    int running;
-    atomic_int stop;
-};
-void gfs_meter_init(struct gfs_meter *m);
-void gfs_meter_show(void *meter, uint64_t done, uint64_t total);
-void gfs_meter_watch(struct gfs_meter *m, const char *mnt);
-void gfs_meter_stop(struct gfs_meter *m);
-/* gguf_commit of a command (not the daemon), its progress drawn on a
- * terminal as it goes (a rewrite of gigabytes takes seconds). */
-enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
-                                    struct gguf_commit_info *info,
-                                    struct gguf_error *err);
+/* The meter and gfs_commit_metered: daemon.h. */
 
 /* errno.c: how failures are reported. */
 /* The one place library statuses become errno values. */
@@ -630,10 +579,7 @@ int gfs_errno(const struct gguf_error *err);
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 
-/* main.c: a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
- * (by_source 0) or its source (1); the other field into out; 1 if
- * found. */
-int gfs_find_mount(const char *what, int by_source, char *out, size_t n);
+/* gfs_find_mount (mount.c): daemon.h. */
 
 /* One line to stderr (foreground) or syslog.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
@@ -715,8 +661,7 @@ extern const struct fuse_lowlevel_ops gfs_ops;
  * writes the overlay when the edits changed; 0 or EIO.
  * gfs_overlay_commit: gfs_meta_commit of an overlay mount (fills
  * commit_msg); 0 or errno.  Both with lock held for writing.
- * gfs_overlay_cmd: runs `ggufs --overlay-apply|--overlay-drop FILE
- * [OVERLAY]` and returns its exit status, or -1 when argv is not one. */
+ * The overlay commands and gfs_overlay_dead_note: daemon.h. */
 struct gfs_overlay_args {
     const char *path;      /* the source: absolute path, or its http(s) URL */
     const char *remote_id; /* a remote source's version (gfs_remote_identity),
@@ -735,13 +680,9 @@ int gfs_overlay_commit(struct gfs *fs);
 const char *gfs_overlay_where(const struct gfs *fs);
 /* True if edits were made since the overlay was last written whole. */
 int gfs_overlay_uncommitted(struct gfs *fs);
-int gfs_overlay_cmd(int argc, char **argv);
 /* A mount without -o overlay of a file that has a default overlay: one
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
-/* ggufs -u of a mount whose daemon died: if it was a read-write overlay
- * mount of source at mnt, one line saying where its edits are; 1 if so. */
-int gfs_overlay_dead_note(const char *source, const char *mnt);
 
 #endif

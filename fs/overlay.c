@@ -4,7 +4,8 @@
  * be 0444, immutable or on a read-only filesystem; and the commands
  * `ggufs --overlay-apply FILE [OVERLAY]`, `ggufs --overlay-drop FILE
  * [OVERLAY]` and `ggufs --overlay-rebase FILE|URL [OVERLAY]
- * [--take-overlay]`.  The source may be remote (fs/remote.c): its overlay is
+ * [--take-overlay]` (their arguments checked by cli/commands.c).  The
+ * source may be remote (fs/remote.c): its overlay is
  * known by URL and the server's version (ETag), and --overlay-apply
  * refuses it (a remote file is never written).
  *
@@ -47,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_COMMIT = 4 };
+#include "../status.h"
 
 struct gfs_overlay {
     char *path;                /* -o overlay=PATH made absolute; NULL for
@@ -516,7 +517,7 @@ static int apply_remote_refused(const char *file, const char *opt) {
     return EXIT_BADFILE;
 }
 
-static int apply_cmd(const char *file, const char *opt) {
+int gfs_overlay_apply(const char *file, const char *opt) {
     struct gguf_error err = {0};
     struct gguf_commit_info info = {0};
     struct gguf_overlay_id id;
@@ -591,7 +592,7 @@ static char *drop_source(const char *file) {
     return path;
 }
 
-static int drop_cmd(const char *file, const char *opt) {
+int gfs_overlay_drop(const char *file, const char *opt) {
     struct gguf_error err = {0};
     char shown[PATH_MAX + 64], *opath = NULL;
     char *path = drop_source(file);
@@ -741,7 +742,7 @@ out:
     return status;
 }
 
-static int rebase_cmd(const char *file, const char *opt, int take) {
+int gfs_overlay_rebase(const char *file, const char *opt, int take) {
     struct gguf_error err = {0};
     struct gguf_overlay_id id, made;
     char shown[PATH_MAX + 64], why[1024], *opath = NULL;
@@ -784,29 +785,4 @@ out:
     free(opath);
     free(path);
     return status;
-}
-
-int gfs_overlay_cmd(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "--overlay-rebase") == 0) {
-        int take = argc >= 3 && strcmp(argv[argc - 1], "--take-overlay") == 0;
-        if (argc - take != 3 && argc - take != 4) {
-            fprintf(stderr, "ggufs: --overlay-rebase takes FILE.gguf or URL, "
-                            "optionally the OVERLAY, then optionally "
-                            "--take-overlay (see ggufs --help)\n");
-            return EXIT_USAGE;
-        }
-        return rebase_cmd(argv[2], argc - take == 4 ? argv[3] : NULL, take);
-    }
-    int apply = argc >= 2 && strcmp(argv[1], "--overlay-apply") == 0;
-    if (!apply && (argc < 2 || strcmp(argv[1], "--overlay-drop") != 0))
-        return -1;
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr,
-                "ggufs: %s takes FILE.gguf and, optionally, the OVERLAY "
-                "(see ggufs --help)\n",
-                argv[1]);
-        return EXIT_USAGE;
-    }
-    const char *opt = argc == 4 ? argv[3] : NULL;
-    return apply ? apply_cmd(argv[2], opt) : drop_cmd(argv[2], opt);
 }

@@ -10,7 +10,7 @@
  *     by key (old and new values shortened: gguf_diff_summary), the last
  *     commit's outcome and the last lines of the log, which name every
  *     refusal with its reason (and line, where the text had one);
- *     `ggufs --status MNT` prints it;
+ *     `ggufs --status MNT` prints it (cli/mounted.c);
  *   - user.ggufs.progress on the root: "DONE TOTAL" bytes of the commit
  *     running now (a rewrite's copy; the library's progress callback,
  *     gguf_set_progress), ENODATA when none; `ggufs -u` polls it while its
@@ -221,39 +221,7 @@ int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
     return e;
 }
 
-/* ---- the commands' side ------------------------------------------------ */
-
-int gfs_status_cmd(const char *arg) {
-    char *mnt = realpath(arg, NULL), src[4096];
-    int status = 3; /* EXIT_MOUNT: not a mount we can ask */
-    char *buf = NULL;
-    if (!mnt) {
-        fprintf(stderr, "ggufs: %s: %s%s\n", arg, strerror(errno),
-                errno == ENOTCONN ? " (the daemon of this mount is gone: "
-                                    "'ggufs -u' unmounts it and says what "
-                                    "it left)"
-                                  : "");
-        goto out;
-    }
-    if (!gfs_find_mount(mnt, 0, src, sizeof src)) {
-        fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
-        goto out;
-    }
-    ssize_t n = getxattr(mnt, "user.ggufs.status", NULL, 0);
-    if (n > 0 && (buf = malloc((size_t)n + 1)))
-        n = getxattr(mnt, "user.ggufs.status", buf, (size_t)n);
-    if (n < 0 || !buf) {
-        fprintf(stderr, "ggufs: %s: no status: %s\n", arg,
-                n < 0 ? strerror(errno) : "out of memory");
-        goto out;
-    }
-    fwrite(buf, 1, (size_t)n, stdout);
-    status = 0;
-out:
-    free(buf);
-    free(mnt);
-    return status;
-}
+/* ---- the commands' meter --------------------------------------------- */
 
 static double now_s(void) {
     struct timespec ts;
@@ -343,4 +311,11 @@ enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
     gguf_set_progress(ctx, NULL, NULL);
     gfs_meter_show(&meter, 0, 0); /* the line cleared */
     return st;
+}
+
+const char *gfs_commit_how(const struct gguf_commit_info *info) {
+    static const char *const how[] = {"nothing to do", "in place",
+                                      "grown by inserting blocks",
+                                      "grown by rewriting the file"};
+    return how[info->how <= GGUF_COMMIT_REWRITE ? info->how : 0];
 }

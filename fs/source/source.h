@@ -54,7 +54,7 @@ int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
 /* passthrough.c: the live view by FUSE passthrough while it is
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
-enum gfs_pt_mode { GFS_PT_AUTO, GFS_PT_OFF };
+/* enum gfs_pt_mode (the option): daemon.h. */
 /* After the mount, before the first request: sets up fs->pt and, for
  * auto as root, hooks the session's device I/O.  0, or -1 (the mount goes
  * on without passthrough; logged). */
@@ -96,21 +96,12 @@ void gfs_pt_committed(struct gfs *fs);
  * gfs_remote_read (with readahead along tensor boundaries) and
  * gfs_data_short is never true for them (their size is fixed by their
  * identity).  No lock of fs is needed: the sources lock themselves. */
-struct gfs_remote_opts {
-    const char *cache_dir;   /* -o cache=DIR, or NULL: the default */
-    uint64_t cache_max;      /* -o cache_max=SIZE, 0: no bound */
-    const char *header_file; /* -o header=FILE, or NULL */
-    double net_timeout;      /* -o net_timeout=SECONDS, 0: default */
-    int retries;             /* -o net_retries=N, -1: default */
-    int hf;                  /* the source given was hf:// (HF_TOKEN) */
-    uint64_t max_header;     /* -o max_header=SIZE, 0: GFS_MAX_HEADER */
-};
+/* struct gfs_remote_opts (the options): daemon.h. */
 /* The default bound on a remote file's header (each shard's, and an
  * overlay's source's): about 16 times the largest of today's models (a
  * 200k-token BPE vocabulary with its merges: about 15 MiB). */
 #define GFS_MAX_HEADER ((uint64_t)256 << 20)
-/* True if source names a remote file (http://, https://, hf://). */
-int gfs_remote_is(const char *source);
+/* gfs_remote_is: daemon.h (the commands ask it too). */
 /* The http(s) URL a source names (hf:// resolved); malloc'ed, or NULL
  * with msg. */
 char *gfs_remote_resolve(const char *source, char *msg, size_t n);

@@ -8,29 +8,22 @@
  *   ggufs --compact FILE             the smallest header, without ggufs's
  *                                    filler key, for publishing
  *
- * Both open the model as the pending commands do (gfs_open_model:
+ * and the arguments of the overlay commands (--overlay-apply, -drop,
+ * -rebase), which the overlay's code runs (fs/overlay.c, daemon.h).
+ *
+ * Both open the model as the pending commands do (cli_open_model:
  * recovered, read-write, locked against mounts) and write it with
  * gguf_commit, the daemon's crash-safe commit (journal, or a copy
  * renamed over it).  Exit statuses (man/ggufs.1, EXIT STATUS): 0 done or
  * nothing to do, 1 the model or the edits cannot be used (refused,
  * nothing written), 2 usage, 4 the commit failed (the model as it was;
- * the edits file kept).  Prefix gfs_.
+ * the edits file kept).
  */
-#include "ggufs.h"
-#include "source/source.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { EXIT_BADFILE = 1, EXIT_USAGE = 2, EXIT_COMMIT = 4 };
-
-const char *gfs_commit_how(const struct gguf_commit_info *info) {
-    static const char *const how[] = {"nothing to do", "in place",
-                                      "grown by inserting blocks",
-                                      "grown by rewriting the file"};
-    return how[info->how <= GGUF_COMMIT_REWRITE ? info->how : 0];
-}
 
 /* The edits file at path, parsed (it is all header).  NULL after one
  * line naming model and the file. */
@@ -53,7 +46,7 @@ static int apply_saved_cmd(const char *edits, const char *model) {
     int status = EXIT_BADFILE;
     char *path = NULL;
     gguf_ctx *ctx = NULL, *e = open_edits(model, edits);
-    if (!e || !(ctx = gfs_open_model(model, &path)))
+    if (!e || !(ctx = cli_open_model(model, &path)))
         goto out;
     if (gguf_saved_apply(ctx, e, &names, &set, &removed, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: the saved edits %s: %s\n", model, edits,
@@ -95,7 +88,7 @@ static int compact_cmd(const char *file) {
     struct gguf_commit_info info = {0};
     int status = EXIT_BADFILE;
     char *path = NULL;
-    gguf_ctx *ctx = gfs_open_model(file, &path);
+    gguf_ctx *ctx = cli_open_model(file, &path);
     if (!ctx)
         goto out;
     status = EXIT_COMMIT;
@@ -124,7 +117,7 @@ out:
     return status;
 }
 
-int gfs_commands(int argc, char **argv) {
+int cli_commands(int argc, char **argv) {
     int apply = argc >= 2 && strcmp(argv[1], "--apply-saved") == 0;
     int compact = argc >= 2 && strcmp(argv[1], "--compact") == 0;
     if (!apply && !compact)
@@ -143,4 +136,34 @@ int gfs_commands(int argc, char **argv) {
         return EXIT_BADFILE;
     }
     return apply ? apply_saved_cmd(argv[2], model) : compact_cmd(model);
+}
+
+/* ggufs --overlay-apply|--overlay-drop FILE [OVERLAY], --overlay-rebase
+ * FILE|URL [OVERLAY] [--take-overlay]: the arguments checked, the command
+ * run by the overlay's own code (fs/overlay.c, through daemon.h). */
+int cli_overlay_cmd(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--overlay-rebase") == 0) {
+        int take = argc >= 3 && strcmp(argv[argc - 1], "--take-overlay") == 0;
+        if (argc - take != 3 && argc - take != 4) {
+            fprintf(stderr, "ggufs: --overlay-rebase takes FILE.gguf or URL, "
+                            "optionally the OVERLAY, then optionally "
+                            "--take-overlay (see ggufs --help)\n");
+            return EXIT_USAGE;
+        }
+        return gfs_overlay_rebase(argv[2], argc - take == 4 ? argv[3] : NULL,
+                                  take);
+    }
+    int apply = argc >= 2 && strcmp(argv[1], "--overlay-apply") == 0;
+    if (!apply && (argc < 2 || strcmp(argv[1], "--overlay-drop") != 0))
+        return -1;
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr,
+                "ggufs: %s takes FILE.gguf and, optionally, the OVERLAY "
+                "(see ggufs --help)\n",
+                argv[1]);
+        return EXIT_USAGE;
+    }
+    const char *opt = argc == 4 ? argv[3] : NULL;
+    return apply ? gfs_overlay_apply(argv[2], opt)
+                 : gfs_overlay_drop(argv[2], opt);
 }
