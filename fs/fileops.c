@@ -181,37 +181,6 @@ static int open_wants_write(const struct fuse_file_info *fi) {
  * (a refusal is recorded in user.gguf.error) or truncates a scratch file,
  * for reading otherwise. */
 
-static int open_tensor(struct gfs *fs, struct gfs_fh *fh,
-                       struct fuse_file_info *fi, int wants_write) {
-    int64_t i = gfs_tensor_index(fs, fh->ino);
-    if (i < 0)
-        return ENOENT;
-    if (wants_write)
-        return fs->readonly ? EROFS : EACCES;
-    int64_t j;
-    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
-    fh->rel = gguf_tensor_rel_offset(c, j);
-    fh->size = gfs_tensor_bytes(fs, i);
-    /* Tensor bytes never change while mounted: keep the page cache.  Then
-     * the GGUF's own copy of bytes that were not cached before is dead
-     * weight (the kernel would hold every byte twice). */
-    fi->keep_cache = 1;
-    fi->noflush = 1;
-    fh->drop =
-        !gfs_data_cached(fs, fh->shard, gguf_tensor_offset(c, j), fh->size);
-    if (fs->tensor_dio) {
-        /* -o tensor_direct_io: each read is one request served from the
-         * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
-         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, passthrough.c)
-         * through a cache dropped at each mmap.  ggufs(1) has the
-         * figures behind the default (off). */
-        fi->direct_io = 1;
-        fi->keep_cache = 0;
-        fh->drop = 0;
-    }
-    return 0;
-}
-
 static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
                    int wants_write) {
     int err = 0;
@@ -274,8 +243,6 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
     if (row)
         return row->open ? row->open(fs, fh, fi, wants_write) : EISDIR;
     switch (fh->kind) {
-    case GFS_TENSOR:
-        return open_tensor(fs, fh, fi, wants_write);
     case GFS_KV:
         return open_kv(fs, fh, fi, wants_write);
     case GFS_LIVE:
@@ -446,15 +413,6 @@ static void read_scratch(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
 }
 
 /* A tensor: straight from its shard.  Caller holds fs->lock (read). */
-static void read_tensor(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                        off_t off, size_t size) {
-    uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
-    uint64_t n = fh->size - o < size ? fh->size - o : size;
-    gguf_ctx *c = fs->shards[fh->shard];
-    uint64_t pos = gguf_data_offset(c) + fh->rel + o;
-    gfs_data_reply(req, fs, fh->shard, NULL, 0, pos, n, fh->drop);
-}
-
 /* The live view: its header as at open, then the data section (see
  * gfs_view_span).  One file's section is the GGUF's own, served from its
  * fd; a shard set's merged section gathers pieces of several files, so it
@@ -511,10 +469,8 @@ void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     pthread_rwlock_rdlock(&fs->lock);
     if (fh->kind == GFS_SCRATCH)
         read_scratch(req, fs, fh, off, size);
-    else if (fh->kind == GFS_LIVE)
-        read_view(req, fs, fh, off, size);
     else
-        read_tensor(req, fs, fh, off, size);
+        read_view(req, fs, fh, off, size);
     pthread_rwlock_unlock(&fs->lock);
 }
 

@@ -387,6 +387,10 @@ int64_t gfs_n_tensors(const struct gfs *fs);
 gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
                          int *shard);
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino);
+/* The key index (tensors: the tensor index) whose file name in meta/
+ * (tensors/) is name, or -1: canonical escaped names only, hashed long
+ * names through their index (tree.c).  Caller holds fs->lock (read). */
+int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors);
 int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino);
 /* Fills st for ino; returns 0 or an errno. */
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);

@@ -5,8 +5,9 @@
 #include "kinds.h"
 
 static const struct gfs_kind_ops *const table[] = {
-    &gfs_kind_metatsv, &gfs_kind_dir_f32, &gfs_kind_dir_npy,
-    &gfs_kind_index,   &gfs_kind_f32,     &gfs_kind_npy,
+    &gfs_kind_metatsv,     &gfs_kind_dir_f32, &gfs_kind_dir_npy,
+    &gfs_kind_index,       &gfs_kind_f32,     &gfs_kind_npy,
+    &gfs_kind_dir_tensors, &gfs_kind_tensor,
 };
 #define N_ROWS (sizeof table / sizeof *table)
 

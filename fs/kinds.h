@@ -8,8 +8,8 @@
  * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
  * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
  * smallest example.  Kinds not moved yet (the root, meta/ and its files,
- * tensors/ and its files, the live view) are still the core's own cases;
- * each moves here the same way.
+ * the live view) are still the core's own cases; each moves here the
+ * same way.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
  * (read at least); open with fs->lock held as fileops.c's fh_open says;
@@ -68,6 +68,8 @@ extern const struct gfs_kind_ops gfs_kind_dir_npy;
 extern const struct gfs_kind_ops gfs_kind_f32;
 extern const struct gfs_kind_ops gfs_kind_npy;
 extern const struct gfs_kind_ops gfs_kind_index;
+extern const struct gfs_kind_ops gfs_kind_dir_tensors; /* tensors.c */
+extern const struct gfs_kind_ops gfs_kind_tensor;
 
 /* Core helpers a row may use (fileops.c): the bytes of the text fh holds
  * (fh->text, taken at open), read without fs->lock. */

@@ -105,22 +105,16 @@ static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 
 static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
                            struct fuse_file_info *fi) {
-    switch (gfs_kind(ino)) {
-    case GFS_ROOT:
-    case GFS_DIR_META:
-    case GFS_DIR_TENSORS:
-    case GFS_DIR_F32:
-    case GFS_DIR_NPY:
+    enum gfs_kind kind = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(kind);
+    if (kind == GFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+    } else if (row ? !row->lookup : kind != GFS_ROOT && kind != GFS_DIR_META) {
+        fuse_reply_err(req, ENOTDIR);
+    } else {
         fi->cache_readdir = gfs_of(req)->readonly;
         fi->keep_cache = gfs_of(req)->readonly;
         fuse_reply_open(req, fi);
-        return;
-    case GFS_NONE:
-        fuse_reply_err(req, ENOENT);
-        return;
-    default:
-        fuse_reply_err(req, ENOTDIR);
-        return;
     }
 }
 
@@ -180,18 +174,14 @@ static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
         *sc = (*sc)->next;
         return 1;
     }
-    int64_t n = kind == GFS_DIR_META ? gguf_n_kv(fs->ctx) : gfs_n_tensors(fs);
-    if (i >= n)
+    if (i >= gguf_n_kv(fs->ctx))
         return -1;
-    if (kind == GFS_DIR_META && gfs_kv_hidden(fs, i))
+    if (gfs_kv_hidden(fs, i))
         return 0;
-    *err = kind == GFS_DIR_META ? gfs_kv_fname(fs, i, name)
-                                : gfs_tensor_fname(fs, i, name);
-    if (*err)
+    if ((*err = gfs_kv_fname(fs, i, name)))
         return -2;
     *nm = (const char *)name->p;
-    *child = kind == GFS_DIR_META ? GFS_INO_KV + gguf_kv_id(fs->ctx, i)
-                                  : GFS_INO_TENSOR + (fuse_ino_t)i;
+    *child = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
     return 1;
 }
 
@@ -205,9 +195,7 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
     int err = 0;
 
     pthread_rwlock_rdlock(&fs->lock);
-    if (row ? !row->dirent
-            : kind != GFS_ROOT && kind != GFS_DIR_META &&
-                  kind != GFS_DIR_TENSORS) {
+    if (row ? !row->dirent : kind != GFS_ROOT && kind != GFS_DIR_META) {
         err = ENOTDIR;
         goto out;
     }

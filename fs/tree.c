@@ -16,8 +16,6 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
         return GFS_ROOT;
     case GFS_INO_META:
         return GFS_DIR_META;
-    case GFS_INO_TENSORS:
-        return GFS_DIR_TENSORS;
     case GFS_INO_LIVE:
         return GFS_LIVE;
     default:
@@ -32,8 +30,6 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
         return GFS_SCRATCH;
     if (ino >= GFS_INO_KV)
         return GFS_KV;
-    if (ino >= GFS_INO_TENSOR && ino < GFS_INO_KV)
-        return GFS_TENSOR;
     return GFS_NONE;
 }
 
@@ -141,20 +137,6 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         st->st_mode = S_IFDIR | (fs->readonly ? 0555 : 0755);
         st->st_nlink = 2;
         return 0;
-    case GFS_DIR_TENSORS:
-        st->st_mode = S_IFDIR | 0555;
-        st->st_nlink = 2;
-        return 0;
-    case GFS_TENSOR: {
-        int64_t i = gfs_tensor_index(fs, ino);
-        if (i < 0)
-            return ENOENT;
-        st->st_mode = S_IFREG | 0444;
-        st->st_nlink = 1;
-        st->st_size = (off_t)gfs_tensor_bytes(fs, i);
-        st->st_blocks = (st->st_size + 511) / 512;
-        return 0;
-    }
     case GFS_KV: {
         int64_t i = gfs_kv_index(fs, ino);
         if (i < 0)
@@ -348,7 +330,7 @@ void gfs_lnames_free(struct gfs *fs) {
 /* Maps a file name back to a key or tensor name.  Names are accepted only
  * in their canonical escaped form, so every key has exactly one path;
  * hashed long names through their index. */
-static int64_t find_by_fname(struct gfs *fs, const char *name, int tensors) {
+int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
     size_t nlen = strlen(name);
     struct gguf_buf raw = {0}, canon = {0};
     int64_t found = -1;
@@ -408,19 +390,12 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = sc->ino;
             return 0;
         }
-        i = find_by_fname(fs, name, 0);
+        i = gfs_find_by_fname(fs, name, 0);
         if (i < 0 || gfs_kv_hidden(fs, i))
             return ENOENT;
         *out = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
         return 0;
     }
-    case GFS_DIR_TENSORS:
-        i = find_by_fname(fs, name, 1);
-        if (i < 0)
-            return ENOENT;
-        *out = GFS_INO_TENSOR + (fuse_ino_t)i;
-        return 0;
-    case GFS_TENSOR:
     case GFS_KV:
     case GFS_SCRATCH:
     case GFS_LIVE:

@@ -1,0 +1,119 @@
+/*
+ * tensors.c - tensors/ and its files, as rows of the kinds' table
+ * (kinds.h): tensors/NAME is tensor NAME's bytes, served from the GGUF's
+ * own offsets (by descriptor for a local file: source/source.h), read
+ * only, its size ggml's (gfs_tensor_bytes).  Names are the library's
+ * escaped tensor names (tree.c's name index finds them).  Their extended
+ * attributes are xattr.c's and hashes.c's.
+ */
+#include "kinds.h"
+#include "source/source.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    (void)fs, (void)ino;
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+    return 0;
+}
+
+static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
+                      fuse_ino_t *out) {
+    (void)dir;
+    int64_t i = gfs_find_by_fname(fs, name, 1);
+    if (i < 0)
+        return ENOENT;
+    *out = GFS_INO_TENSOR + (fuse_ino_t)i;
+    return 0;
+}
+
+static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)dir;
+    return gfs_n_tensors(fs);
+}
+
+static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                     struct gguf_buf *name, fuse_ino_t *child, mode_t *mode) {
+    (void)dir;
+    if (gfs_tensor_fname(fs, k, name))
+        return -1;
+    *child = GFS_INO_TENSOR + (fuse_ino_t)k;
+    *mode = S_IFREG;
+    return 1;
+}
+
+static int tensor_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    int64_t i = gfs_tensor_index(fs, ino);
+    if (i < 0)
+        return ENOENT;
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_size = (off_t)gfs_tensor_bytes(fs, i);
+    st->st_blocks = (st->st_size + 511) / 512;
+    return 0;
+}
+
+static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
+                       struct fuse_file_info *fi, int wants_write) {
+    int64_t i = gfs_tensor_index(fs, fh->ino);
+    if (i < 0)
+        return ENOENT;
+    if (wants_write)
+        return fs->readonly ? EROFS : EACCES;
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
+    fh->rel = gguf_tensor_rel_offset(c, j);
+    fh->size = gfs_tensor_bytes(fs, i);
+    /* Tensor bytes never change while mounted: keep the page cache.  Then
+     * the GGUF's own copy of bytes that were not cached before is dead
+     * weight (the kernel would hold every byte twice). */
+    fi->keep_cache = 1;
+    fi->noflush = 1;
+    fh->drop =
+        !gfs_data_cached(fs, fh->shard, gguf_tensor_offset(c, j), fh->size);
+    if (fs->tensor_dio) {
+        /* -o tensor_direct_io: each read is one request served from the
+         * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
+         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, passthrough.c)
+         * through a cache dropped at each mmap.  ggufs(1) has the
+         * figures behind the default (off). */
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+        fh->drop = 0;
+    }
+    return 0;
+}
+
+/* Holds fs->lock (read) for the reply: a commit must not move the data
+ * start or replace the descriptor meanwhile. */
+static void tensor_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                        off_t off, size_t size) {
+    uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
+    uint64_t n = fh->size - o < size ? fh->size - o : size;
+    pthread_rwlock_rdlock(&fs->lock);
+    gguf_ctx *c = fs->shards[fh->shard];
+    uint64_t pos = gguf_data_offset(c) + fh->rel + o;
+    gfs_data_reply(req, fs, fh->shard, NULL, 0, pos, n, fh->drop);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+const struct gfs_kind_ops gfs_kind_dir_tensors = {
+    .kind = GFS_DIR_TENSORS,
+    .ino_lo = GFS_INO_TENSORS,
+    .ino_hi = GFS_INO_TENSORS + 1,
+    .stat = dir_stat,
+    .lookup = dir_lookup,
+    .n_entries = dir_n,
+    .dirent = dir_entry,
+};
+
+const struct gfs_kind_ops gfs_kind_tensor = {
+    .kind = GFS_TENSOR,
+    .ino_lo = GFS_INO_TENSOR,
+    .ino_hi = GFS_INO_KV,
+    .stat = tensor_stat,
+    .open = tensor_open,
+    .read = tensor_read,
+};
