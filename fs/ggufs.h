@@ -341,7 +341,7 @@ struct gfs {
     /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
     struct gfs_text *metatsv;
     uint64_t metatsv_gen;
-    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
+    uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
     struct gfs_text *live;             /* the live view's header, for generation
@@ -421,6 +421,14 @@ int gfs_text_read(struct gfs *fs, struct gfs_text *t, uint64_t off, size_t n,
                   struct gguf_buf *out);
 /* Drops a reference; no lock. */
 void gfs_text_put(struct gfs_text *t);
+/* A text made again at each edit generation (the live view's header,
+ * meta.tsv): *slot if it was made at fs->generation (a new reference),
+ * else make fills b, and the text is made, kept in *slot (for *gen) and
+ * returned.  NULL with *err (make's errno, or ENOMEM).  Caller holds
+ * fs->lock (read at least); takes text_lock. */
+struct gfs_text *gfs_text_of_gen(
+    struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
+    int (*make)(struct gfs *fs, struct gguf_buf *b), int *err);
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);
@@ -576,7 +584,6 @@ void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
 /* errno.c: how failures are reported. */
 /* The one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);
-
 
 /* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
  * it grows past *granted, and with the new size after it shrinks or is

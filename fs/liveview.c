@@ -102,9 +102,8 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
             size_t m =
                 e->size - in < n - done ? (size_t)(e->size - in) : n - done;
             gguf_ctx *c = fs->shards[e->shard];
-            int r = gfs_data_read(fs, e->shard,
-                                  gguf_data_offset(c) + e->rel + in,
-                                  buf + done, m);
+            int r = gfs_data_read(
+                fs, e->shard, gguf_data_offset(c) + e->rel + in, buf + done, m);
             if (r)
                 return r;
             done += m;
@@ -119,46 +118,26 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
     return done == n ? 0 : EIO;
 }
 
-struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
-    struct gfs_text *t = NULL;
-    struct gguf_buf b = {0};
+/* The header the view shows now (gfs_text_of_gen's make). */
+static int view_make(struct gfs *fs, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
     uint64_t d2;
-
-    pthread_mutex_lock(&fs->text_lock);
-    if (fs->live && fs->live_gen == fs->generation) {
-        t = fs->live;
-        atomic_fetch_add(&t->refs, 1);
-        goto out;
-    }
     if (fs->n_shards > 1) {
         /* The merged file gguf-split --merge would write, from the current
          * (edited) keys of the first shard. */
         gguf_ctx *m = gguf_merge(fs->shards, fs->n_shards, &gerr);
-        enum gguf_status st =
-            m ? gguf_write_header(m, 0, &b, &gerr) : gerr.code;
+        enum gguf_status st = m ? gguf_write_header(m, 0, b, &gerr) : gerr.code;
         gguf_close(m);
-        if (st != GGUF_OK) {
-            *err = gfs_errno(&gerr);
-            goto out;
-        }
-    } else if (gguf_plan_header(fs->ctx, &b, &d2, &gerr) != GGUF_OK) {
-        *err = gfs_errno(&gerr);
-        goto out;
+        return st != GGUF_OK ? gfs_errno(&gerr) : 0;
     }
-    t = gfs_text_new(&b); /* every gfs_text through it: fields zeroed */
-    if (!t) {
-        *err = ENOMEM;
-        goto out;
-    }
-    atomic_store(&t->refs, 2); /* the cache's and the caller's */
-    gfs_text_put(fs->live);
-    fs->live = t;
-    fs->live_gen = fs->generation;
-out:
-    pthread_mutex_unlock(&fs->text_lock);
-    gguf_buf_free(&b);
-    return t;
+    return gguf_plan_header(fs->ctx, b, &d2, &gerr) != GGUF_OK
+               ? gfs_errno(&gerr)
+               : 0;
+}
+
+struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
+    /* every gfs_text through gfs_text_new: fields zeroed */
+    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, err);
 }
 
 /* Bytes of the view's data section: a shard set's merged one, else the

@@ -17,46 +17,27 @@
 #include <errno.h>
 #include <string.h>
 
-/* The text now: caller holds fs->lock (read at least); takes text_lock. */
-static struct gfs_text *metatsv_text(struct gfs *fs, int *err) {
-    struct gfs_text *t = NULL;
-    struct gguf_buf b = {0};
+/* meta.tsv's lines for the keys now (gfs_text_of_gen's make). */
+static int metatsv_make(struct gfs *fs, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
-    pthread_mutex_lock(&fs->text_lock);
-    if (fs->metatsv && fs->metatsv_gen == fs->generation) {
-        t = fs->metatsv;
-        atomic_fetch_add(&t->refs, 1);
-        goto out;
-    }
-    if (gguf_buf_add(&b, GGUF_SUMMARY_HEADER, strlen(GGUF_SUMMARY_HEADER)) !=
-        GGUF_OK) {
-        *err = ENOMEM;
-        goto out;
-    }
+    if (gguf_buf_add(b, GGUF_SUMMARY_HEADER, strlen(GGUF_SUMMARY_HEADER)) !=
+        GGUF_OK)
+        return ENOMEM;
     for (int64_t i = 0; i < gguf_n_kv(fs->ctx); i++) {
         if (gfs_kv_hidden(fs, i))
             continue;
-        if (gguf_kv_summary(fs->ctx, i, &b, &gerr) != GGUF_OK) {
-            *err = gfs_errno(&gerr);
-            goto out;
-        }
-        if (b.len > GFS_MAX_TEXT) { /* a few hundred bytes a key: never */
-            *err = EFBIG;
-            goto out;
-        }
+        if (gguf_kv_summary(fs->ctx, i, b, &gerr) != GGUF_OK)
+            return gfs_errno(&gerr);
+        if (b->len > GFS_MAX_TEXT) /* a few hundred bytes a key: never */
+            return EFBIG;
     }
-    if (!(t = gfs_text_new(&b))) {
-        *err = ENOMEM;
-        goto out;
-    }
-    atomic_store(&t->refs, 2); /* the cache's and the caller's */
-    gfs_text_put(fs->metatsv);
-    fs->metatsv = t;
-    fs->metatsv_gen = fs->generation;
-out:
-    pthread_mutex_unlock(&fs->text_lock);
-    gguf_buf_free(&b);
-    return t;
+    return 0;
+}
+
+/* The text now: caller holds fs->lock (read at least); takes text_lock. */
+static struct gfs_text *metatsv_text(struct gfs *fs, int *err) {
+    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make,
+                           err);
 }
 
 static int metatsv_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {

@@ -406,6 +406,28 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return ENOENT;
 }
 
+struct gfs_text *gfs_text_of_gen(
+    struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
+    int (*make)(struct gfs *fs, struct gguf_buf *b), int *err) {
+    struct gfs_text *t = NULL;
+    struct gguf_buf b = {0};
+    pthread_mutex_lock(&fs->text_lock);
+    if (*slot && *gen == fs->generation) {
+        t = *slot;
+        atomic_fetch_add(&t->refs, 1);
+    } else if (!(*err = make(fs, &b)) && !(t = gfs_text_new(&b))) {
+        *err = ENOMEM;
+    } else if (t) {
+        atomic_store(&t->refs, 2); /* the cache's and the caller's */
+        gfs_text_put(*slot);
+        *slot = t;
+        *gen = fs->generation;
+    }
+    pthread_mutex_unlock(&fs->text_lock);
+    gguf_buf_free(&b);
+    return t;
+}
+
 struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
     struct gfs_text *t = calloc(1, sizeof *t + b->len); /* not windowed */
     if (!t)
