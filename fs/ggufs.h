@@ -566,12 +566,19 @@ void gfs_record_outcome(struct gfs *fs, const char *when);
 int gfs_wait_previous(const char *path, const char *file, int mounted);
 void gfs_meta_free(struct gfs *fs);
 
+/* What the attribute handlers asked before fs->lock is taken (hashes.c,
+ * status.c) return for a name that is not theirs: the getxattr handler
+ * then asks the others, under the lock.  Any errno, ENODATA included, is
+ * their final answer: a commit holds the lock for seconds, and asking
+ * the others would wait for it (a progress attribute that waited for the
+ * end of the commit it reports on showed nothing). */
+#define GFS_XATTR_OTHER (-1)
 /* status.c: the log's memory and file, user.ggufs.status and
  * user.ggufs.progress, and what commands show of them.
  * gfs_status_note: a logged line (gfs_log's) kept and written to the log
  * file.  gfs_logfile_open: at mount, before detaching; 0, or -1 with why
- * in msg.  gfs_status_xattr: the root's two attributes, ENODATA for
- * others; takes fs->lock (read) itself, for the status only.
+ * in msg.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
+ * for other names); takes fs->lock (read) itself, for the status only.
  * gfs_progress_cb: the library's progress callback, user is fs. */
 void gfs_status_note(struct gfs *fs, const char *line);
 int gfs_logfile_open(struct gfs *fs, char *msg, size_t n);
@@ -636,8 +643,9 @@ void gfs_views_free(struct gfs *fs);
 int gfs_views_any(const struct gfs *fs);
 /* Their node kinds: rows of kinds.h, defined in views.c. */
 /* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
- * tensors/ (every tensor's bytes in order); ENODATA for other names and
- * inodes, EINTR if req is interrupted first.  Unlike the others, called
+ * tensors/ (every tensor's bytes in order), and user.gguf.hash_progress;
+ * GFS_XATTR_OTHER for other names, ENODATA for other inodes, EINTR if req
+ * is interrupted first.  Unlike the others, called
  * WITHOUT fs->lock: a first request reads the whole tensor or model,
  * holding the lock for reading one chunk at a time, so that commits and
  * edits never wait for more than a chunk (hashes.c). */

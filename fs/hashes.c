@@ -334,9 +334,10 @@ int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                     const char *name, struct gguf_buf *out) {
     int64_t i = -1;
     int progress = strcmp(name, PROGRESS_ATTR) == 0;
-    if ((!is_hash_attr(name) && !progress) || !fs->views)
-        return ENODATA;
-    if (gfs_kind(ino) != GFS_TENSOR && gfs_kind(ino) != GFS_DIR_TENSORS)
+    if (!is_hash_attr(name) && !progress)
+        return GFS_XATTR_OTHER;
+    if (!fs->views ||
+        (gfs_kind(ino) != GFS_TENSOR && gfs_kind(ino) != GFS_DIR_TENSORS))
         return ENODATA;
     if (gfs_kind(ino) == GFS_TENSOR) {
         pthread_rwlock_rdlock(&fs->lock);

@@ -426,9 +426,9 @@ static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
      * a first one may read the whole model.  Their inodes (tensors)
      * never need gfs_meta_resolve. */
     int err = gfs_views_xattr(req, fs, ino, name, &b);
-    if (err == ENODATA) /* the status, the commit's progress: status.c */
+    if (err == GFS_XATTR_OTHER) /* the status, a commit's progress */
         err = gfs_status_xattr(req, fs, ino, name, &b);
-    if (err == ENODATA) {
+    if (err == GFS_XATTR_OTHER) {
         pthread_rwlock_rdlock(&fs->lock);
         err = gfs_xattr_get(fs, gfs_meta_resolve(fs, ino), name, &b);
         pthread_rwlock_unlock(&fs->lock);

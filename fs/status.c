@@ -205,8 +205,9 @@ void gfs_progress_cb(void *user, uint64_t done, uint64_t total) {
 int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                      const char *name, struct gguf_buf *out) {
     int progress = strcmp(name, "user.ggufs.progress") == 0;
-    if (ino != GFS_INO_ROOT ||
-        (!progress && strcmp(name, "user.ggufs.status") != 0))
+    if (!progress && strcmp(name, "user.ggufs.status") != 0)
+        return GFS_XATTR_OTHER;
+    if (ino != GFS_INO_ROOT)
         return ENODATA;
     if (!gfs_may_commit(req))
         return EACCES;

@@ -324,20 +324,18 @@ def sec_progress(d):
     path = fixture(d, "big.gguf", mb=2500)
     mnt = os.path.join(d, "bmnt")
     try:
-        # Two tries: one run of five under meson on a loaded 2-core VM
-        # showed no line in a 7 s commit (cause not found; see the report).
-        for attempt in (1, 2):
-            big_commit(d, mnt, path, attempt)
-            rc, out, secs = on_pty(["-u", mnt])
-            drawn = re.findall(r"\r\x1b\[Kggufs: committing: [0-9.]+ [kMG]?B / 2\.62 GB \([0-9]+%\), "
-                               r"[0-9.]+ [kMG]?B/s", out)
-            took = re.search(r"grown by rewriting the file\), data at [0-9]+, ([0-9.]+) ms", out)
-            if rc != 0 or not took:
-                raise Fail("ggufs -u of a rewrite on a terminal: exit %d, %r" % (rc, out[-500:]))
-            secs = float(took.group(1)) / 1000
-            if drawn or secs <= 1.5:
-                break
-            J.log("note: try %d: the commit took %.1f s on a terminal and showed no progress" % (attempt, secs))
+        # (This check failed now and then until the cause was found: a poll
+        # of user.ggufs.progress that came before the copy began fell
+        # through to the attributes read under fs->lock and waited for the
+        # whole commit; GFS_XATTR_OTHER in fs/ggufs.h.)
+        big_commit(d, mnt, path, 1)
+        rc, out, secs = on_pty(["-u", mnt])
+        drawn = re.findall(r"\r\x1b\[Kggufs: committing: [0-9.]+ [kMG]?B / 2\.62 GB \([0-9]+%\), "
+                           r"[0-9.]+ [kMG]?B/s", out)
+        took = re.search(r"grown by rewriting the file\), data at [0-9]+, ([0-9.]+) ms", out)
+        if rc != 0 or not took:
+            raise Fail("ggufs -u of a rewrite on a terminal: exit %d, %r" % (rc, out[-500:]))
+        secs = float(took.group(1)) / 1000
         if secs > 1.5 and not drawn:
             raise Fail("the commit took %.1f s on a terminal and showed no progress: %r" % (secs, out[-500:]))
         if not drawn:
