@@ -649,58 +649,57 @@ out:
     return rc;
 }
 
-/* S KEY (kv i, inode ino), D free and a valid new key name (key): the
- * key is renamed, keeping its value, type and place; S becomes a GHOST. */
-static int key_rename(struct gfs *fs, int64_t i, fuse_ino_t ino,
-                      const struct gguf_buf *key) {
+/* Sets key (klen bytes) to the type and value of key i, copied first
+ * (setting may move what key i points at); a refusal is key at's
+ * (refuse).  0 or an errno. */
+static int set_like(struct gfs *fs, int64_t i, const char *key, size_t klen,
+                    int64_t at) {
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
     size_t plen;
     const uint8_t *p = gguf_kv_payload(fs->ctx, i, &plen);
-    enum gguf_type type = gguf_kv_type(fs->ctx, i);
-    uint64_t ord = key_ord(fs, gguf_kv_id(fs->ctx, i));
-    uint32_t fid = gguf_kv_id(fs->ctx, i);
     int rc = 0;
     if (gguf_buf_add(&payload, p, plen) != GGUF_OK)
         return ENOMEM;
-    if (gguf_set_payload(fs->ctx, (char *)key->p, key->len, type, payload.p,
-                         payload.len, &err) != GGUF_OK) {
-        rc = refuse(fs, i, &err);
-        goto out;
-    }
+    if (gguf_set_payload(fs->ctx, key, klen, gguf_kv_type(fs->ctx, i),
+                         payload.p, payload.len, &err) != GGUF_OK)
+        rc = refuse(fs, at, &err);
+    gguf_buf_free(&payload);
+    return rc;
+}
+
+/* S KEY (kv i, inode ino), D free and a valid new key name (key): the
+ * key is renamed, keeping its value, type and place; S becomes a GHOST. */
+static int key_rename(struct gfs *fs, int64_t i, fuse_ino_t ino,
+                      const struct gguf_buf *key) {
+    uint64_t ord = key_ord(fs, gguf_kv_id(fs->ctx, i));
+    uint32_t fid = gguf_kv_id(fs->ctx, i);
+    struct gguf_error err = {0};
+    int rc = set_like(fs, i, (const char *)key->p, key->len, i);
+    if (rc)
+        return rc;
     int64_t ni = gguf_find_key(fs->ctx, (char *)key->p, key->len);
     uint32_t nid = gguf_kv_id(fs->ctx, ni);
     if ((rc = remove_key(fs, gguf_find_id(fs->ctx, fid)))) {
         (void)gguf_remove_key(fs->ctx, gguf_find_id(fs->ctx, nid), &err);
-        goto out;
+        return rc;
     }
     restore_place(fs, gguf_find_id(fs->ctx, nid), ord);
     edited(fs, gguf_find_id(fs->ctx, nid));
     add_alias(fs, ino, GFS_INO_KV + nid);
-out:
-    gguf_buf_free(&payload);
-    return rc;
+    return 0;
 }
 
 /* Key ti takes the value of key fi, with its type (mv of a typed key onto
  * a key of another type: the target is replaced, as mv replaces a file),
  * in ti's place. */
 static int take_value(struct gfs *fs, int64_t fi, int64_t ti) {
-    struct gguf_buf payload = {0};
-    struct gguf_error err = {0};
-    size_t plen, klen;
-    const uint8_t *p = gguf_kv_payload(fs->ctx, fi, &plen);
+    size_t klen;
     const char *key = gguf_kv_key(fs->ctx, ti, &klen);
-    int rc = 0;
-    if (gguf_buf_add(&payload, p, plen) != GGUF_OK)
-        return ENOMEM;
     gfs_text_keep(fs, ti);
-    if (gguf_set_payload(fs->ctx, key, klen, gguf_kv_type(fs->ctx, fi),
-                         payload.p, payload.len, &err) != GGUF_OK)
-        rc = refuse(fs, ti, &err);
-    else
+    int rc = set_like(fs, fi, key, klen, ti);
+    if (!rc)
         edited(fs, gguf_find_key(fs->ctx, key, klen));
-    gguf_buf_free(&payload);
     return rc;
 }
 

@@ -114,10 +114,11 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    enum gfs_kind kind = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (row)
         return row->stat(fs, ino, st);
-    switch (gfs_kind(ino)) {
+    switch (kind) {
     case GFS_ROOT:
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 4;
@@ -366,10 +367,11 @@ static int root_row_lookup(const struct gfs *fs, const char *name,
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
     int64_t i;
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    enum gfs_kind kind = gfs_kind(parent);
+    const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (row)
         return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
-    switch (gfs_kind(parent)) {
+    switch (kind) {
     case GFS_ROOT:
         if (strcmp(name, "meta") == 0) {
             *out = GFS_INO_META;

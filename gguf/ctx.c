@@ -238,6 +238,12 @@ const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len) {
     return kv ? kv->val : NULL;
 }
 
+bool gguf_kv_same(const gguf_ctx *a, int64_t i, const gguf_ctx *b, int64_t j) {
+    const struct gguf_kv *x = kv_at(a, i), *y = kv_at(b, j);
+    return x && y && x->type == y->type && x->val_len == y->val_len &&
+           (x->val_len == 0 || memcmp(x->val, y->val, x->val_len) == 0);
+}
+
 const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf,
                              size_t n) {
     const struct gguf_kv *kv = kv_at(ctx, i);

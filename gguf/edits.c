@@ -164,13 +164,7 @@ enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
         }
         return GGUF_OK;
     }
-    int64_t j = gguf_find_key(ctx, key, kl);
-    if (j >= 0) {
-        size_t cl;
-        const uint8_t *cur = gguf_kv_payload(ctx, j, &cl);
-        if (gguf_kv_type(ctx, j) == gguf_kv_type(e, i) && cl == pl &&
-            memcmp(cur, p, pl) == 0)
-            return GGUF_OK; /* unchanged (general.alignment among them) */
-    }
+    if (gguf_kv_same(e, i, ctx, gguf_find_key(ctx, key, kl)))
+        return GGUF_OK; /* unchanged (general.alignment among them) */
     return gguf_set_payload(ctx, key, kl, gguf_kv_type(e, i), p, pl, err);
 }

@@ -406,16 +406,11 @@ bool gguf_overlay_matches(const struct gguf_overlay_id *made,
     return why[0] == '\0';
 }
 
-/* True if key i of a has the same type and value in b (as key j). */
+/* True if key i of a has the same type and value in b (found by name). */
 static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b) {
-    size_t kl, al, bl;
+    size_t kl;
     const char *k = gguf_kv_key(a, i, &kl);
-    int64_t j = gguf_find_key(b, k, kl);
-    if (j < 0 || gguf_kv_type(a, i) != gguf_kv_type(b, j))
-        return false;
-    const uint8_t *pa = gguf_kv_payload(a, i, &al);
-    const uint8_t *pb = gguf_kv_payload(b, j, &bl);
-    return al == bl && memcmp(pa, pb, al) == 0;
+    return gguf_kv_same(a, i, b, gguf_find_key(b, k, kl));
 }
 
 /* The removal list's key (the edits file's). */

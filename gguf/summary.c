@@ -177,16 +177,6 @@ static enum gguf_status diff_line(const gguf_ctx *before, int64_t bi,
     return st;
 }
 
-/* True if key i of a has the same type and value as key j of b. */
-static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b,
-                    int64_t j) {
-    size_t al, bl;
-    const uint8_t *ap = gguf_kv_payload(a, i, &al);
-    const uint8_t *bp = gguf_kv_payload(b, j, &bl);
-    return gguf_kv_type(a, i) == gguf_kv_type(b, j) && al == bl &&
-           memcmp(ap, bp, al) == 0;
-}
-
 enum gguf_status gguf_diff_summary(const gguf_ctx *before,
                                    const gguf_ctx *after, size_t max_lines,
                                    struct gguf_buf *out, uint64_t *n_diff,
@@ -197,8 +187,7 @@ enum gguf_status gguf_diff_summary(const gguf_ctx *before,
         size_t klen;
         const char *key = gguf_kv_key(after, i, &klen);
         int64_t j = before ? gguf_find_key(before, key, klen) : -1;
-        if (gguf_kv_is_padding(after, i) ||
-            (j >= 0 && same_kv(before, j, after, i)))
+        if (gguf_kv_is_padding(after, i) || gguf_kv_same(before, j, after, i))
             continue;
         if ((*n_diff)++ < max_lines)
             st = diff_line(before, j, after, i, out, err);

@@ -218,10 +218,11 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
         hd = curl_slist_append(hd, s->data);
     /* Model bytes as they are on the server, never compressed. */
     hd = curl_slist_append(hd, "Accept-Encoding: identity");
-    if (!r->q.head && !r->q.probing && h->id.etag[0]) {
+    /* Conditional on the version recorded (none yet at the probe). */
+    if (!r->q.head && h->id.etag[0]) {
         snprintf(line, sizeof line, "If-Match: %s", h->id.etag);
         hd = curl_slist_append(hd, line);
-    } else if (!r->q.head && !r->q.probing && h->id.lastmod[0]) {
+    } else if (!r->q.head && h->id.lastmod[0]) {
         snprintf(line, sizeof line, "If-Unmodified-Since: %s", h->id.lastmod);
         hd = curl_slist_append(hd, line);
     }
@@ -295,13 +296,14 @@ static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
         CURLcode rc = perform(h, c, url, creds, r, deadline, errbuf);
         char *next = NULL;
         if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->bad_body)) {
-            if (tls_error(rc))
+            int tls = tls_error(rc); /* retrying changes nothing */
+            if (tls)
                 snprintf(msg, n, "TLS failed (%s): is it an http:// server?",
                          curl_easy_strerror(rc));
             else
                 snprintf(msg, n, "%s",
                          errbuf[0] ? errbuf : curl_easy_strerror(rc));
-            o = tls_error(rc) ? RMT_FATAL : RMT_RETRY;
+            o = tls ? RMT_FATAL : RMT_RETRY;
             break;
         }
         long st = r->a.status;

@@ -12,10 +12,11 @@
  * the file's size and identity: a strong ETag, else Last-Modified (else
  * the size alone, with a warning).  Every ranged request after that is
  * conditional (If-Match on the ETag, else If-Unmodified-Since) and its
- * answer is checked (206, Content-Range with the same total size, the
- * same ETag or Last-Modified when sent): a file changed on the server
- * makes reads of bytes not cached fail with EIO and one log line; bytes of
- * two versions are never served.  The cache is keyed by URL + identity +
+ * answer is used only if it is exactly what was asked, of that version
+ * (answer.c's rules: the range, the size, no encoding, the recorded
+ * validator present and equal): a file changed on the server makes reads
+ * of bytes not cached fail with EIO and one log line; bytes of two
+ * versions are never served.  The cache is keyed by URL + identity +
  * size, so versions never mix there either.
  *
  * Credentials.  Extra headers (-o header=FILE) and HF_TOKEN (hf:// only,
@@ -25,7 +26,11 @@
  *
  * Faults.  Connect and low-speed timeouts (timeout seconds each), a bound
  * on each request (8 x timeout), retries with backoff (0.5 s, 1 s, 2 s)
- * on network errors, 5xx and 429, then EIO; a 403/410 from a redirected
+ * on network errors, 5xx, 429 and answers not as asked, then EIO; one
+ * rmt_read waits at most the sum of those (its own requests and the
+ * readahead it waits for end by one deadline), and for a second after a
+ * failure reads of bytes not cached fail at once (source.c, Failures);
+ * a TLS handshake failure is not retried; a 403/410 from a redirected
  * URL (an expired signed URL) is resolved again from the original.  A
  * 401/403/404, or a server that ignores Range, at open: one line naming
  * the URL and the status, rmt_open fails.

@@ -293,6 +293,9 @@ uint64_t gguf_kv_arr_n(const gguf_ctx *ctx, int64_t i);
 /* The value's on-disk bytes after the uint32 type field (for an array:
  * elem type, count, elements).  Valid until the key is edited. */
 const uint8_t *gguf_kv_payload(const gguf_ctx *ctx, int64_t i, size_t *len);
+/* True if key i of a and key j of b hold the same type and value (the
+ * same payload bytes); false if either index is out of range. */
+bool gguf_kv_same(const gguf_ctx *a, int64_t i, const gguf_ctx *b, int64_t j);
 /* Type as shown to users: "uint32", "string", "array[string]",
  * "array[array]"; writes into buf (>= 32 bytes) and returns buf. */
 const char *gguf_kv_type_str(const gguf_ctx *ctx, int64_t i, char *buf,
