@@ -413,12 +413,6 @@ static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b) {
     return gguf_kv_same(a, i, b, gguf_find_key(b, k, kl));
 }
 
-/* The removal list's key (the edits file's). */
-static bool is_removals(const char *k, size_t kl) {
-    return kl == sizeof GGUF_REMOVED_KEY - 1 &&
-           memcmp(k, GGUF_REMOVED_KEY, kl) == 0;
-}
-
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err) {
@@ -429,7 +423,7 @@ enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
         const char *k = gguf_kv_key(ov, i, &kl);
         if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
             continue;
-        if (is_removals(k, kl)) {
+        if (gguf_edits_is_removal(ov, i)) {
             int64_t before = gguf_n_kv(ctx);
             st = gguf_edits_apply_kv(ctx, ov, i, err);
             *removed += before - gguf_n_kv(ctx);
@@ -462,20 +456,6 @@ static void value_hash(const gguf_ctx *ctx, const char *k, size_t kl,
              (uint64_t)x.high64, (uint64_t)x.low64);
 }
 
-/* The next string of an array-of-strings payload (p, n bytes, already
- * validated by the parser) at *off into s, sl; false at its end. */
-static bool next_str(const uint8_t *p, size_t n, size_t *off, const char **s,
-                     size_t *sl) {
-    if (*off == 0)
-        *off = 12;
-    if (*off + 8 > n)
-        return false;
-    *sl = (size_t)gguf_rd64(p + *off);
-    *s = (const char *)p + *off + 8;
-    *off += 8 + *sl;
-    return true;
-}
-
 /* Whether key k's value in src is the one the overlay ov recorded as its
  * base (K_BASE, its bi-th key); false when ov recorded none for k.  The
  * bases are in the order of the keys they are for, so the search starts
@@ -484,13 +464,15 @@ static bool next_str(const uint8_t *p, size_t n, size_t *off, const char **s,
 static bool base_is(const gguf_ctx *ov, int64_t bi, const gguf_ctx *src,
                     const char *k, size_t kl, size_t *cur) {
     char h[BASE_HASH_LEN + 1];
-    const char *e;
-    size_t n, el, start = *cur ? *cur : 12;
+    size_t n, el;
+    uint64_t start = *cur ? *cur : 12;
     const uint8_t *p = gguf_kv_payload(ov, bi, &n);
-    /* From start to the end, then from the first base to start. */
+    /* From start to the end, then from the first base to start (the
+     * payload was validated by the parser: whole strings to its end). */
     for (int pass = 0; pass < 2; pass++) {
-        size_t off = pass ? 12 : start, end = pass ? start : n;
-        while (off < end && next_str(p, n, &off, &e, &el)) {
+        uint64_t off = pass ? 12 : start, end = pass ? start : n;
+        while (off < end) {
+            const char *e = gguf_edits_next_name(p, &off, &el);
             const char *sp = memchr(e, ' ', el);
             if (!sp || (size_t)(e + el - sp - 1) != kl ||
                 memcmp(sp + 1, k, kl) != 0)
@@ -521,11 +503,11 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
     *based = bi >= 0 && gguf_kv_type(ov, bi) == GGUF_TYPE_ARRAY &&
              gguf_kv_arr_type(ov, bi) == GGUF_TYPE_STRING;
     for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
-        size_t kl, pl, off = 0;
+        size_t kl, pl;
         const char *k = gguf_kv_key(ov, i, &kl);
         if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
             continue;
-        if (!is_removals(k, kl)) {
+        if (!gguf_edits_is_removal(ov, i)) {
             /* Set: no conflict when upstream holds the overlay's value. */
             if (!same_kv(ov, i, src) &&
                 !(*based && base_is(ov, bi, src, k, kl, &cur)))
@@ -535,12 +517,13 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
         if (gguf_kv_arr_type(ov, i) != GGUF_TYPE_STRING)
             continue; /* applying it says what is wrong */
         const uint8_t *p = gguf_kv_payload(ov, i, &pl);
-        const char *r;
         size_t rl;
-        while (st == GGUF_OK && next_str(p, pl, &off, &r, &rl))
+        for (uint64_t off = 12; st == GGUF_OK && off < pl;) {
+            const char *r = gguf_edits_next_name(p, &off, &rl);
             if (gguf_find_key(src, r, rl) >= 0 &&
                 !(*based && base_is(ov, bi, src, r, rl, &cur)))
                 st = add_name(names, n, r, rl);
+        }
     }
     return st == GGUF_OK ? GGUF_OK
                          : gguf_fail(err, st, "out of memory comparing keys");
