@@ -466,28 +466,39 @@ void gfs_overlay_note(const char *path, const char *file) {
 
 /* ---- ggufs --overlay-apply / --overlay-drop ------------------------- */
 
-/* The GGUF (set) of file opened read-write after recovery, locked against
- * mounts: *v, *n.  0, or -1 after one line. */
-static int open_source(const char *file, const char *path, gguf_ctx ***v,
-                       int *n) {
+/* The GGUF (set) of file: *v, *n.  For writing (--overlay-apply): opened
+ * read-write after recovery, locked exclusively against mounts.  For
+ * reading only (--overlay-rebase, which never writes the source): refused
+ * while a commit is interrupted (recovering would write), locked shared (a
+ * read-write mount, whose lock is exclusive, may be committing).  0, or -1
+ * after one line. */
+static int open_source(const char *file, const char *path, int write,
+                       gguf_ctx ***v, int *n) {
     struct gguf_error err = {0};
     struct gguf_file f;
     bool did = false;
     char bad[PATH_MAX + 64] = "";
     int r = -1;
-    if (gguf_file_open(&f, path, 1, &err) != GGUF_OK ||
-        gguf_recover_file(&f, &did, &err) != GGUF_OK) {
+    if (!write && gguf_commit_interrupted(path)) {
+        fprintf(stderr,
+                "ggufs: %s: a commit of this file was interrupted: "
+                "'ggufs --recover %s' completes it first\n",
+                file, file);
+        return -1;
+    }
+    if (gguf_file_open(&f, path, write, &err) != GGUF_OK ||
+        (write && gguf_recover_file(&f, &did, &err) != GGUF_OK)) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
     }
-    if (gguf_open_set(path, &f, GGUF_OPEN_RDWR, v, n, bad, sizeof bad, &err) !=
-        GGUF_OK) {
+    if (gguf_open_set(path, &f, write ? GGUF_OPEN_RDWR : 0, v, n, bad,
+                      sizeof bad, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file, err.msg);
         goto out;
     }
-    if (flock(gguf_fd((*v)[0]), LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "ggufs: %s: mounted or locked by another program\n",
-                file);
+    if (flock(gguf_fd((*v)[0]), (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+        fprintf(stderr, "ggufs: %s: mounted%s or locked by another program\n",
+                file, write ? "" : " read-write");
         gguf_close_set(*v, *n);
         *v = NULL;
         goto out;
@@ -532,7 +543,7 @@ int gfs_overlay_apply(const char *file, const char *opt) {
         goto out;
     }
     if (locate(file, path, opt, &opath, shown, sizeof shown) != 0 ||
-        open_source(file, path, &v, &n) != 0 ||
+        open_source(file, path, 1, &v, &n) != 0 ||
         (lock = take_lock(file, path, opath, shown, NULL, 0)) < 0)
         goto out;
     if (gguf_overlay_identify(v, n, path, false, NULL, &id, &err) != GGUF_OK) {
@@ -644,7 +655,6 @@ static int rebase_open(const char *file, const char *path, struct gfs **rfs,
                        gguf_ctx ***v, int *n, struct gguf_overlay_id *id) {
     struct gguf_error err = {0};
     char bad[PATH_MAX + 64] = "", ident[512];
-    struct gguf_file f;
     if (gfs_remote_is(path)) {
         struct gfs_remote_opts ro = {.retries = -1,
                                      .hf = strncmp(file, "hf://", 5) == 0};
@@ -658,30 +668,8 @@ static int rebase_open(const char *file, const char *path, struct gfs **rfs,
         *n = (*rfs)->n_shards;
         if (gfs_remote_identity(*rfs, ident, sizeof ident) != 0)
             return fprintf(stderr, "ggufs: %s: out of memory\n", file), -1;
-    } else {
-        if (gguf_commit_interrupted(path)) {
-            fprintf(stderr,
-                    "ggufs: %s: a commit of this file was interrupted: "
-                    "'ggufs --recover %s' completes it first\n",
-                    file, file);
-            return -1;
-        }
-        if (gguf_file_open(&f, path, 0, &err) != GGUF_OK)
-            return fprintf(stderr, "ggufs: %s: %s\n", file, err.msg), -1;
-        enum gguf_status st =
-            gguf_open_set(path, &f, 0, v, n, bad, sizeof bad, &err);
-        gguf_file_close(&f);
-        if (st != GGUF_OK)
-            return fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file,
-                           err.msg),
-                   -1;
-        /* A read-write mount (its flock exclusive) may be committing. */
-        if (flock(gguf_fd((*v)[0]), LOCK_SH | LOCK_NB) != 0)
-            return fprintf(stderr,
-                           "ggufs: %s: mounted read-write or locked by "
-                           "another program\n",
-                           file),
-                   -1;
+    } else if (open_source(file, path, 0, v, n) != 0) {
+        return -1;
     }
     if (gguf_overlay_identify(*v, *n, path, *rfs != NULL, *rfs ? ident : NULL,
                               id, &err) != GGUF_OK)
