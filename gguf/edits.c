@@ -168,3 +168,42 @@ enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
         return GGUF_OK; /* unchanged (general.alignment among them) */
     return gguf_set_payload(ctx, key, kl, gguf_kv_type(e, i), p, pl, err);
 }
+
+void gguf_edits_list_name(struct gguf_buf *b, const char *k, size_t kl) {
+    char q[GGUF_QUOTE_MAX];
+    if (b->len > 400) {
+        if (b->len < 405)
+            (void)gguf_buf_add(b, ", ...", 5);
+        return;
+    }
+    gguf_quote(q, sizeof q, k, kl);
+    if (b->len)
+        (void)gguf_buf_add(b, ", ", 2);
+    (void)gguf_buf_add(b, q, strlen(q));
+}
+
+enum gguf_status gguf_edits_apply(gguf_ctx *ctx, const gguf_ctx *e,
+                                  struct gguf_buf *names, int64_t *set,
+                                  int64_t *removed, struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    *set = *removed = 0;
+    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++) {
+        size_t kl;
+        const char *k = gguf_kv_key(e, i, &kl);
+        if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(e, i))
+            continue;
+        if (gguf_edits_is_removal(e, i)) {
+            int64_t before = gguf_n_kv(ctx);
+            st = gguf_edits_apply_kv(ctx, e, i, err);
+            *removed += before - gguf_n_kv(ctx);
+            continue;
+        }
+        if (gguf_kv_same(e, i, ctx, gguf_find_key(ctx, k, kl)))
+            continue;
+        if (names)
+            gguf_edits_list_name(names, k, kl);
+        ++*set;
+        st = gguf_edits_apply_kv(ctx, e, i, err);
+    }
+    return st;
+}

@@ -471,6 +471,16 @@ enum gguf_status gguf_edits_serialize_led(const gguf_ctx *ctx,
  * them), any other is set (an existing key keeps its place). */
 enum gguf_status gguf_edits_apply_kv(gguf_ctx *ctx, const gguf_ctx *e,
                                      int64_t i, struct gguf_error *err);
+/* Applies every key of the edits file e to ctx (gguf_edits_apply_kv), the
+ * filler and an overlay's own keys left out: *set counts the keys changed
+ * or added (listed in names, if not NULL, by gguf_edits_list_name),
+ * *removed the keys removed.  Overlays, saved edits. */
+enum gguf_status gguf_edits_apply(gguf_ctx *ctx, const gguf_ctx *e,
+                                  struct gguf_buf *names, int64_t *set,
+                                  int64_t *removed, struct gguf_error *err);
+/* Appends key k (quoted) to the list in b, ", " between; past about 400
+ * bytes only "...": for one-line messages. */
+void gguf_edits_list_name(struct gguf_buf *b, const char *k, size_t kl);
 /* True if KV i of the edits file e is its list of removed keys. */
 bool gguf_edits_is_removal(const gguf_ctx *e, int64_t i);
 /* The next name of a removal list's payload p (uint32 type, uint64

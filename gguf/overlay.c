@@ -416,25 +416,7 @@ static bool same_kv(const gguf_ctx *a, int64_t i, const gguf_ctx *b) {
 enum gguf_status gguf_overlay_apply(gguf_ctx *ctx, const gguf_ctx *ov,
                                     int64_t *set, int64_t *removed,
                                     struct gguf_error *err) {
-    enum gguf_status st = GGUF_OK;
-    *set = *removed = 0;
-    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(ov); i++) {
-        size_t kl;
-        const char *k = gguf_kv_key(ov, i, &kl);
-        if (gguf_key_is_overlay(k, kl) || gguf_kv_is_padding(ov, i))
-            continue;
-        if (gguf_edits_is_removal(ov, i)) {
-            int64_t before = gguf_n_kv(ctx);
-            st = gguf_edits_apply_kv(ctx, ov, i, err);
-            *removed += before - gguf_n_kv(ctx);
-            continue;
-        }
-        if (same_kv(ov, i, ctx))
-            continue;
-        st = gguf_edits_apply_kv(ctx, ov, i, err);
-        ++*set;
-    }
-    return st;
+    return gguf_edits_apply(ctx, ov, NULL, set, removed, err);
 }
 
 /* The hash text of key k's value in ctx (type and payload, as same_kv

@@ -125,8 +125,8 @@ enum gguf_status gguf_pending_apply(gguf_ctx *ctx, bool *found,
     st = gguf_open_mem(&e, edits, n, GGUF_OPEN_ALLOW_NESTED, err);
     if (st != GGUF_OK)
         goto out;
-    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
-        st = gguf_edits_apply_kv(ctx, e, i, err);
+    int64_t set, removed;
+    st = gguf_edits_apply(ctx, e, NULL, &set, &removed, err);
 out:
     if (e)
         gguf_close(e);
@@ -241,8 +241,9 @@ enum gguf_status gguf_pending_show(const char *path, size_t max_lines,
             goto out;
         }
     }
-    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++)
-        st = gguf_edits_apply_kv(after, e, i, err);
+    int64_t set, removed;
+    if (st == GGUF_OK)
+        st = gguf_edits_apply(after, e, NULL, &set, &removed, err);
     if (st == GGUF_OK)
         st = gguf_diff_summary(before, after, max_lines, out, n_diff, err);
 out:

@@ -174,29 +174,13 @@ static bool listed_removed(const gguf_ctx *e, const char *key, size_t kl) {
     if (r < 0 || gguf_kv_arr_type(e, r) != GGUF_TYPE_STRING)
         return false;
     const uint8_t *p = gguf_kv_payload(e, r, &pl);
-    uint64_t off = 12; /* element type, count; validated by the parser */
-    for (uint64_t k = 0; k < gguf_kv_arr_n(e, r) && off + 8 <= pl; k++) {
-        uint64_t sl = gguf_rd64(p + off);
-        if (sl == kl && memcmp(p + off + 8, key, kl) == 0)
+    for (uint64_t off = 12; off < pl;) { /* validated by the parser */
+        size_t sl;
+        const char *name = gguf_edits_next_name(p, &off, &sl);
+        if (sl == kl && memcmp(name, key, kl) == 0)
             return true;
-        off += 8 + sl;
     }
     return false;
-}
-
-/* Appends name to the list in b (", " between; at most about 400 bytes,
- * then "..."); for the one-line messages. */
-static void list_name(struct gguf_buf *b, const char *k, size_t kl) {
-    char q[GGUF_QUOTE_MAX];
-    if (b->len > 400) {
-        if (b->len < 405)
-            (void)gguf_buf_add(b, ", ...", 5);
-        return;
-    }
-    gguf_quote(q, sizeof q, k, kl);
-    if (b->len)
-        (void)gguf_buf_add(b, ", ", 2);
-    (void)gguf_buf_add(b, q, strlen(q));
 }
 
 /* Refuses what cannot be a file of saved edits (tensors, an overlay's
@@ -229,7 +213,7 @@ static enum gguf_status saved_check(const gguf_ctx *ctx, const gguf_ctx *e,
         const char *k = gguf_kv_key(ctx, i, &kl);
         if (!gguf_kv_is_padding(ctx, i) && gguf_find_key(e, k, kl) < 0 &&
             !listed_removed(e, k, kl))
-            list_name(names, k, kl);
+            gguf_edits_list_name(names, k, kl);
     }
     if (names->len)
         return gguf_fail(err, GGUF_E_CHANGED,
@@ -246,25 +230,7 @@ enum gguf_status gguf_saved_apply(gguf_ctx *ctx, const gguf_ctx *e,
     *set = *nremoved = 0;
     names->len = 0;
     enum gguf_status st = saved_check(ctx, e, names, err);
-    for (int64_t i = 0; st == GGUF_OK && i < gguf_n_kv(e); i++) {
-        size_t kl, pl, cl;
-        const char *k = gguf_kv_key(e, i, &kl);
-        const uint8_t *p = gguf_kv_payload(e, i, &pl);
-        int64_t j = gguf_find_key(ctx, k, kl);
-        const uint8_t *cur = j >= 0 ? gguf_kv_payload(ctx, j, &cl) : NULL;
-        if (gguf_edits_is_removal(e, i)) {
-            int64_t before = gguf_n_kv(ctx);
-            st = gguf_edits_apply_kv(ctx, e, i, err);
-            *nremoved += before - gguf_n_kv(ctx);
-            continue;
-        }
-        if (gguf_kv_is_padding(e, i) ||
-            (cur && gguf_kv_type(ctx, j) == gguf_kv_type(e, i) && cl == pl &&
-             memcmp(cur, p, pl) == 0))
-            continue;
-        list_name(names, k, kl);
-        ++*set;
-        st = gguf_edits_apply_kv(ctx, e, i, err);
-    }
+    if (st == GGUF_OK)
+        st = gguf_edits_apply(ctx, e, names, set, nremoved, err);
     return st;
 }
