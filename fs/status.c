@@ -120,7 +120,7 @@ static int addf(struct gguf_buf *b, const char *fmt, ...) {
 static gguf_ctx *before_edits(struct gfs *fs) {
     gguf_ctx *c = NULL;
     struct gguf_error err = {0};
-    if (!fs->overlay && !fs->remote && gguf_fd(fs->ctx) >= 0)
+    if (!fs->overlay && gguf_fd(fs->ctx) >= 0) /* a remote one has none */
         return gguf_reopen(fs->ctx, &c, &err) == GGUF_OK ? c : NULL;
     return gguf_open_original(&c, fs->ctx, GGUF_OPEN_ALLOW_NESTED, &err) ==
                    GGUF_OK
