@@ -87,19 +87,10 @@ char *rmt_display_url(const char *url) {
         curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_URL, &shown, 0) == CURLUE_OK)
         out = strdup(shown);
+    else /* not a URL libcurl takes (refused at open): its error names it */
+        out = strndup(url, strcspn(url, "?#"));
     curl_free(shown);
     curl_url_cleanup(u);
-    if (!out) { /* not a URL libcurl takes: cut at '?' and '@' by hand */
-        const char *q = strpbrk(url, "?#"), *at = strchr(url, '@');
-        const char *start = strstr(url, "://");
-        size_t n = q ? (size_t)(q - url) : strlen(url);
-        if (start && at && at < url + n)
-            return asprintf(&out, "%.*s%.*s", (int)(start + 3 - url), url,
-                            (int)(url + n - at - 1), at + 1) < 0
-                       ? NULL
-                       : out;
-        out = strndup(url, n);
-    }
     return out;
 }
 
