@@ -87,9 +87,9 @@ struct cat_list {
 typedef void (*cat_log_fn)(void *u, const char *line);
 
 /* The kind of store the directory dirfd holds, from its layout: ollama
- * (manifests/ and blobs/), the HF cache (models--*--*/snapshots), else
- * CAT_DIR (LM Studio's tree is a folder of GGUFs: CAT_LMSTUDIO only when
- * forced, the same walk).  Never fails: CAT_DIR when unsure. */
+ * (manifests/ and blobs/), the HF cache (models--OWNER--REPO/snapshots),
+ * else CAT_DIR (LM Studio's tree is a folder of GGUFs: CAT_LMSTUDIO only
+ * when forced, the same walk).  Never fails: CAT_DIR when unsure. */
 enum cat_kind cat_detect(int dirfd);
 /* "ollama", "hf", "lmstudio", "dir", "hub" <-> the kind; CAT_NONE if none. */
 enum cat_kind cat_kind_named(const char *s);
@@ -108,6 +108,13 @@ int cat_scan(int dirfd, enum cat_kind kind, struct cat_list *out,
 uint64_t cat_stamp(int dirfd, enum cat_kind kind);
 
 void cat_list_free(struct cat_list *l);
+
+/* Opens a local store's file f (its path beneath dirfd, no symlink left in
+ * it) with flags (O_RDONLY, O_RDWR; O_NOFOLLOW and O_CLOEXEC are added),
+ * and checks that it is the file the scan saw (dev/ino): -1 with errno
+ * ESTALE if the store changed since, ELOOP/EXDEV if the path now holds a
+ * symlink. */
+int cat_open_file(int dirfd, const struct cat_file *f, int flags);
 
 /* The Hub: the GGUF files of hf://OWNER/REPO[@REV] (catalog/hub.c), from
  * $HF_ENDPOINT/api/models/OWNER/REPO/tree/REV?recursive=true, following
