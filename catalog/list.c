@@ -235,9 +235,16 @@ void cat_cands_group(struct cat_scan *s, struct cat_cands *c,
 
 /* ---- the finished list ------------------------------------------------ */
 
+/* By name; two of one name by their first file's path (then the number
+ * of files), so that which one a duplicate check keeps does not depend on
+ * the order readdir gave. */
 static int model_cmp(const void *a, const void *b) {
-    return strcmp(((const struct cat_model *)a)->name,
-                  ((const struct cat_model *)b)->name);
+    const struct cat_model *x = a, *y = b;
+    int d = strcmp(x->name, y->name);
+    if (d || !x->n_files || !y->n_files)
+        return d ? d : (x->n_files > y->n_files) - (x->n_files < y->n_files);
+    d = strcmp(x->files[0].path, y->files[0].path);
+    return d ? d : (x->n_files > y->n_files) - (x->n_files < y->n_files);
 }
 
 /* True if some model's name starts with the directory name/ (l sorted). */

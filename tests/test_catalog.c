@@ -332,21 +332,26 @@ START_TEST(folder_hostile) {
        "ln -s tiny-a.gguf inside.gguf && ln -s ../outside.gguf out.gguf && "
        "mkdir -p %s && cp tiny-a.gguf %sdeep.gguf && "
        "cp tiny-a.gguf part-00002-of-00002.gguf && mkdir tiny-a && "
-       "cp tiny-a.gguf tiny-a/q8.gguf && mkdir .git && cp tiny-a.gguf .git/x.gguf",
+       "cp tiny-a.gguf tiny-a/q8.gguf && mkdir .git && cp tiny-a.gguf .git/x.gguf "
+       "&& cp tiny-a.gguf dup.gguf && for i in 1 2; do "
+       "cp tiny-split-0000$i-of-00002.gguf dup-0000$i-of-00002.gguf; done",
        store, deep, deep);
     ck_assert_int_eq(scan(CAT_DIR, &l, &lg), 0);
     static const char *const bad[] = {
         "fifo.gguf: not a regular file", "out.gguf: leaves the store",
         "part: shard set incomplete",
-        "d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d: deeper than 16"};
+        "d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d: deeper than 16",
+        /* the set's first file sorts before dup.gguf: the set is kept */
+        "dup.gguf: a second model named dup, left out"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(logged(&lg, bad[i]) == 1, "no line: %s", bad[i]);
     ck_assert_int_eq(lg.n, sizeof bad / sizeof *bad);
-    static const char *const names[] = {"inside",     "sub/tiny-b",
-                                        "tiny-a/q8",  "tiny-a@model",
-                                        "tiny-split", NULL};
+    static const char *const names[] = {
+        "dup",          "inside",     "sub/tiny-b", "tiny-a/q8",
+        "tiny-a@model", "tiny-split", NULL};
     names_are(&l, names);
     ck_assert_str_eq(find(&l, "inside")->files[0].path, "tiny-a.gguf");
+    ck_assert_uint_eq(find(&l, "dup")->n_files, 2);
     cat_list_free(&l);
     cleanup();
 }
