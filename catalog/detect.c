@@ -98,7 +98,8 @@ static void stamp_file(void *u, const char *rel, unsigned char t) {
     (void)u, (void)rel, (void)t;
 }
 
-/* The directories of manifests/ down to the model level (3 below it). */
+/* The directories of manifests/ down to the model level (host,
+ * namespace, model: depth 0 to 2), the models' by a stat each. */
 static void stamp_manifests(uint64_t *h, int fd, int depth) {
     DIR *d = cat_opendir(fd, "");
     struct dirent *e;
@@ -107,10 +108,13 @@ static void stamp_manifests(uint64_t *h, int fd, int depth) {
         return;
     if (fstat(dirfd(d), &st) == 0)
         mix_stat(h, &st);
-    for (size_t n = 0; depth < 3 && n < CAT_MAX_DIRENTS && (e = readdir(d));
-         n++) {
+    for (size_t n = 0; n < CAT_MAX_DIRENTS && (e = readdir(d)); n++) {
         if (e->d_name[0] == '.' || !is_dir_at(dirfd(d), e->d_name))
             continue;
+        if (depth == 2) { /* a model's directory: its tags are its entries */
+            mix_at(h, dirfd(d), e->d_name);
+            continue;
+        }
         int sub = cat_open_plain(dirfd(d), e->d_name, O_PATH | O_DIRECTORY);
         if (sub >= 0) {
             stamp_manifests(h, sub, depth + 1);

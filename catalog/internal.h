@@ -39,8 +39,10 @@ void cat_logf(struct cat_scan *s, const char *fmt, ...)
 /* Resolves rel (relative to dirfd, the store) into the file it names,
  * every symlink followed only while it stays beneath dirfd: an absolute
  * target, a ".." above the store, more than CAT_MAX_LINKS links or a path
- * longer than CAT_MAX_PATH is refused.  Walked by descriptors (openat
- * O_PATH|O_NOFOLLOW one component at a time), so a directory swapped for
+ * longer than CAT_MAX_PATH is refused.  A canonical path holding no
+ * symlink is opened as it is (cat_open_plain); any other is walked by
+ * descriptors (O_PATH|O_NOFOLLOW one component at a time), so a
+ * directory swapped for
  * a symlink during the walk cannot lead out; where the kernel has openat2
  * the same path is also opened with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS
  * and must reach the same file.  On success *canon (malloc'ed) is the

@@ -24,7 +24,14 @@ static int sys_openat2(int dirfd, const char *path, int flags,
                        uint64_t resolve) {
 #if defined(SYS_openat2) && !defined(CAT_NO_OPENAT2)
     struct open_how how = {.flags = (uint64_t)flags, .resolve = resolve};
-    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    int fd, tries = 0;
+    /* EAGAIN: a rename anywhere on the system during a RESOLVE_BENEATH
+     * walk with ".." (openat2(2) asks the caller to try again); still
+     * EAGAIN after that, the callers walk by hand */
+    do
+        fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    while (fd < 0 && errno == EAGAIN && ++tries < 16);
+    return fd;
 #else
     (void)dirfd, (void)path, (void)flags, (void)resolve;
     errno = ENOSYS;
@@ -72,7 +79,7 @@ int cat_open_plain(int dirfd, const char *rel, int flags) {
     int fd = sys_openat2(dirfd, rel, flags | O_NOFOLLOW | O_CLOEXEC,
                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                              RESOLVE_NO_MAGICLINKS);
-    if (fd >= 0 || errno != ENOSYS)
+    if (fd >= 0 || (errno != ENOSYS && errno != EAGAIN))
         return fd;
     return open_plain_by_hand(dirfd, rel, flags);
 }
@@ -223,8 +230,8 @@ static int res_confirm(int dirfd, const char *rel, const struct stat *st,
     int fd = sys_openat2(dirfd, rel, O_PATH | O_CLOEXEC,
                          RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
     struct stat k;
-    if (fd < 0 && errno == ENOSYS)
-        return 0;
+    if (fd < 0 && (errno == ENOSYS || errno == EAGAIN))
+        return 0; /* no opinion: the walk by descriptors stands */
     if (fd < 0) {
         *why = errno == EXDEV ? "leaves the store" : "cannot open";
         return -1;
@@ -235,6 +242,44 @@ static int res_confirm(int dirfd, const char *rel, const struct stat *st,
     if (!same) {
         *why = "changed while walked";
         errno = ESTALE;
+        return -1;
+    }
+    return 0;
+}
+
+/* True if rel is already canonical: relative, no empty, "." or ".."
+ * component. */
+static bool canonical(const char *rel) {
+    for (const char *p = rel;; p++) {
+        size_t len = strcspn(p, "/");
+        if (len == 0 || (len == 1 && p[0] == '.') ||
+            (len == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += len;
+        if (!*p)
+            return true;
+    }
+}
+
+/* The common case first: a canonical path without any symlink is its
+ * own answer (one open, one fstat).  1 when it is not that case. */
+static int resolve_plain(int dirfd, const char *rel, char **canon,
+                         struct stat *st, const char **why) {
+    if (!canonical(rel))
+        return 1;
+    int fd = cat_open_plain(dirfd, rel, O_PATH);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            return 1; /* ELOOP (a symlink on the way), ...: walk it */
+        *why = "missing";
+        return -1;
+    }
+    int ok = fstat(fd, st) == 0;
+    close(fd);
+    if (ok && S_ISLNK(st->st_mode))
+        return 1; /* O_PATH|O_NOFOLLOW opened the last symlink: walk it */
+    if (!ok || !(*canon = strdup(rel))) {
+        *why = ok ? "out of memory" : "cannot stat";
         return -1;
     }
     return 0;
@@ -251,6 +296,10 @@ int cat_resolve(int dirfd, const char *rel, char **canon, struct stat *st,
         errno = EXDEV;
         return -1;
     }
+    int plain = resolve_plain(dirfd, rel, canon, st, why);
+    if (plain <= 0)
+        return plain;
+    *why = NULL;
     memcpy(rest, rel, strlen(rel) + 1);
     for (size_t at = 0; !done;) {
         at += strspn(rest + at, "/");
