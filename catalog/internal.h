@@ -42,10 +42,9 @@ void cat_logf(struct cat_scan *s, const char *fmt, ...)
  * longer than CAT_MAX_PATH is refused.  A canonical path holding no
  * symlink is opened as it is (cat_open_plain); any other is walked by
  * descriptors (O_PATH|O_NOFOLLOW one component at a time), so a
- * directory swapped for
- * a symlink during the walk cannot lead out; where the kernel has openat2
- * the same path is also opened with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS
- * and must reach the same file.  On success *canon (malloc'ed) is the
+ * directory swapped for a symlink during the walk cannot lead out; where
+ * the kernel has openat2 the same path is also opened with
+ * RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS and must reach the same file.  On success *canon (malloc'ed) is the
  * file's path relative to the store without symlinks, *st its lstat; 0.
  * Else -1 and *why says what is wrong (a static string), errno set. */
 int cat_resolve(int dirfd, const char *rel, char **canon, struct stat *st,
