@@ -112,8 +112,8 @@ void cat_list_free(struct cat_list *l);
 /* Opens a local store's file f (its path beneath dirfd, no symlink left in
  * it) with flags (O_RDONLY, O_RDWR; O_NOFOLLOW and O_CLOEXEC are added),
  * and checks that it is the file the scan saw (dev/ino): -1 with errno
- * ESTALE if the store changed since, ELOOP/EXDEV if the path now holds a
- * symlink. */
+ * ESTALE if the store changed since, another (ELOOP, ENOTDIR, EXDEV) if
+ * the path now holds a symlink. */
 int cat_open_file(int dirfd, const struct cat_file *f, int flags);
 
 /* The Hub: the GGUF files of hf://OWNER/REPO[@REV] (catalog/hub.c), from
