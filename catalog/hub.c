@@ -17,10 +17,10 @@
  * overlays as for any hf:// file.
  *
  * Hostile answers.  A page that is not JSON or not an array, a status but
- * 200, a page over HUB_PAGE_MAX bytes, more than HUB_MAX_PAGES pages, a
- * next page that is the page itself or on another origin: the listing
- * fails with one line naming the URL (the page's number when not the
- * first).  An entry that is not an object, lacks a string type or path,
+ * 200, a page over HUB_PAGE_MAX bytes or HUB_PAGE_VALUES values, more
+ * than HUB_MAX_PAGES pages, a next page that is the page itself or on
+ * another origin: the listing fails with one line naming the URL (the
+ * page's number when not the first).  An entry that is not an object, lacks a string type or path,
  * has a path that is absolute, empty, holds an empty, "." or ".."
  * component or is longer than CAT_MAX_PATH, or a GGUF without a
  * non-negative integer size: skipped with one log line (HUB_LOG_MAX of
@@ -38,9 +38,13 @@
 #include <string.h>
 
 #define HUB_PAGE_MAX ((size_t)16 << 20) /* bytes of one page */
-#define HUB_MAX_PAGES 1000              /* the Hub sends 1000 files a page */
-#define HUB_LOG_MAX 20                  /* skipped entries logged one by one */
-#define HUB_NAME_MAX 96                 /* the Hub's longest OWNER or REPO */
+#define HUB_MAX_PAGES 1000              /* ends a cycle of next links */
+/* Values parsed of one page: the parsed tree costs about 100 bytes a
+ * value, and a page of tiny values ("[0,0,...]") would make 16 MiB of
+ * text a gigabyte of tree.  The Hub's pages have about 10 a file. */
+#define HUB_PAGE_VALUES (1 << 18)
+#define HUB_LOG_MAX 20  /* skipped entries logged one by one */
+#define HUB_NAME_MAX 96 /* the Hub's longest OWNER or REPO */
 #define HUB_REV_MAX 255
 
 /* One listing. */
@@ -201,10 +205,25 @@ static void take_entry(struct hub *h, size_t i, json_t *e) {
         cat_cand_add(&h->s, &h->c, p, NULL, &f); /* takes f */
 }
 
+/* At least the number of JSON values in body, less one: every value but
+ * the first follows a ',', '[' or '{' (counted in strings too: more, never
+ * fewer). */
+static size_t json_values(const char *body, size_t len) {
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++)
+        k += body[i] == ',' || body[i] == '[' || body[i] == '{';
+    return k;
+}
+
 /* One page's body: a JSON array of entries.  0, or -1 with msg. */
 static int take_page(struct hub *h, const char *body, size_t len, char *msg,
                      size_t n) {
     json_error_t err;
+    if (json_values(body, len) > HUB_PAGE_VALUES) {
+        snprintf(msg, n, "%s: page %d has more than %d JSON values", h->shown,
+                 h->page, HUB_PAGE_VALUES);
+        return -1;
+    }
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
     if (!root || !json_is_array(root)) {
         if (root)

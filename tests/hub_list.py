@@ -13,7 +13,8 @@ shard left out, subfolders, LFS sizes, a name that needs escaping, the
 NAME@model rule, a revision (a commit hash, refs/pr/1), HF_TOKEN and
 -o header=FILE's headers sent with every page; then hostile answers: a
 next link to another origin (refused, nothing sent there), a page that is
-not JSON, not an array, larger than 16 MiB, a 404 repo, a next page that
+not JSON, not an array, larger than 16 MiB, of more than 2^18 values
+(the parsed tree's memory), a 404 repo, a next page that
 is itself, a cycle of pages (the bound: 1000 pages), entries of the wrong
 shape and paths with "..", absolute or empty components (skipped, one log
 line each naming the URL).  Finally every listed file opens with today's
@@ -177,6 +178,7 @@ def build(tmp, www, hub):
     hub.page("o/loop", "main", "a", [plain("a.gguf", 1)], nxt("o/loop", "b"))
     hub.page("o/loop", "main", "b", [], nxt("o/loop", "a"))
     hub.page("o/big", "main", "", "[" + " " * (16 << 20) + "]")
+    hub.page("o/many", "main", "", "[" + "0," * 300000 + "0]")
     return expect
 
 
@@ -262,7 +264,8 @@ def run(tmp, ngx, expect):
     # 5. hostile answers: one line naming the URL, exit 1
     cases = [("o/xo", "another origin"), ("o/nj", "page 2 is not JSON"), ("o/obj", "page 1 is not a JSON array"),
              ("o/missing", "HTTP 404 (not found)"), ("o/self", "page 1's next page is itself"),
-             ("o/loop", "more than 1000 pages"), ("o/big", "larger than 16777216 bytes")]
+             ("o/loop", "more than 1000 pages"), ("o/big", "larger than 16777216 bytes"),
+             ("o/many", "page 1 has more than 262144 JSON values")]
     for repo, what in cases:
         mark = ngx.log_mark()
         out, err = hublist(ngx, "hf://" + repo, ok=False)
