@@ -206,6 +206,8 @@ def run(tmp, ngx, expect):
     # 1. three pages, shard sets, subfolders, LFS sizes, escaping, NAME@model
     mark = ngx.log_mark()
     out, err = hublist(ngx, "hf://o/r")
+    if "not a repo URL" in err:
+        raise Fail("cat_hub_is_repo says hf://o/r is not a repo")
     rows = [tuple(ln.split("\t")) for ln in out.splitlines()]
     want = [(m, n, str(s), u) for m, n, s, u in main_rows]
     if rows != want:
@@ -278,6 +280,17 @@ def run(tmp, ngx, expect):
         if repo == "o/loop" and len(reqs) != 1000:
             raise Fail("hf://o/loop: %d page requests, expected the bound, 1000" % len(reqs))
         J.log("ok   hf://%s: %s (%d requests)" % (repo, lines[0], len(reqs)))
+
+    # 6. what is not hf://OWNER/REPO[@REV] is not a repo: no request
+    mark = ngx.log_mark()
+    for url in ("hf://o/r/x.gguf", "hf://o/r@a@b", "hf://../r", "hf://o/r@", "hf://o/r/", "hf://o",
+                "hf://o/r%2F..", "hf://o/r@x\ty"):
+        out, err = hublist(ngx, url, ok=False)
+        if "log: not a repo URL" not in err or "not hf://OWNER/REPO[@REVISION]" not in err:
+            raise Fail("%r was taken as a repo: %r" % (url, err))
+    if ngx.log_since(mark):
+        raise Fail("requests sent for URLs that are not repos: %s" % ngx.log_since(mark))
+    J.log("ok   8 URLs that are not hf://OWNER/REPO[@REVISION] refused without a request")
 
 
 if __name__ == "__main__":
