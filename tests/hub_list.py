@@ -19,16 +19,20 @@ is itself, a cycle of pages (the bound: 1000 pages), entries of the wrong
 shape and paths with "..", absolute or empty components (skipped, one log
 line each naming the URL).  Finally every listed file opens with today's
 hf:// machinery (rmt_open, /OWNER/REPO/resolve/REV/PATH with Range) and
-is the GGUF it was listed as.
+is the GGUF it was listed as.  A server of our own answers a page 503,
+then 429, then 200: the page is retried after the backoffs.
 Exit 0 pass, 1 fail, 77 skip (no nginx).
 """
 
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -112,6 +116,7 @@ def main():
         expect = build(tmp, www, hub)
         ngx = W.Nginx(os.path.join(tmp, "nginx"), www, LOCATIONS, http=hub.http())
         run(tmp, ngx, expect)
+        flaky()
     finally:
         if ngx:
             ngx.stop()
@@ -183,7 +188,9 @@ def build(tmp, www, hub):
 
 
 def hublist(ngx, url, *args, env=None, ok=True):
-    e = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:%d" % ngx.port, HF_TOKEN="hftok")
+    e = dict(os.environ, HF_TOKEN="hftok")
+    if ngx:
+        e["HF_ENDPOINT"] = "http://127.0.0.1:%d" % ngx.port
     e.update(env or {})
     p = subprocess.run([J.tool("HUBLIST")] + list(args) + [url], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, env=e, timeout=120)
@@ -291,6 +298,41 @@ def run(tmp, ngx, expect):
     if ngx.log_since(mark):
         raise Fail("requests sent for URLs that are not repos: %s" % ngx.log_since(mark))
     J.log("ok   8 URLs that are not hf://OWNER/REPO[@REVISION] refused without a request")
+
+
+class Flaky(http.server.BaseHTTPRequestHandler):
+    """A listing page answered 503, then 429, then 200: the listing's
+    requests are retried as a file's are."""
+    answers = [503, 429]
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        code = Flaky.answers.pop(0) if Flaky.answers else 200
+        body = json.dumps([plain("m.gguf", 7)]).encode() if code == 200 else b"busy"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def flaky():
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Flaky)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        e = {"HF_ENDPOINT": "http://127.0.0.1:%d" % srv.server_address[1]}
+        t0 = time.time()
+        out, err = hublist(None, "hf://o/flaky", env=e)
+        dt = time.time() - t0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    if out != "m\tm.gguf\t7\thf://o/flaky/m.gguf@main\n" or Flaky.answers or dt < 1.4:
+        raise Fail("a page answered 503, 429, 200: %r %r in %.2f s" % (out, err, dt))
+    J.log("ok   a page answered 503, 429, then 200: listed after the backoffs (%.2f s)" % dt)
 
 
 if __name__ == "__main__":

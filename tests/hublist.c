@@ -36,7 +36,7 @@ static int open_one(const struct cat_file *f, const struct rmt_opts *o) {
 }
 
 int main(int argc, char **argv) {
-    struct rmt_opts o = {.timeout = 5, .retries = 1, .log = to_stderr};
+    struct rmt_opts o = {.timeout = 5, .retries = -1, .log = to_stderr};
     int do_open = 0, i = 1, bad = 0;
     for (; i + 1 < argc; i++)
         if (strcmp(argv[i], "--open") == 0)
