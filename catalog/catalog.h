@@ -45,7 +45,8 @@ enum cat_kind { CAT_NONE, CAT_OLLAMA, CAT_HF, CAT_LMSTUDIO, CAT_DIR, CAT_HUB };
  * dev/ino are what the check saw: the opener compares them with the file
  * it opens, so that a swap between scan and open is refused.  The Hub:
  * path is the hf:// URL of the file at the listed revision
- * ("hf://OWNER/REPO/PATH@REV"), dev/ino 0.  name: the file name the model's
+ * ("hf://OWNER/REPO/PATH@REV", PATH's segments percent-encoded: hub.c),
+ * dev/ino 0.  name: the file name the model's
  * tools know it by (the snapshot's name, "x-00002-of-00003.gguf"): a shard
  * set's files are in shard order and named as the set. */
 struct cat_file {

@@ -25,6 +25,13 @@
  *      redirect).  Redirects never reach here.
  *   4. Header values are bounded copies; numbers are decimal digits only,
  *      without overflow; a header sent twice with two values is malformed.
+ *      Link's lines are joined (a value too long for the buffer is
+ *      marked, never cut).
+ *   5. A document (rmt_http_doc: a listing, not the file) is used only
+ *      from a 200, not encoded, within its bound, all its Content-Length
+ *      and no Link too long to keep; 5xx, 429 and 408 are retried as in
+ *      rule 3; anything else is RMT_FATAL (a bigger page will not shrink
+ *      on a second try).
  */
 #include "internal.h"
 
@@ -82,6 +89,28 @@ static void keep_text(struct rmt_answer *a, char *dst, size_t n,
     snprintf(dst, n, "%s", v);
 }
 
+/* Link: each line's value appended, joined by ", " (one header field
+ * sent as several lines means the same: RFC 9110, 5.3); longer than the
+ * buffer: link_long, never a cut value. */
+static void keep_link(struct rmt_answer *a, const char *v, size_t len) {
+    char t[RMT_LINK_MAX];
+    size_t have = strlen(a->link);
+    if (len >= sizeof t) {
+        a->link_long = 1;
+        return;
+    }
+    copy_value(t, sizeof t, v, len);
+    if (!t[0])
+        return;
+    if (have + 2 * (have > 0) + strlen(t) >= sizeof a->link) {
+        a->link_long = 1;
+        return;
+    }
+    if (have)
+        strcat(a->link, ", ");
+    strcat(a->link, t);
+}
+
 void rmt_answer_line(struct rmt_answer *a, const char *p, size_t len) {
     char v[256];
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
@@ -97,8 +126,12 @@ void rmt_answer_line(struct rmt_answer *a, const char *p, size_t len) {
     if (!colon)
         return;
     size_t kl = (size_t)(colon - p);
-    copy_value(v, sizeof v, colon + 1, len - kl - 1);
 #define IS(k) (kl == sizeof k - 1 && strncasecmp(p, k, kl) == 0)
+    if (IS("link")) {
+        keep_link(a, colon + 1, len - kl - 1);
+        return;
+    }
+    copy_value(v, sizeof v, colon + 1, len - kl - 1);
     if (IS("etag")) {
         keep_text(a, a->etag, sizeof a->etag, v);
     } else if (IS("last-modified")) {
@@ -169,6 +202,30 @@ enum rmt_verdict rmt_answer_check(const struct rmt_answer *a,
     if (st >= 500 || st == 429 || st == 408) {
         snprintf(msg, n, "HTTP %ld", st);
         return RMT_RETRY;
+    }
+    if (q->doc) {
+        if (st != 200)
+            snprintf(msg, n, "HTTP %ld%s", st,
+                     st == 404   ? " (not found)"
+                     : st == 401 ? " (authentication required)"
+                     : st == 403 ? " (forbidden)"
+                                 : "");
+        else if (!rmt_answer_identity_encoding(a))
+            snprintf(msg, n,
+                     "the server sends it encoded (Content-Encoding: %.64s)",
+                     a->encoding);
+        else if (q->overlong)
+            snprintf(msg, n, "larger than %llu bytes",
+                     (unsigned long long)q->len);
+        else if (a->link_long)
+            snprintf(msg, n, "a Link header longer than %d bytes",
+                     RMT_LINK_MAX - 1);
+        else if (a->has_clen && a->clen != q->got)
+            snprintf(msg, n, "%llu body bytes, Content-Length %llu",
+                     (unsigned long long)q->got, (unsigned long long)a->clen);
+        else
+            return RMT_OK;
+        return RMT_FATAL;
     }
     if (q->head) {
         if (st != 200) {

@@ -2,7 +2,9 @@
  * http.c - requests for a remote file with libcurl: hf:// resolution, the
  * identity asked at open, conditional ranged GETs, redirects followed here
  * (so that credentials never leave the user's origin), timeouts and
- * retries.  The rules are in remote.h; this file is their one place.
+ * retries; and the same for a small document (a listing: rmt_http_doc,
+ * used by doc.c).  The rules are in remote.h; this file is their one
+ * place.
  */
 #include "internal.h"
 
@@ -142,8 +144,13 @@ static int make_creds(struct rmt_http *h, int hf, char *msg, size_t n) {
 struct resp {
     struct rmt_answer a; /* the headers (answer.c) */
     struct rmt_ask q;    /* what was asked, what the body brought */
-    uint8_t *buf;        /* the body goes here (q.len bytes) */
-    int bad_body;        /* the body was refused: the transfer aborted */
+    uint8_t *buf;        /* the body goes here (q.len bytes; a document's
+                            grows up to q.len + 1: doc_cap) */
+    size_t doc_cap;
+    const char *start; /* a document's URL (else h->eff or h->url) */
+    char *final;       /* a document's URL after its redirects */
+    int nomem;         /* a document's buffer could not grow */
+    int bad_body;      /* the body was refused: the transfer aborted */
 };
 
 static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
@@ -151,15 +158,35 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
     return sz * nm;
 }
 
-/* The body, where it is what was asked: of a 206, at most q.len bytes, not
- * encoded.  Anything else aborts the transfer (answer.c's rule 1 then
- * says why). */
+/* A document's buffer made room for len more bytes and a NUL: grown as
+ * the body comes, never past q.len + 1.  0, or -1 (out of memory). */
+static int doc_room(struct resp *r, size_t len) {
+    size_t need = (size_t)r->q.got + len + 1;
+    if (need <= r->doc_cap)
+        return 0;
+    size_t cap = r->doc_cap ? r->doc_cap : 65536;
+    while (cap < need)
+        cap *= 2;
+    if (cap > (size_t)r->q.len + 1)
+        cap = (size_t)r->q.len + 1;
+    uint8_t *b = realloc(r->buf, cap);
+    if (!b)
+        return -1;
+    r->buf = b;
+    r->doc_cap = cap;
+    return 0;
+}
+
+/* The body, where it is what was asked: of a 206 (a document's: of a
+ * 200), at most q.len bytes, not encoded.  Anything else aborts the
+ * transfer (answer.c's rules 1 and 5 then say why). */
 static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
     struct resp *r = u;
     size_t len = sz * nm;
     if (r->a.status < 200 || r->a.status >= 300)
         return len; /* an error page or a redirect's body: ignored */
-    if (r->a.status != 206 || !rmt_answer_identity_encoding(&r->a)) {
+    if (r->a.status != (r->q.doc ? 200 : 206) ||
+        !rmt_answer_identity_encoding(&r->a)) {
         r->bad_body = 1;
         return 0;
     }
@@ -168,8 +195,14 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
         r->bad_body = 1;
         return 0;
     }
+    if (r->q.doc && doc_room(r, len) != 0) {
+        r->nomem = r->bad_body = 1;
+        return 0;
+    }
     memcpy(r->buf + r->q.got, p, len);
     r->q.got += len;
+    if (r->q.doc)
+        r->buf[r->q.got] = 0;
     return len;
 }
 
@@ -218,8 +251,12 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
         hd = curl_slist_append(hd, s->data);
     /* Model bytes as they are on the server, never compressed. */
     hd = curl_slist_append(hd, "Accept-Encoding: identity");
+    if (r->q.doc)
+        hd = curl_slist_append(hd, "Accept: application/json");
     /* Conditional on the version recorded (none yet at the probe). */
-    if (!r->q.head && h->id.etag[0]) {
+    if (r->q.doc) {
+        /* a document is not the file: no version, no range */
+    } else if (!r->q.head && h->id.etag[0]) {
         snprintf(line, sizeof line, "If-Match: %s", h->id.etag);
         hd = curl_slist_append(hd, line);
     } else if (!r->q.head && h->id.lastmod[0]) {
@@ -250,7 +287,9 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    if (!r->q.head) {
+    if (r->q.doc) {
+        /* the whole body */
+    } else if (!r->q.head) {
         snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)r->q.off,
                  (unsigned long long)(r->q.off + r->q.len - 1));
         curl_easy_setopt(c, CURLOPT_RANGE, range);
@@ -281,7 +320,7 @@ static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
                                      int *redirected, char *msg, size_t n) {
     char errbuf[CURL_ERROR_SIZE];
     pthread_mutex_lock(&h->mu);
-    char *url = strdup(h->eff ? h->eff : h->url);
+    char *url = strdup(r->start ? r->start : h->eff ? h->eff : h->url);
     pthread_mutex_unlock(&h->mu);
     *redirected = 0;
     enum rmt_verdict o = RMT_FATAL;
@@ -291,6 +330,8 @@ static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
                     strcmp(org, h->origin) == 0;
         r->q.got = 0;
         r->q.overlong = 0;
+        if (r->buf && r->q.doc)
+            r->buf[0] = 0;
         r->bad_body = 0;
         r->a = (struct rmt_answer){0};
         CURLcode rc = perform(h, c, url, creds, r, deadline, errbuf);
@@ -321,8 +362,16 @@ static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
             *redirected = 1;
             continue;
         }
+        if (r->nomem) {
+            snprintf(msg, n, "out of memory");
+            break;
+        }
         o = rmt_answer_check(&r->a, &h->id, &r->q, msg, n);
-        if (o == RMT_OK) {
+        if (o == RMT_OK && r->start) {
+            free(r->final);
+            r->final = url;
+            url = NULL;
+        } else if (o == RMT_OK) {
             pthread_mutex_lock(&h->mu);
             if (!h->eff || strcmp(h->eff, url) != 0) {
                 free(h->eff);
@@ -510,15 +559,40 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
     return take_identity(h, &r.a);
 }
 
-int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
+int rmt_http_init(struct rmt_http *h, const char *url, const char *header_file,
                   int hf, double timeout, int retries, char *msg, size_t n) {
     if (setup(h, url, timeout, retries, msg, n) != 0)
         return -1;
     if (header_file && read_header_file(header_file, &h->hdr_text, msg, n))
         return -1;
-    if (make_creds(h, hf || strncmp(url, "hf://", 5) == 0, msg, n) != 0)
+    return make_creds(h, hf || strncmp(url, "hf://", 5) == 0, msg, n);
+}
+
+int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
+                  int hf, double timeout, int retries, char *msg, size_t n) {
+    if (rmt_http_init(h, url, header_file, hf, timeout, retries, msg, n) != 0)
         return -1;
     return probe(h, msg, n);
+}
+
+int rmt_http_doc(struct rmt_http *h, const char *url, size_t max,
+                 struct rmt_doc *d, char *msg, size_t n) {
+    struct resp r = {.start = url, .q = {.doc = 1, .len = max}};
+    int err = request(h, &r, 0, msg, n);
+    if (!err && !r.buf) /* an empty body */
+        r.buf = (uint8_t *)strdup("");
+    if (!err && !r.buf) {
+        snprintf(msg, n, "out of memory");
+        err = ENOMEM;
+    }
+    if (err) {
+        free(r.buf);
+        free(r.final);
+        return -1;
+    }
+    *d = (struct rmt_doc){
+        .body = (char *)r.buf, .final = r.final, .len = r.q.got, .a = r.a};
+    return 0;
 }
 
 int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,

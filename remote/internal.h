@@ -30,10 +30,15 @@ int rmt_origin(const char *url, char *out, size_t n);
 
 /* ---- answer.c ---------------------------------------------------------- */
 
+/* The longest Link header kept (all its lines, joined by ", "). */
+#define RMT_LINK_MAX 4096
+
 /* What one answer said, as its header lines arrived (rmt_answer_line). */
 struct rmt_answer {
     long status;
     char etag[256], lastmod[64], accept_ranges[32], encoding[64];
+    char link[RMT_LINK_MAX]; /* Link, or "" */
+    int link_long;           /* Link was longer than RMT_LINK_MAX - 1 */
     uint64_t cr_first, cr_last, cr_total; /* Content-Range */
     uint64_t clen;                        /* Content-Length */
     int has_cr, bad_cr, has_clen;
@@ -41,11 +46,12 @@ struct rmt_answer {
 };
 /* What was asked, and what the body brought. */
 struct rmt_ask {
-    int head;       /* a HEAD: no range */
-    int probing;    /* a ranged GET of byte 0 for the size: no identity yet */
+    int head;    /* a HEAD: no range */
+    int probing; /* a ranged GET of byte 0 for the size: no identity yet */
+    int doc;     /* a whole document (rmt_http_doc): len is its bound */
     uint64_t off, len;
-    uint64_t got;   /* body bytes received (at most len) */
-    int overlong;   /* the body went on past len */
+    uint64_t got; /* body bytes received (at most len) */
+    int overlong; /* the body went on past len */
 };
 enum rmt_verdict { RMT_OK, RMT_RETRY, RMT_FATAL, RMT_CHANGED };
 /* Takes one header line as libcurl gives it (with its CRLF); a status
@@ -87,9 +93,13 @@ struct rmt_http {
     uint64_t log_dropped;
 };
 
-/* Opens h for url (http/https/hf): resolves hf://, reads header_file
- * (hf: HF_TOKEN is a credential too),
- * then asks the server (HEAD) for the identity.  0 or -1 with msg. */
+/* Sets h up for url (http/https/hf): resolves hf://, reads header_file
+ * and makes the credentials (hf: HF_TOKEN is one too), asks nothing.
+ * 0 or -1 with msg; rmt_http_close in both cases. */
+int rmt_http_init(struct rmt_http *h, const char *url, const char *header_file,
+                  int hf, double timeout, int retries, char *msg, size_t n);
+/* rmt_http_init, then asks the server (HEAD) for the identity.  0 or -1
+ * with msg. */
 int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
                   int hf, double timeout, int retries, char *msg, size_t n);
 /* The same credentials and settings as first, for another URL. */
@@ -102,6 +112,28 @@ void rmt_http_close(struct rmt_http *h);
  * 0, or EIO with msg (no URL in it). */
 int rmt_http_get(struct rmt_http *h, uint64_t off, size_t n, void *buf,
                  double deadline, char *msg, size_t msgn);
+/* A document: GET url whole (no Range, no condition), redirects and
+ * retries as for the file (credentials only to h->origin).  Status 200,
+ * identity encoding and at most max bytes, else -1 with msg (no URL in
+ * it; "HTTP 404 (not found)", "larger than MAX bytes").  On success
+ * d->body (max + 1 bytes at most, NUL-terminated), d->len, d->final (the
+ * URL the redirects ended at: relative links resolve against it) and
+ * d->a (the answer's headers: Link); free d->body and d->final. */
+struct rmt_doc {
+    char *body, *final;
+    size_t len;
+    struct rmt_answer a;
+};
+int rmt_http_doc(struct rmt_http *h, const char *url, size_t max,
+                 struct rmt_doc *d, char *msg, size_t n);
+/* The rel="next" target of a Link header value (RFC 8288: links separated
+ * by commas, "<URI-Reference>" then ";"-separated params, token or quoted
+ * values; the first rel param of a link counts, its value a
+ * space-separated list of relation types, case-insensitive).  *ref: the
+ * URI-reference (malloc'ed, not resolved) or NULL when no link is next.
+ * -1 with msg when the value is malformed or names two different next
+ * links (a listing would be cut or forked without saying so). */
+int rmt_link_next(const char *v, char **ref, char *msg, size_t n);
 /* The longest a request and its retries take (remote.h, Faults): every
  * try's bound (8 x timeout) and every backoff. */
 double rmt_http_bound(const struct rmt_http *h);

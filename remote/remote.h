@@ -108,4 +108,20 @@ const char *rmt_error(void);
 /* Counters (tests, bench): ranged requests sent, bytes received. */
 uint64_t rmt_requests(const struct rmt_src *s);
 
+/* A small document (a page of a listing: doc.c) by GET, with the
+ * credentials and faults of a file (above: o->header_file, HF_TOKEN if
+ * o->hf, to url's origin only; redirects followed here; timeouts and
+ * retries; o->cache_dir unused): its status must be 200, its body at most
+ * max bytes.  *body (NUL-terminated, *len bytes) and *next: the absolute
+ * URL of the Link header's rel="next" (RFC 8288), or NULL at the last
+ * page.  A next link on another origin than url's is refused (so a
+ * caller that follows *next talks to the first URL's origin only).  0, or
+ * -1 with msg (one line naming the URL and what is wrong: the status, a
+ * body too large, a malformed Link header, a next link elsewhere). */
+int rmt_get_doc(const char *url, const struct rmt_opts *o, size_t max,
+                char **body, size_t *len, char **next, char *msg, size_t n);
+/* $HF_ENDPOINT without its trailing '/'s (https://huggingface.co when
+ * unset or empty): *len bytes of the returned string. */
+const char *rmt_hf_endpoint(size_t *len);
+
 #endif

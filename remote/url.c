@@ -40,6 +40,16 @@ int rmt_origin(const char *url, char *out, size_t n) {
     return r;
 }
 
+const char *rmt_hf_endpoint(size_t *len) {
+    const char *ep = getenv("HF_ENDPOINT");
+    if (!ep || !*ep)
+        ep = "https://huggingface.co";
+    *len = strlen(ep);
+    while (*len && ep[*len - 1] == '/')
+        (*len)--;
+    return ep;
+}
+
 /* hf://OWNER/REPO/PATH[@REVISION] as the Hub's resolve URL; a copy of url
  * for http(s).  NULL with msg. */
 char *rmt_resolve(const char *url, char *msg, size_t n) {
@@ -59,12 +69,8 @@ char *rmt_resolve(const char *url, char *msg, size_t n) {
         snprintf(msg, n, "empty path or revision in the hf:// source");
         return NULL;
     }
-    const char *ep = getenv("HF_ENDPOINT");
-    if (!ep || !*ep)
-        ep = "https://huggingface.co";
-    size_t elen = strlen(ep);
-    while (elen && ep[elen - 1] == '/')
-        elen--;
+    size_t elen;
+    const char *ep = rmt_hf_endpoint(&elen);
     /* A revision such as refs/pr/1 is one path segment. */
     char *erev = curl_easy_escape(NULL, rev, 0);
     if (erev && asprintf(&out, "%.*s/%.*s/resolve/%s/%.*s", (int)elen, ep,

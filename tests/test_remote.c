@@ -160,6 +160,90 @@ START_TEST(urls) {
 }
 END_TEST
 
+/* rmt_link_next on v: its return, and the next link or NULL in *out. */
+static int next_of(const char *v, char **out) {
+    char msg[200];
+    return rmt_link_next(v, out, msg, sizeof msg);
+}
+
+/* RFC 8288's Link: several links, params in any order, quoted values
+ * holding ',' and ';', the first rel only, relation lists, any case. */
+START_TEST(link_next) {
+    char *r = NULL;
+    ck_assert_int_eq(next_of("", &r), 0);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(
+        next_of("<https://h/t?recursive=true&cursor=Zm9v>; rel=\"next\"", &r),
+        0);
+    ck_assert_str_eq(r, "https://h/t?recursive=true&cursor=Zm9v");
+    free(r);
+    ck_assert_int_eq(next_of("<https://h/p>; rel=\"prev\", <https://h/n>; "
+                             "rel=next",
+                             &r),
+                     0);
+    ck_assert_str_eq(r, "https://h/n");
+    free(r);
+    ck_assert_int_eq(
+        next_of("<https://h/x>; title=\"a, <b>; rel=next\"; rel=\"prev\","
+                "<https://h/n> ;REL=\"first NEXT\"",
+                &r),
+        0);
+    ck_assert_str_eq(r, "https://h/n");
+    free(r);
+    /* a second rel param is ignored; no next at all */
+    ck_assert_int_eq(next_of("<https://h/x>; rel=prev; rel=next", &r), 0);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(next_of("<https://h/x>; rel=nextpage", &r), 0);
+    ck_assert_ptr_null(r);
+    /* the same next twice is one; two different ones, or malformed: -1 */
+    ck_assert_int_eq(next_of("<n>; rel=next, <n>; rel=next", &r), 0);
+    ck_assert_str_eq(r, "n");
+    free(r);
+    const char *bad[] = {"<a>; rel=next, <b>; rel=next",
+                         "https://h/n; rel=next",
+                         "<https://h/n>; rel=\"next",
+                         "<https://h/n> rel=next",
+                         "<https://h/n; rel=next",
+                         "<https://h/n>; =next",
+                         "<https://h/n>; rel=next; title=\"x\\"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = (char *)"untouched";
+        ck_assert_msg(next_of(bad[i], &r) == -1 && r == NULL, "%s", bad[i]);
+    }
+}
+END_TEST
+
+/* Link lines are joined; one too long to keep fails a document (never a
+ * listing cut short without a word). */
+START_TEST(doc_answers) {
+    char msg[300], big[RMT_LINK_MAX + 100];
+    struct rmt_answer a = {0};
+    struct rmt_ident id = {0};
+    struct rmt_ask q = {.doc = 1, .len = 100, .got = 10};
+    const char *lines[] = {"HTTP/1.1 200 OK\r\n", "Link: <a>; rel=prev\r\n",
+                           "link:  <b>; rel=next \r\n"};
+    for (int i = 0; i < 3; i++)
+        rmt_answer_line(&a, lines[i], strlen(lines[i]));
+    ck_assert_str_eq(a.link, "<a>; rel=prev, <b>; rel=next");
+    ck_assert_int_eq(rmt_answer_check(&a, &id, &q, msg, sizeof msg), RMT_OK);
+    snprintf(big, sizeof big, "Link: <%0*d>; rel=next\r\n", RMT_LINK_MAX, 0);
+    rmt_answer_line(&a, big, strlen(big));
+    ck_assert_int_eq(rmt_answer_check(&a, &id, &q, msg, sizeof msg), RMT_FATAL);
+    ck_assert_msg(strstr(msg, "Link header longer"), "%s", msg);
+    const char *nf = "HTTP/1.1 404 Not Found\r\n";
+    rmt_answer_line(&a, nf, strlen(nf));
+    ck_assert_int_eq(rmt_answer_check(&a, &id, &q, msg, sizeof msg), RMT_FATAL);
+    ck_assert_str_eq(msg, "HTTP 404 (not found)");
+    const char *busy = "HTTP/1.1 503 Busy\r\n";
+    rmt_answer_line(&a, busy, strlen(busy));
+    ck_assert_int_eq(rmt_answer_check(&a, &id, &q, msg, sizeof msg), RMT_RETRY);
+    rmt_answer_line(&a, lines[0], strlen(lines[0]));
+    q.overlong = 1;
+    ck_assert_int_eq(rmt_answer_check(&a, &id, &q, msg, sizeof msg), RMT_FATAL);
+    ck_assert_str_eq(msg, "larger than 100 bytes");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("remote");
     TCase *tc = tcase_create("answers");
@@ -168,6 +252,8 @@ int main(void) {
     tcase_add_test(tc, version);
     tcase_add_test(tc, statuses);
     tcase_add_test(tc, urls);
+    tcase_add_test(tc, link_next);
+    tcase_add_test(tc, doc_answers);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -19,6 +19,7 @@ http {{
   client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp;
   uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;
   default_type application/octet-stream;
+{http}
   server {{
     listen 127.0.0.1:{port};
     server_name 127.0.0.1 localhost;
@@ -43,16 +44,18 @@ def free_port():
 
 
 class Nginx:
-    """locations: server-block lines, formatted with {port} and {root}.
-    as_root: workers run as root (directories made by mkdtemp are 0700)."""
+    """locations: server-block lines, formatted with {port} and {root};
+    http: http-block lines (map blocks), formatted alike.  as_root: workers
+    run as root (directories made by mkdtemp are 0700)."""
 
-    def __init__(self, d, root, locations="", as_root=False):
+    def __init__(self, d, root, locations="", as_root=False, http=""):
         self.d, self.www, self.port = d, root, free_port()
         os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
             f.write(CONF.format(d=d, root=root, port=self.port, user="user root;\n" if as_root else "",
-                                locations=locations.format(port=self.port, root=root)))
+                                locations=locations.format(port=self.port, root=root),
+                                http=http.format(port=self.port, root=root)))
         self.proc = subprocess.Popen([exe(), "-c", conf, "-p", d, "-g", "daemon off;"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(100):
