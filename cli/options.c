@@ -26,7 +26,8 @@ enum {
     KEY_NET_TIMEOUT,
     KEY_NET_RETRIES,
     KEY_MAX_HEADER,
-    KEY_PASSTHROUGH
+    KEY_PASSTHROUGH,
+    KEY_MAX_MODELS
 };
 
 #define TIMEOUT_MAX 2147483647.0 /* seconds; the kernel's are 64-bit */
@@ -54,7 +55,9 @@ static const struct fuse_opt gfs_opt_spec[] = {
     FUSE_OPT_KEY("cache_max=", KEY_CACHE_MAX),
     FUSE_OPT_KEY("net_timeout=", KEY_NET_TIMEOUT),
     FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES),
-    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER), FUSE_OPT_END};
+    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER),
+    GFS_OPT("store=%s", store, 0), FUSE_OPT_KEY("max_models=", KEY_MAX_MODELS),
+    FUSE_OPT_END};
 
 /* ---- usage errors ----------------------------------------------------
  * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,
@@ -246,6 +249,16 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     case KEY_RO:
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
+    case KEY_MAX_MODELS: {
+        long n;
+        if (parse_count(strchr(arg, '=') + 1, 1, 100000, &n) != 0) {
+            cli_usage_note("-o %s: expected a whole number from 1 to 100000",
+                           arg);
+            return -1;
+        }
+        o->max_models = n;
+        return 0;
+    }
     case FUSE_OPT_KEY_NONOPT:
         if (!o->file) {
             o->file = arg;
@@ -266,7 +279,7 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
 /* The --help text of ggufs's own options and commands (libfuse's follow). */
 static void usage(const char *prog) {
     printf(
-        "usage: %s [options] FILE.gguf|URL MOUNTPOINT\n"
+        "usage: %s [options] FILE.gguf|URL|DIR MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
         "       ggufs --status MOUNTPOINT  source, pending edits, refusals, last commit\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
@@ -311,7 +324,13 @@ static void usage(const char *prog) {
         "    -o cache_max=SIZE      bound on the cache (K, M, G; default none)\n"
         "    -o net_timeout=SECONDS connect and low-speed timeout (default 15)\n"
         "    -o net_retries=N       retries of a failed request (default 3)\n"
-        "    -o max_header=SIZE     most bytes of a remote header (default 256M)\n\n",
+        "    -o max_header=SIZE     most bytes of a remote header (default 256M)\n\n"
+        "Stores (DIR: ollama's models, the Hugging Face cache, LM Studio's\n"
+        "models, any folder of GGUFs; hf://OWNER/REPO[@REVISION]: a Hub repo):\n"
+        "one directory per model, each the tree of a single-file mount:\n"
+        "    -o store=KIND          ollama, hf, lmstudio or dir (default: from\n"
+        "                           the layout)\n"
+        "    -o max_models=N        models open at once (default 32)\n\n",
         prog, prog, prog, prog, prog);
 }
 

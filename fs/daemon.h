@@ -67,7 +67,16 @@ struct gfs_opts {
     int overlay;                   /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path;      /* its PATH, or NULL for the default */
     int over;                      /* -o over: mount on top of a mount */
+    /* Stores (storefs.c, issue 23): -o store=KIND (ollama, hf, lmstudio,
+     * dir; NULL: recognised from the layout), -o max_models=N (models
+     * open at once; 0: GFS_MAX_MODELS_DEFAULT). */
+    const char *store;
+    long max_models;
 };
+/* Models of a store open at once by default: a model's header takes up
+ * to ~8 MiB (a 150k-token vocabulary), so a store of a thousand models
+ * stays under ~256 MiB. */
+#define GFS_MAX_MODELS_DEFAULT 32
 
 /* A checked command line: ours, libfuse's (co) and what is left for the
  * session (args).  cli/ owns and frees it; the daemon may add to args

@@ -42,15 +42,19 @@ int gfs_errno(const struct gguf_error *err) {
     return EIO;
 }
 
+void gfs_log_line(struct gfs_log *l, const char *line) {
+    gfs_status_note(l, line);
+    if (l->foreground)
+        fprintf(stderr, "ggufs: %s\n", line);
+    else
+        syslog(LOG_NOTICE, "%s", line);
+}
+
 void gfs_log(struct gfs *fs, const char *fmt, ...) {
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    gfs_status_note(fs, line);
-    if (fs->foreground)
-        fprintf(stderr, "ggufs: %s\n", line);
-    else
-        syslog(LOG_NOTICE, "%s", line);
+    gfs_log_line(fs->log, line);
 }

@@ -260,18 +260,19 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
     }
 }
 
-static void reply_open(fuse_req_t req, struct fuse_file_info *fi,
-                       struct gfs_fh *fh, const struct fuse_entry_param *e) {
+static void reply_open(struct gfs *fs, fuse_req_t req,
+                       struct fuse_file_info *fi, struct gfs_fh *fh,
+                       const struct fuse_entry_param *e) {
     fi->fh = (uintptr_t)fh;
     gfs_pt_arm(fh);
     int r = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
     gfs_pt_disarm();
     if (r == -ENOENT)
-        fh_free(gfs_of(req), fh); /* interrupted: no release will come */
+        fh_free(fs, fh); /* interrupted: no release will come */
 }
 
-void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                 struct fuse_file_info *fi) {
     int changed = file_changed(fs);
     if (changed) {
         fuse_reply_err(req, changed);
@@ -299,13 +300,12 @@ void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fuse_reply_err(req, err);
         return;
     }
-    reply_open(req, fi, fh, NULL);
+    reply_open(fs, req, fi, fh, NULL);
 }
 
-void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-                   mode_t mode, struct fuse_file_info *fi) {
+void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name, mode_t mode, struct fuse_file_info *fi) {
     (void)mode;
-    struct gfs *fs = gfs_of(req);
     struct fuse_entry_param e;
     struct gfs_fh *fh = NULL;
     fuse_ino_t ino = 0;
@@ -335,7 +335,7 @@ void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
         fuse_reply_err(req, err);
         return;
     }
-    reply_open(req, fi, fh, &e);
+    reply_open(fs, req, fi, fh, &e);
 }
 
 /* Reads.  Nothing of fh may be touched once the reply is sent: the kernel
@@ -439,10 +439,9 @@ static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     gfs_text_put(hdr);
 }
 
-void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                 struct fuse_file_info *fi) {
+void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+                 off_t off, struct fuse_file_info *fi) {
     (void)ino;
-    struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
 
     if (off < 0) {
@@ -557,10 +556,9 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
     return err;
 }
 
-void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
-                  off_t off, struct fuse_file_info *fi) {
+void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, const char *p,
+                  size_t n, off_t off, struct fuse_file_info *fi) {
     (void)ino; /* fh->ino was resolved at open */
-    struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
     int err = 0;
 
@@ -649,15 +647,16 @@ unlock:
     return err;
 }
 
-void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                  struct fuse_file_info *fi) {
     (void)ino;
-    fuse_reply_err(req, fh_apply(gfs_of(req), fh_of(fi), 1));
+    fuse_reply_err(req, fh_apply(fs, fh_of(fi), 1));
 }
 
-void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
-    struct gfs *fs = gfs_of(req);
     if (fh_apply(fs, fh, 0) && fh->created) {
         pthread_rwlock_wrlock(&fs->lock);
         gfs_meta_drop_new(fs, fh->ino);
@@ -667,13 +666,12 @@ void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_err(req, 0);
 }
 
-void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+void gfs_op_fsync(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, int datasync,
                   struct fuse_file_info *fi) {
     (void)ino;
     (void)datasync;
-    struct gfs *fs = gfs_of(req);
     struct gfs_fh *fh = fh_of(fi);
-    if (fh->kind == GFS_KV && !fs->readonly && !gfs_may_commit(req)) {
+    if (fh->kind == GFS_KV && !fs->readonly && !gfs_may_commit(fs, req)) {
         fuse_reply_err(req, EACCES);
         return;
     }

@@ -25,9 +25,9 @@
  *                                   passthrough.c)
  *
  * Names say the layer:
- *   gfs_op_<operation>  FUSE low-level handlers, gathered in gfs_ops (ops.c:
- *                       the table and the tree's handlers; fileops.c: the
- *                       handlers of open files)
+ *   gfs_op_<operation>  a model's FUSE low-level handlers (ops.c: the
+ *                       tree's; fileops.c: those of open files), called
+ *                       by the session's table (dispatch.c, mounts.h)
  *   gfs_fh_             open handles, struct gfs_fh (fileops.c)
  *   gfs_meta_           changes through meta/ and the commit (metaedit.c)
  *   gfs_view_           the live view: header, byte mapping, the merged
@@ -71,8 +71,14 @@
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
 /* Later versions ("epochs") of the live view: GFS_INO_VIEW + n, n >= 1
  * (passthrough.c); the first one is GFS_INO_LIVE. */
-#define GFS_INO_VIEW (UINT64_C(1) << 62)
-#define GFS_INO_VIEW_END (GFS_INO_VIEW + (UINT64_C(1) << 40))
+#define GFS_INO_VIEW (UINT64_C(6) << 32)
+#define GFS_INO_VIEW_END (UINT64_C(7) << 32)
+/* A model's inodes (above) are below GFS_INO_MODEL_SPAN; the kernel sees
+ * them plus the model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot
+ * 0 is a single-file mount's model (numbers as above) or a store's own
+ * nodes. */
+#define GFS_INO_SLOT_SHIFT 36
+#define GFS_INO_MODEL_SPAN (UINT64_C(1) << GFS_INO_SLOT_SHIFT)
 #define GFS_INO_DIR_F32 5
 #define GFS_INO_DIR_NPY 6
 #define GFS_INO_INDEX 7
@@ -243,8 +249,24 @@ struct gfs_extent {
     uint64_t rel; /* offset in that shard's data section */
 };
 
+/* The log (status.c): its last GFS_LOG_RING lines, and the log file
+ * (fd, when file) of a mount without a terminal; where (set at mount) says
+ * where the log goes, for the status.  One per mount, shared by its
+ * models; lock is a leaf taken by gfs_log under any other lock. */
+struct gfs_log {
+    pthread_mutex_t lock;
+    char ring[GFS_LOG_RING][GFS_LOG_LINE];
+    unsigned n; /* lines logged so far */
+    int fd, file;
+    int foreground; /* lines go to stderr, not syslog */
+    char where[4200];
+};
+
 /*
- * The state of a mount.  Locks, in the order they are taken (never take
+ * The state of a model: what one GGUF (or shard set, or remote file)
+ * mounted as a tree holds.  A mount holds one model (a single-file mount)
+ * or many (a store, mounts.h); the name struct gfs is older than stores.
+ * Locks, in the order they are taken (never take
  * one while holding a later one):
  *
  *   1. gfs_fh.mu      one open handle's draft
@@ -262,6 +284,12 @@ struct gfs_extent {
 struct gfs {
     /* Set at mount, read-only while mounted: no lock.  The contexts'
      * pointers never change; what they hold does (under lock). */
+    /* Its place in the mount (mounts.h): the kernel's inode numbers are
+     * the model's own (GFS_INO_*) plus ino_base; parent is the kernel's
+     * inode of the directory that lists the model's root (the mount's
+     * root for a single-file mount). */
+    struct gfs_mount *mount;
+    fuse_ino_t ino_base, parent;
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
     int n_shards;
@@ -275,7 +303,6 @@ struct gfs {
     uid_t uid;
     gid_t gid;
     int readonly;
-    int foreground; /* gfs_log writes to stderr, not syslog */
     unsigned commit_flags;
     double timeout;    /* entry/attr timeout, seconds */
     size_t max_value;  /* bytes a meta file being written may hold (EFBIG) */
@@ -284,13 +311,6 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
-    /* Set before the session runs: handlers that read for long (the
-     * hashes) stop once it has exited, as the last commit waits for them. */
-    struct fuse_session *se;
-    /* Until this CLOCK_MONOTONIC time (ms), hashes being computed stop and
-     * none starts: set by SIGUSR2 (ggufs -u sends it before unmounting, so
-     * that no long request keeps the mount busy).  No lock. */
-    atomic_llong hash_yield_ms;
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Read-only mounts: set once an open finds the GGUF changed since the
@@ -359,22 +379,16 @@ struct gfs {
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
 
-    /* The log (status.c), guarded by log_lock, a leaf taken by gfs_log
-     * under any other lock: its last GFS_LOG_RING lines, and the log file
-     * (log_fd, when log_file) of a mount without a terminal.  log_where
-     * (set at mount) says where the log goes, for the status. */
-    pthread_mutex_t log_lock;
-    char log_ring[GFS_LOG_RING][GFS_LOG_LINE];
-    unsigned log_n; /* lines logged so far */
-    int log_fd, log_file;
-    char log_where[4200];
+    /* The mount's log (status.c), shared by its models. */
+    struct gfs_log *log;
     /* The running commit's progress (gfs_progress_cb): bytes done of
      * total, total 0 when none.  No lock. */
     _Atomic uint64_t prog_done, prog_total;
 };
 
-static inline struct gfs *gfs_of(fuse_req_t req) {
-    return fuse_req_userdata(req);
+/* The kernel's inode number of this model's inode ino. */
+static inline fuse_ino_t gfs_ino_out(const struct gfs *fs, fuse_ino_t ino) {
+    return ino + fs->ino_base;
 }
 
 /* tree.c: inodes, names, attributes and the cache of rendered meta files.
@@ -580,9 +594,9 @@ void gfs_meta_free(struct gfs *fs);
  * in msg.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
  * for other names); takes fs->lock (read) itself, for the status only.
  * gfs_progress_cb: the library's progress callback, user is fs. */
-void gfs_status_note(struct gfs *fs, const char *line);
-int gfs_logfile_open(struct gfs *fs, char *msg, size_t n);
-void gfs_logfile_close(struct gfs *fs);
+void gfs_status_note(struct gfs_log *l, const char *line);
+int gfs_logfile_open(struct gfs_log *l, char *msg, size_t n);
+void gfs_logfile_close(struct gfs_log *l);
 int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                      const char *name, struct gguf_buf *out);
 void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
@@ -599,22 +613,66 @@ int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 
 /* gfs_find_mount (mount.c): daemon.h. */
 
-/* One line to stderr (foreground) or syslog.  No lock. */
+/* One line to stderr (foreground) or syslog, and to the log's memory
+ * and file (gfs_status_note).  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void gfs_log_line(struct gfs_log *l, const char *line);
 
-/* fileops.c: open files. */
-void gfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void gfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-                   mode_t mode, struct fuse_file_info *fi);
-void gfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+/* The model's handlers (ops.c: the tree; fileops.c: open files): as
+ * libfuse's low-level handlers, with the model first and inode numbers
+ * the model's own (the session's table, dispatch.c, calls them). */
+void gfs_op_lookup(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name);
+void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi);
+void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct stat *attr, int to_set, struct fuse_file_info *fi);
+void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                  const char *name, mode_t mode, dev_t rdev);
+void gfs_op_mkdir(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                  const char *name, mode_t mode);
+void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name);
+void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name, fuse_ino_t newparent, const char *newname,
+                   unsigned int flags);
+void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi);
+void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    size_t size, off_t off, struct fuse_file_info *fi);
+void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     int datasync, struct fuse_file_info *fi);
+void gfs_op_statfs(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
+void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     const char *name, const char *value, size_t size,
+                     int flags);
+void gfs_op_getxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     const char *name, size_t size);
+void gfs_op_listxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                      size_t size);
+void gfs_op_removexattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                        const char *name);
+void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                  struct fuse_file_info *fi);
-void gfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
-                  off_t off, struct fuse_file_info *fi);
-void gfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void gfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void gfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name, mode_t mode, struct fuse_file_info *fi);
+void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+                 off_t off, struct fuse_file_info *fi);
+void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                  const char *p, size_t n, off_t off,
                   struct fuse_file_info *fi);
+void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                  struct fuse_file_info *fi);
+void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi);
+void gfs_op_fsync(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, int datasync,
+                  struct fuse_file_info *fi);
+/* At unmount: edits still pending are committed (ops.c). */
+void gfs_model_destroy(struct gfs *fs);
+/* fsync of the model's root or meta/: every edit committed now, the
+ * report in fs->commit_msg; 0 or errno.  Takes fs->lock (write). */
+int gfs_model_commit(struct gfs *fs);
 /* truncate/ftruncate of a key or scratch file ino to size: through fh (may
  * be NULL), a writable key's draft is cut; otherwise the value itself
  * changes.  0 or errno.  Takes fh->mu or lock (write). */
@@ -662,13 +720,16 @@ struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 /* metatsv.c: MNT/meta.tsv (its row: kinds.h); at unmount. */
 void gfs_metatsv_free(struct gfs *fs);
 
-/* ops.c: the handler table (the tree's handlers are static there). */
+/* ops.c. */
+/* Appends one directory entry (ino: the kernel's) to b if it stays
+ * within max bytes; 0 when it does not (the listing is full). */
+int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
+                   const char *name, fuse_ino_t ino, mode_t mode, off_t next);
 /* True if req comes from the mount's owner (fs->uid) or root: only they
  * may make edits durable or commit them (fsync of a meta file, fsyncdir
  * of meta/ or the root, hence ggufs -u).  With -o allow_other, other
  * users get EACCES: their fsync must not publish the owner's edits. */
-int gfs_may_commit(fuse_req_t req);
-extern const struct fuse_lowlevel_ops gfs_ops;
+int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
 
 /* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
  * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:

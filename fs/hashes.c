@@ -43,6 +43,7 @@
  *   mount's owner or root (may_compute): anyone else would make the daemon
  *   download the model in a request the owner cannot end.
  */
+#include "mounts.h"
 #include "views.h"
 #include "source/source.h"
 
@@ -138,8 +139,8 @@ static int gave_up(struct gfs *fs, fuse_req_t req) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     return fuse_req_interrupted(req) ||
-           (fs->se && fuse_session_exited(fs->se)) ||
-           ms < atomic_load(&fs->hash_yield_ms);
+           (fs->mount->se && fuse_session_exited(fs->mount->se)) ||
+           ms < atomic_load(&fs->mount->hash_yield_ms);
 }
 
 /* Who may start a hash of a remote mount (its bytes have no local

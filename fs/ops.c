@@ -16,34 +16,12 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-static void gfs_op_init(void *userdata, struct fuse_conn_info *conn) {
-    (void)userdata;
-    /* Large requests: 256 pages (libfuse 3.14's most), so that a direct-I/O
-     * read of 1 MiB (the views, dd bs=1M) is one request, not 252 pages
-     * and then 4 (bench/run, views: 20 to 40% faster).  Reads through the
-     * page cache ask for what the kernel's readahead says (1008 KiB, set
-     * per mount in main.c), which keeps their replies under the 1 MiB at
-     * which libfuse 3.14 stops splicing when it cannot grow its pipe (a
-     * daemon that is not root). */
-    conn->max_write = 256 * 4096;
-    conn->max_readahead = 252 * 4096;
-    /* Replies splice from the GGUF, never with SPLICE_F_MOVE: tensor
-     * offsets are not page-aligned (no page ever moves), and for the live
-     * view it takes the GGUF's own pages out of its page cache. */
-    if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-        conn->want |= FUSE_CAP_SPLICE_WRITE;
-    /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
-    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-}
-
 /* Unmount: edits still pending are committed; a failure saves them beside
  * the GGUF (gfs_meta_commit says where) and makes ggufs exit non-zero.
  * Files still open when the mount goes away get no release: what their
  * flushes applied is committed, a draft never flushed is dropped (it may
  * be torn) and named in the log and the report (gfs_fh_close_all). */
-static void gfs_op_destroy(void *userdata) {
-    struct gfs *fs = userdata;
+void gfs_model_destroy(struct gfs *fs) {
     char dropped[sizeof fs->commit_msg / 2] = "";
     size_t n_dropped = gfs_fh_close_all(fs, dropped, sizeof dropped);
     pthread_rwlock_wrlock(&fs->lock);
@@ -66,8 +44,8 @@ static void gfs_op_destroy(void *userdata) {
     pthread_rwlock_unlock(&fs->lock);
 }
 
-static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_lookup(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name) {
     struct fuse_entry_param e;
     fuse_ino_t ino = 0;
 
@@ -88,23 +66,22 @@ static void gfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         fuse_reply_entry(req, &e);
 }
 
-static void gfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
-                           struct fuse_file_info *fi) {
+void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi) {
     (void)fi;
-    struct gfs *fs = gfs_of(req);
     struct stat st;
     pthread_rwlock_rdlock(&fs->lock);
     int err = gfs_stat(fs, gfs_meta_resolve(fs, ino), &st);
     pthread_rwlock_unlock(&fs->lock);
-    st.st_ino = ino;
+    st.st_ino = gfs_ino_out(fs, ino);
     if (err)
         fuse_reply_err(req, err);
     else
         fuse_reply_attr(req, &st, gfs_attr_timeout(fs, ino));
 }
 
-static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
-                           struct fuse_file_info *fi) {
+void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct fuse_file_info *fi) {
     enum gfs_kind kind = gfs_kind(ino);
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (kind == GFS_NONE) {
@@ -112,17 +89,15 @@ static void gfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
     } else if (row ? !row->lookup : kind != GFS_ROOT && kind != GFS_DIR_META) {
         fuse_reply_err(req, ENOTDIR);
     } else {
-        fi->cache_readdir = gfs_of(req)->readonly;
-        fi->keep_cache = gfs_of(req)->readonly;
+        fi->cache_readdir = fs->readonly;
+        fi->keep_cache = fs->readonly;
         fuse_reply_open(req, fi);
     }
 }
 
-/* Appends one entry if it fits; returns 0 when the buffer is full. */
-static int add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                      const char *name, fuse_ino_t ino, mode_t mode,
-                      off_t next) {
-    struct stat st = {.st_ino = ino, .st_mode = mode};
+int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
+                   const char *name, fuse_ino_t ino, mode_t mode, off_t next) {
+    struct stat st = {.st_ino = ino, .st_mode = mode}; /* the kernel's */
     size_t need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
     if (b->len + need > max)
         return 0;
@@ -185,10 +160,9 @@ static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
     return 1;
 }
 
-static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-                           off_t off, struct fuse_file_info *fi) {
+void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+                    off_t off, struct fuse_file_info *fi) {
     (void)fi;
-    struct gfs *fs = gfs_of(req);
     struct gguf_buf out = {0}, name = {0};
     enum gfs_kind kind = gfs_kind(ino);
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
@@ -213,6 +187,8 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
         if (k < 2) {
             nm = k ? ".." : ".";
             child = k ? GFS_INO_ROOT : ino;
+            if (k && ino == GFS_INO_ROOT) /* the model's root */
+                child = fs->parent - fs->ino_base;
         } else {
             r = dir_entry(fs, ino, kind, row, k, &sc, &name, &nm, &child, &mode,
                           &err);
@@ -223,7 +199,8 @@ static void gfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             break;
         if (r == 0)
             continue;
-        if (!add_dirent(req, &out, size, nm, child, mode, k + 1))
+        if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
+                            k + 1))
             break;
     }
 out:
@@ -236,10 +213,9 @@ out:
     gguf_buf_free(&name);
 }
 
-static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-                         mode_t mode, dev_t rdev) {
+void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                  const char *name, mode_t mode, dev_t rdev) {
     (void)rdev;
-    struct gfs *fs = gfs_of(req);
     struct fuse_entry_param e;
     fuse_ino_t ino = 0;
     if (!S_ISREG(mode)) {
@@ -261,34 +237,37 @@ static void gfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
         fuse_reply_entry(req, &e);
 }
 
-int gfs_may_commit(fuse_req_t req) {
+int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
     uid_t uid = fuse_req_ctx(req)->uid;
-    return uid == 0 || uid == gfs_of(req)->uid;
+    return uid == 0 || uid == fs->uid;
 }
 
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
  * it to learn whether the commit succeeded before it unmounts.  Only the
  * owner or root (gfs_may_commit); others: EACCES. */
-static void gfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-                            struct fuse_file_info *fi) {
+int gfs_model_commit(struct gfs *fs) {
+    pthread_rwlock_wrlock(&fs->lock);
+    int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
+    if (nothing)
+        snprintf(fs->commit_msg, sizeof fs->commit_msg, "%s: nothing to commit",
+                 fs->path);
+    int err = gfs_meta_commit(fs);
+    if (nothing) /* the commit logged them; the report names them too */
+        gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 0);
+    pthread_rwlock_unlock(&fs->lock);
+    return err;
+}
+
+void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     int datasync, struct fuse_file_info *fi) {
     (void)datasync;
     (void)fi;
-    struct gfs *fs = gfs_of(req);
     int err = 0;
     int commits = !fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META);
-    if (commits && !gfs_may_commit(req)) {
+    if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
-    } else if (commits) {
-        pthread_rwlock_wrlock(&fs->lock);
-        int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
-        if (nothing)
-            snprintf(fs->commit_msg, sizeof fs->commit_msg,
-                     "%s: nothing to commit", fs->path);
-        err = gfs_meta_commit(fs);
-        if (nothing) /* the commit logged them; the report names them too */
-            gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 0);
-        pthread_rwlock_unlock(&fs->lock);
-    }
+    else if (commits)
+        err = gfs_model_commit(fs);
     fuse_reply_err(req, err);
 }
 
@@ -335,9 +314,8 @@ static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
     return gfs_fh_truncate(fs, fh, ino, size);
 }
 
-static void gfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-                           int to_set, struct fuse_file_info *fi) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                    struct stat *attr, int to_set, struct fuse_file_info *fi) {
     struct stat st;
     int err = 0;
     fuse_ino_t kino = ino;
@@ -357,7 +335,7 @@ static void gfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
     pthread_rwlock_rdlock(&fs->lock);
     err = gfs_stat(fs, ino, &st);
     pthread_rwlock_unlock(&fs->lock);
-    st.st_ino = kino;
+    st.st_ino = gfs_ino_out(fs, kino);
     if (err)
         fuse_reply_err(req, err);
     else
@@ -372,8 +350,8 @@ static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent) {
     return gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES;
 }
 
-static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name) {
     int err = meta_change_allowed(fs, parent);
     if (!err) {
         pthread_rwlock_wrlock(&fs->lock);
@@ -383,10 +361,9 @@ static void gfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
     fuse_reply_err(req, err);
 }
 
-static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-                          fuse_ino_t newparent, const char *newname,
-                          unsigned int flags) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                   const char *name, fuse_ino_t newparent, const char *newname,
+                   unsigned int flags) {
     int err = meta_change_allowed(fs, parent);
     if (!err && newparent != parent)
         err = EXDEV;
@@ -398,12 +375,12 @@ static void gfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
     fuse_reply_err(req, err);
 }
 
-static void gfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-                         mode_t mode) {
+void gfs_op_mkdir(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
+                  const char *name, mode_t mode) {
     (void)parent;
     (void)name;
     (void)mode;
-    fuse_reply_err(req, gfs_of(req)->readonly ? EROFS : EPERM);
+    fuse_reply_err(req, fs->readonly ? EROFS : EPERM);
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, int err,
@@ -418,9 +395,8 @@ static void reply_xattr(fuse_req_t req, size_t size, int err,
         fuse_reply_buf(req, (const char *)b->p, b->len);
 }
 
-static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                            size_t size) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_getxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     const char *name, size_t size) {
     struct gguf_buf b = {0};
     /* The hashes take the lock themselves, a chunk of reading at a time:
      * a first one may read the whole model.  Their inodes (tensors)
@@ -437,8 +413,8 @@ static void gfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     gguf_buf_free(&b);
 }
 
-static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-    struct gfs *fs = gfs_of(req);
+void gfs_op_listxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                      size_t size) {
     struct gguf_buf b = {0};
     pthread_rwlock_rdlock(&fs->lock);
     int err = gfs_xattr_list(fs, gfs_meta_resolve(fs, ino), &b);
@@ -447,10 +423,10 @@ static void gfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     gguf_buf_free(&b);
 }
 
-static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                            const char *value, size_t size, int flags) {
+void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                     const char *name, const char *value, size_t size,
+                     int flags) {
     (void)flags;
-    struct gfs *fs = gfs_of(req);
     int err;
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
@@ -469,16 +445,15 @@ static void gfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     fuse_reply_err(req, err);
 }
 
-static void gfs_op_removexattr(fuse_req_t req, fuse_ino_t ino,
-                               const char *name) {
+void gfs_op_removexattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
+                        const char *name) {
     (void)ino;
     (void)name;
-    fuse_reply_err(req, gfs_of(req)->readonly ? EROFS : ENOTSUP);
+    fuse_reply_err(req, fs->readonly ? EROFS : ENOTSUP);
 }
 
-static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino) {
+void gfs_op_statfs(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
     (void)ino;
-    struct gfs *fs = gfs_of(req);
     struct statvfs sv;
     memset(&sv, 0, sizeof sv);
     sv.f_bsize = sv.f_frsize = 4096;
@@ -493,31 +468,3 @@ static void gfs_op_statfs(fuse_req_t req, fuse_ino_t ino) {
         sv.f_flag = ST_RDONLY;
     fuse_reply_statfs(req, &sv);
 }
-
-const struct fuse_lowlevel_ops gfs_ops = {
-    .init = gfs_op_init,
-    .destroy = gfs_op_destroy,
-    .lookup = gfs_op_lookup,
-    .getattr = gfs_op_getattr,
-    .setattr = gfs_op_setattr,
-    .mknod = gfs_op_mknod,
-    .mkdir = gfs_op_mkdir,
-    .unlink = gfs_op_unlink,
-    .rename = gfs_op_rename,
-    .opendir = gfs_op_opendir,
-    .readdir = gfs_op_readdir,
-    .fsyncdir = gfs_op_fsyncdir,
-    .statfs = gfs_op_statfs,
-    .setxattr = gfs_op_setxattr,
-    .getxattr = gfs_op_getxattr,
-    .listxattr = gfs_op_listxattr,
-    .removexattr = gfs_op_removexattr,
-    /* fileops.c */
-    .create = gfs_op_create,
-    .open = gfs_op_open,
-    .read = gfs_op_read,
-    .write = gfs_op_write,
-    .flush = gfs_op_flush,
-    .release = gfs_op_release,
-    .fsync = gfs_op_fsync,
-};

@@ -43,18 +43,18 @@
 
 /* ---- the log ----------------------------------------------------------- */
 
-void gfs_status_note(struct gfs *fs, const char *line) {
+void gfs_status_note(struct gfs_log *l, const char *line) {
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     if (!localtime_r(&now, &tm) ||
         !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
-    pthread_mutex_lock(&fs->log_lock);
-    snprintf(fs->log_ring[fs->log_n % GFS_LOG_RING], GFS_LOG_LINE, "%s %s",
+    pthread_mutex_lock(&l->lock);
+    snprintf(l->ring[l->n % GFS_LOG_RING], GFS_LOG_LINE, "%s %s",
              stamp, line);
-    fs->log_n++;
-    if (fs->log_file) {
+    l->n++;
+    if (l->file) {
         char buf[GFS_LOG_LINE + 64];
         int n = snprintf(buf, sizeof buf, "%s ggufs[%ld]: %s\n", stamp,
                          (long)getpid(), line);
@@ -64,38 +64,38 @@ void gfs_status_note(struct gfs *fs, const char *line) {
         }
         struct stat sb;
         /* Past the bound: the next file (the library rotates by name). */
-        if (fstat(fs->log_fd, &sb) == 0 &&
+        if (fstat(l->fd, &sb) == 0 &&
             (uint64_t)sb.st_size >= GGUF_LOG_MAX) {
             struct gguf_error err = {0};
             int fd = gguf_state_log_open(&err);
             if (fd >= 0) {
-                close(fs->log_fd);
-                fs->log_fd = fd;
+                close(l->fd);
+                l->fd = fd;
             }
         }
-        if (n > 0 && write(fs->log_fd, buf, (size_t)n) < 0) {
+        if (n > 0 && write(l->fd, buf, (size_t)n) < 0) {
             /* a full disk: syslog still has it */
         }
     }
-    pthread_mutex_unlock(&fs->log_lock);
+    pthread_mutex_unlock(&l->lock);
 }
 
-int gfs_logfile_open(struct gfs *fs, char *where, size_t n) {
+int gfs_logfile_open(struct gfs_log *l, char *where, size_t n) {
     struct gguf_error err = {0};
     int fd = gguf_state_log_open(&err);
     if (fd < 0) {
         snprintf(where, n, "%s", err.msg);
         return -1;
     }
-    fs->log_fd = fd;
-    fs->log_file = 1;
+    l->fd = fd;
+    l->file = 1;
     return 0;
 }
 
-void gfs_logfile_close(struct gfs *fs) {
-    if (fs->log_file)
-        close(fs->log_fd);
-    fs->log_file = 0;
+void gfs_logfile_close(struct gfs_log *l) {
+    if (l->file)
+        close(l->fd);
+    l->file = 0;
 }
 
 /* ---- the status -------------------------------------------------------- */
@@ -163,13 +163,13 @@ static int status_edits(struct gfs *fs, struct gguf_buf *b) {
 /* The log's last lines, oldest first. */
 static int status_log(struct gfs *fs, struct gguf_buf *b) {
     int e = 0;
-    pthread_mutex_lock(&fs->log_lock);
-    unsigned n = fs->log_n, first = n > GFS_LOG_RING ? n - GFS_LOG_RING : 0;
-    e = addf(b, "log: %s%s\n", fs->foreground ? "stderr" : fs->log_where,
+    pthread_mutex_lock(&fs->log->lock);
+    unsigned n = fs->log->n, first = n > GFS_LOG_RING ? n - GFS_LOG_RING : 0;
+    e = addf(b, "log: %s%s\n", fs->log->foreground ? "stderr" : fs->log->where,
              n ? "; its last lines:" : " (nothing logged)");
     for (unsigned k = first; !e && k < n; k++)
-        e = addf(b, "  %s\n", fs->log_ring[k % GFS_LOG_RING]);
-    pthread_mutex_unlock(&fs->log_lock);
+        e = addf(b, "  %s\n", fs->log->ring[k % GFS_LOG_RING]);
+    pthread_mutex_unlock(&fs->log->lock);
     return e;
 }
 
@@ -209,7 +209,7 @@ int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
         return GFS_XATTR_OTHER;
     if (ino != GFS_INO_ROOT)
         return ENODATA;
-    if (!gfs_may_commit(req))
+    if (!gfs_may_commit(fs, req))
         return EACCES;
     if (progress) {
         uint64_t total = atomic_load(&fs->prog_total);

@@ -103,7 +103,7 @@ int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out) {
 
 static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
     memset(st, 0, sizeof *st);
-    st->st_ino = ino;
+    st->st_ino = gfs_ino_out(fs, ino);
     st->st_uid = fs->uid;
     st->st_gid = fs->gid;
     st->st_atim = fs->st.st_atim;
@@ -185,7 +185,7 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     int err = gfs_stat(fs, ino, &e->attr);
     if (err)
         return err;
-    e->ino = ino;
+    e->ino = gfs_ino_out(fs, ino);
     e->generation = 1;
     e->attr_timeout = gfs_attr_timeout(fs, ino);
     /* The view's name moves to a new inode with each version of it

@@ -198,9 +198,22 @@ def cli_cases(tmp, good, probs):
 
     missing = os.path.join(tmp, "no-such-file.gguf")
     expect_fail("nonexistent file", [missing, mnt], [missing], 1)
+    # A directory is a store (issue 23): an empty one mounts with only
+    # models.tsv (its header); one the user cannot read is refused.
     adir = os.path.join(tmp, "a-directory.gguf")
     os.mkdir(adir)
-    expect_fail("directory as FILE", [adir, mnt], [adir], 1)
+    with J.Watchdog(mnt, 120, "empty store"):
+        p = J.run_ggufs([adir, mnt])
+        if p.returncode != 0:
+            probs.append("empty store: exit %d: %r" % (p.returncode, p.stderr))
+        else:
+            names = sorted(os.listdir(mnt))
+            with open(os.path.join(mnt, "models.tsv"), "rb") as f:
+                tsv = f.read()
+            J.unmount(mnt, [])
+            if names != ["models.tsv"] or tsv.count(b"\n") != 1 or not tsv.startswith(b"name\t"):
+                probs.append("empty store: lists %r, models.tsv %r" % (names, tsv))
+    J.log("ok   empty store")
 
     # Unreadable: a mode-000 file.  Root reads anything, so as root run
     # ggufs as nobody (it must fail on the file, before any mounting).
@@ -232,6 +245,16 @@ def cli_cases(tmp, good, probs):
     pr = one_line_error(p, "unreadable file", [unreadable], 1)
     probs.extend(pr)
     J.log("%s unreadable file" % ("FAIL" if pr else "ok  "))
+    if os.geteuid() == 0:  # a store its user cannot read: refused, named
+        store = os.path.join(locked_dir, "store")
+        os.mkdir(store, 0o700)
+        p = J.run_ggufs([store, target], **kw)
+        if J.mountinfo_entry(target) is not None:
+            probs.append("unreadable store: left a mount at %s" % target)
+            J.unmount(target, [])
+        pr = one_line_error(p, "unreadable store", [store], 1)
+        probs.extend(pr)
+        J.log("%s unreadable store" % ("FAIL" if pr else "ok  "))
 
     nomnt = os.path.join(tmp, "no-such-mountpoint")
     expect_fail("missing mountpoint", [good, nomnt], [nomnt], 3)

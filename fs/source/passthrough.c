@@ -78,6 +78,7 @@
  * with no lock (release); nothing is taken while it is held.
  */
 #include "source.h"
+#include "../mounts.h"
 
 #include <errno.h>
 #include <linux/fuse.h>
@@ -169,8 +170,10 @@ static _Thread_local int reply_backing; /* armed by gfs_pt_arm */
 
 /* ---- the session's I/O hooks ------------------------------------------ */
 
+/* The session's userdata is the mount: passthrough is a single-file
+ * mount's (gfs_pt_start). */
 static ssize_t pt_read(int fd, void *buf, size_t len, void *ud) {
-    struct gfs *fs = ud;
+    struct gfs *fs = ((struct gfs_mount *)ud)->single;
     ssize_t r = read(fd, buf, len);
     if (r >= (ssize_t)(sizeof(struct fuse_in_header) + 20) && fs->pt) {
         struct fuse_in_header in;
@@ -218,7 +221,7 @@ static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
 }
 
 static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud) {
-    struct gfs *fs = ud;
+    struct gfs *fs = ((struct gfs_mount *)ud)->single;
     struct gfs_pt *pt = fs->pt;
     struct fuse_out_header out;
     if (pt && count >= 1 && iov[0].iov_len >= sizeof out) {

@@ -8,6 +8,7 @@
  * else of the tree is the same as for a local file.
  */
 #include "source.h"
+#include "catalog.h"
 #include "remote.h"
 
 #include <errno.h>
@@ -158,6 +159,20 @@ void gfs_remote_close(struct gfs *fs) {
     free(r->src);
     free(r);
     fs->remote = NULL;
+}
+
+int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
+                    void (*log)(void *u, const char *line), void *log_u,
+                    struct cat_list *out, char *msg, size_t n) {
+    struct rmt_opts ro = {.cache_dir = o->cache_dir,
+                          .cache_max = o->cache_max,
+                          .header_file = o->header_file,
+                          .hf = 1,
+                          .timeout = o->net_timeout,
+                          .retries = o->retries,
+                          .log = log,
+                          .log_u = log_u};
+    return cat_hub_list(url, &ro, out, msg, n);
 }
 
 int gfs_remote_is(const char *source) {

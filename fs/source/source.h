@@ -115,6 +115,12 @@ int gfs_remote_open(struct gfs *fs, const char *url,
                     const struct gfs_remote_opts *o, unsigned flags, char *bad,
                     size_t bad_len, struct gguf_error *err);
 void gfs_remote_close(struct gfs *fs);
+/* A Hub repo's models (catalog/hub.c's cat_hub_list) with the remote
+ * options of the command line; 0, or -1 with msg. */
+struct cat_list;
+int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
+                    void (*log)(void *u, const char *line), void *log_u,
+                    struct cat_list *out, char *msg, size_t n);
 /* The names of the root's remote attributes (user.ggufs.url, identity,
  * requests), NUL-terminated, added to out; 0 or ENOMEM. */
 int gfs_remote_xattr_list(const struct gfs *fs, struct gguf_buf *out);

@@ -139,6 +139,9 @@ bool gguf_ggml_type_known(uint32_t ggml_type);
 /* Lower-case ggml name ("f32", "q4_K", "bf16"); NULL if unknown. */
 const char *gguf_ggml_type_name(uint32_t ggml_type);
 int gguf_ggml_type_from_name(const char *name);   /* -1 if unknown */
+/* The name llama.cpp gives a general.file_type value (its llama_ftype:
+ * "Q4_K_M", "F16", "BF16", ...); NULL if unknown. */
+const char *gguf_file_type_name(uint64_t file_type);
 uint32_t gguf_ggml_blck_size(uint32_t ggml_type); /* 0 if unknown */
 uint32_t gguf_ggml_type_size(uint32_t ggml_type); /* bytes per block */
 /* Bytes of a tensor of that type and shape; false on overflow, unknown

@@ -1,0 +1,425 @@
+/*
+ * model.c - opening and closing a model (struct gfs, ggufs.h): its source
+ * (a GGUF, a shard set, a remote file) opened, validated, recovered,
+ * locked, laid out, its overlay set up, its live view named and its
+ * state made from the options.  mount.c opens a single-file mount's model
+ * here before mounting; storefs.c opens a store's models here when first
+ * looked into.  What is wrong is said in one line: on stderr before the
+ * mount, in the mount's log inside a running store (gfs_model_args.store).
+ */
+#include "ggufs.h"
+#include "model.h"
+#include "mounts.h"
+#include "source/source.h"
+
+#include "../status.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+/* A model and what its opening owns.  fs first: gfs_model_close finds
+ * the rest from it. */
+struct gfs_model {
+    struct gfs fs;
+    struct gfs_model_args a;
+    char *path;  /* absolute path of the GGUF (fs.path) */
+    char *shown; /* the source as every user may see it (/proc/mounts) and
+                    the key of its state (overlay, outcome): path, or a
+                    URL without user info and query string (own copy) */
+    struct gguf_file file; /* the GGUF, opened once (gguf_file_open) */
+    char *live_name;       /* fs.live_name when made here */
+    char *mnt_abs;         /* fs.mnt resolved, when it could be */
+    int locks;             /* fs's locks are initialised */
+};
+
+static void say(struct gfs_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(struct gfs_model *m, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (m->a.store)
+        gfs_log(&m->fs, "%s", line);
+    else
+        fprintf(stderr, "ggufs: %s\n", line);
+}
+
+/* A read-write mount first finishes a commit interrupted by a crash,
+ * before anything reads the file.  0 or -1. */
+static int recover_first(struct gfs_model *m) {
+    struct gguf_error gerr = {0};
+    bool did = false;
+    if (gguf_recover_file(&m->file, &did, &gerr) != GGUF_OK) {
+        say(m, "%s: %s", m->a.file, gerr.msg);
+        return -1;
+    }
+    if (did)
+        say(m, "%s: completed an interrupted commit", m->a.file);
+    return 0;
+}
+
+/* One writer per file: read-write mounts lock it exclusively, read-only
+ * mounts shared.  The lock is held until the last commit is done.  0 or
+ * -1. */
+static int lock_gguf(struct gfs_model *m) {
+    if (flock(gguf_fd(m->fs.ctx),
+              (m->a.o.readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+        return 0;
+    char where[4096];
+    if (gfs_find_mount(m->path, 1, where, sizeof where))
+        say(m, "%s: already mounted at %s", m->a.file, where);
+    else
+        say(m, "%s: locked by another program (%s)", m->a.file,
+            strerror(errno));
+    return -1;
+}
+
+/* -o overlay or -o overlay=PATH was given. */
+static int overlay_wanted(const struct gfs_model *m) {
+    return m->a.o.overlay || m->a.o.overlay_path;
+}
+
+/* How the GGUF is opened: never for writing with -o overlay (the file may
+ * be 0444, immutable, on a read-only filesystem: it is never written),
+ * read-only with -o ro, else read-write if permitted (-1). */
+static int overlay_rdwr(const struct gfs_model *m) {
+    return m->a.o.readonly || overlay_wanted(m) ? 0 : -1;
+}
+
+/* -o overlay: the overlay found and applied once the GGUF is open
+ * (fs/overlay.c); a remote source's is known by URL and the server's
+ * version.  0 or -1 after one line. */
+static int setup_overlay(struct gfs_model *m) {
+    char ident[512];
+    int remote = gfs_remote_is(m->a.file);
+    if (!overlay_wanted(m)) {
+        gfs_overlay_note(m->shown, m->a.file);
+        return 0;
+    }
+    if (remote && gfs_remote_identity(&m->fs, ident, sizeof ident) != 0) {
+        say(m, "%s: out of memory", m->a.file);
+        return -1;
+    }
+    /* As mountinfo will show it (a bad one is reported by the mount). */
+    char *mnt = realpath(m->a.o.mnt, NULL);
+    struct gfs_overlay_args a = {.path = m->shown,
+                                 .remote_id = remote ? ident : NULL,
+                                 .opt = m->a.o.overlay_path,
+                                 .file = m->a.file,
+                                 .mnt = mnt,
+                                 .readonly = m->a.o.readonly};
+    int r = gfs_overlay_setup(&m->fs, &a);
+    free(mnt);
+    return r;
+}
+
+/* Source selection (issue 13): an http(s):// or hf:// source is opened
+ * through fs/remote.c, read-only unless an overlay takes the edits (the
+ * overlay has its own lock and is the durable store of the edits); there
+ * is no file to recover, lock or keep pending edits of.  0, or -1 after
+ * one line on stderr naming the source (or the shard at fault). */
+static int open_remote(struct gfs_model *m) {
+    struct gguf_error gerr = {0};
+    char bad[PATH_MAX + 64], msg[512];
+    m->a.o.remote.hf = strncmp(m->a.file, "hf://", 5) == 0;
+    if (!(m->path = gfs_remote_resolve(m->a.file, msg, sizeof msg)) ||
+        !(m->shown = gfs_remote_shown(m->path, msg, sizeof msg))) {
+        say(m, "%s: %s", m->a.file, msg);
+        return -1;
+    }
+    if (msg[0]) /* a credential in the URL */
+        say(m, "%s: warning: %s", m->shown, msg);
+    if (!m->a.o.readonly && !overlay_wanted(m)) {
+        m->a.o.readonly = 1;
+    }
+    /* What an overlay mount's commit at unmount said, if nobody heard. */
+    (void)gfs_print_outcome(m->shown);
+    unsigned flags = m->a.o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
+    if (gfs_remote_open(&m->fs, m->path, &m->a.o.remote, flags, bad, sizeof bad,
+                        &gerr) != 0) {
+        /* An hf:// source names the URL it was resolved to: a 404 there
+         * is a wrong owner, repository, revision or path. */
+        int first = strcmp(bad, m->path) == 0;
+        int hf = first && strcmp(m->a.file, m->path) != 0;
+        say(m, "%s: %s%s%s%s", first ? m->a.file : bad, gerr.msg,
+            hf ? " (at " : "", hf ? m->shown : "", hf ? ")" : "");
+        return -1;
+    }
+    m->fs.ctx = m->fs.shards[0];
+    if (gfs_view_layout(&m->fs, &gerr) != 0) {
+        say(m, "%s: %s", m->a.file, gerr.msg);
+        return -1;
+    }
+    for (int sh = 0; sh < m->fs.n_shards; sh++)
+        for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
+            say(m, "%s: warning: %s",
+                sh ? gguf_path(m->fs.shards[sh]) : m->a.file,
+                gguf_warning(m->fs.shards[sh], w));
+    gfs_remote_stat(&m->fs, &m->fs.st);
+    return 0;
+}
+
+/* A store's file must be the one its scan checked (beneath the store):
+ * one swapped since is refused.  1 if so (said). */
+static int store_file_swapped(struct gfs_model *m) {
+    struct stat sb;
+    const struct gfs_model_file *f = m->a.files;
+    if (!f || (!f->dev && !f->ino))
+        return 0;
+    if (fstat(m->file.fd, &sb) == 0 && sb.st_dev == f->dev &&
+        sb.st_ino == f->ino)
+        return 0;
+    say(m, "%s: not the file the store listed (replaced since)", m->a.file);
+    return 1;
+}
+
+/* A store's shard set: its files are where the store keeps them (the HF
+ * cache: blobs named by hash), named as the set: the sibling the library
+ * asks for by name is found among the model's files by its last
+ * component, opened by path and checked like the first. */
+static enum gguf_status open_store_file(void *u, const char *name,
+                                        unsigned flags, gguf_ctx **out,
+                                        struct gguf_error *err) {
+    struct gfs_model *m = u;
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    for (int k = 0; k < m->a.n_files; k++) {
+        const struct gfs_model_file *f = &m->a.files[k];
+        if (strcmp(f->name, base) != 0)
+            continue;
+        if (k == 0)
+            return gguf_open_file(out, &m->file, flags, err);
+        enum gguf_status st = gguf_open(out, f->path, flags, err);
+        struct stat sb;
+        if (st == GGUF_OK && (f->dev || f->ino) &&
+            (fstat(gguf_fd(*out), &sb) != 0 || sb.st_dev != f->dev ||
+             sb.st_ino != f->ino)) {
+            gguf_close(*out);
+            *out = NULL;
+            return gguf_fail(err, GGUF_E_IO,
+                             "%s: not the file the store listed", f->path);
+        }
+        return st;
+    }
+    return gguf_fail(err, GGUF_E_IO, "%s: not in the store", base);
+}
+
+/* The set: beside the first file by name, or a store's files. */
+static enum gguf_status open_set(struct gfs_model *m, unsigned flags, char *bad,
+                                 size_t bad_len, struct gguf_error *err) {
+    if (!m->a.files || m->a.n_files < 2)
+        return gguf_open_set(m->path, &m->file, flags, &m->fs.shards,
+                             &m->fs.n_shards, bad, bad_len, err);
+    char name[PATH_MAX];
+    snprintf(name, sizeof name, "/%s", m->a.files[0].name);
+    return gguf_open_set_by(name, open_store_file, m, flags, &m->fs.shards,
+                            &m->fs.n_shards, bad, bad_len, err);
+}
+
+/* Open and check: the GGUF (or shard set) opened, validated, laid out and
+ * locked.  0, or -1 after one line on stderr. */
+static int open_gguf(struct gfs_model *m) {
+    struct gguf_error gerr = {0};
+    if (gfs_remote_is(m->a.file))
+        return open_remote(m);
+    /* Absolute: the daemon changes its directory to / when it detaches. */
+    m->path = realpath(m->a.file, NULL);
+    if (m->path && !(m->shown = strdup(m->path))) {
+        free(m->path);
+        m->path = NULL;
+    }
+    if (!m->path) {
+        say(m, "%s: %s", m->a.file, strerror(errno));
+        return -1;
+    }
+    char where[4096];
+    /* Inside a store a request waits for this: no waiting for another
+     * daemon's last commit there (the lock below says it is busy). */
+    if (!m->a.store &&
+        gfs_wait_previous(m->path, m->a.file,
+                          gfs_find_mount(m->path, 1, where, sizeof where)) != 0)
+        return -1;
+    unsigned flags = m->a.o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0;
+    int fallback_ro = 0;
+    /* The one lookup of the path: everything below uses this descriptor
+     * (gguf/file.c). */
+    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) != GGUF_OK) {
+        say(m, "%s: %s", m->a.file, gerr.msg);
+        return -1;
+    }
+    if (store_file_swapped(m))
+        return -1;
+    if (!m->a.o.readonly && !overlay_wanted(m) && !m->file.writable) {
+        fallback_ro = 1;
+        m->a.o.readonly = 1;
+    }
+    if (!m->a.o.readonly && !overlay_wanted(m)) {
+        if (recover_first(m) != 0)
+            return -1;
+        flags |= GGUF_OPEN_RDWR;
+    }
+    char bad[PATH_MAX + 64];
+    if (open_set(m, flags, bad, sizeof bad, &gerr) != GGUF_OK) {
+        /* A read-only mount does not recover: a half-written header is
+         * what an interrupted commit leaves, and the way out is named. */
+        int interrupted = gguf_commit_interrupted(m->path);
+        say(m, "%s: %s%s%s%s", strcmp(bad, m->path) == 0 ? m->a.file : bad,
+            gerr.msg,
+            interrupted ? "; a commit of this file was interrupted: "
+                          "'ggufs --recover "
+                        : "",
+            interrupted ? m->a.file : "", interrupted ? "' completes it" : "");
+        return -1;
+    }
+    m->fs.ctx = m->fs.shards[0];
+    if (gfs_view_layout(&m->fs, &gerr) != 0) {
+        say(m, "%s: %s", m->a.file, gerr.msg);
+        return -1;
+    }
+    if (lock_gguf(m) != 0)
+        return -1;
+    /* Locked: no live daemon of this file is left, so any pending record
+     * is a dead mount's.  A read-write mount would replace it. */
+    (void)gfs_print_outcome(m->path);
+    if (gfs_pending_note(m->path, m->a.file) && !m->a.o.readonly &&
+        !overlay_wanted(m)) {
+        say(m,
+            "%s: not mounted read-write over pending edits (-o ro "
+            "mounts it to look)",
+            m->a.file);
+        return -1;
+    }
+    if (fallback_ro)
+        say(m,
+            "%s: warning: not writable, mounting "
+            "read-only (-o overlay takes edits without writing the "
+            "file)",
+            m->a.file);
+    for (int sh = 0; sh < m->fs.n_shards; sh++)
+        for (int w = 0; w < gguf_n_warnings(m->fs.shards[sh]); w++)
+            say(m, "%s: warning: %s",
+                sh ? gguf_path(m->fs.shards[sh]) : m->a.file,
+                gguf_warning(m->fs.shards[sh], w));
+    if (fstat(gguf_fd(m->fs.ctx), &m->fs.st) != 0) {
+        say(m, "%s: %s", m->a.file, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Naming: the live view is named like the source (model.gguf); for a
+ * shard set like the merged file (NAME.gguf for NAME-00001-of-00003.gguf,
+ * as the library's gguf_split_name parses it): clients such as
+ * node-llama-cpp see the -00001-of- pattern and go looking for the other
+ * shards beside it.  Never meta, tensors, f32, npy or index.tsv (the
+ * views, views.c); none if no name fits. */
+static void name_live_view(struct gfs_model *m) {
+    if (m->a.live_name) { /* a store's model: named by the store */
+        if ((m->live_name = strdup(m->a.live_name)) &&
+            strlen(m->live_name) <= 255)
+            m->fs.live_name = m->live_name;
+        return;
+    }
+    /* A URL's path ends at its query string ("?download=true"). */
+    size_t plen = m->fs.remote ? strcspn(m->path, "?#") : strlen(m->path);
+    const char *base = m->path + plen;
+    while (base > m->path && base[-1] != '/')
+        base--;
+    char *name = strndup(base, (size_t)(m->path + plen - base));
+    int sno, scount;
+    size_t cut;
+    if (!name)
+        return;
+    if (m->fs.n_shards > 1 && gguf_split_name(name, &sno, &scount, &cut) &&
+        cut > 0)
+        strcpy(name + cut, ".gguf"); /* shorter: the suffix is 20 bytes */
+    m->live_name = name;
+    if (name[0] && strcmp(name, "meta") != 0 && strcmp(name, "tensors") != 0 &&
+        strcmp(name, "f32") != 0 && strcmp(name, "npy") != 0 &&
+        strcmp(name, "index.tsv") != 0 && strcmp(name, "meta.tsv") != 0 &&
+        strlen(name) <= 255)
+        m->fs.live_name = name;
+}
+
+/* The rest of struct gfs, from the options, and its locks. */
+static void init_state(struct gfs_model *m) {
+    m->fs.path = m->shown; /* logs, state: the source as shown to all */
+    m->fs.mnt = m->a.mnt;
+    if ((m->mnt_abs = realpath(m->fs.mnt, NULL))) /* before the mount */
+        m->fs.mnt = m->mnt_abs;
+    m->fs.uid = getuid();
+    m->fs.gid = getgid();
+    m->fs.readonly = m->a.o.readonly;
+    m->fs.commit_flags = m->a.o.no_insert ? GGUF_COMMIT_NO_INSERT : 0;
+    m->fs.timeout = m->a.o.timeout;
+    m->fs.max_value = m->a.o.max_value;
+    m->fs.tensor_dio = m->a.o.tensor_dio;
+    m->fs.max_drafts = m->a.o.max_drafts;
+    pthread_rwlock_init(&m->fs.lock, NULL);
+    pthread_mutex_init(&m->fs.text_lock, NULL);
+    pthread_mutex_init(&m->fs.fh_lock, NULL);
+    gguf_set_progress(m->fs.ctx, gfs_progress_cb, &m->fs);
+    m->locks = 1;
+}
+
+struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
+    struct gfs_model *m = calloc(1, sizeof *m);
+    *status = EXIT_BADFILE;
+    if (!m) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        return NULL;
+    }
+    m->a = *a;
+    m->file.dfd = m->file.fd = -1;
+    m->fs.mount = a->mount;
+    m->fs.log = &a->mount->log;
+    m->fs.ino_base = a->ino_base;
+    m->fs.parent = a->parent;
+    if (open_gguf(m) != 0 || setup_overlay(m) != 0)
+        goto fail;
+    name_live_view(m);
+    init_state(m);
+    return &m->fs;
+fail:
+    gfs_model_close(&m->fs);
+    return NULL;
+}
+
+const struct gfs_opts *gfs_model_opts(const struct gfs *fs) {
+    return &((const struct gfs_model *)fs)->a.o;
+}
+
+void gfs_model_close(struct gfs *fs) {
+    struct gfs_model *m = (struct gfs_model *)fs;
+    if (!m)
+        return;
+    gfs_pt_stop(&m->fs);
+    if (m->locks) {
+        pthread_mutex_destroy(&m->fs.fh_lock);
+        gfs_meta_free(&m->fs);
+        gfs_texts_free(&m->fs);
+        gfs_lnames_free(&m->fs);
+        gfs_text_put(m->fs.live);
+        pthread_mutex_destroy(&m->fs.text_lock);
+        pthread_rwlock_destroy(&m->fs.lock);
+    }
+    gfs_views_free(&m->fs);
+    gfs_view_layout_free(&m->fs);
+    gfs_overlay_free(&m->fs);
+    gguf_close_set(m->fs.shards, m->fs.n_shards);
+    gfs_remote_close(&m->fs);
+    gguf_file_close(&m->file);
+    free(m->path);
+    free(m->shown);
+    free(m->live_name);
+    free(m->mnt_abs);
+    free(m);
+}

@@ -1,0 +1,47 @@
+/*
+ * model.h - opening and closing a model (model.c): the one way a mount
+ * (mount.c: a single file; storefs.c: a store's models) gets a struct gfs.
+ */
+#ifndef GGUFS_MODEL_H
+#define GGUFS_MODEL_H
+
+#include "ggufs.h"
+
+/* One file of a store's model: where it is (absolute path) and the name
+ * its set knows it by (a shard's NAME-0000K-of-0000N.gguf), and the file
+ * the store's scan saw (dev, ino; 0: not checked). */
+struct gfs_model_file {
+    const char *path, *name;
+    dev_t dev;
+    ino_t ino;
+};
+
+struct gfs_model_args {
+    const char *file;  /* the source as the user (or the store) names it */
+    struct gfs_opts o; /* a copy: opening may make it read-only */
+    const char *mnt;   /* the mountpoint as given */
+    struct gfs_mount *mount;
+    fuse_ino_t ino_base, parent; /* its place in the mount (mounts.h) */
+    /* Inside a running store mount: messages go to the log, and the model
+     * is read-only when the store is or the file cannot be written. */
+    int store;
+    const char *live_name; /* the live view's name, or NULL: the source's */
+    /* A store's model: its files (NULL: the source alone, shards found
+     * beside it by name). */
+    const struct gfs_model_file *files;
+    int n_files;
+};
+
+/* Opens the model a describes (a is copied).  NULL after one line (stderr,
+ * or the log for a store) with *status the exit status it means
+ * (status.h).  Its overlay is set up; its views (gfs_views_init) and
+ * the session's passthrough (gfs_pt_start, single-file mounts) are the
+ * caller's to start. */
+struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status);
+/* The model's last state freed (after gfs_model_destroy's commit at
+ * unmount, or once a store let it go). */
+void gfs_model_close(struct gfs *fs);
+/* The options after opening (read-only when the file was not writable). */
+const struct gfs_opts *gfs_model_opts(const struct gfs *fs);
+
+#endif
