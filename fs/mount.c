@@ -246,6 +246,7 @@ static int setup_overlay(struct gfs_main *m) {
     char ident[512];
     int remote = gfs_remote_is(m->c->o.file);
     if (!overlay_wanted(m)) {
+        gfs_store_use_file(&m->fs);
         gfs_overlay_note(m->shown, m->c->o.file);
         return 0;
     }
@@ -637,7 +638,7 @@ static int cleanup(struct gfs_main *m, int status) {
         fuse_session_destroy(m->se); /* runs gfs_op_destroy: open handles
                                         applied and freed, the last commit */
     gfs_pt_stop(&m->fs);
-    if (status == 0 && m->fs.commit_failed)
+    if (status == 0 && m->fs.store.commit_failed)
         status = EXIT_COMMIT;
     if (m->locks) {
         pthread_mutex_destroy(&m->fs.fh_lock);
