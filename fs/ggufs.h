@@ -319,9 +319,9 @@ struct gfs {
     size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
-    char name_error[512];        /* why the last name in meta/ was refused
+    char name_error[512]; /* why the last name in meta/ was refused
                              (user.gguf.error of meta/), or "" */
-    uint64_t generation;         /* bumped by every applied edit */
+    uint64_t generation;  /* bumped by every applied edit */
     /* Where the edits go and what of them is durable (store/store.h):
      * the backend chosen at mount, the report of the last commit. */
     struct gfs_store store;
