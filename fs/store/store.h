@@ -36,6 +36,10 @@
  *          +--------------------------------+-- SAVED ---------+
  *                                                      edit
  *
+ * An edit leads from any state to EDITED (from FAILED too); a keep that
+ * fails leaves the edits there; a commit starts from PENDING (or EDITED
+ * after a failed keep), never mid-edit: both hold fs->lock for writing.
+ *
  *   CLEAN    Nothing to commit: at mount, and after a commit that
  *            succeeded.  On disk: the GGUF holds the model (file), or the
  *            overlay holds every edit (overlay; none if never edited).
