@@ -40,7 +40,8 @@ int gfs_overlay_load_apply(const char *file, const char *opath,
  * for a command): the lock's descriptor, or -1 after one line.  A holder
  * whose mount is still there is refused at once; with wait, a holder
  * whose mount is gone (a daemon finishing its last write after an
- * unmount) is waited for, at most 60 s, saying so once. */
+ * unmount) is waited for, at most WAIT_MS (store/overlay.c), saying so
+ * once. */
 int gfs_overlay_take_lock(const char *file, const char *source,
                           const char *opath, const char *shown, const char *mnt,
                           int wait);
