@@ -29,7 +29,9 @@
  *                       tree's; fileops.c: those of open files), called
  *                       by the session's table (dispatch.c, mounts.h)
  *   gfs_fh_             open handles, struct gfs_fh (fileops.c)
- *   gfs_meta_           changes through meta/ and the commit (metaedit.c)
+ *   gfs_meta_           changes through meta/ and the commit (metaedit.c,
+ *                       metavalues.c)
+ *   gfs_store_          where the edits go, when they are durable (store/)
  *   gfs_view_           the live view: header, byte mapping, the merged
  *                       layout of a shard set (liveview.c)
  *   gfs_pt_             the live view by FUSE passthrough and its
@@ -61,6 +63,7 @@
 #include <sys/stat.h>
 
 #include "gguf.h"
+#include "store/store.h"
 
 #define GFS_INO_ROOT 1
 #define GFS_INO_META 2
@@ -336,21 +339,12 @@ struct gfs {
     size_t n_ords;
     char **errors; /* by kv id: why the last edit was refused */
     size_t n_errors;
-    char name_error[512];        /* why the last name in meta/ was refused
+    char name_error[512]; /* why the last name in meta/ was refused
                              (user.gguf.error of meta/), or "" */
-    uint64_t generation;         /* bumped by every applied edit */
-    uint64_t saved_generation;   /* edits already saved after a failed commit */
-    char saved_path[4096];       /* where they were saved ("" if never) */
-    uint64_t pending_generation; /* edits kept as the pending record */
-    gguf_ctx *disk;        /* the GGUF as on disk, for the pending record's
-                              diff (gguf_pending_save); NULL after a commit */
-    int pending_kept;      /* a pending record exists (as far as we know) */
-    int pending_failed;    /* the last save of it failed */
-    char commit_msg[1024]; /* report of the last commit, user.ggufs.commit */
-    int commit_failed;
-    /* -o overlay (overlay.c): set at mount, NULL otherwise; what it
-     * holds is guarded by lock like the edits. */
-    struct gfs_overlay *overlay;
+    uint64_t generation;  /* bumped by every applied edit */
+    /* Where the edits go and what of them is durable (store/store.h):
+     * the backend chosen at mount, the report of the last commit. */
+    struct gfs_store store;
 
     /* Guarded by text_lock, taken with lock held (for reading at least):
      * readers render and cache texts concurrently. */
@@ -534,7 +528,7 @@ int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
 /* After a failed commit (of the file or of an overlay): the edits saved
  * to a file, once per generation of the edits (`ggufs -u`'s fsync and the
- * unmount after it both commit): fs->saved_path, "" when saving failed
+ * unmount after it both commit): fs->store.saved_path, "" if it failed
  * (why in serr, which may be NULL).  Caller holds lock (write). */
 const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
@@ -562,7 +556,8 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
 /* True if there are edits a commit would write (into the GGUF, or into
  * the overlay of an overlay mount).  Caller holds lock. */
 int gfs_meta_uncommitted(struct gfs *fs);
-/* Writes edits back into the GGUF; 0 or errno; fills fs->commit_msg. */
+/* Commits the edits (into the GGUF, or the overlay); 0 or errno; fills
+ * fs->store.commit_msg. */
 int gfs_meta_commit(struct gfs *fs);
 /* Unlocks fs->lock taken for writing around an edit, keeping the edits
  * durably first (the model's pending record, see gguf_pending_save). */
@@ -571,7 +566,7 @@ void gfs_meta_unlock(struct gfs *fs);
 int gfs_meta_keep(struct gfs *fs);
 
 /* leftover.c: what earlier mounts left, for the next command.
- * gfs_record_outcome: the daemon records fs->commit_msg (and when: "after
+ * gfs_record_outcome: the daemon records the commit report (when: "after
  * unmount") as the model's status record (gfs_print_outcome and
  * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s, saying so)
  * while an earlier daemon still holds the file's lock for its last commit
@@ -731,17 +726,15 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
  * users get EACCES: their fsync must not publish the owner's edits. */
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
 
-/* overlay.c: -o overlay[=PATH] and the overlay commands (issue 14).
+/* store/overlay.c: -o overlay[=PATH] (issue 14).
  * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
  * where the overlay is (a->opt, else the default in the state
  * directory), its lock taken (read-write mounts), the source's identity,
  * and the overlay applied if it belongs to it; 0, or -1 after one line on
  * stderr (an overlay that does not belong, one not to be trusted, one in
- * use by another mount).  gfs_overlay_keep: after an edit (persist),
- * writes the overlay when the edits changed; 0 or EIO.
- * gfs_overlay_commit: gfs_meta_commit of an overlay mount (fills
- * commit_msg); 0 or errno.  Both with lock held for writing.
- * The overlay commands and gfs_overlay_dead_note: daemon.h. */
+ * use by another mount); the overlay chosen as the mount's edit store
+ * (store/overlay.c).  The overlay commands and gfs_overlay_dead_note:
+ * daemon.h. */
 struct gfs_overlay_args {
     const char *path;      /* the source: absolute path, or its http(s) URL */
     const char *remote_id; /* a remote source's version (gfs_remote_identity),
@@ -753,13 +746,9 @@ struct gfs_overlay_args {
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
 void gfs_overlay_free(struct gfs *fs);
-int gfs_overlay_keep(struct gfs *fs);
-int gfs_overlay_commit(struct gfs *fs);
 /* Where the overlay of an overlay mount is (user.ggufs.overlay), else
  * NULL.  No lock: set at mount. */
 const char *gfs_overlay_where(const struct gfs *fs);
-/* True if edits were made since the overlay was last written whole. */
-int gfs_overlay_uncommitted(struct gfs *fs);
 /* A mount without -o overlay of a file that has a default overlay: one
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */

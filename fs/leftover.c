@@ -39,8 +39,8 @@ void gfs_record_outcome(struct gfs *fs, const char *when) {
     if (!localtime_r(&now, &tm) ||
         !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
-    int n = snprintf(body, sizeof body, "%s (%s, %s)\n", fs->commit_msg, when,
-                     stamp);
+    int n = snprintf(body, sizeof body, "%s (%s, %s)\n", fs->store.commit_msg,
+                     when, stamp);
     if (n > 0 &&
         gguf_state_write(fs->path, GGUF_STATE_STATUS, body,
                          (size_t)n < sizeof body ? (size_t)n : sizeof body - 1,

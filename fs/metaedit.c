@@ -1,9 +1,12 @@
 /*
- * metaedit.c - changes made through meta/: values, new keys, removals, renames,
- * type changes, editors' temporary files, and the commit that writes them
- * back into the GGUF.  Every change goes through the library, which
- * validates it; a refused change leaves the key as it was and records why
- * (log, and user.gguf.error on the file).
+ * metaedit.c - the names of meta/: new keys, removals, renames, editors'
+ * temporary files (FILEs, and the note that names them in a commit's
+ * report), and the entry points of the commit.  The values (texts, types,
+ * refusals) are metavalues.c's; where the edits go and when they become
+ * durable is the edit store's (store/store.h), which these entry points
+ * call and which never calls back.  Every change goes through the
+ * library, which validates it; a refused change leaves the key as it was
+ * and records why (log, and user.gguf.error on the file).
  *
  * Names in meta/.  Tools save a file in many ways (write in place, truncate
  * and write, write a temporary file and rename it onto the name, rename
@@ -57,7 +60,8 @@
  * unlink, rename from or onto, setxattr.
  */
 #include "ggufs.h"
-#include "source/source.h"
+#include "metaedit.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -159,83 +163,6 @@ static struct gfs_scratch *scratch_new(struct gfs *fs, const char *name,
     return s;
 }
 
-void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg) {
-    if (id >= fs->n_errors) {
-        if (!msg)
-            return;
-        size_t n = fs->n_errors ? fs->n_errors : 64;
-        while (n <= id)
-            n *= 2;
-        char **ne = realloc(fs->errors, n * sizeof *ne);
-        if (!ne)
-            return;
-        memset(ne + fs->n_errors, 0, (n - fs->n_errors) * sizeof *ne);
-        fs->errors = ne;
-        fs->n_errors = n;
-    }
-    free(fs->errors[id]);
-    fs->errors[id] = msg ? strdup(msg) : NULL;
-}
-
-const char *gfs_meta_get_error(struct gfs *fs, uint32_t id) {
-    return id < fs->n_errors ? fs->errors[id] : NULL;
-}
-
-static int refuse(struct gfs *fs, int64_t i, const struct gguf_error *err) {
-    size_t klen = 1;
-    const char *key = i >= 0 ? gguf_kv_key(fs->ctx, i, &klen) : "?";
-    char q[GGUF_QUOTE_MAX];
-    gfs_log(fs, "%s: refused edit of '%s': %s", fs->path,
-            gguf_quote(q, sizeof q, key, klen), err->msg);
-    if (i >= 0)
-        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), err->msg);
-    return gfs_errno(err);
-}
-
-const char *gfs_meta_protected(const struct gfs *fs, int64_t i) {
-    static const char *const split_keys[] = {"split.no", "split.count",
-                                             "split.tensors.count"};
-    size_t klen;
-    const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    if (gguf_key_is_alignment(key, klen))
-        return "general.alignment cannot be changed: the tensor data layout "
-               "depends on it";
-    if (fs->n_shards > 1)
-        for (size_t k = 0; k < sizeof split_keys / sizeof *split_keys; k++)
-            if (klen == strlen(split_keys[k]) &&
-                memcmp(key, split_keys[k], klen) == 0)
-                return "split.no, split.count and split.tensors.count "
-                       "describe the shard set and cannot be changed while "
-                       "it is mounted";
-    return NULL;
-}
-
-const char *gfs_meta_unwritable(const struct gfs *fs, int64_t i) {
-    const char *why = gfs_meta_protected(fs, i);
-    if (why)
-        return why;
-    /* -o allow_nested mounts them, but the library writes no array of
-     * arrays (ggml rejects them): a new value could only be refused when
-     * applied, at close, where the shell does not look. */
-    if (gguf_kv_type(fs->ctx, i) == GGUF_TYPE_ARRAY &&
-        gguf_kv_arr_type(fs->ctx, i) == GGUF_TYPE_ARRAY)
-        return "an array of arrays cannot be written (ggml rejects them); "
-               "it can be removed or renamed";
-    return NULL;
-}
-
-int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what) {
-    size_t klen;
-    const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    const char *why = gfs_meta_unwritable(fs, i);
-    char q[GGUF_QUOTE_MAX];
-    gfs_log(fs, "%s: refused %s of '%s': %s", fs->path, what,
-            gguf_quote(q, sizeof q, key, klen), why ? why : "protected");
-    if (why)
-        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), why);
-    return EPERM;
-}
-
 /* True, with the key in *key, if a file name in meta/ is the canonical
  * escape of a valid key. */
 static int name_to_key(const char *name, struct gguf_buf *key) {
@@ -259,48 +186,6 @@ static int refuse_name(struct gfs *fs, const char *what, const char *name) {
              what, gguf_quote(q, sizeof q, name, strlen(name)));
     gfs_log(fs, "%s: refused %s", fs->path, fs->name_error);
     return EINVAL;
-}
-
-static void edited(struct gfs *fs, int64_t i) {
-    fs->generation++;
-    if (i >= 0) {
-        gfs_text_forget(fs, gguf_kv_id(fs->ctx, i));
-        gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), NULL);
-    }
-}
-
-int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
-                        int quiet) {
-    struct gguf_buf payload = {0};
-    struct gguf_error err = {0};
-    size_t klen;
-    const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    enum gguf_type type = gguf_kv_type(fs->ctx, i);
-    int rc = 0;
-
-    if (gguf_parse_text(type, gguf_kv_arr_type(fs->ctx, i), text, len, &payload,
-                        &err) != GGUF_OK) {
-        rc = quiet ? gfs_errno(&err) : refuse(fs, i, &err);
-        goto out;
-    }
-    size_t plen;
-    const uint8_t *cur = gguf_kv_payload(fs->ctx, i, &plen);
-    if (plen == payload.len && memcmp(cur, payload.p, plen) == 0)
-        goto out; /* writing back what was read changes nothing */
-    if (gfs_meta_protected(fs, i)) {
-        rc = gfs_meta_refuse_protected(fs, i, "a change");
-        goto out;
-    }
-    gfs_text_keep(fs, i);
-    if (gguf_set_payload(fs->ctx, key, klen, type, payload.p, payload.len,
-                         &err) != GGUF_OK) {
-        rc = refuse(fs, i, &err);
-        goto out;
-    }
-    edited(fs, gguf_find_key(fs->ctx, key, klen));
-out:
-    gguf_buf_free(&payload);
-    return rc;
 }
 
 static void ghost_free(struct gfs_ghost *g) {
@@ -410,7 +295,7 @@ static int remove_key(struct gfs *fs, int64_t i) {
     g->ord = key_ord(fs, id);
     gfs_text_keep(fs, i);
     if (gguf_remove_key(fs->ctx, i, &err) != GGUF_OK)
-        return refuse(fs, i, &err);
+        return gfs_meta_refuse(fs, i, &err);
     gfs_text_forget(fs, id);
     gfs_meta_set_error(fs, id, NULL);
     fs->generation++;
@@ -454,7 +339,7 @@ static int add_key(struct gfs *fs, const char *key, size_t klen,
         i = gguf_find_key(fs->ctx, key, klen);
         ghost_remove(fs, g);
     }
-    edited(fs, i);
+    gfs_meta_edited(fs, i);
     *out = i;
 out:
     gguf_buf_free(&payload);
@@ -663,7 +548,7 @@ static int set_like(struct gfs *fs, int64_t i, const char *key, size_t klen,
         return ENOMEM;
     if (gguf_set_payload(fs->ctx, key, klen, gguf_kv_type(fs->ctx, i),
                          payload.p, payload.len, &err) != GGUF_OK)
-        rc = refuse(fs, at, &err);
+        rc = gfs_meta_refuse(fs, at, &err);
     gguf_buf_free(&payload);
     return rc;
 }
@@ -685,7 +570,7 @@ static int key_rename(struct gfs *fs, int64_t i, fuse_ino_t ino,
         return rc;
     }
     restore_place(fs, gguf_find_id(fs->ctx, nid), ord);
-    edited(fs, gguf_find_id(fs->ctx, nid));
+    gfs_meta_edited(fs, gguf_find_id(fs->ctx, nid));
     add_alias(fs, ino, GFS_INO_KV + nid);
     return 0;
 }
@@ -699,7 +584,7 @@ static int take_value(struct gfs *fs, int64_t fi, int64_t ti) {
     gfs_text_keep(fs, ti);
     int rc = set_like(fs, fi, key, klen, ti);
     if (!rc)
-        edited(fs, gguf_find_key(fs->ctx, key, klen));
+        gfs_meta_edited(fs, gguf_find_key(fs->ctx, key, klen));
     return rc;
 }
 
@@ -797,139 +682,6 @@ out:
     return rc;
 }
 
-/* Parses a type name as shown in user.gguf.type ("uint32",
- * "array[string]"); false if unknown.  Arrays of arrays cannot be made. */
-static int parse_type(const char *s, size_t n, enum gguf_type *t,
-                      enum gguf_type *at) {
-    if (n > 7 && memcmp(s, "array[", 6) == 0 && s[n - 1] == ']') {
-        int e = gguf_type_from_name(s + 6, n - 7);
-        if (e < 0)
-            return 0;
-        *t = GGUF_TYPE_ARRAY;
-        *at = (enum gguf_type)e;
-        return 1;
-    }
-    int b = gguf_type_from_name(s, n);
-    if (b < 0)
-        return 0;
-    *t = (enum gguf_type)b;
-    *at = GGUF_TYPE_COUNT;
-    return 1;
-}
-
-int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
-                      size_t len) {
-    enum gguf_type t, at;
-    struct gguf_buf payload = {0}, back = {0};
-    struct gguf_error err = {0};
-    int64_t i = gfs_kv_index(fs, ino);
-    int rc = 0, e = 0;
-    struct gfs_text *cur = NULL;
-
-    while (len && (type[len - 1] == '\n' || type[len - 1] == '\0'))
-        len--;
-    if (i < 0)
-        return ENOENT;
-    size_t klen;
-    const char *key = gguf_kv_key(fs->ctx, i, &klen);
-    if (!parse_type(type, len, &t, &at)) {
-        gguf_fail(&err, GGUF_E_INVAL, "unknown type '%.*s'", (int)len, type);
-        return refuse(fs, i, &err);
-    }
-    if (t == gguf_kv_type(fs->ctx, i) &&
-        (t != GGUF_TYPE_ARRAY || at == gguf_kv_arr_type(fs->ctx, i)))
-        return 0;
-    if (gfs_meta_protected(fs, i))
-        return gfs_meta_refuse_protected(fs, i, "a type change");
-    /* An empty string (a key just made by touch or create) becomes the
-     * zero value of any type. */
-    size_t plen;
-    gguf_kv_payload(fs->ctx, i, &plen);
-    if (gguf_kv_type(fs->ctx, i) == GGUF_TYPE_STRING && plen == 8) {
-        if (gguf_zero_payload(t, at, &payload) != GGUF_OK)
-            return EINVAL;
-        goto set;
-    }
-    /* Convert through the text form: the value is representable in the new
-     * type exactly when its text parses and renders back unchanged. */
-    if (!(cur = gfs_text_get(fs, i, &e)))
-        return e;
-    if (gguf_parse_text(t, at, cur->data, cur->len, &payload, &err) !=
-            GGUF_OK ||
-        gguf_render(t, payload.p, payload.len, &back, &err) != GGUF_OK) {
-        rc = refuse(fs, i, &err);
-        goto out;
-    }
-    if (back.len != cur->len || memcmp(back.p, cur->data, back.len) != 0) {
-        gguf_fail(&err, GGUF_E_RANGE,
-                  "value is not representable exactly "
-                  "as %.*s",
-                  (int)len, type);
-        rc = refuse(fs, i, &err);
-        goto out;
-    }
-set:
-    gfs_text_keep(fs, i);
-    if (gguf_set_payload(fs->ctx, key, klen, t, payload.p, payload.len, &err) !=
-        GGUF_OK) {
-        rc = refuse(fs, i, &err);
-        goto out;
-    }
-    edited(fs, gguf_find_key(fs->ctx, key, klen));
-out:
-    gfs_text_put(cur);
-    gguf_buf_free(&payload);
-    gguf_buf_free(&back);
-    return rc;
-}
-
-int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
-    struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
-    if (s) {
-        if ((size_t)size > fs->max_value)
-            return EFBIG;
-        int g = (size_t)size > s->data.len
-                    ? gfs_mem_grant(fs, &s->granted, (size_t)size)
-                    : 0;
-        if (g)
-            return g;
-        if ((size_t)size > s->data.len &&
-            gguf_buf_reserve(&s->data, (size_t)size - s->data.len) != GGUF_OK)
-            return ENOMEM;
-        if ((size_t)size > s->data.len)
-            memset(s->data.p + s->data.len, 0, (size_t)size - s->data.len);
-        s->data.len = (size_t)size;
-        return 0;
-    }
-    int64_t i = gfs_kv_index(fs, ino);
-    if (i < 0)
-        return ENOENT;
-    if ((size_t)size > fs->max_value)
-        return EFBIG; /* before the value is copied or extended */
-    if (gfs_meta_unwritable(fs, i))
-        return gfs_meta_refuse_protected(fs, i, "truncate");
-    int e = 0;
-    struct gfs_text *t = gfs_text_get(fs, i, &e);
-    if (!t)
-        return e;
-    struct gguf_buf b = {0};
-    int rc = 0;
-    if (gguf_buf_add(&b, t->data,
-                     (size_t)size < t->len ? (size_t)size : t->len) !=
-            GGUF_OK ||
-        ((size_t)size > b.len &&
-         gguf_buf_reserve(&b, (size_t)size - b.len) != GGUF_OK)) {
-        rc = ENOMEM;
-    } else {
-        memset(b.p + b.len, 0, (size_t)size - b.len);
-        b.len = (size_t)size;
-        rc = gfs_meta_apply_text(fs, i, (char *)b.p, b.len, 0);
-    }
-    gfs_text_put(t);
-    gguf_buf_free(&b);
-    return rc;
-}
-
 /* A file name for a message, in full (the report must name every FILE so
  * that it can be found): control bytes become \xHH, so that a name cannot
  * end a log line or drive a terminal; everything else is kept as it is.
@@ -986,134 +738,27 @@ size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
     return n;
 }
 
-/* Saves the edits as the model's pending record (gguf_pending_save) when
- * they changed since the last save, or drops the record when nothing is
- * left to commit.  Called with fs->lock held for writing, after every
- * edit: once a change to meta/ has been answered, a daemon killed at any
- * later instant loses none of it.  A failure is logged once per change
- * (the mount goes on: the edits are still in memory). */
-static int persist(struct gfs *fs) {
-    struct gguf_error err = {0};
-    if (fs->overlay) /* the overlay is the durable store (overlay.c) */
-        return gfs_overlay_keep(fs);
-    /* Edits saved aside after a failed commit (and reported with the
-     * file's name) need no pending record until they change again. */
-    int keep = gguf_dirty(fs->ctx) && fs->saved_generation != fs->generation;
-    if (fs->readonly ||
-        (fs->pending_generation == fs->generation && fs->pending_kept == keep))
-        return fs->pending_failed ? EIO : 0;
-    fs->pending_generation = fs->generation;
-    fs->pending_kept = keep;
-    enum gguf_status st =
-        keep ? gguf_pending_save(fs->ctx, &fs->disk, &err)
-             : gguf_state_remove(fs->path, GGUF_STATE_PENDING, &err);
-    fs->pending_failed = st != GGUF_OK;
-    if (st != GGUF_OK)
-        gfs_log(fs, "%s: cannot keep the pending edits durably: %s", fs->path,
-                err.msg);
-    return st != GGUF_OK ? EIO : 0;
-}
-
+/* The edit store (store/store.h) makes the edits durable and commits
+ * them; these are its entry points for the handlers. */
 int gfs_meta_keep(struct gfs *fs) {
-    return persist(fs);
+    return gfs_store_keep(fs);
 }
 
 void gfs_meta_unlock(struct gfs *fs) {
-    (void)persist(fs);
+    (void)gfs_store_keep(fs);
     pthread_rwlock_unlock(&fs->lock);
 }
 
 const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr) {
-    if (fs->saved_generation != fs->generation || !fs->saved_path[0]) {
-        if (gguf_save_edits(fs->ctx, fs->saved_path, sizeof fs->saved_path,
-                            serr) == GGUF_OK)
-            fs->saved_generation = fs->generation;
-        else
-            fs->saved_path[0] = '\0';
-    }
-    return fs->saved_path;
-}
-
-/* After a failed commit: saves the edits to a file (gfs_meta_save_aside)
- * and says in where (one clause) where they are now: that file, or, if
- * saving failed, that they were not saved and where they still are (the
- * mount, the pending record).  Caller holds lock (write). */
-static void edits_whereabouts(struct gfs *fs, char *where, size_t n) {
-    struct gguf_error serr = {0};
-    if (!gfs_meta_save_aside(fs, &serr)[0] && !serr.msg[0])
-        snprintf(serr.msg, sizeof serr.msg, "unknown error");
-    if (fs->saved_path[0]) {
-        if (snprintf(where, n, "edits saved in %s", fs->saved_path) < 0)
-            where[0] = '\0';
-        return;
-    }
-    int kept = fs->pending_kept && !fs->pending_failed;
-    char rec[512] = "";
-    if (kept)
-        (void)gguf_state_path(fs->path, GGUF_STATE_PENDING, rec, sizeof rec,
-                              NULL);
-    snprintf(where, n,
-             "the edits were NOT saved to a file (%s): they are still in "
-             "the mount at %s%s%s%s",
-             serr.msg, fs->mnt ? fs->mnt : "?",
-             kept ? " and kept durably in " : " only (no durable copy)",
-             kept ? rec : "",
-             kept ? " ('ggufs --apply-pending' commits them)" : "");
+    return gfs_store_save_aside(fs, serr);
 }
 
 int gfs_meta_uncommitted(struct gfs *fs) {
-    return fs->overlay ? gfs_overlay_uncommitted(fs) : gguf_dirty(fs->ctx);
+    return gfs_store_uncommitted(fs);
 }
 
 int gfs_meta_commit(struct gfs *fs) {
-    struct gguf_commit_info info = {0};
-    struct gguf_error err = {0};
-    struct timespec t0, t1;
-
-    if (fs->overlay) /* never into the GGUF */
-        return gfs_overlay_commit(fs);
-    if (!gguf_dirty(fs->ctx)) {
-        gfs_meta_files_note(fs, NULL, 0, 1);
-        return 0;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* The file changes (or may have, if the commit fails half-way): the
-     * pending record's picture of it is made again when next needed. */
-    gguf_close(fs->disk);
-    fs->disk = NULL;
-    unsigned flags = fs->commit_flags | gfs_pt_commit_flags(fs);
-    if (gguf_commit(fs->ctx, flags, &info, &err) != GGUF_OK) {
-        char where[1024];
-        fs->commit_failed = 1;
-        (void)persist(fs);
-        edits_whereabouts(fs, where, sizeof where);
-        if (snprintf(fs->commit_msg, sizeof fs->commit_msg,
-                     "%s: commit failed: %s; %s", fs->path, err.msg, where) < 0)
-            fs->commit_msg[0] = '\0';
-        gfs_log(fs, "%s", fs->commit_msg);
-        gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
-        return gfs_errno(&err);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    fstat(gguf_fd(fs->ctx), &fs->st);
-    gfs_pt_committed(fs);
-    fs->commit_failed = 0;
-    static const char *const how[] = {"nothing to do", "in place",
-                                      "grown by inserting blocks",
-                                      "grown by rewriting the file"};
-    const char *way = how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0];
-    if (info.how == GGUF_COMMIT_REWRITE && (flags & GGUF_COMMIT_NEW_FILE))
-        way = "written as a new file: passthrough readers of the live view "
-              "keep the old one";
-    snprintf(fs->commit_msg, sizeof fs->commit_msg,
-             "%s: committed (%s), data at %llu, %.1f ms", fs->path, way,
-             (unsigned long long)info.new_data_offset,
-             (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-    gfs_log(fs, "%s", fs->commit_msg);
-    gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 1);
-    (void)persist(fs); /* nothing is dirty now: the pending record goes */
-    return 0;
+    return gfs_store_commit(fs, gfs_meta_files_note);
 }
 
 void gfs_meta_free(struct gfs *fs) {
@@ -1135,11 +780,6 @@ void gfs_meta_free(struct gfs *fs) {
     free(fs->ords);
     fs->ords = NULL;
     fs->n_ords = 0;
-    gguf_close(fs->disk);
-    fs->disk = NULL;
-    for (size_t i = 0; i < fs->n_errors; i++)
-        free(fs->errors[i]);
-    free(fs->errors);
-    fs->errors = NULL;
-    fs->n_errors = 0;
+    gfs_store_free(fs);
+    gfs_meta_errors_free(fs);
 }

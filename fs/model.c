@@ -102,6 +102,7 @@ static int setup_overlay(struct gfs_model *m) {
     char ident[512];
     int remote = gfs_remote_is(m->a.file);
     if (!overlay_wanted(m)) {
+        gfs_store_use_file(&m->fs);
         gfs_overlay_note(m->shown, m->a.file);
         return 0;
     }

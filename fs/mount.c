@@ -376,7 +376,7 @@ static int cleanup(struct gfs_main *m, int status) {
     if (m->se)
         fuse_session_destroy(m->se); /* runs gfs_op_destroy: open handles
                                         applied and freed, the last commit */
-    if (status == 0 && m->fs && m->fs->commit_failed)
+    if (status == 0 && m->fs && m->fs->store.commit_failed)
         status = EXIT_COMMIT;
     gfs_model_close(m->fs);
     gfs_store_close(m->mount.store);

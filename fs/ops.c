@@ -22,22 +22,22 @@
  * flushes applied is committed, a draft never flushed is dropped (it may
  * be torn) and named in the log and the report (gfs_fh_close_all). */
 void gfs_model_destroy(struct gfs *fs) {
-    char dropped[sizeof fs->commit_msg / 2] = "";
+    char dropped[sizeof fs->store.commit_msg / 2] = "";
     size_t n_dropped = gfs_fh_close_all(fs, dropped, sizeof dropped);
     pthread_rwlock_wrlock(&fs->lock);
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
      * command on the model to print, with the drafts left out. */
-    int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
+    int nothing = !gfs_meta_uncommitted(fs) && !fs->store.commit_failed;
     int work = !fs->readonly && (!nothing || n_dropped);
     gfs_meta_commit(fs);
     if (n_dropped) {
         if (nothing) /* else the commit wrote its report */
-            snprintf(fs->commit_msg, sizeof fs->commit_msg,
+            snprintf(fs->store.commit_msg, sizeof fs->store.commit_msg,
                      "%s: nothing to commit", fs->path);
-        size_t used = strlen(fs->commit_msg);
-        snprintf(fs->commit_msg + used, sizeof fs->commit_msg - used, "%s",
-                 dropped);
+        size_t used = strlen(fs->store.commit_msg);
+        snprintf(fs->store.commit_msg + used,
+                 sizeof fs->store.commit_msg - used, "%s", dropped);
     }
     if (work)
         gfs_record_outcome(fs, "at unmount");
@@ -238,8 +238,7 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
 }
 
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
-    uid_t uid = fuse_req_ctx(req)->uid;
-    return uid == 0 || uid == fs->uid;
+    return gfs_store_may_commit(fs, fuse_req_ctx(req)->uid);
 }
 
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
@@ -247,13 +246,14 @@ int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
  * owner or root (gfs_may_commit); others: EACCES. */
 int gfs_model_commit(struct gfs *fs) {
     pthread_rwlock_wrlock(&fs->lock);
-    int nothing = !gfs_meta_uncommitted(fs) && !fs->commit_failed;
+    int nothing = !gfs_meta_uncommitted(fs) && !fs->store.commit_failed;
     if (nothing)
-        snprintf(fs->commit_msg, sizeof fs->commit_msg, "%s: nothing to commit",
-                 fs->path);
+        snprintf(fs->store.commit_msg, sizeof fs->store.commit_msg,
+                 "%s: nothing to commit", fs->path);
     int err = gfs_meta_commit(fs);
     if (nothing) /* the commit logged them; the report names them too */
-        gfs_meta_files_note(fs, fs->commit_msg, sizeof fs->commit_msg, 0);
+        gfs_meta_files_note(fs, fs->store.commit_msg,
+                            sizeof fs->store.commit_msg, 0);
     pthread_rwlock_unlock(&fs->lock);
     return err;
 }

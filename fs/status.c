@@ -120,7 +120,8 @@ static int addf(struct gguf_buf *b, const char *fmt, ...) {
 static gguf_ctx *before_edits(struct gfs *fs) {
     gguf_ctx *c = NULL;
     struct gguf_error err = {0};
-    if (!fs->overlay && gguf_fd(fs->ctx) >= 0) /* a remote one has none */
+    if (!gfs_overlay_where(fs) &&
+        gguf_fd(fs->ctx) >= 0) /* a remote one has none */
         return gguf_reopen(fs->ctx, &c, &err) == GGUF_OK ? c : NULL;
     return gguf_open_original(&c, fs->ctx, GGUF_OPEN_ALLOW_NESTED, &err) ==
                    GGUF_OK
@@ -142,10 +143,11 @@ static int status_edits(struct gfs *fs, struct gguf_buf *b) {
         e = addf(b, "pending edits: unknown (%s)\n", err.msg);
     else if (!(e = addf(b, "pending edits: %" PRIu64 " key%s%s\n", n,
                         n == 1 ? "" : "s",
-                        !n            ? ""
-                        : fs->overlay ? " (kept in the overlay, against the "
-                                        "source)"
-                                      : " (not committed yet)")) &&
+                        !n ? ""
+                        : gfs_overlay_where(fs)
+                            ? " (kept in the overlay, against the "
+                              "source)"
+                            : " (not committed yet)")) &&
              n) {
         e = gguf_buf_add(b, GGUF_DIFF_HEADER, strlen(GGUF_DIFF_HEADER)) ||
                     gguf_buf_add(b, d.p, d.len)
@@ -183,7 +185,8 @@ static int status_text(struct gfs *fs, struct gguf_buf *b) {
         e = status_edits(fs, b);
     if (!e)
         e = addf(b, "last commit: %s\n",
-                 fs->commit_msg[0] ? fs->commit_msg : "none since the mount");
+                 fs->store.commit_msg[0] ? fs->store.commit_msg
+                                         : "none since the mount");
     if (!e)
         e = status_log(fs, b);
     if (!e && b->len > STATUS_MAX)

@@ -279,7 +279,8 @@ static int evictable(struct node *nd) {
     if (!fs || nd->refs || nd->opening)
         return 0;
     pthread_rwlock_rdlock(&fs->lock);
-    int clean = !gfs_meta_uncommitted(fs) && !fs->scratch && !fs->commit_failed;
+    int clean =
+        !gfs_meta_uncommitted(fs) && !fs->scratch && !fs->store.commit_failed;
     pthread_rwlock_unlock(&fs->lock);
     pthread_mutex_lock(&fs->fh_lock);
     int idle = !fs->open_fhs;

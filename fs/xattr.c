@@ -97,8 +97,8 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
             return add_str(out, fs->name_error);
         return ENODATA;
     case GFS_ROOT:
-        if (strcmp(name, "user.ggufs.commit") == 0 && fs->commit_msg[0])
-            return add_str(out, fs->commit_msg);
+        if (strcmp(name, "user.ggufs.commit") == 0 && fs->store.commit_msg[0])
+            return add_str(out, fs->store.commit_msg);
         if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
             return add_str(out, gfs_overlay_where(fs));
         if (strcmp(name, "user.ggufs.pid") == 0) {
@@ -144,7 +144,7 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     if (gfs_kind(ino) == GFS_DIR_META && fs->name_error[0] &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
         return ENOMEM;
-    if (gfs_kind(ino) == GFS_ROOT && fs->commit_msg[0] &&
+    if (gfs_kind(ino) == GFS_ROOT && fs->store.commit_msg[0] &&
         gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
         return ENOMEM;
     if (gfs_kind(ino) == GFS_ROOT && gfs_overlay_where(fs) &&
