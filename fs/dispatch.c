@@ -212,6 +212,12 @@ static void d_release(fuse_req_t req, fuse_ino_t ino,
           0);
 }
 
+/* Links are the store's only (aliases, storefs.c). */
+static void d_readlink(fuse_req_t req, fuse_ino_t ino) {
+    ROUTE(ino, fuse_reply_err(req, EINVAL), readlink, readlink(req, ino),
+          EINVAL);
+}
+
 static void d_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                     struct fuse_file_info *fi) {
     ROUTE(ino, gfs_op_fsync(fs, req, ino, datasync, fi), fsync,
@@ -243,4 +249,5 @@ const struct fuse_lowlevel_ops gfs_session_ops = {
     .flush = d_flush,
     .release = d_release,
     .fsync = d_fsync,
+    .readlink = d_readlink,
 };

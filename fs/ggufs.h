@@ -62,6 +62,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "catalog.h" /* struct cat_file: a store's files */
 #include "gguf.h"
 #include "store/store.h"
 
@@ -80,6 +81,10 @@
  * them plus the model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot
  * 0 is a single-file mount's model (numbers as above) or a store's own
  * nodes. */
+/* A store's ollama model: ollama/ and its files (extras.c). */
+#define GFS_INO_DIR_EXTRAS 9
+#define GFS_INO_EXTRA (UINT64_C(7) << 32)
+#define GFS_INO_EXTRA_END (UINT64_C(8) << 32)
 #define GFS_INO_SLOT_SHIFT 36
 #define GFS_INO_MODEL_SPAN (UINT64_C(1) << GFS_INO_SLOT_SHIFT)
 #define GFS_INO_DIR_F32 5
@@ -103,7 +108,9 @@ enum gfs_kind {
     GFS_F32,
     GFS_NPY,
     GFS_INDEX,
-    GFS_META_TSV /* metatsv.c */
+    GFS_META_TSV,   /* metatsv.c */
+    GFS_DIR_EXTRAS, /* extras.c */
+    GFS_EXTRA
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -143,6 +150,18 @@ struct gfs_ghost {
  * their most bytes each. */
 #define GFS_LOG_RING 20
 #define GFS_LOG_LINE 512
+
+/* A store's model's other files (ollama's layers, extras.c): each a file
+ * beneath the store's directory dirfd, opened by cat_open_file.  Owned by
+ * the model (model.c). */
+struct gfs_extras {
+    int dirfd; /* the store's; not the model's to close */
+    size_t n;
+    struct gfs_extra {
+        char *name;
+        struct cat_file file;
+    } * v;
+};
 
 /* Bounds on what names in meta/ can make a mount hold: FILEs (count and
  * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
@@ -293,6 +312,7 @@ struct gfs {
      * root for a single-file mount). */
     struct gfs_mount *mount;
     fuse_ino_t ino_base, parent;
+    const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
     int n_shards;
@@ -634,8 +654,8 @@ void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    unsigned int flags);
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi);
-void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
-                    size_t size, off_t off, struct fuse_file_info *fi);
+void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+                    off_t off, struct fuse_file_info *fi);
 void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      int datasync, struct fuse_file_info *fi);
 void gfs_op_statfs(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
@@ -654,9 +674,8 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, mode_t mode, struct fuse_file_info *fi);
 void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                  off_t off, struct fuse_file_info *fi);
-void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
-                  const char *p, size_t n, off_t off,
-                  struct fuse_file_info *fi);
+void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, const char *p,
+                  size_t n, off_t off, struct fuse_file_info *fi);
 void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                   struct fuse_file_info *fi);
 void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,

@@ -7,7 +7,8 @@
 static const struct gfs_kind_ops *const table[] = {
     &gfs_kind_metatsv,     &gfs_kind_dir_f32, &gfs_kind_dir_npy,
     &gfs_kind_index,       &gfs_kind_f32,     &gfs_kind_npy,
-    &gfs_kind_dir_tensors, &gfs_kind_tensor,
+    &gfs_kind_dir_tensors, &gfs_kind_tensor,  &gfs_kind_dir_extras,
+    &gfs_kind_extra,
 };
 #define N_ROWS (sizeof table / sizeof *table)
 

@@ -70,6 +70,8 @@ extern const struct gfs_kind_ops gfs_kind_npy;
 extern const struct gfs_kind_ops gfs_kind_index;
 extern const struct gfs_kind_ops gfs_kind_dir_tensors; /* tensors.c */
 extern const struct gfs_kind_ops gfs_kind_tensor;
+extern const struct gfs_kind_ops gfs_kind_dir_extras; /* extras.c */
+extern const struct gfs_kind_ops gfs_kind_extra;
 
 /* Core helpers a row may use (fileops.c): the bytes of the text fh holds
  * (fh->text, taken at open), read without fs->lock. */

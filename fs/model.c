@@ -376,9 +376,11 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     *status = EXIT_BADFILE;
     if (!m) {
         fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        gfs_extras_free(a->extras);
         return NULL;
     }
     m->a = *a;
+    m->fs.extras = a->extras;
     m->file.dfd = m->file.fd = -1;
     m->fs.mount = a->mount;
     m->fs.log = &a->mount->log;
@@ -422,5 +424,17 @@ void gfs_model_close(struct gfs *fs) {
     free(m->shown);
     free(m->live_name);
     free(m->mnt_abs);
+    gfs_extras_free(m->a.extras);
     free(m);
+}
+
+void gfs_extras_free(struct gfs_extras *x) {
+    for (size_t i = 0; x && i < x->n; i++) {
+        free(x->v[i].name);
+        free(x->v[i].file.path);
+        free(x->v[i].file.name);
+    }
+    if (x)
+        free(x->v);
+    free(x);
 }

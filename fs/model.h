@@ -30,7 +30,12 @@ struct gfs_model_args {
      * beside it by name). */
     const struct gfs_model_file *files;
     int n_files;
+    /* Its other files (ollama's layers), or NULL: the model's from
+     * gfs_model_open on, whether it opens or not (freed with it). */
+    struct gfs_extras *extras;
 };
+/* Frees what a gfs_extras holds and itself. */
+void gfs_extras_free(struct gfs_extras *x);
 
 /* Opens the model a describes (a is copied).  NULL after one line (stderr,
  * or the log for a store) with *status the exit status it means

@@ -248,8 +248,7 @@ static int mount_options(struct gfs_main *m) {
         fuse_opt_add_arg(&m->c->args, "-odefault_permissions") != 0)
         return -1;
     char *fsname = NULL;
-    if (fuse_opt_add_opt_escaped(&fsname, m->fs ? m->fs->path : m->shown) !=
-        0)
+    if (fuse_opt_add_opt_escaped(&fsname, m->fs ? m->fs->path : m->shown) != 0)
         return -1;
     char *fsopt = malloc(strlen(fsname) + 12);
     if (!fsopt) {
@@ -302,8 +301,8 @@ static void open_log(struct gfs_main *m) {
         return;
     }
     if (gguf_state_log_path(path, sizeof path, &err) == GGUF_OK)
-        snprintf(m->mount.log.where, sizeof m->mount.log.where,
-                 "%s and syslog", path);
+        snprintf(m->mount.log.where, sizeof m->mount.log.where, "%s and syslog",
+                 path);
 }
 
 /* Serve: mount, detach, and run the session until unmount or a signal.

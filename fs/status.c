@@ -51,8 +51,7 @@ void gfs_status_note(struct gfs_log *l, const char *line) {
         !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
         snprintf(stamp, sizeof stamp, "%lld", (long long)now);
     pthread_mutex_lock(&l->lock);
-    snprintf(l->ring[l->n % GFS_LOG_RING], GFS_LOG_LINE, "%s %s",
-             stamp, line);
+    snprintf(l->ring[l->n % GFS_LOG_RING], GFS_LOG_LINE, "%s %s", stamp, line);
     l->n++;
     if (l->file) {
         char buf[GFS_LOG_LINE + 64];
@@ -64,8 +63,7 @@ void gfs_status_note(struct gfs_log *l, const char *line) {
         }
         struct stat sb;
         /* Past the bound: the next file (the library rotates by name). */
-        if (fstat(l->fd, &sb) == 0 &&
-            (uint64_t)sb.st_size >= GGUF_LOG_MAX) {
+        if (fstat(l->fd, &sb) == 0 && (uint64_t)sb.st_size >= GGUF_LOG_MAX) {
             struct gguf_error err = {0};
             int fd = gguf_state_log_open(&err);
             if (fd >= 0) {

@@ -75,6 +75,11 @@ struct node {
     uint64_t used; /* st->tick at the last request: least recently used */
     double failed; /* when the last open failed (0: never) */
     char *line;    /* its models.tsv line, once made */
+    /* Another name of a model listed before it (the same first file: an
+     * ollama model copied under a second name, one blob in two HF
+     * snapshots, a hard link): a symbolic link to that model's directory
+     * (alias: its index), never opened twice; -1 for none. */
+    int64_t alias;
 };
 
 struct gfs_storefs {
@@ -167,6 +172,7 @@ static int64_t node_new(struct gfs_storefs *st, uint32_t parent,
     n->base = slash ? slash + 1 : n->path;
     n->parent = parent;
     n->model = model;
+    n->alias = -1;
     return (int64_t)st->n_nodes++;
 }
 
@@ -206,6 +212,48 @@ static void store_log(void *u, const char *line) {
     gfs_log_line(&st->mount->log, line);
 }
 
+/* Marks each model whose first file is another's as an alias of it (a
+ * symbolic link to it): of the names of one file, the one with the
+ * fewest levels (ollama's library/ names before others), then the first
+ * by name, is the model.  Caller holds st->mu. */
+struct first_file {
+    dev_t dev;
+    ino_t ino;
+    uint32_t node;
+    uint64_t order; /* the name with fewest levels first, then by name */
+};
+static int first_cmp(const void *a, const void *b) {
+    const struct first_file *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+static void mark_aliases(struct gfs_storefs *st, const struct cat_list *l,
+                         const uint32_t *node_of) {
+    struct first_file *v = calloc(l->n ? l->n : 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        st->nodes[node_of[i]].alias = -1;
+        const struct cat_file *f = &l->models[i].files[0];
+        uint64_t levels = 0;
+        for (const char *p = l->models[i].name; *p; p++)
+            levels += *p == '/';
+        if (v && (f->dev || f->ino))
+            v[n++] = (struct first_file){f->dev, f->ino, node_of[i],
+                                         levels << 32 | i};
+    }
+    if (v)
+        qsort(v, n, sizeof *v, first_cmp);
+    for (size_t i = 1; v && i < n; i++)
+        if (v[i].dev == v[i - 1].dev && v[i].ino == v[i - 1].ino)
+            st->nodes[v[i].node].alias = st->nodes[v[i - 1].node].alias >= 0
+                                             ? st->nodes[v[i - 1].node].alias
+                                             : (int64_t)v[i - 1].node;
+    free(v);
+}
+
 /* Scans the store again and marks what it holds.  Caller holds st->mu.
  * 0, or -1 with msg (the old list is kept). */
 static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
@@ -237,6 +285,7 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
         free(nd->line); /* the model may have changed: made again */
         nd->line = NULL;
     }
+    mark_aliases(st, &l, node_of);
     /* Children no longer present leave their directory's listing. */
     for (size_t k = 0; k < st->n_nodes; k++) {
         struct node *d = &st->nodes[k];
@@ -330,6 +379,32 @@ static void job_free(struct open_job *j) {
     free(j->first);
 }
 
+/* A copy of an ollama model's other layers, for the model (extras.c);
+ * NULL when it has none or out of memory (then it shows none). */
+static struct gfs_extras *extras_copy(const struct gfs_storefs *st,
+                                      const struct cat_model *cm) {
+    struct gfs_extras *x = cm->n_layers ? calloc(1, sizeof *x) : NULL;
+    if (!x || !(x->v = calloc(cm->n_layers, sizeof *x->v))) {
+        free(x);
+        return NULL;
+    }
+    x->dirfd = st->dirfd;
+    for (size_t i = 0; i < cm->n_layers; i++, x->n++) {
+        const struct cat_layer *l = &cm->layers[i];
+        struct gfs_extra *e = &x->v[i];
+        e->file = l->file;
+        e->name = strdup(l->name);
+        e->file.path = strdup(l->file.path);
+        e->file.name = strdup(l->file.name ? l->file.name : "");
+        if (!e->name || !e->file.path || !e->file.name) {
+            x->n++;
+            gfs_extras_free(x);
+            return NULL;
+        }
+    }
+    return x;
+}
+
 /* The model's files: absolute paths beneath the store (or hf:// URLs), the
  * names the set knows them by, the dev/ino the scan saw. */
 static int job_make(struct gfs_storefs *st, const struct node *nd,
@@ -366,6 +441,7 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
     j->a.store = 1;
     j->a.live_name = j->live;
     j->a.files = j->files;
+    j->a.extras = extras_copy(st, cm);
     return 0;
 }
 
@@ -376,6 +452,8 @@ static int open_model(struct gfs_storefs *st, size_t k) {
     int err = job_make(st, &st->nodes[k], &j), status;
     struct gfs *fs = NULL;
     pthread_mutex_unlock(&st->mu);
+    if (err)
+        gfs_extras_free(j.a.extras);
     if (!err && (fs = gfs_model_open(&j.a, &status)) &&
         gfs_views_init(fs, st->o.ggml, j.a.file) != 0) {
         gfs_model_close(fs);
@@ -496,8 +574,10 @@ static char *tsv_line(const struct node *nd, const gguf_ctx *ctx,
     return line;
 }
 
-/* A model's line: from its header, read once (a local file's header is
- * parsed alone, read-only; a Hub model's is opened as the model is). */
+/* A model's line: from its header as its file holds it (edits not yet
+ * committed and overlays are meta/'s to show), read once: a local file's
+ * header is parsed alone, read-only; a Hub model is opened as a request
+ * would open it. */
 static char *model_line(struct gfs_storefs *st, size_t k) {
     struct node *nd = &st->nodes[k];
     if (nd->line || !nd->cm)
@@ -507,7 +587,7 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
     if (st->kind == CAT_HUB ? !(src = strdup(f0->path))
                             : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
         return NULL;
-    if (st->kind != CAT_HUB && !nd->fs) {
+    if (st->kind != CAT_HUB) {
         gguf_ctx *ctx = NULL;
         struct gguf_error err = {0};
         if (gguf_open(&ctx, src, 0, &err) == GGUF_OK) {
@@ -581,18 +661,51 @@ static int64_t dir_of(const struct gfs_storefs *st, fuse_ino_t ino) {
 static fuse_ino_t node_ino(const struct gfs_storefs *st, size_t k) {
     if (k == 0)
         return FUSE_ROOT_ID;
-    if (st->nodes[k].model)
+    if (st->nodes[k].model && st->nodes[k].alias < 0)
         return ((fuse_ino_t)k << GFS_INO_SLOT_SHIFT) + GFS_INO_ROOT;
     return GFS_STORE_DIR0 + k;
 }
 
+/* The alias node of a slot-0 inode, or -1. */
+static int64_t alias_of(const struct gfs_storefs *st, fuse_ino_t ino) {
+    if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes)
+        return -1;
+    const struct node *nd = &st->nodes[ino - GFS_STORE_DIR0];
+    return nd->model && nd->alias >= 0 ? (int64_t)(ino - GFS_STORE_DIR0) : -1;
+}
+
+/* An alias's link: the way from its directory to its model's
+ * ("../NAME" for each level it is below the root). */
+static char *link_target(const struct gfs_storefs *st, size_t k) {
+    const struct node *nd = &st->nodes[k];
+    const char *to = st->nodes[nd->alias].path;
+    size_t up = 0;
+    for (const char *p = nd->path; *p; p++)
+        up += *p == '/';
+    char *t = malloc(3 * up + strlen(to) + 1);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < up; i++)
+        memcpy(t + 3 * i, "../", 3);
+    strcpy(t + 3 * up, to);
+    return t;
+}
+
 /* Attributes of a store node or of a model's root not opened yet (a
- * directory; the model's own once it is open).  Caller holds st->mu. */
+ * directory; the model's own once it is open), of models.tsv, or of an
+ * alias (a link).  Caller holds st->mu. */
 static void node_attr(const struct gfs_storefs *st, fuse_ino_t ino, int dir,
                       struct stat *sb) {
     memset(sb, 0, sizeof *sb);
     sb->st_ino = ino;
     sb->st_mode = dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+    int64_t a = dir ? -1 : alias_of(st, ino);
+    char *t = a >= 0 ? link_target(st, (size_t)a) : NULL;
+    if (t) {
+        sb->st_mode = S_IFLNK | 0777;
+        sb->st_size = (off_t)strlen(t);
+        free(t);
+    }
     if (dir && (ino >> GFS_INO_SLOT_SHIFT) && !st->o.readonly)
         sb->st_mode = S_IFDIR | 0755; /* a model's root, as it shows open */
     sb->st_nlink = dir ? 2 : 1;
@@ -621,7 +734,7 @@ static void store_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int64_t k = kid_find(st, &st->nodes[d], name, strlen(name), &at);
         if (k >= 0 && st->nodes[k].present) {
             e.ino = node_ino(st, (size_t)k);
-            node_attr(st, e.ino, 1, &e.attr);
+            node_attr(st, e.ino, st->nodes[k].alias < 0, &e.attr);
             err = 0;
         }
     }
@@ -640,7 +753,7 @@ static void store_getattr(fuse_req_t req, fuse_ino_t ino,
     struct stat sb;
     pthread_mutex_lock(&st->mu);
     int64_t d = dir_of(st, ino);
-    int ok = d >= 0 || ino == GFS_STORE_TSV;
+    int ok = d >= 0 || ino == GFS_STORE_TSV || alias_of(st, ino) >= 0;
     if (ok)
         node_attr(st, ino, d >= 0, &sb);
     pthread_mutex_unlock(&st->mu);
@@ -707,8 +820,10 @@ static void store_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             size_t kid = dn->kids[k - 2 - extra];
             nm = st->nodes[kid].base, child = node_ino(st, kid);
         }
-        if (!gfs_add_dirent(req, &out, size, nm, child,
-                            child == GFS_STORE_TSV ? S_IFREG : S_IFDIR, k + 1))
+        mode_t mode = child == GFS_STORE_TSV     ? S_IFREG
+                      : alias_of(st, child) >= 0 ? S_IFLNK
+                                                 : S_IFDIR;
+        if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1))
             break;
     }
     pthread_mutex_unlock(&st->mu);
@@ -791,6 +906,19 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     fuse_reply_err(req, c.err);
 }
 
+static void store_readlink(fuse_req_t req, fuse_ino_t ino) {
+    struct gfs_storefs *st = store_of(req);
+    pthread_mutex_lock(&st->mu);
+    int64_t a = alias_of(st, ino);
+    char *t = a >= 0 ? link_target(st, (size_t)a) : NULL;
+    pthread_mutex_unlock(&st->mu);
+    if (t)
+        fuse_reply_readlink(req, t);
+    else
+        fuse_reply_err(req, a >= 0 ? ENOMEM : EINVAL);
+    free(t);
+}
+
 static void store_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     (void)ino;
     if (size == 0)
@@ -829,6 +957,7 @@ const struct fuse_lowlevel_ops gfs_store_ops = {
     .fsyncdir = store_fsyncdir,
     .listxattr = store_listxattr,
     .statfs = store_statfs,
+    .readlink = store_readlink,
 };
 
 /* ---- the store's life -------------------------------------------------- */
