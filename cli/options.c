@@ -55,9 +55,8 @@ static const struct fuse_opt gfs_opt_spec[] = {
     FUSE_OPT_KEY("cache_max=", KEY_CACHE_MAX),
     FUSE_OPT_KEY("net_timeout=", KEY_NET_TIMEOUT),
     FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES),
-    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER),
-    GFS_OPT("store=%s", store, 0), FUSE_OPT_KEY("max_models=", KEY_MAX_MODELS),
-    FUSE_OPT_END};
+    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER), GFS_OPT("store=%s", store, 0),
+    FUSE_OPT_KEY("max_models=", KEY_MAX_MODELS), FUSE_OPT_END};
 
 /* ---- usage errors ----------------------------------------------------
  * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,

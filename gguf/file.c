@@ -76,8 +76,8 @@ static enum gguf_status open_in_dir(struct gguf_file *f, int rdwr,
     return GGUF_OK;
 }
 
-enum gguf_status gguf_file_open(struct gguf_file *f, const char *path,
-                                int rdwr, struct gguf_error *err) {
+enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
+                                struct gguf_error *err) {
     enum gguf_status st;
     char *dir = NULL;
 

@@ -109,8 +109,8 @@ static int open_checked(const char *path, char **real, struct gguf_error *err) {
     }
     char *slash = strrchr(*real, '/'); /* realpath: absolute */
     *slash = '\0';
-    int dir_ok = stat(slash == *real ? "/" : *real, &dst) == 0 &&
-                 owned_safely(&dst);
+    int dir_ok =
+        stat(slash == *real ? "/" : *real, &dst) == 0 && owned_safely(&dst);
     *slash = '/';
     if (!S_ISREG(st.st_mode) || !owned_safely(&st) || !dir_ok) {
         gguf_fail(err, GGUF_E_PERM,

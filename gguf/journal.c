@@ -149,8 +149,7 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
  * failure no journal is left behind: the GGUF was not touched yet, so none
  * is needed. */
 enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
-                                struct gguf_faults *f,
-                                struct gguf_error *err) {
+                                struct gguf_faults *f, struct gguf_error *err) {
     enum gguf_status st;
     struct gguf_buf b = {0};
     int jfd = -1;

@@ -80,8 +80,8 @@ static enum gguf_status own_header(const gguf_ctx *ctx, struct gguf_buf *out,
     while (got < d) {
         size_t r = 0;
         if (ctx->fd < 0) {
-            st = ctx->rd.read(ctx->rd.u, got, out->p + got, (size_t)d - got,
-                              &r, err);
+            st = ctx->rd.read(ctx->rd.u, got, out->p + got, (size_t)d - got, &r,
+                              err);
             if (st != GGUF_OK)
                 return st;
         } else {

@@ -74,9 +74,9 @@ static enum gguf_status open_local(void *u, const char *name, unsigned flags,
 }
 
 enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
-                               unsigned flags,
-                               gguf_ctx ***out, int *n_out, char *bad,
-                               size_t bad_len, struct gguf_error *err) {
+                               unsigned flags, gguf_ctx ***out, int *n_out,
+                               char *bad, size_t bad_len,
+                               struct gguf_error *err) {
     struct local_open lo = {.path = path, .first = first};
     return gguf_open_set_by(path, open_local, &lo, flags, out, n_out, bad,
                             bad_len, err);

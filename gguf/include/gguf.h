@@ -138,7 +138,7 @@ size_t gguf_type_size(enum gguf_type t);
 bool gguf_ggml_type_known(uint32_t ggml_type);
 /* Lower-case ggml name ("f32", "q4_K", "bf16"); NULL if unknown. */
 const char *gguf_ggml_type_name(uint32_t ggml_type);
-int gguf_ggml_type_from_name(const char *name);   /* -1 if unknown */
+int gguf_ggml_type_from_name(const char *name); /* -1 if unknown */
 /* The name llama.cpp gives a general.file_type value (its llama_ftype:
  * "Q4_K_M", "F16", "BF16", ...); NULL if unknown. */
 const char *gguf_file_type_name(uint64_t file_type);
