@@ -2,7 +2,7 @@
  * storefs.c - a store mounted (issue 23): one directory per model, named
  * as the store's own tool names it, each the whole tree of a single-file
  * mount; models.tsv at the root.  What the store holds comes from the
- * catalog (catalog/catalog.h: the layouts of ollama, the HF cache, LM
+ * catalog (catalog/include/catalog.h: the layouts of ollama, the HF cache, LM
  * Studio, folders, a Hub repo's listing); this file maps it onto inodes
  * and opens each model (model.c) when first looked into.
  *

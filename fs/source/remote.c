@@ -1,7 +1,7 @@
 /*
  * remote.c - a model that lives on a web server or the Hugging Face Hub
  * (issue 13), as the FUSE layer sees it: the shards' remote sources
- * (remote/remote.h), their headers parsed through struct gguf_reader, and
+ * (remote/include/remote.h), their headers parsed through struct gguf_reader, and
  * the one read function gfs_data_read calls for them.  Remote mounts are
  * read-only unless they have an overlay (edits go there, never to the
  * server; the overlay's identity includes gfs_remote_identity); everything

@@ -9,7 +9,7 @@
  *
  *   data.c         reads, replies, the calling thread's buffers
  *   passthrough.c  the live view by FUSE passthrough, its inode versions
- *   remote.c       a remote model as fs/ sees it (remote/remote.h)
+ *   remote.c       a remote model as fs/ sees it (remote/include/remote.h)
  */
 #ifndef GGUFS_SOURCE_H
 #define GGUFS_SOURCE_H
