@@ -246,14 +246,331 @@ def check_kind(kind, tmp):
     return store, made
 
 
+# ---------------------------------------------------------------------------
+# 2: llama.cpp through the mount
+
+
+def put_blob(store, src):
+    """src copied into an ollama store as blobs/sha256-HEX; its layer."""
+    h = sha(src)
+    os.makedirs(os.path.join(store, "blobs"), exist_ok=True)
+    shutil.copyfile(src, os.path.join(store, "blobs", "sha256-" + h))
+    return {"digest": "sha256:" + h, "size": os.path.getsize(src)}
+
+
+def lay_out(kind, store, src, name):
+    """src laid out in a store of kind as its tool would; the model's name
+    in the mount."""
+    if kind == "ollama":
+        cfg = os.path.join(store, "cfg.json")
+        os.makedirs(store, exist_ok=True)
+        with open(cfg, "w") as f:
+            f.write('{"model_format":"gguf","model_family":"llama"}')
+        c = put_blob(store, cfg)
+        os.unlink(cfg)
+        c["mediaType"] = "application/vnd.docker.container.image.v1+json"
+        m = put_blob(store, src)
+        m["mediaType"] = "application/vnd.ollama.image.model"
+        man = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+               "config": c, "layers": [m]}
+        d = os.path.join(store, "manifests", "registry.ollama.ai", "library", name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "latest"), "w") as f:
+            json.dump(man, f)
+        return name + ":latest"
+    if kind == "hf":
+        repo = os.path.join(store, "models--o--%s-GGUF" % name)
+        rev = "a" * 40
+        h = sha(src)
+        os.makedirs(os.path.join(repo, "blobs"), exist_ok=True)
+        os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+        os.makedirs(os.path.join(repo, "snapshots", rev), exist_ok=True)
+        shutil.copyfile(src, os.path.join(repo, "blobs", h))
+        os.symlink("../../blobs/" + h, os.path.join(repo, "snapshots", rev, name + ".gguf"))
+        with open(os.path.join(repo, "refs", "main"), "w") as f:
+            f.write(rev)
+        return "o/%s-GGUF/%s" % (name, name)
+    rel = "o/%s-GGUF/%s" % (name, name) if kind == "lmstudio" else name
+    os.makedirs(os.path.dirname(os.path.join(store, rel)), exist_ok=True)
+    shutil.copyfile(src, os.path.join(store, rel + ".gguf"))
+    return rel
+
+
+def check_llama(tmp):
+    import mount_llama as L
+    try:
+        mods = L.node_modules()
+    except J.Skip as e:
+        J.log("note: %s; llama.cpp through stores skipped" % e)
+        return
+    vocab = [m for m in J.shared_models() if os.path.basename(m) == "ggml-vocab-llama-spm.gguf"]
+    if not vocab:
+        J.log("note: no shared ggml-vocab-llama-spm.gguf: mkfixture's generated vocabulary")
+    model = os.path.join(tmp, "tl.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != 0:
+        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+    base = L.evaluate(mods, model, "the model itself")
+    mnt = os.path.join(tmp, "mnt")
+    for kind in KINDS:
+        store = os.path.join(tmp, "llama-" + kind)
+        name = lay_out(kind, store, model, "tl")
+        with J.Watchdog(mnt, 300, "llama " + kind), J.Mounted(store, mnt, args=["-o", "ro"]):
+            r = L.evaluate(mods, os.path.join(mnt, name, live_name(name)), "%s store" % kind)
+        if not L.same_math(base, r):
+            raise Fail("%s store: llama.cpp through the mount gives %s, from the file %s"
+                       % (kind, r["tokens"], base["tokens"]))
+    J.log("ok   llama.cpp runs the model of each store kind by its live view: the same tokens as from the file")
+
+
+# ---------------------------------------------------------------------------
+# 3: edits
+
+
+def meta(mnt, name, key):
+    with open(os.path.join(mnt, name, "meta", key)) as f:
+        return f.read()
+
+
+def set_meta(mnt, name, key, value):
+    with open(os.path.join(mnt, name, "meta", key), "w") as f:
+        f.write(value)
+
+
+def live_kv(mnt, name, key, tmp):
+    out = os.path.join(tmp, "live.gguf")
+    shutil.copyfile(os.path.join(mnt, name, live_name(name)), out)
+    r = J.refdump(out)[1]
+    if r is None:
+        raise Fail("ggml rejects %s's live view" % name)
+    return kv_of(r, key)
+
+
+def commit_unmount(mnt):
+    p = J.run_ggufs(["-u", mnt])
+    if p.returncode != 0 or J.mountinfo_entry(mnt) is not None:
+        raise Fail("ggufs -u %s: status %d: %s" % (mnt, p.returncode, p.stderr.decode(errors="replace")))
+
+
+def check_edits(tmp):
+    mnt = os.path.join(tmp, "mnt")
+    for kind, name in (("ollama", "tiny-b:q4"), ("hf", "tiny/Tiny-GGUF/tiny-a"), ("dir", "sub/tiny-b")):
+        store = os.path.join(tmp, "edit-" + kind)
+        made = dict(mkstore(kind, store))
+        blob = made[name]
+        before = sha(blob)
+        value = "edited in a %s store\n" % kind
+        with J.Watchdog(mnt, 120, "edit " + kind):
+            J.Mounted(store, mnt).__enter__()
+            try:
+                set_meta(mnt, name, "general.name", value)
+                if meta(mnt, name, "general.name") != value:
+                    raise Fail("%s: meta/general.name reads %r after the edit" % (kind, meta(mnt, name, "general.name")))
+                if live_kv(mnt, name, b"general.name", tmp) != value.rstrip("\n"):
+                    raise Fail("%s: the live view does not show the edit before unmount" % kind)
+            finally:
+                if J.mountinfo_entry(mnt) is not None:
+                    commit_unmount(mnt)
+        after = J.refdump(blob)[1]
+        if kind == "dir":
+            if kv_of(after, b"general.name") != value.rstrip("\n"):
+                raise Fail("dir: ggml reads general.name %r in %s after the commit, expected the edit"
+                           % (kv_of(after, b"general.name"), blob))
+        elif sha(blob) != before:
+            raise Fail("%s: the blob %s changed (sha256 %s, was %s): edits must go to an overlay"
+                       % (kind, blob, sha(blob)[:16], before[:16]))
+        with J.Mounted(store, mnt):
+            got = meta(mnt, name, "general.name")
+            live = live_kv(mnt, name, b"general.name", tmp)
+        if got != value or live != value.rstrip("\n"):
+            raise Fail("%s: after remount meta/general.name is %r, the live view's %r; expected the edit %r"
+                       % (kind, got, live, value))
+    J.log("ok   edits: ollama and HF cache blobs unchanged (overlay), shown live and after remount; "
+          "a folder model edited in place")
+
+
+# ---------------------------------------------------------------------------
+# 4: the store changes while mounted
+
+
+def wait_for(pred, what, limit=1.5):
+    t0 = time.time()
+    while not pred():
+        if time.time() - t0 > limit + 3:
+            raise Fail("%s: not seen after %.1f s" % (what, time.time() - t0))
+        time.sleep(0.05)
+    dt = time.time() - t0
+    if dt > limit:
+        raise Fail("%s: took %.2f s, more than %.1f s" % (what, dt, limit))
+    return dt
+
+
+def listed(mnt, d=""):
+    return set(os.listdir(os.path.join(mnt, d)))
+
+
+def check_changes(tmp):
+    mnt = os.path.join(tmp, "mnt")
+    store = os.path.join(tmp, "live-dir")
+    made = dict(mkstore("dir", store))
+    times = []
+    with J.Watchdog(mnt, 120, "store changes"), J.Mounted(store, mnt, args=["-o", "ro"]):
+        if "tiny-c" in listed(mnt):
+            raise Fail("tiny-c listed before it exists")
+        part = os.path.join(tmp, "tiny-c.gguf")
+        shutil.copyfile(made["tiny-a"], part)
+        os.rename(part, os.path.join(store, "tiny-c.gguf"))
+        times.append(wait_for(lambda: "tiny-c" in listed(mnt), "a model copied into the folder"))
+        if not os.path.isfile(os.path.join(mnt, "tiny-c", "meta", "general.architecture")):
+            raise Fail("the new model tiny-c has no meta/general.architecture")
+        os.unlink(os.path.join(store, "tiny-c.gguf"))
+        times.append(wait_for(lambda: "tiny-c" not in listed(mnt), "a model removed from the folder"))
+        # An open tensor of a model whose file goes away keeps serving.
+        ref = J.refdump(made["sub/tiny-b"])[1]
+        t = ref.tensors[0]
+        with open(made["sub/tiny-b"], "rb") as f:
+            f.seek(t.offset)
+            want = f.read(t.size)
+        fd = os.open(os.path.join(mnt, "sub", "tiny-b", "tensors", t.name.decode()), os.O_RDONLY)
+        try:
+            os.unlink(made["sub/tiny-b"])
+            times.append(wait_for(lambda: "sub" not in listed(mnt), "a model removed (open)"))
+            got = os.pread(fd, t.size + 10, 0)
+        finally:
+            os.close(fd)
+        if got != want:
+            raise Fail("an open tensor of a removed model read %d bytes that are not its own" % len(got))
+    ostore = os.path.join(tmp, "live-ollama")
+    mkstore("ollama", ostore)
+    mdir = os.path.join(ostore, "manifests", "registry.ollama.ai", "library")
+    with J.Watchdog(mnt, 120, "ollama changes"), J.Mounted(ostore, mnt, args=["-o", "ro"]):
+        listed(mnt)
+        os.makedirs(os.path.join(mdir, "tiny-c"))
+        tmpm = os.path.join(tmp, "manifest")
+        shutil.copyfile(os.path.join(mdir, "tiny-b", "q4"), tmpm)
+        os.rename(tmpm, os.path.join(mdir, "tiny-c", "latest"))
+        times.append(wait_for(lambda: "tiny-c:latest" in listed(mnt), "an ollama manifest added"))
+        os.unlink(os.path.join(mdir, "tiny-c", "latest"))
+        times.append(wait_for(lambda: "tiny-c:latest" not in listed(mnt), "an ollama manifest removed"))
+    J.log("ok   store changes seen in %s s; an open tensor of a removed model keeps serving"
+          % ", ".join("%.2f" % t for t in times))
+
+
+# ---------------------------------------------------------------------------
+# 5: hostile stores
+
+
+def check_hostile(tmp):
+    mnt = os.path.join(tmp, "mnt")
+    store = os.path.join(tmp, "bad-ollama")
+    names = [n for n, _ in mkstore("ollama", store)]
+    bad = os.path.join(store, "manifests", "registry.ollama.ai", "library", "broken")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "latest"), "w") as f:
+        f.write('{"schemaVersion": 2, "layers": [')
+    with J.Watchdog(mnt, 120, "hostile ollama"), Fg(store, mnt, ["-o", "ro"]) as m:
+        got = listed(mnt)
+        for n in names:
+            if not os.path.isdir(os.path.join(mnt, n)):
+                raise Fail("a bad manifest beside: %s is not listed" % n)
+        if any(x.startswith("broken") for x in got):
+            raise Fail("a manifest that is not JSON is listed: %s" % sorted(got))
+        log_ = m.log()
+    if "broken/latest" not in log_:
+        raise Fail("the log does not name the manifest that is not JSON: %r" % log_[-1000:])
+    store = os.path.join(tmp, "bad-hf")
+    names = [n for n, _ in mkstore("hf", store)]
+    outside = os.path.join(tmp, "outside.gguf")
+    shutil.copyfile(os.path.join(tmp, "ollama", "blobs", os.listdir(os.path.join(tmp, "ollama", "blobs"))[0]),
+                    outside)
+    snap = os.path.join(store, "models--tiny--Tiny-GGUF", "snapshots")
+    rev = open(os.path.join(store, "models--tiny--Tiny-GGUF", "refs", "main")).read().strip()
+    os.symlink(outside, os.path.join(snap, rev, "evil.gguf"))
+    os.symlink("../../../../../outside.gguf", os.path.join(snap, rev, "evil2.gguf"))
+    with J.Watchdog(mnt, 120, "hostile hf"), Fg(store, mnt, ["-o", "ro"]) as m:
+        for n in names:
+            if not os.path.isdir(os.path.join(mnt, n)):
+                raise Fail("an HF symlink out of the store beside: %s is not listed" % n)
+        got = listed(mnt, "tiny/Tiny-GGUF")
+        if "evil" in got or "evil2" in got:
+            raise Fail("an HF symlink pointing outside the store is listed: %s" % sorted(got))
+        log_ = m.log()
+    if "evil.gguf" not in log_ or "evil2.gguf" not in log_:
+        raise Fail("the log does not name the symlinks out of the store: %r" % log_[-1000:])
+    J.log("ok   a manifest that is not JSON and HF symlinks out of the store: not listed, named in the log")
+
+
+# ---------------------------------------------------------------------------
+# 6 and 8: bounds
+
+
+def four_models(tmp, label):
+    store = os.path.join(tmp, label)
+    made = dict(mkstore("dir", store))
+    shutil.copyfile(made["tiny-a"], os.path.join(store, "tiny-c.gguf"))
+    return store, ["tiny-a", "sub/tiny-b", "tiny-split", "tiny-c"]
+
+
+def read_all(mnt, names, rounds=3):
+    for _ in range(rounds):
+        for n in names:
+            a = meta(mnt, n, "general.architecture")
+            if a not in ("llama\n", "qwen3\n"):
+                raise Fail("%s/meta/general.architecture reads %r" % (n, a))
+            yield n
+
+
+def check_bounds(tmp):
+    mnt = os.path.join(tmp, "mnt")
+    store, names = four_models(tmp, "bounds")
+    with J.Watchdog(mnt, 120, "bounds"), Fg(store, mnt, ["-o", "ro,max_models=2"]) as m:
+        base = fd_count(m.pid)
+        subprocess.run(["ls", "-l", mnt] + [os.path.join(mnt, n) for n in ("sub", "")],
+                       stdout=subprocess.DEVNULL, check=True)
+        for n in names:
+            os.stat(os.path.join(mnt, n))
+        if fd_count(m.pid) != base:
+            raise Fail("ls -l of the root opened descriptors (%d, before %d): it opened models"
+                       % (fd_count(m.pid), base))
+        J.log("ok   ls -l of the root opens no model (%d descriptors)" % base)
+        meta(mnt, names[0], "general.architecture")
+        one = fd_count(m.pid) - base
+        most = 0
+        for _ in read_all(mnt, names):
+            most = max(most, fd_count(m.pid) - base)
+        if one < 1 or most > 2 * one + 1:
+            raise Fail("-o max_models=2: one model holds %d descriptors, reading 4 in turn held up to %d"
+                       % (one, most))
+    J.log("ok   -o max_models=2, 4 models read 3 times in turn: at most %d descriptors (one model: %d)"
+          % (most, one))
+
+    def low():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+    with J.Watchdog(mnt, 120, "rlimit"), Fg(store, mnt, ["-o", "ro"], preexec=low) as m:
+        n = sum(1 for _ in read_all(mnt, names))
+        fds = fd_count(m.pid)
+    if fds > 48:
+        raise Fail("RLIMIT_NOFILE 48: the daemon holds %d descriptors" % fds)
+    J.log("ok   RLIMIT_NOFILE 48: %d reads of 4 models work, %d descriptors held" % (n, fds))
+
+
 def run():
     J.require_fuse()
     tmp = tempfile.mkdtemp(prefix="ggufs-stores-")
     mnt = os.path.join(tmp, "mnt")
     os.makedirs(mnt)
+    # Overlays and pending edits of this test's stores stay in its tree.
+    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
+    only = os.environ.get("STORES_ONLY", "").split(",")
     try:
         for kind in KINDS:
             check_kind(kind, tmp)
+        for fn in (check_edits, check_changes, check_hostile, check_bounds, check_llama):
+            if only == [""] or fn.__name__ in only:
+                with J.Watchdog(mnt, 580, fn.__name__):
+                    fn(tmp)
     finally:
         J.cleanup(mnt, tmp)
 
