@@ -556,6 +556,86 @@ def check_bounds(tmp):
     J.log("ok   RLIMIT_NOFILE 48: %d reads of 4 models work, %d descriptors held" % (n, fds))
 
 
+# ---------------------------------------------------------------------------
+# 7: a Hub repo
+
+
+HUB_LOCATIONS = """
+    location /api/models/ {{
+      if ($arg_recursive != "true") {{ return 400; }}
+      default_type application/json;
+      try_files /pages$uri/c$arg_cursor.json =404;
+    }}
+    location /o/r/resolve/ {{
+      rewrite ^/o/r/resolve/main/(.*)$ /files/$1 break;
+      return 404;
+    }}
+"""
+
+
+def check_hub(tmp):
+    if not W.exe():
+        J.log("note: nginx is not installed; the Hub repo check skipped")
+        return
+    www = os.path.join(tmp, "www")
+    files = {"a-Q4.gguf": None, "sub/b-Q8.gguf": None}
+    for rel in files:
+        path = os.path.join(www, "files", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", "8", "--n-tensors", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            raise Fail("mkfixture model failed: %s" % p.stderr.decode(errors="replace"))
+        files[rel] = J.refdump(path)[1]
+    page = os.path.join(www, "pages", "api", "models", "o", "r", "tree", "main", "c.json")
+    os.makedirs(os.path.dirname(page))
+    entries = [{"type": "directory", "oid": "4" * 40, "size": 0, "path": "sub"},
+               {"type": "file", "oid": "5" * 40, "size": 20, "path": "README.md"}]
+    entries += [{"type": "file", "oid": "3" * 40, "size": os.path.getsize(os.path.join(www, "files", rel)),
+                 "path": rel} for rel in files]
+    with open(page, "w") as f:
+        json.dump(entries, f)
+    nd = os.path.join(tmp, "nginx")
+    bytes_log = os.path.join(nd, "bytes.log")
+    http = "  log_format b '$uri $body_bytes_sent';\n  access_log %s b;\n" % bytes_log
+    ngx = W.Nginx(nd, www, HUB_LOCATIONS, as_root=True, http=http)
+    mnt = os.path.join(tmp, "mnt")
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:%d" % ngx.port)
+    env.pop("HF_TOKEN", None)
+    try:
+        with J.Watchdog(mnt, 120, "hub"), Fg("hf://o/r", mnt, ["-o", "ro,cache=" + os.path.join(tmp, "cache")], env=env):
+            got = listed(mnt)
+            if got != {"a-Q4", "sub", "models.tsv"} or listed(mnt, "sub") != {"b-Q8"}:
+                raise Fail("hf://o/r lists %s and sub/ %s, expected a-Q4, sub/b-Q8, models.tsv"
+                           % (sorted(got), sorted(listed(mnt, "sub"))))
+            time.sleep(0.2)
+            with open(bytes_log) as f:
+                early = [ln for ln in f if ln.startswith("/files/")]
+            if early:
+                raise Fail("listing the Hub repo's mount downloaded files: %s" % early)
+            for rel, ref in files.items():
+                name = rel[:-5]
+                want = kv_of(ref, b"general.architecture") + "\n"
+                if meta(mnt, name, "general.architecture") != want:
+                    raise Fail("hf://o/r: %s/meta/general.architecture reads %r, ggml says %r"
+                               % (name, meta(mnt, name, "general.architecture"), want))
+    finally:
+        ngx.stop()
+    sent = {}
+    with open(bytes_log) as f:
+        for ln in f:
+            uri, n = ln.split()
+            sent[uri] = sent.get(uri, 0) + int(n)
+    for rel, ref in files.items():
+        got, size = sent.get("/files/" + rel, 0), os.path.getsize(os.path.join(www, "files", rel))
+        if not ref.data_offset <= got <= size // 8:
+            raise Fail("hf://o/r: reading %s's metadata downloaded %d of its %d bytes (header %d): more than the "
+                       "header" % (rel, got, size, ref.data_offset))
+    J.log("ok   hf://o/r listed by the tree API, meta read; downloaded %s of files of %d bytes"
+          % (", ".join("%d" % v for k, v in sorted(sent.items()) if k.startswith("/files/")),
+             os.path.getsize(os.path.join(www, "files", "a-Q4.gguf"))))
+
+
 def run():
     J.require_fuse()
     tmp = tempfile.mkdtemp(prefix="ggufs-stores-")
@@ -567,7 +647,7 @@ def run():
     try:
         for kind in KINDS:
             check_kind(kind, tmp)
-        for fn in (check_edits, check_changes, check_hostile, check_bounds, check_llama):
+        for fn in (check_edits, check_changes, check_hostile, check_bounds, check_llama, check_hub):
             if only == [""] or fn.__name__ in only:
                 with J.Watchdog(mnt, 580, fn.__name__):
                     fn(tmp)
