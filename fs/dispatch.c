@@ -10,6 +10,7 @@
 #include "mounts.h"
 
 #include <errno.h>
+#include <string.h>
 
 enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino,
                                struct gfs **fs) {
@@ -166,6 +167,13 @@ static void d_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void d_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                        size_t size) {
+    /* A model has only user.* attributes; ls -l asks each entry for
+     * security.selinux and the ACLs: answered without opening a model. */
+    struct gfs_mount *m = fuse_req_userdata(req);
+    if (m->store && strncmp(name, "user.", 5) != 0) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
     ROUTE(ino, gfs_op_getxattr(fs, req, ino, name, size), getxattr,
           getxattr(req, ino, name, size), ENODATA);
 }

@@ -593,10 +593,10 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
         if (gguf_open(&ctx, src, 0, &err) == GGUF_OK) {
             int64_t nt = gguf_n_tensors(ctx);
             int64_t i = gguf_find_key(ctx, "split.tensors.count", 19);
-            uint64_t total;
+            int64_t total; /* llama.cpp's gguf-split writes an int32 */
             if (nd->cm->n_files > 1 && i >= 0 &&
-                gguf_kv_get_u64(ctx, i, &total))
-                nt = (int64_t)total;
+                gguf_kv_get_i64(ctx, i, &total) && total >= 0)
+                nt = total;
             nd->line = tsv_line(nd, ctx, nt, src);
             gguf_close(ctx);
         } else {

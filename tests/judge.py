@@ -956,9 +956,12 @@ def check_live(ck, gguf, live, ref, check_common):
         ck.bad("%s: ggml's reader sees something else in the live view than in the source" % what)
 
 
-def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
+def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, live_name=None):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
-    Raises Fail listing every mismatch."""
+    Raises Fail listing every mismatch.  A store's model (tests/
+    mount_stores.py): root is its directory in the store mounted at mnt,
+    live_name its live view's name; the directory's own times are the
+    store's until the model is open, and are not compared."""
     import hashlib
     import mmap
     import random
@@ -969,11 +972,13 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
     now_stat = os.stat(gguf)
     uid, gid = os.getuid(), os.getgid()
     atimes = {src_stat.st_atime_ns, now_stat.st_atime_ns}
-    bmnt = os.fsencode(mnt)
+    bmnt = os.fsencode(root or mnt)
 
     # mountinfo
     mi = mountinfo_entry(mnt)
     want_src = {os.path.abspath(gguf), os.path.realpath(gguf)}
+    if root:
+        want_src = {mi[1]} if mi else want_src
     if mi is None:
         ck.bad("nothing mounted at %s" % mnt)
     elif readonly and "ro" not in mi[2].split(","):
@@ -984,12 +989,16 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
             ck.bad("mountinfo source: expected the absolute GGUF path %r, got %r"
                    % (os.path.abspath(gguf), mi[1]))
 
-    def check_common(path, what, is_dir, dir_mode=0o555):
+    def check_common(path, what, is_dir, dir_mode=0o555, times=True):
         try:
             st = os.lstat(path)
         except OSError as e:
             ck.bad("%s: stat failed: %s" % (what, e))
             return None
+        if not times:
+            src = os.stat(path)  # the same times: not compared
+        else:
+            src = src_stat
         if is_dir:
             if not stat.S_ISDIR(st.st_mode):
                 ck.bad("%s: not a directory (mode %o)" % (what, st.st_mode))
@@ -1000,15 +1009,15 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
             ck.bad("%s: not a regular file (mode %o)" % (what, st.st_mode))
         if (st.st_uid, st.st_gid) != (uid, gid):
             ck.bad("%s: owner %d:%d, expected the mounting user %d:%d" % (what, st.st_uid, st.st_gid, uid, gid), "owner")
-        if st.st_mtime_ns != src_stat.st_mtime_ns:
-            ck.bad("%s: mtime %d ns, the GGUF's is %d ns" % (what, st.st_mtime_ns, src_stat.st_mtime_ns), "mtime")
-        if st.st_ctime_ns != src_stat.st_ctime_ns:
-            ck.bad("%s: ctime %d ns, the GGUF's is %d ns" % (what, st.st_ctime_ns, src_stat.st_ctime_ns), "ctime")
-        if st.st_atime_ns not in atimes:
+        if st.st_mtime_ns != src.st_mtime_ns:
+            ck.bad("%s: mtime %d ns, the GGUF's is %d ns" % (what, st.st_mtime_ns, src.st_mtime_ns), "mtime")
+        if st.st_ctime_ns != src.st_ctime_ns:
+            ck.bad("%s: ctime %d ns, the GGUF's is %d ns" % (what, st.st_ctime_ns, src.st_ctime_ns), "ctime")
+        if times and st.st_atime_ns not in atimes:
             ck.bad("%s: atime %d ns, the GGUF's is %s ns" % (what, st.st_atime_ns, sorted(atimes)), "atime")
         return st
 
-    check_common(mnt, "mount root", True)
+    check_common(bmnt, "mount root", True, 0o555 if root is None or readonly else 0o755, times=root is None)
     try:
         top = set(os.listdir(bmnt))
     except OSError as e:
@@ -1017,7 +1026,7 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly):
     if b"meta" not in top or b"tensors" not in top:
         ck.bad("mount root lacks meta/ or tensors/ (has %r)" % sorted(top))
         ck.done()
-    live_name = os.path.basename(os.fsencode(gguf))
+    live_name = os.fsencode(live_name) if live_name else os.path.basename(os.fsencode(gguf))
     # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py);
     # meta.tsv (tests/mount_status.py)
     views = {b"f32", b"npy", b"index.tsv", b"meta.tsv"}
