@@ -321,15 +321,16 @@ static void refresh(struct gfs_storefs *st) {
 
 /* ---- models ----------------------------------------------------------- */
 
-/* Whether an open model may be closed: nothing holds it.  Caller holds
- * st->mu; takes the model's lock (read). */
+/* Whether an open model may be closed: nothing holds it (no request in
+ * flight, no open file, no FILE in meta/, no failed commit: edits not
+ * yet committed are committed at the close).  Caller holds st->mu; takes
+ * the model's lock (read). */
 static int evictable(struct node *nd) {
     struct gfs *fs = nd->fs;
     if (!fs || nd->refs || nd->opening)
         return 0;
     pthread_rwlock_rdlock(&fs->lock);
-    int clean =
-        !gfs_meta_uncommitted(fs) && !fs->scratch && !fs->store.commit_failed;
+    int clean = !fs->scratch && !fs->store.commit_failed;
     pthread_rwlock_unlock(&fs->lock);
     pthread_mutex_lock(&fs->fh_lock);
     int idle = !fs->open_fhs;
@@ -338,8 +339,10 @@ static int evictable(struct node *nd) {
 }
 
 /* Room for one more open model: the least recently used one that nothing
- * holds is closed when max_open are open.  0, or EMFILE (logged).
- * Caller holds st->mu. */
+ * holds is closed when max_open are open, its edits committed first as an
+ * unmount commits them (a model whose commit fails stays open, its edits
+ * saved aside as the commit says, and is not chosen again).  0, or EMFILE
+ * (logged).  Caller holds st->mu (a commit holds it meanwhile). */
 static int make_room(struct gfs_storefs *st) {
     while (st->n_open >= st->max_open) {
         struct node *lru = NULL;
@@ -354,6 +357,8 @@ static int make_room(struct gfs_storefs *st) {
             return EMFILE;
         }
         gfs_model_destroy(lru->fs);
+        if (lru->fs->store.commit_failed)
+            continue; /* stays open: not evictable any more */
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
