@@ -3,7 +3,9 @@
  * reader (libggml-base.so, dlopened) and opens FILE the way llama.cpp does
  * before it maps tensors: gguf_init_from_file(no_alloc = true), gguf_free.
  *
- *   ggml_open FILE                 exit 0 if ggml accepts FILE, 1 if not
+ *   ggml_open FILE...              exit 0 if ggml accepts every FILE, 1 if
+ *                                  not (opened one after the other: the
+ *                                  stores group's baseline for models.tsv)
  *   ggml_open FILE --data-offset   also print where the tensor data starts
  *                                  (the size of the header), in bytes
  *
@@ -31,8 +33,9 @@ struct gguf_init_params {
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--data-offset"))) {
-        fprintf(stderr, "usage: ggml_open FILE [--data-offset]\n");
+    int offset = argc == 3 && strcmp(argv[2], "--data-offset") == 0;
+    if (argc < 2) {
+        fprintf(stderr, "usage: ggml_open FILE [--data-offset] | FILE...\n");
         return 2;
     }
     const char *lib = getenv("GGUFS_GGML_LIB");
@@ -54,13 +57,15 @@ int main(int argc, char **argv)
         return 2;
     }
     struct gguf_init_params p = { .no_alloc = true, .ctx = NULL };
-    struct gguf_context *ctx = init(argv[1], p);
-    if (!ctx) {
-        fprintf(stderr, "ggml_open: ggml rejects %s\n", argv[1]);
-        return 1;
+    for (int i = 1; i < (offset ? 2 : argc); i++) {
+        struct gguf_context *ctx = init(argv[i], p);
+        if (!ctx) {
+            fprintf(stderr, "ggml_open: ggml rejects %s\n", argv[i]);
+            return 1;
+        }
+        if (offset)
+            printf("%zu\n", data_offset(ctx));
+        gfree(ctx);
     }
-    if (argc == 3)
-        printf("%zu\n", data_offset(ctx));
-    gfree(ctx);
     return 0;
 }

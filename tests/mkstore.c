@@ -19,6 +19,10 @@
  *   mkstore lmstudio DIR  PUBLISHER/REPO/FILE.gguf: tiny/Tiny-GGUF/tiny-a,
  *                         tiny/Tiny-GGUF/tiny-b, tiny/Split-GGUF/tiny-split
  *   mkstore dir DIR       tiny-a, sub/tiny-b, tiny-split (2 shards)
+ *   mkstore ollama|dir DIR N   N models instead (bench/run's stores
+ *                         group): bench-NNNNN, each its own small model
+ *                         (general.name differs, so ollama's blobs do),
+ *                         ollama's as bench-NNNNN:latest
  *
  * DIR is created if missing; existing files of the same names are
  * replaced.  Prints one line per model: its name, a tab, its first file's
@@ -264,16 +268,41 @@ static void store_plain(const char *a, const char *b, const char *split) {
     printf("%s\t%s-00001-of-00002.gguf\n", split, split);
 }
 
+/* N models named bench-NNNNN, as a store of kind ollama or dir.  A
+ * model's general.name is its file's path: each model its own bytes. */
+static void store_many(int ollama, long n) {
+    char name[64], p[128], layer[600], mf[128];
+    for (long i = 1; i <= n; i++) {
+        snprintf(name, sizeof name, "bench-%05ld", i);
+        snprintf(p, sizeof p, "%s.%s", name, ollama ? "tmp" : "gguf");
+        model(p, "llama", 0, 0);
+        if (!ollama) {
+            printf("%s\t%s\n", name, p);
+            continue;
+        }
+        snprintf(layer, sizeof layer, "%s", ollama_blob(p, MT "model"));
+        printf("%s:latest\t%s\n", name, last_blob);
+        snprintf(mf, sizeof mf, "registry.ollama.ai/library/%s/latest", name);
+        ollama_manifest(mf, layer);
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: mkstore ollama|hf|lmstudio|dir DIR\n");
+    char *end = NULL;
+    long n = argc == 4 ? strtol(argv[3], &end, 10) : 0;
+    if (argc < 3 || argc > 4 || (argc == 4 && (*end || n < 1 || n > 99999))) {
+        fprintf(stderr, "usage: mkstore ollama|hf|lmstudio|dir DIR [N]\n");
         return 2;
     }
     if (mkdir(argv[2], 0755) != 0 && errno != EEXIST)
         die("%s: %s", argv[2], strerror(errno));
     if (chdir(argv[2]) != 0)
         die("%s: %s", argv[2], strerror(errno));
-    if (strcmp(argv[1], "ollama") == 0)
+    if (n && strcmp(argv[1], "ollama") != 0 && strcmp(argv[1], "dir") != 0)
+        die("N models: ollama or dir only");
+    if (n)
+        store_many(strcmp(argv[1], "ollama") == 0, n);
+    else if (strcmp(argv[1], "ollama") == 0)
         store_ollama();
     else if (strcmp(argv[1], "hf") == 0)
         store_hf();
