@@ -956,12 +956,15 @@ def check_live(ck, gguf, live, ref, check_common):
         ck.bad("%s: ggml's reader sees something else in the live view than in the source" % what)
 
 
-def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, live_name=None):
+def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, live_name=None,
+                  extra_root=frozenset()):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
     Raises Fail listing every mismatch.  A store's model (tests/
     mount_stores.py): root is its directory in the store mounted at mnt,
     live_name its live view's name; the directory's own times are the
-    store's until the model is open, and are not compared."""
+    store's until the model is open, and are not compared; extra_root: the
+    other names its root lists (an ollama model's ollama/), judged by the
+    caller."""
     import hashlib
     import mmap
     import random
@@ -1030,7 +1033,7 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
     # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py);
     # meta.tsv (tests/mount_status.py)
     views = {b"f32", b"npy", b"index.tsv", b"meta.tsv"}
-    if top != {b"meta", b"tensors", live_name} | views:
+    if top != {b"meta", b"tensors", live_name} | views | set(extra_root):
         ck.bad("mount root lists %r, expected meta, tensors, the live view %r, meta.tsv, f32, npy and "
                "index.tsv" % (sorted(top), live_name))
     check_meta_tsv(ck, os.path.join(bmnt, b"meta.tsv"), ref, walk)

@@ -213,6 +213,65 @@ def check_set(mnt, name, files, refs, tmp, label):
         raise Fail("%s: %s's merged live view holds tensors %s" % (label, name, [t.name for t in m.tensors]))
 
 
+# ollama's layers (ollama/server/images.go's media types) as the files
+# of MODEL/ollama/: the text layers by kind, GGUF layers as .gguf files.
+LAYER_FILES = {"template": "template", "system": "system", "params": "params",
+               "license": "license", "messages": "messages",
+               "projector": "projector.gguf", "adapter": "adapter.gguf"}
+
+
+def manifest_of(store, name):
+    """The manifest of an ollama model name (MODEL:TAG, NS/MODEL:TAG,
+    HOST/NS/MODEL:TAG), parsed."""
+    path, tag = name.rsplit(":", 1)
+    parts = path.split("/")
+    if len(parts) == 1:
+        parts = ["registry.ollama.ai", "library"] + parts
+    elif len(parts) == 2:
+        parts = ["registry.ollama.ai"] + parts
+    with open(os.path.join(store, "manifests", *parts, tag)) as f:
+        return json.load(f)
+
+
+def check_layers(store, mnt, name, label):
+    """MODEL/ollama/ holds exactly the manifest's other layers, each the
+    blob's bytes; False when the model has none (no ollama/)."""
+    want = {}
+    for layer in manifest_of(store, name)["layers"]:
+        kind = layer["mediaType"].rsplit(".", 1)[-1]
+        if kind in LAYER_FILES:
+            blob = os.path.join(store, "blobs", layer["digest"].replace(":", "-"))
+            with open(blob, "rb") as f:
+                want[LAYER_FILES[kind]] = f.read()
+    d = os.path.join(mnt, name, "ollama")
+    if not want:
+        if os.path.exists(d):
+            raise Fail("%s: %s: ollama/ shown for a model without other layers" % (label, name))
+        return False
+    got = sorted(os.listdir(d))
+    if got != sorted(want):
+        raise Fail("%s: %s/ollama lists %r, the manifest's layers are %r" % (label, name, got, sorted(want)))
+    for fname, data in want.items():
+        with open(os.path.join(d, fname), "rb") as f:
+            if f.read() != data:
+                raise Fail("%s: %s/ollama/%s is not the layer's blob" % (label, name, fname))
+        if os.stat(os.path.join(d, fname)).st_size != len(data):
+            raise Fail("%s: %s/ollama/%s: size is not the blob's" % (label, name, fname))
+    return True
+
+
+def check_alias(mnt, name, first, label):
+    """A second name of one file is a symbolic link to the first's
+    directory, through which the model reads as the first."""
+    p = os.path.join(mnt, name)
+    if not os.path.islink(p):
+        raise Fail("%s: %s (the file of %s) is not a symbolic link" % (label, name, first))
+    if os.path.realpath(p) != os.path.realpath(os.path.join(mnt, first)):
+        raise Fail("%s: %s links to %r, not to %s" % (label, name, os.readlink(p), first))
+    if meta(mnt, name, "general.architecture") != meta(mnt, first, "general.architecture"):
+        raise Fail("%s: %s reads other metadata than %s" % (label, name, first))
+
+
 def check_kind(kind, tmp):
     """1: listing, models.tsv and every model judged."""
     store, mnt = os.path.join(tmp, kind), os.path.join(tmp, "mnt")
@@ -232,14 +291,19 @@ def check_kind(kind, tmp):
         check_tsv(mnt, models, kind, label)
         n = 0
         for name, files, refs in models:
-            if files[0] in blobs:  # a second name of one blob: an alias (not judged here)
+            if files[0] in blobs:  # a second name of one blob: a link to the first
+                check_alias(mnt, name, blobs[files[0]], label)
                 continue
             blobs[files[0]] = name
+            extra = set()
+            if kind == "ollama" and check_layers(store, mnt, name, label):
+                extra = {b"ollama"}
             if len(files) > 1:
                 check_set(mnt, name, files, refs, tmp, label)
             else:
                 J.compare_mount(files[0], mnt, refs[0], J.walk_gguf(files[0]), "%s: %s" % (label, name),
-                                os.stat(files[0]), True, root=os.path.join(mnt, name), live_name=live_name(name))
+                                os.stat(files[0]), True, root=os.path.join(mnt, name), live_name=live_name(name),
+                                extra_root=extra)
             n += 1
     J.log("ok   %s: %d names listed as mkstore made them, models.tsv agrees with ggml, %d models judged"
           % (kind, len(names), n))

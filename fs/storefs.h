@@ -1,0 +1,82 @@
+/*
+ * storefs.h - what storefs.c (a store's names, models and life) and
+ * storeops.c (the store's own nodes: directories, links, models.tsv)
+ * share: the nodes and the store's state.  Private to those two files;
+ * their shared functions are named gfs_st_.
+ */
+#ifndef GGUFS_STOREFS_H
+#define GGUFS_STOREFS_H
+
+#include "catalog.h"
+#include "mounts.h"
+
+#define GFS_STORE_TSV 2    /* models.tsv */
+#define GFS_STORE_DIR0 16  /* directory node k: GFS_STORE_DIR0 + k */
+#define FD_PER_MODEL 4     /* a model's descriptors, for the bound */
+#define FAIL_RETRY_S 1.0   /* a model that failed to open: tried again after */
+#define RESCAN_EVERY_S 1.0 /* the store's stamp: asked at most this often */
+#define TSV_HEADER                                                             \
+    "name\tarchitecture\tparameters\tfile_type\tsize\tcontext_length\t"        \
+    "tensors\tsource\n"
+
+struct node {
+    char *path;       /* the whole name ("" for the root) */
+    const char *base; /* its last component (in path) */
+    uint32_t parent;  /* its directory's index */
+    int model;        /* a model's directory, else a directory of names */
+    int present;      /* in the last scan */
+    /* Directories: their present children, sorted by base. */
+    uint32_t *kids;
+    size_t n_kids, cap_kids;
+    /* Models (guarded by st->mu). */
+    const struct cat_model *cm; /* in st->list while present */
+    struct gfs *fs;             /* open, or NULL */
+    int refs, opening;
+    uint64_t used; /* st->tick at the last request: least recently used */
+    double failed; /* when the last open failed (0: never) */
+    char *line;    /* its models.tsv line, once made */
+    /* Another name of a model listed before it (the same first file: an
+     * ollama model copied under a second name, one blob in two HF
+     * snapshots, a hard link): a symbolic link to that model's directory
+     * (alias: its index), never opened twice; -1 for none. */
+    int64_t alias;
+};
+
+struct gfs_storefs {
+    struct gfs_mount *mount;
+    struct gfs_opts o; /* the mount's */
+    const char *mnt;
+    int dirfd; /* the store's directory (local stores) */
+    char *dir; /* its absolute path, or the hf:// URL of a Hub repo */
+    enum cat_kind kind;
+    struct stat st; /* of the store's directory at mount: times of its nodes */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct cat_list list;
+    uint32_t *node_of; /* list.models[i]'s node */
+    struct node *nodes;
+    size_t n_nodes, cap_nodes;
+    uint64_t stamp, tick;
+    double checked;
+    size_t n_open, max_open;
+};
+
+/* storefs.c.  Callers hold st->mu. */
+/* The child of dir named base (len bytes), or -1; *at: where it is or
+ * would go in dir's sorted children. */
+int64_t gfs_st_kid_find(const struct gfs_storefs *st, const struct node *dir,
+                        const char *base, size_t len, size_t *at);
+/* At most once a second: the store read again if its stamp moved. */
+void gfs_st_refresh(struct gfs_storefs *st);
+/* Room for one more open model (the least recently used closed); 0 or
+ * EMFILE. */
+int gfs_st_make_room(struct gfs_storefs *st);
+/* Opens node k's model (st->mu dropped meanwhile); 0 or an errno.  The
+ * caller has set its opening flag. */
+int gfs_st_open_model(struct gfs_storefs *st, size_t k);
+/* One line to the mount's log (a cat_log_fn: u is st).  No lock. */
+void gfs_st_log(void *u, const char *line);
+/* The store of a request's mount. */
+struct gfs_storefs *gfs_st_of(fuse_req_t req);
+
+#endif

@@ -1,0 +1,448 @@
+/*
+ * storeops.c - a store's own nodes (storefs.c has the store): its
+ * directories of names, the links of aliases, and models.tsv, answered
+ * for the session by gfs_store_ops (dispatch.c routes slot 0 here).
+ * Attributes of store nodes are the store directory's times, the mount's
+ * owner, 0555 directories and 0444 files; names come and go with the
+ * store, so entries and attributes are trusted for a second.
+ */
+#include "storefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* ---- models.tsv --------------------------------------------------------- */
+
+/* Value of key (a string, or a number printed) of ctx into out, or "-". */
+static void kv_text(const gguf_ctx *ctx, const char *key, char *out, size_t n) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    const char *s;
+    size_t len;
+    uint64_t u;
+    int64_t v;
+    snprintf(out, n, "-");
+    if (i < 0)
+        return;
+    if (gguf_kv_get_str(ctx, i, &s, &len))
+        snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+    else if (gguf_kv_get_u64(ctx, i, &u))
+        snprintf(out, n, "%" PRIu64, u);
+    else if (gguf_kv_get_i64(ctx, i, &v))
+        snprintf(out, n, "%" PRId64, v);
+    /* Tabs and newlines would break the line: one space each. */
+    for (char *p = out; *p; p++)
+        if (*p == '\t' || *p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+/* The models.tsv line of a model from its (first) header. */
+static char *tsv_line(const struct node *nd, const gguf_ctx *ctx,
+                      int64_t n_tensors, const char *source) {
+    char arch[128], params[64], ft[64], ctxlen[64], key[200];
+    kv_text(ctx, "general.architecture", arch, sizeof arch);
+    kv_text(ctx, "general.size_label", params, sizeof params);
+    kv_text(ctx, "general.file_type", ft, sizeof ft);
+    const char *ftn = gguf_file_type_name(strtoull(ft, NULL, 10));
+    if (ftn && ft[0] != '-')
+        snprintf(ft, sizeof ft, "%s", ftn);
+    snprintf(key, sizeof key, "%s.context_length", arch);
+    kv_text(ctx, key, ctxlen, sizeof ctxlen);
+    char *line = NULL;
+    if (asprintf(&line, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%" PRId64 "\t%s\n",
+                 nd->path, arch, params, ft, nd->cm ? nd->cm->size : 0, ctxlen,
+                 n_tensors, source) < 0)
+        return NULL;
+    return line;
+}
+
+/* A model's line: from its header as its file holds it (edits not yet
+ * committed and overlays are meta/'s to show), read once: a local file's
+ * header is parsed alone, read-only; a Hub model is opened as a request
+ * would open it. */
+static char *model_line(struct gfs_storefs *st, size_t k) {
+    struct node *nd = &st->nodes[k];
+    if (nd->line || !nd->cm)
+        return nd->line;
+    char *src = NULL;
+    const struct cat_file *f0 = &nd->cm->files[0];
+    if (st->kind == CAT_HUB ? !(src = strdup(f0->path))
+                            : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
+        return NULL;
+    if (st->kind != CAT_HUB) {
+        gguf_ctx *ctx = NULL;
+        struct gguf_error err = {0};
+        if (gguf_open(&ctx, src, 0, &err) == GGUF_OK) {
+            int64_t nt = gguf_n_tensors(ctx);
+            int64_t i = gguf_find_key(ctx, "split.tensors.count", 19);
+            int64_t total; /* llama.cpp's gguf-split writes an int32 */
+            if (nd->cm->n_files > 1 && i >= 0 &&
+                gguf_kv_get_i64(ctx, i, &total) && total >= 0)
+                nt = total;
+            nd->line = tsv_line(nd, ctx, nt, src);
+            gguf_close(ctx);
+        } else {
+            gfs_st_log(st, err.msg);
+        }
+        free(src);
+        return nd->line;
+    }
+    /* Open (a Hub model) as a request would; it stays open (least
+     * recently used first to go). */
+    int err = 0;
+    if (!nd->fs && !nd->opening && !(err = gfs_st_make_room(st))) {
+        nd->opening = 1;
+        err = gfs_st_open_model(st, k);
+        st->nodes[k].opening = 0;
+        pthread_cond_broadcast(&st->cv);
+    }
+    nd = &st->nodes[k];
+    if (!err && nd->fs) {
+        pthread_rwlock_rdlock(&nd->fs->lock);
+        nd->line = tsv_line(nd, nd->fs->ctx, gfs_n_tensors(nd->fs), src);
+        pthread_rwlock_unlock(&nd->fs->lock);
+    }
+    free(src);
+    return nd->line;
+}
+
+/* models.tsv now: every present model in name order.  Caller holds
+ * st->mu. */
+static int tsv_make(struct gfs_storefs *st, struct gguf_buf *b) {
+    if (gguf_buf_add(b, TSV_HEADER, strlen(TSV_HEADER)) != GGUF_OK)
+        return ENOMEM;
+    for (size_t i = 0; i < st->list.n; i++) {
+        const char *name = st->list.models[i].name;
+        size_t k = st->node_of[i];
+        const char *line = model_line(st, k);
+        if (!line) {
+            char miss[600];
+            int n =
+                snprintf(miss, sizeof miss, "%s\t-\t-\t-\t-\t-\t-\t-\n", name);
+            if (gguf_buf_add(b, miss, (size_t)n) != GGUF_OK)
+                return ENOMEM;
+        } else if (gguf_buf_add(b, line, strlen(line)) != GGUF_OK) {
+            return ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* ---- the store's own nodes ------------------------------------------------ */
+
+/* The directory node of a slot-0 inode, or -1 (models.tsv, or none). */
+static int64_t dir_of(const struct gfs_storefs *st, fuse_ino_t ino) {
+    if (ino == FUSE_ROOT_ID)
+        return 0;
+    if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes ||
+        st->nodes[ino - GFS_STORE_DIR0].model)
+        return -1;
+    return (int64_t)(ino - GFS_STORE_DIR0);
+}
+
+static fuse_ino_t node_ino(const struct gfs_storefs *st, size_t k) {
+    if (k == 0)
+        return FUSE_ROOT_ID;
+    if (st->nodes[k].model && st->nodes[k].alias < 0)
+        return ((fuse_ino_t)k << GFS_INO_SLOT_SHIFT) + GFS_INO_ROOT;
+    return GFS_STORE_DIR0 + k;
+}
+
+/* The alias node of a slot-0 inode, or -1. */
+static int64_t alias_of(const struct gfs_storefs *st, fuse_ino_t ino) {
+    if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes)
+        return -1;
+    const struct node *nd = &st->nodes[ino - GFS_STORE_DIR0];
+    return nd->model && nd->alias >= 0 ? (int64_t)(ino - GFS_STORE_DIR0) : -1;
+}
+
+/* An alias's link: the way from its directory to its model's
+ * ("../NAME" for each level it is below the root). */
+static char *link_target(const struct gfs_storefs *st, size_t k) {
+    const struct node *nd = &st->nodes[k];
+    const char *to = st->nodes[nd->alias].path;
+    size_t up = 0;
+    for (const char *p = nd->path; *p; p++)
+        up += *p == '/';
+    char *t = malloc(3 * up + strlen(to) + 1);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < up; i++)
+        memcpy(t + 3 * i, "../", 3);
+    strcpy(t + 3 * up, to);
+    return t;
+}
+
+/* Attributes of a store node or of a model's root not opened yet (a
+ * directory; the model's own once it is open), of models.tsv, or of an
+ * alias (a link).  Caller holds st->mu. */
+static void node_attr(const struct gfs_storefs *st, fuse_ino_t ino, int dir,
+                      struct stat *sb) {
+    memset(sb, 0, sizeof *sb);
+    sb->st_ino = ino;
+    sb->st_mode = dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+    int64_t a = dir ? -1 : alias_of(st, ino);
+    char *t = a >= 0 ? link_target(st, (size_t)a) : NULL;
+    if (t) {
+        sb->st_mode = S_IFLNK | 0777;
+        sb->st_size = (off_t)strlen(t);
+        free(t);
+    }
+    if (dir && (ino >> GFS_INO_SLOT_SHIFT) && !st->o.readonly)
+        sb->st_mode = S_IFDIR | 0755; /* a model's root, as it shows open */
+    sb->st_nlink = dir ? 2 : 1;
+    sb->st_uid = getuid();
+    sb->st_gid = getgid();
+    sb->st_atim = st->st.st_atim;
+    sb->st_mtim = st->st.st_mtim;
+    sb->st_ctim = st->st.st_ctim;
+    sb->st_blksize = 4096;
+}
+
+static void store_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    int err = ENOENT;
+    pthread_mutex_lock(&st->mu);
+    gfs_st_refresh(st);
+    int64_t d = dir_of(st, parent);
+    size_t at;
+    if (d == 0 && strcmp(name, "models.tsv") == 0) {
+        node_attr(st, GFS_STORE_TSV, 0, &e.attr);
+        e.ino = GFS_STORE_TSV;
+        err = 0;
+    } else if (d >= 0) {
+        int64_t k = gfs_st_kid_find(st, &st->nodes[d], name, strlen(name), &at);
+        if (k >= 0 && st->nodes[k].present) {
+            e.ino = node_ino(st, (size_t)k);
+            node_attr(st, e.ino, st->nodes[k].alias < 0, &e.attr);
+            err = 0;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    /* Names come and go with the store: trusted for a second. */
+    e.attr_timeout = e.entry_timeout = RESCAN_EVERY_S;
+    if (err)
+        e.ino = 0; /* a negative entry, for as long */
+    fuse_reply_entry(req, &e);
+}
+
+static void store_getattr(fuse_req_t req, fuse_ino_t ino,
+                          struct fuse_file_info *fi) {
+    (void)fi;
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct stat sb;
+    pthread_mutex_lock(&st->mu);
+    int64_t d = dir_of(st, ino);
+    int ok = d >= 0 || ino == GFS_STORE_TSV || alias_of(st, ino) >= 0;
+    if (ok)
+        node_attr(st, ino, d >= 0, &sb);
+    pthread_mutex_unlock(&st->mu);
+    if (ok)
+        fuse_reply_attr(req, &sb, RESCAN_EVERY_S);
+    else
+        fuse_reply_err(req, ENOENT);
+}
+
+int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req,
+                        fuse_ino_t ino) {
+    size_t k = (size_t)(ino >> GFS_INO_SLOT_SHIFT);
+    struct stat sb;
+    if (!k || (ino & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT)
+        return 0;
+    pthread_mutex_lock(&st->mu);
+    int unopened = k < st->n_nodes && st->nodes[k].model && !st->nodes[k].fs &&
+                   !st->nodes[k].opening;
+    if (unopened)
+        node_attr(st, ino, 1, &sb);
+    pthread_mutex_unlock(&st->mu);
+    if (unopened)
+        fuse_reply_attr(req, &sb, RESCAN_EVERY_S);
+    return unopened;
+}
+
+static void store_opendir(fuse_req_t req, fuse_ino_t ino,
+                          struct fuse_file_info *fi) {
+    struct gfs_storefs *st = gfs_st_of(req);
+    pthread_mutex_lock(&st->mu);
+    int64_t d = dir_of(st, ino);
+    if (d >= 0)
+        gfs_st_refresh(st);
+    pthread_mutex_unlock(&st->mu);
+    if (d < 0)
+        fuse_reply_err(req, ino == GFS_STORE_TSV ? ENOTDIR : ENOENT);
+    else
+        fuse_reply_open(req, fi);
+}
+
+static void store_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+                          off_t off, struct fuse_file_info *fi) {
+    (void)fi;
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct gguf_buf out = {0};
+    pthread_mutex_lock(&st->mu);
+    int64_t d = dir_of(st, ino);
+    if (d < 0) {
+        pthread_mutex_unlock(&st->mu);
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    const struct node *dn = &st->nodes[d];
+    int64_t extra = d == 0 ? 1 : 0; /* models.tsv */
+    for (int64_t k = off; k < 2 + extra + (int64_t)dn->n_kids; k++) {
+        const char *nm;
+        fuse_ino_t child;
+        if (k < 2) {
+            nm = k ? ".." : ".";
+            child = k ? node_ino(st, dn->parent) : ino;
+        } else if (k < 2 + extra) {
+            nm = "models.tsv", child = GFS_STORE_TSV;
+        } else {
+            size_t kid = dn->kids[k - 2 - extra];
+            nm = st->nodes[kid].base, child = node_ino(st, kid);
+        }
+        mode_t mode = child == GFS_STORE_TSV     ? S_IFREG
+                      : alias_of(st, child) >= 0 ? S_IFLNK
+                                                 : S_IFDIR;
+        if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1))
+            break;
+    }
+    pthread_mutex_unlock(&st->mu);
+    fuse_reply_buf(req, (char *)out.p, out.len);
+    gguf_buf_free(&out);
+}
+
+/* models.tsv: made at open (every header read once, then cached by
+ * model), served from the open's text; direct I/O (its size is known only
+ * once made: 0 before). */
+static void store_open(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi) {
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct gguf_buf b = {0};
+    if (ino != GFS_STORE_TSV) {
+        fuse_reply_err(req, dir_of(st, ino) >= 0 ? EISDIR : ENOENT);
+        return;
+    }
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+        fuse_reply_err(req, st->o.readonly ? EROFS : EACCES);
+        return;
+    }
+    pthread_mutex_lock(&st->mu);
+    gfs_st_refresh(st);
+    int err = tsv_make(st, &b);
+    pthread_mutex_unlock(&st->mu);
+    struct gfs_text *t = err ? NULL : gfs_text_new(&b);
+    gguf_buf_free(&b);
+    if (!t) {
+        fuse_reply_err(req, err ? err : ENOMEM);
+        return;
+    }
+    fi->fh = (uintptr_t)t;
+    fi->direct_io = 1;
+    if (fuse_reply_open(req, fi) == -ENOENT)
+        gfs_text_put(t);
+}
+
+static void store_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi) {
+    (void)ino;
+    const struct gfs_text *t = (const struct gfs_text *)(uintptr_t)fi->fh;
+    if (off < 0 || (uint64_t)off >= t->len)
+        size = 0;
+    else if (size > t->len - (uint64_t)off)
+        size = t->len - (size_t)off;
+    fuse_reply_buf(req, size ? t->data + off : NULL, size);
+}
+
+static void store_release(fuse_req_t req, fuse_ino_t ino,
+                          struct fuse_file_info *fi) {
+    (void)ino;
+    gfs_text_put((struct gfs_text *)(uintptr_t)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+/* fsync of the store's root: every open model's edits committed (ggufs
+ * -u); only the mount's owner or root.  The first failure is the answer. */
+struct commit_all {
+    int err;
+};
+static void commit_one(struct gfs *fs, void *u) {
+    struct commit_all *c = u;
+    int err = fs->readonly ? 0 : gfs_model_commit(fs);
+    if (err && !c->err)
+        c->err = err;
+}
+
+static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                           struct fuse_file_info *fi) {
+    (void)datasync;
+    (void)fi;
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct commit_all c = {0};
+    uid_t uid = fuse_req_ctx(req)->uid;
+    if (ino == FUSE_ROOT_ID && uid != 0 && uid != getuid())
+        c.err = EACCES;
+    else if (ino == FUSE_ROOT_ID)
+        gfs_store_each(st, commit_one, &c);
+    fuse_reply_err(req, c.err);
+}
+
+static void store_readlink(fuse_req_t req, fuse_ino_t ino) {
+    struct gfs_storefs *st = gfs_st_of(req);
+    pthread_mutex_lock(&st->mu);
+    int64_t a = alias_of(st, ino);
+    char *t = a >= 0 ? link_target(st, (size_t)a) : NULL;
+    pthread_mutex_unlock(&st->mu);
+    if (t)
+        fuse_reply_readlink(req, t);
+    else
+        fuse_reply_err(req, a >= 0 ? ENOMEM : EINVAL);
+    free(t);
+}
+
+static void store_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+    (void)ino;
+    if (size == 0)
+        fuse_reply_xattr(req, 0);
+    else
+        fuse_reply_buf(req, NULL, 0);
+}
+
+static void store_statfs(fuse_req_t req, fuse_ino_t ino) {
+    (void)ino;
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct statvfs sv;
+    memset(&sv, 0, sizeof sv);
+    sv.f_bsize = sv.f_frsize = 4096;
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < st->list.n; i++)
+        sv.f_blocks += (st->list.models[i].size + 4095) / 4096;
+    sv.f_files = st->n_nodes + 1;
+    pthread_mutex_unlock(&st->mu);
+    sv.f_namemax = 255;
+    if (st->o.readonly)
+        sv.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &sv);
+}
+
+/* What the store's nodes answer; the rest: dispatch.c's defaults (a
+ * read-only directory's errors). */
+const struct fuse_lowlevel_ops gfs_store_ops = {
+    .lookup = store_lookup,
+    .getattr = store_getattr,
+    .opendir = store_opendir,
+    .readdir = store_readdir,
+    .open = store_open,
+    .read = store_read,
+    .release = store_release,
+    .fsyncdir = store_fsyncdir,
+    .listxattr = store_listxattr,
+    .statfs = store_statfs,
+    .readlink = store_readlink,
+};
