@@ -518,6 +518,9 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         return NULL;
     }
     st->mount = mount, st->o = *o, st->mnt = mnt, st->dirfd = -1;
+    /* Absolute, as a single-file mount's: the daemon's directory is /. */
+    if ((st->mnt_abs = realpath(mnt, NULL)))
+        st->mnt = st->mnt_abs;
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     st->max_open = open_bound(o);
@@ -587,6 +590,7 @@ void gfs_store_close(struct gfs_storefs *st) {
     if (st->dirfd >= 0)
         close(st->dirfd);
     free(st->dir);
+    free(st->mnt_abs);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st);

@@ -45,7 +45,8 @@ struct node {
 struct gfs_storefs {
     struct gfs_mount *mount;
     struct gfs_opts o; /* the mount's */
-    const char *mnt;
+    const char *mnt; /* the mountpoint, absolute when it resolved */
+    char *mnt_abs;
     int dirfd; /* the store's directory (local stores) */
     char *dir; /* its absolute path, or the hf:// URL of a Hub repo */
     enum cat_kind kind;
@@ -59,6 +60,7 @@ struct gfs_storefs {
     uint64_t stamp, tick;
     double checked;
     size_t n_open, max_open;
+    char commit_msg[4096]; /* the last fsync of the root's reports */
 };
 
 /* storefs.c.  Callers hold st->mu. */

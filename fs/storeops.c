@@ -368,15 +368,31 @@ static void store_release(fuse_req_t req, fuse_ino_t ino,
 }
 
 /* fsync of the store's root: every open model's edits committed (ggufs
- * -u); only the mount's owner or root.  The first failure is the answer. */
+ * -u); only the mount's owner or root.  The first failure is the answer;
+ * the reports of the models that had something to commit, "; "
+ * separated, are the root's user.ggufs.commit. */
 struct commit_all {
     int err;
+    struct gguf_buf report;
 };
 static void commit_one(struct gfs *fs, void *u) {
     struct commit_all *c = u;
-    int err = fs->readonly ? 0 : gfs_model_commit(fs);
+    if (fs->readonly)
+        return;
+    /* A model edited since it was opened: its report (an overlay holds
+     * its edits already, and says so). */
+    pthread_rwlock_rdlock(&fs->lock);
+    int work = fs->generation > 0 || fs->store.commit_failed;
+    pthread_rwlock_unlock(&fs->lock);
+    if (!work)
+        return;
+    int err = gfs_model_commit(fs);
     if (err && !c->err)
         c->err = err;
+    const char *msg = fs->store.commit_msg; /* the commit's, just made */
+    if ((c->report.len && gguf_buf_add(&c->report, "; ", 2) != GGUF_OK) ||
+        gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK)
+        c->err = c->err ? c->err : ENOMEM;
 }
 
 static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -386,11 +402,78 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     struct gfs_storefs *st = gfs_st_of(req);
     struct commit_all c = {0};
     uid_t uid = fuse_req_ctx(req)->uid;
-    if (ino == FUSE_ROOT_ID && uid != 0 && uid != getuid())
+    if (ino == FUSE_ROOT_ID && uid != 0 && uid != getuid()) {
         c.err = EACCES;
-    else if (ino == FUSE_ROOT_ID)
+    } else if (ino == FUSE_ROOT_ID) {
         gfs_store_each(st, commit_one, &c);
+        pthread_mutex_lock(&st->mu);
+        if (c.report.len)
+            snprintf(st->commit_msg, sizeof st->commit_msg, "%.*s",
+                     (int)c.report.len, (const char *)c.report.p);
+        else
+            snprintf(st->commit_msg, sizeof st->commit_msg,
+                     "%s: nothing to commit", st->dir);
+        pthread_mutex_unlock(&st->mu);
+    }
+    gguf_buf_free(&c.report);
     fuse_reply_err(req, c.err);
+}
+
+/* The root's attributes, as a single-file mount's root has them:
+ * user.ggufs.pid (ggufs -u waits for the daemon), user.ggufs.commit (the
+ * last fsync's reports), user.ggufs.status (the store, its models, the
+ * log's last lines).  Only to the mount's owner or root, but the pid. */
+static int root_xattr(struct gfs_storefs *st, fuse_req_t req, const char *name,
+                      struct gguf_buf *b) {
+    char line[4600];
+    uid_t uid = fuse_req_ctx(req)->uid;
+    if (strcmp(name, "user.ggufs.pid") == 0) {
+        int n = snprintf(line, sizeof line, "%ld", (long)getpid());
+        return gguf_buf_add(b, line, (size_t)n) ? ENOMEM : 0;
+    }
+    if (strcmp(name, "user.ggufs.commit") != 0 &&
+        strcmp(name, "user.ggufs.status") != 0)
+        return ENODATA;
+    if (uid != 0 && uid != getuid())
+        return EACCES;
+    pthread_mutex_lock(&st->mu);
+    int err = 0;
+    if (name[11] == 'c') {
+        err = st->commit_msg[0]
+                  ? (gguf_buf_add(b, st->commit_msg, strlen(st->commit_msg))
+                         ? ENOMEM
+                         : 0)
+                  : ENODATA;
+    } else {
+        size_t open = 0;
+        for (size_t k = 0; k < st->n_nodes; k++)
+            open += st->nodes[k].fs != NULL;
+        int n = snprintf(line, sizeof line,
+                         "store: %s (%s)\nmount: %s (%s)\nmodels: %zu "
+                         "listed, %zu open (at most %zu)\n",
+                         st->dir, cat_kind_name(st->kind), st->mnt,
+                         st->o.readonly ? "read-only" : "read-write",
+                         st->list.n, open, st->max_open);
+        err = gguf_buf_add(b, line, (size_t)n) ? ENOMEM : 0;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return err;
+}
+
+static void store_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                           size_t size) {
+    struct gfs_storefs *st = gfs_st_of(req);
+    struct gguf_buf b = {0};
+    int err = ino == FUSE_ROOT_ID ? root_xattr(st, req, name, &b) : ENODATA;
+    if (err)
+        fuse_reply_err(req, err);
+    else if (size == 0)
+        fuse_reply_xattr(req, b.len);
+    else if (b.len > size)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, (const char *)b.p, b.len);
+    gguf_buf_free(&b);
 }
 
 static void store_readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -407,11 +490,15 @@ static void store_readlink(fuse_req_t req, fuse_ino_t ino) {
 }
 
 static void store_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-    (void)ino;
+    static const char names[] =
+        "user.ggufs.pid\0user.ggufs.commit\0user.ggufs.status";
+    size_t n = ino == FUSE_ROOT_ID ? sizeof names : 0;
     if (size == 0)
-        fuse_reply_xattr(req, 0);
+        fuse_reply_xattr(req, n);
+    else if (n > size)
+        fuse_reply_err(req, ERANGE);
     else
-        fuse_reply_buf(req, NULL, 0);
+        fuse_reply_buf(req, names, n);
 }
 
 static void store_statfs(fuse_req_t req, fuse_ino_t ino) {
@@ -442,6 +529,7 @@ const struct fuse_lowlevel_ops gfs_store_ops = {
     .read = store_read,
     .release = store_release,
     .fsyncdir = store_fsyncdir,
+    .getxattr = store_getxattr,
     .listxattr = store_listxattr,
     .statfs = store_statfs,
     .readlink = store_readlink,
