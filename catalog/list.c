@@ -2,7 +2,8 @@
  * list.c - the model list a scan builds (internal.h): adding models and
  * files under the bounds, names made valid file names, shard sets grouped
  * (the library's rule, gguf_split_name), the list sorted, the NAME@model
- * rule, duplicates, freeing; and cat_scan, which runs a kind's scan.
+ * rule, duplicates, freeing.  Called by the scans (ollama.c, hfcache.c,
+ * folder.c, hub.c); calls none of them (cat_scan, scan.c, runs them).
  */
 #include "gguf.h"
 #include "internal.h"
@@ -12,17 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void cat_logf(struct cat_scan *s, const char *fmt, ...) {
-    char line[1024];
-    va_list ap;
-    if (!s->log)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    s->log(s->log_u, line);
-}
 
 bool cat_ends_gguf(const char *name) {
     size_t n = strlen(name);
@@ -308,37 +298,4 @@ void cat_list_finish(struct cat_scan *s) {
         l->models[o++] = l->models[i];
     }
     l->n = o;
-}
-
-int cat_scan(int dirfd, enum cat_kind kind, struct cat_list *out,
-             cat_log_fn log, void *log_u, char *msg, size_t n) {
-    struct cat_scan s = {
-        .dirfd = dirfd, .out = out, .log = log, .log_u = log_u};
-    struct stat st = {0};
-    memset(out, 0, sizeof *out);
-    out->kind = kind;
-    if (fstat(dirfd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? errno : ENOTDIR;
-        snprintf(msg, n, "the store is not a readable directory: %s",
-                 strerror(e));
-        return -1;
-    }
-    if (kind == CAT_OLLAMA)
-        cat_scan_ollama(&s);
-    else if (kind == CAT_HF)
-        cat_scan_hf(&s);
-    else if (kind == CAT_LMSTUDIO || kind == CAT_DIR)
-        cat_scan_folder(&s);
-    else {
-        snprintf(msg, n, "not a local store kind: %s", cat_kind_name(kind));
-        return -1;
-    }
-    if (!s.oom)
-        cat_list_finish(&s);
-    if (s.oom) {
-        cat_list_free(out);
-        snprintf(msg, n, "out of memory while listing the store's models");
-        return -1;
-    }
-    return 0;
 }

@@ -1,14 +1,10 @@
 /*
- * errno.c - how failures are reported: the one mapping from library
- * statuses to errno values, and the log (kept and written to the log
- * file by status.c).
+ * errno.c - the one mapping from library statuses to errno values (the
+ * log is log.c's).
  */
 #include "ggufs.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <syslog.h>
 
 int gfs_errno(const struct gguf_error *err) {
     switch (err->code) {
@@ -40,21 +36,4 @@ int gfs_errno(const struct gguf_error *err) {
         return EBUSY;
     }
     return EIO;
-}
-
-void gfs_log_line(struct gfs_log *l, const char *line) {
-    gfs_status_note(l, line);
-    if (l->foreground)
-        fprintf(stderr, "ggufs: %s\n", line);
-    else
-        syslog(LOG_NOTICE, "%s", line);
-}
-
-void gfs_log(struct gfs *fs, const char *fmt, ...) {
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    gfs_log_line(fs->log, line);
 }

@@ -38,7 +38,7 @@
  *                       versions (passthrough.c)
  *   gfs_xattr_          extended attributes (xattr.c)
  *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
- *                       (tree.c); gfs_errno and gfs_log (errno.c)
+ *                       (tree.c); gfs_errno (errno.c); gfs_log (log.c)
  *   gguf_               the library (gguf/include/gguf.h), owner of
  *                       every rule of the format
  * Static helpers have no prefix.
@@ -146,7 +146,7 @@ struct gfs_ghost {
     uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
-/* The log lines a mount keeps in memory for its status (status.c), and
+/* The log lines a mount keeps in memory for its status (log.c), and
  * their most bytes each. */
 #define GFS_LOG_RING 20
 #define GFS_LOG_LINE 512
@@ -271,7 +271,7 @@ struct gfs_extent {
     uint64_t rel; /* offset in that shard's data section */
 };
 
-/* The log (status.c): its last GFS_LOG_RING lines, and the log file
+/* The log (log.c): its last GFS_LOG_RING lines, and the log file
  * (fd, when file) of a mount without a terminal; where (set at mount) says
  * where the log goes, for the status.  One per mount, shared by its
  * models; lock is a leaf taken by gfs_log under any other lock. */
@@ -393,7 +393,7 @@ struct gfs {
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
 
-    /* The mount's log (status.c), shared by its models. */
+    /* The mount's log (log.c), shared by its models. */
     struct gfs_log *log;
     /* The running commit's progress (gfs_progress_cb): bytes done of
      * total, total 0 when none.  No lock. */
@@ -602,11 +602,11 @@ void gfs_meta_free(struct gfs *fs);
  * the others would wait for it (a progress attribute that waited for the
  * end of the commit it reports on showed nothing). */
 #define GFS_XATTR_OTHER (-1)
-/* status.c: the log's memory and file, user.ggufs.status and
- * user.ggufs.progress, and what commands show of them.
- * gfs_status_note: a logged line (gfs_log's) kept and written to the log
- * file.  gfs_logfile_open: at mount, before detaching; 0, or -1 with why
- * in msg.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
+/* log.c: gfs_status_note: a logged line (gfs_log's) kept and written to
+ * the log file.  gfs_logfile_open: at mount, before detaching; 0, or -1
+ * with why in msg.
+ * status.c: user.ggufs.status and user.ggufs.progress, and what commands
+ * show of them.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
  * for other names); takes fs->lock (read) itself, for the status only.
  * gfs_progress_cb: the library's progress callback, user is fs. */
 void gfs_status_note(struct gfs_log *l, const char *line);
@@ -617,8 +617,7 @@ int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
 void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
 /* The meter and gfs_commit_metered: daemon.h. */
 
-/* errno.c: how failures are reported. */
-/* The one place library statuses become errno values. */
+/* errno.c: the one place library statuses become errno values. */
 int gfs_errno(const struct gguf_error *err);
 
 /* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
@@ -739,10 +738,8 @@ void gfs_metatsv_free(struct gfs *fs);
  * within max bytes; 0 when it does not (the listing is full). */
 int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
                    const char *name, fuse_ino_t ino, mode_t mode, off_t next);
-/* True if req comes from the mount's owner (fs->uid) or root: only they
- * may make edits durable or commit them (fsync of a meta file, fsyncdir
- * of meta/ or the root, hence ggufs -u).  With -o allow_other, other
- * users get EACCES: their fsync must not publish the owner's edits. */
+/* store/store.c: gfs_store_may_commit (store.h, which says who may) for
+ * the user of req. */
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
 
 /* store/overlay.c: -o overlay[=PATH] (issue 14).

@@ -237,10 +237,6 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_entry(req, &e);
 }
 
-int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
-    return gfs_store_may_commit(fs, fuse_req_ctx(req)->uid);
-}
-
 /* fsync of the root or meta/ commits every pending edit: `ggufs -u` uses
  * it to learn whether the commit succeeded before it unmounts.  Only the
  * owner or root (gfs_may_commit); others: EACCES. */

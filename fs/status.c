@@ -2,10 +2,6 @@
  * status.c - what a mount tells about itself, and what the commands that
  * wait on it show:
  *
- *   - the daemon's log: gfs_log's lines go to stderr (foreground), else
- *     to the log file in the state directory (gfs_logfile_open) and to
- *     syslog; the last GFS_LOG_RING lines are kept in memory for the
- *     status;
  *   - user.ggufs.status on the root: the mount's source, its pending edits
  *     by key (old and new values shortened: gguf_diff_summary), the last
  *     commit's outcome and the last lines of the log, which name every
@@ -40,61 +36,6 @@
  * every key): its whole text stays far below an attribute's 64 KiB. */
 #define STATUS_EDITS 40
 #define STATUS_MAX 60000
-
-/* ---- the log ----------------------------------------------------------- */
-
-void gfs_status_note(struct gfs_log *l, const char *line) {
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    if (!localtime_r(&now, &tm) ||
-        !strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm))
-        snprintf(stamp, sizeof stamp, "%lld", (long long)now);
-    pthread_mutex_lock(&l->lock);
-    snprintf(l->ring[l->n % GFS_LOG_RING], GFS_LOG_LINE, "%s %s", stamp, line);
-    l->n++;
-    if (l->file) {
-        char buf[GFS_LOG_LINE + 64];
-        int n = snprintf(buf, sizeof buf, "%s ggufs[%ld]: %s\n", stamp,
-                         (long)getpid(), line);
-        if (n >= (int)sizeof buf) { /* a long line, cut: still one line */
-            n = (int)sizeof buf - 1;
-            buf[n - 1] = '\n';
-        }
-        struct stat sb;
-        /* Past the bound: the next file (the library rotates by name). */
-        if (fstat(l->fd, &sb) == 0 && (uint64_t)sb.st_size >= GGUF_LOG_MAX) {
-            struct gguf_error err = {0};
-            int fd = gguf_state_log_open(&err);
-            if (fd >= 0) {
-                close(l->fd);
-                l->fd = fd;
-            }
-        }
-        if (n > 0 && write(l->fd, buf, (size_t)n) < 0) {
-            /* a full disk: syslog still has it */
-        }
-    }
-    pthread_mutex_unlock(&l->lock);
-}
-
-int gfs_logfile_open(struct gfs_log *l, char *where, size_t n) {
-    struct gguf_error err = {0};
-    int fd = gguf_state_log_open(&err);
-    if (fd < 0) {
-        snprintf(where, n, "%s", err.msg);
-        return -1;
-    }
-    l->fd = fd;
-    l->file = 1;
-    return 0;
-}
-
-void gfs_logfile_close(struct gfs_log *l) {
-    if (l->file)
-        close(l->fd);
-    l->file = 0;
-}
 
 /* ---- the status -------------------------------------------------------- */
 

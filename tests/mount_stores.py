@@ -411,10 +411,16 @@ def live_kv(mnt, name, key, tmp):
     return kv_of(r, key)
 
 
-def commit_unmount(mnt):
+def commit_unmount(mnt, names=None):
+    """ggufs -u: exit 0, unmounted; its report names the file of each model
+    edited (names: those files) and says how the edits were kept."""
     p = J.run_ggufs(["-u", mnt])
     if p.returncode != 0 or J.mountinfo_entry(mnt) is not None:
         raise Fail("ggufs -u %s: status %d: %s" % (mnt, p.returncode, p.stderr.decode(errors="replace")))
+    out = p.stdout.decode(errors="replace")
+    for f in names or ():
+        if os.path.realpath(f) not in out or not ("overlay" in out or "committed" in out):
+            raise Fail("ggufs -u %s reports %r: it does not name %s and how its edits were kept" % (mnt, out, f))
 
 
 def check_edits(tmp):
@@ -433,9 +439,10 @@ def check_edits(tmp):
                     raise Fail("%s: meta/general.name reads %r after the edit" % (kind, meta(mnt, name, "general.name")))
                 if live_kv(mnt, name, b"general.name", tmp) != value.rstrip("\n"):
                     raise Fail("%s: the live view does not show the edit before unmount" % kind)
-            finally:
-                if J.mountinfo_entry(mnt) is not None:
-                    commit_unmount(mnt)
+            except BaseException:
+                J.unmount(mnt, [])
+                raise
+            commit_unmount(mnt, [blob])
         after = J.refdump(blob)[1]
         if kind == "dir":
             if kv_of(after, b"general.name") != value.rstrip("\n"):

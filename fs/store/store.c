@@ -33,6 +33,10 @@ int gfs_store_may_commit(const struct gfs *fs, uid_t uid) {
     return uid == 0 || uid == fs->uid;
 }
 
+int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
+    return gfs_store_may_commit(fs, fuse_req_ctx(req)->uid);
+}
+
 const char *gfs_store_save_aside(struct gfs *fs, struct gguf_error *serr) {
     struct gfs_store *s = &fs->store;
     if (s->saved_generation != fs->generation || !s->saved_path[0]) {
