@@ -105,7 +105,7 @@ const char *gfs_fuse_log_caught(void);
 
 /* ---- what the commands read of mounts and records --------------------- */
 
-/* mount.c: a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
+/* mountinfo.c: a fuse.ggufs mount in /proc/self/mountinfo by its mountpoint
  * (by_source 0) or its source (1); the other field into out; 1 if
  * found. */
 int gfs_find_mount(const char *what, int by_source, char *out, size_t n);

@@ -625,7 +625,10 @@ int gfs_errno(const struct gguf_error *err);
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
 
-/* gfs_find_mount (mount.c): daemon.h. */
+/* mountinfo.c: gfs_find_mount: daemon.h.  gfs_mount_point_of: whether
+ * the directory at real (a resolved path) is a mount point: 1 with its
+ * type and source in what, else 0 (or no mountinfo). */
+int gfs_mount_point_of(const char *real, char *what, size_t n);
 
 /* One line to stderr (foreground) or syslog, and to the log's memory
  * and file (gfs_status_note).  No lock. */
