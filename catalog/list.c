@@ -195,7 +195,8 @@ static void cands_model(struct cat_scan *s, struct cat_cands *c, size_t i,
 
 void cat_cands_group(struct cat_scan *s, struct cat_cands *c,
                      int content_addressed) {
-    qsort(c->v, c->n, sizeof *c->v, cand_cmp);
+    if (c->n > 1) /* qsort's base may not be NULL, even for none */
+        qsort(c->v, c->n, sizeof *c->v, cand_cmp);
     for (size_t i = 0, j; i < c->n; i = j) {
         struct cat_cand *a = &c->v[i];
         for (j = i + 1; a->count && j < c->n &&
@@ -283,7 +284,8 @@ static bool rename_directories(struct cat_scan *s) {
 
 void cat_list_finish(struct cat_scan *s) {
     struct cat_list *l = s->out;
-    qsort(l->models, l->n, sizeof *l->models, model_cmp);
+    if (l->n > 1)
+        qsort(l->models, l->n, sizeof *l->models, model_cmp);
     for (size_t pass = 0; pass < l->n && rename_directories(s); pass++)
         ;
     size_t o = 0;
