@@ -220,7 +220,14 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
     st->nodes[0].present = 1;
     uint32_t *node_of = calloc(l.n ? l.n : 1, sizeof *node_of);
     for (size_t i = 0; i < l.n; i++) {
-        int64_t k = node_of ? node_put(st, l.models[i].name, 1) : -1;
+        /* The root's models.tsv keeps its name: a model of that name is
+         * NAME@model, as a name that is also a directory is. */
+        const char *name = l.models[i].name;
+        int64_t k = -1;
+        if (node_of && strcmp(name, "models.tsv") == 0)
+            k = node_put(st, "models.tsv@model", 1);
+        else if (node_of)
+            k = node_put(st, name, 1);
         if (k < 0) {
             snprintf(msg, n, "%s: out of memory", st->dir);
             cat_list_free(&l);
