@@ -218,23 +218,6 @@ static int open_kv(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
     return 0;
 }
 
-static int open_view(struct gfs *fs, struct gfs_fh *fh,
-                     struct fuse_file_info *fi, int wants_write) {
-    int err = 0;
-    if (wants_write)
-        return fs->readonly ? EROFS : EACCES;
-    if (!(fh->text = gfs_view_header(fs, &err)))
-        return err;
-    fi->noflush = 1;
-    if (fs->n_shards == 1) {
-        uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
-        fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
-    }
-    /* Passthrough, or the page cache of this version's own inode. */
-    gfs_pt_view_open(fs, fh, fi);
-    return 0;
-}
-
 static int fh_open(struct gfs *fs, struct gfs_fh *fh,
                    struct fuse_file_info *fi) {
     int wants_write = open_wants_write(fi);
@@ -244,8 +227,6 @@ static int fh_open(struct gfs *fs, struct gfs_fh *fh,
     switch (fh->kind) {
     case GFS_KV:
         return open_kv(fs, fh, fi, wants_write);
-    case GFS_LIVE:
-        return open_view(fs, fh, fi, wants_write);
     case GFS_SCRATCH:
         if (!gfs_meta_scratch_by_ino(fs, fh->ino))
             return ENOENT;
@@ -411,34 +392,6 @@ static void read_scratch(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
         fuse_reply_err(req, ENOENT);
 }
 
-/* A tensor: straight from its shard.  Caller holds fs->lock (read). */
-/* The live view: its header as at open, then the data section (see
- * gfs_view_span).  One file's section is the GGUF's own, served from its
- * fd; a shard set's merged section gathers pieces of several files, so it
- * is copied.  Caller holds fs->lock (read). */
-static void read_view(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
-                      off_t off, size_t size) {
-    struct gfs_text *hdr = fh->text;
-    struct gfs_view_span sp;
-    int drop = fh->drop;
-
-    atomic_fetch_add(&hdr->refs, 1);
-    gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
-    if (fs->n_shards == 1) {
-        gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
-                       sp.data_pos, sp.data_n, drop);
-    } else {
-        char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);
-        int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
-        if (err)
-            fuse_reply_err(req, err);
-        else
-            fuse_reply_buf(req, buf, sp.hdr_n + sp.data_n);
-        free(buf);
-    }
-    gfs_text_put(hdr);
-}
-
 void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                  off_t off, struct fuse_file_info *fi) {
     (void)ino;
@@ -465,10 +418,7 @@ void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
         return;
     }
     pthread_rwlock_rdlock(&fs->lock);
-    if (fh->kind == GFS_SCRATCH)
-        read_scratch(req, fs, fh, off, size);
-    else
-        read_view(req, fs, fh, off, size);
+    read_scratch(req, fs, fh, off, size);
     pthread_rwlock_unlock(&fs->lock);
 }
 

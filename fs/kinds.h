@@ -7,8 +7,8 @@
  * Adding a node kind: its own file (or folder) defining one const struct
  * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
  * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
- * smallest example.  Kinds not moved yet (the root, meta/ and its files,
- * the live view) are still the core's own cases; each moves here the
+ * smallest example.  Kinds not moved yet (the root, meta/ and its files)
+ * are still the core's own cases; each moves here the
  * same way.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
@@ -23,16 +23,22 @@
 
 struct gfs_kind_ops {
     enum gfs_kind kind;
-    fuse_ino_t ino_lo, ino_hi; /* its inodes: [ino_lo, ino_hi) */
+    fuse_ino_t ino_lo, ino_hi;   /* its inodes: [ino_lo, ino_hi) */
+    fuse_ino_t ino_lo2, ino_hi2; /* and a second range (the live view's
+                                    later versions), or none */
     /* A kind that is one entry of the root: its name and file type there,
-     * listed after meta/, tensors/ and the live view, in table order. */
+     * listed after meta/ and tensors/, in table order; root_entry instead
+     * when its name and inode change (the live view: NULL while there is
+     * none). */
     const char *root_name;
     mode_t root_mode;
+    const char *(*root_entry)(struct gfs *fs, fuse_ino_t *ino);
     /* Whether it exists in this mount (NULL: always).  No lock. */
     int (*present)(const struct gfs *fs);
-    /* Its size follows the edits: attributes never cached on a writable
-     * mount. */
-    int changes;
+    /* Flags.  changes: its attributes follow the edits: never cached on a
+     * writable mount.  moves: its name moves to a new inode (the live
+     * view's versions): entries never cached on a writable mount. */
+    unsigned changes : 1, moves : 1;
     /* Attributes: the core has filled inode, owner, times and st_blksize.
      * 0 or an errno. */
     int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);
@@ -55,13 +61,16 @@ struct gfs_kind_ops {
 
 /* The row of kind k, or NULL (a kind still the core's own). */
 const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k);
-/* The kind whose inode range holds ino, or GFS_NONE. */
+/* The kind whose inode ranges hold ino, or GFS_NONE. */
 enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
-/* The rows that are entries of the root and present in fs: the k-th
- * (0-based), or NULL past the last. */
-const struct gfs_kind_ops *gfs_kind_root_entry(const struct gfs *fs, int64_t k);
+/* Entry k (0-based) of the root of fs from the rows that are root
+ * entries and present: its name, inode and file type; 0, or ENOENT past
+ * the last.  Caller holds fs->lock (read). */
+int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
+                        fuse_ino_t *ino, mode_t *mode);
 
 /* The rows, each defined in its kind's file. */
+extern const struct gfs_kind_ops gfs_kind_live;    /* liveview.c */
 extern const struct gfs_kind_ops gfs_kind_metatsv; /* metatsv.c */
 extern const struct gfs_kind_ops gfs_kind_dir_f32; /* views.c */
 extern const struct gfs_kind_ops gfs_kind_dir_npy;

@@ -116,7 +116,7 @@ static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
                      struct gfs_scratch **sc, struct gguf_buf *name,
                      const char **nm, fuse_ino_t *child, mode_t *mode,
                      int *err) {
-    int64_t n_root = fs->live_name ? 3 : 2, i = k - 2;
+    int64_t n_root = 2, i = k - 2;
     *mode = S_IFREG;
     if (row) { /* a directory of the kinds' table */
         if (i >= row->n_entries(fs, dir))
@@ -129,12 +129,8 @@ static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
     }
     if (kind == GFS_ROOT) {
         if (i >= n_root) {
-            const struct gfs_kind_ops *e = gfs_kind_root_entry(fs, i - n_root);
-            if (!e)
+            if (gfs_kind_root_entry(fs, i - n_root, nm, child, mode))
                 return -1;
-            *nm = e->root_name, *child = e->ino_lo, *mode = e->root_mode;
-        } else if (i == 2) {
-            *nm = fs->live_name, *child = gfs_pt_view_ino(fs);
         } else {
             *nm = i == 0 ? "meta" : "tensors";
             *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;

@@ -16,13 +16,9 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
         return GFS_ROOT;
     case GFS_INO_META:
         return GFS_DIR_META;
-    case GFS_INO_LIVE:
-        return GFS_LIVE;
     default:
         break;
     }
-    if (ino > GFS_INO_VIEW && ino < GFS_INO_VIEW_END)
-        return GFS_LIVE; /* a later version of the view (passthrough.c) */
     enum gfs_kind rk = gfs_kind_of_ino(ino); /* the kinds' table */
     if (rk != GFS_NONE)
         return rk;
@@ -123,17 +119,6 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 4;
         return 0;
-    case GFS_LIVE: {
-        uint64_t size;
-        int err = gfs_pt_view_size(fs, ino, &size);
-        if (err)
-            return err;
-        st->st_mode = S_IFREG | 0444;
-        st->st_nlink = 1;
-        st->st_size = (off_t)size;
-        st->st_blocks = (st->st_size + 511) / 512;
-        return 0;
-    }
     case GFS_DIR_META:
         st->st_mode = S_IFDIR | (fs->readonly ? 0555 : 0755);
         st->st_nlink = 2;
@@ -173,9 +158,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     enum gfs_kind k = gfs_kind(ino);
     const struct gfs_kind_ops *row = gfs_kind_row(k);
-    if (!fs->readonly &&
-        (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META ||
-         k == GFS_LIVE || (row && row->changes)))
+    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH ||
+                          k == GFS_DIR_META || (row && row->changes)))
         return 0.0;
     return fs->timeout;
 }
@@ -188,10 +172,10 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     e->ino = gfs_ino_out(fs, ino);
     e->generation = 1;
     e->attr_timeout = gfs_attr_timeout(fs, ino);
-    /* The view's name moves to a new inode with each version of it
-     * (passthrough.c): never cached on a read-write mount. */
-    e->entry_timeout =
-        gfs_kind(ino) == GFS_LIVE && !fs->readonly ? 0.0 : fs->timeout;
+    /* A name that moves to a new inode (the view's with each version of
+     * it, passthrough.c): never cached on a read-write mount. */
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    e->entry_timeout = row && row->moves && !fs->readonly ? 0.0 : fs->timeout;
     return 0;
 }
 
@@ -353,12 +337,13 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
 }
 
 /* A root entry of the kinds' table (kinds.h) by name; 0 or ENOENT. */
-static int root_row_lookup(const struct gfs *fs, const char *name,
-                           fuse_ino_t *out) {
-    const struct gfs_kind_ops *row;
-    for (int64_t k = 0; (row = gfs_kind_root_entry(fs, k)); k++)
-        if (strcmp(row->root_name, name) == 0) {
-            *out = row->ino_lo;
+static int root_row_lookup(struct gfs *fs, const char *name, fuse_ino_t *out) {
+    const char *nm;
+    fuse_ino_t ino;
+    mode_t mode;
+    for (int64_t k = 0; !gfs_kind_root_entry(fs, k, &nm, &ino, &mode); k++)
+        if (strcmp(nm, name) == 0) {
+            *out = ino;
             return 0;
         }
     return ENOENT;
@@ -381,10 +366,6 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             *out = GFS_INO_TENSORS;
             return 0;
         }
-        if (fs->live_name && strcmp(name, fs->live_name) == 0) {
-            *out = gfs_pt_view_ino(fs);
-            return 0;
-        }
         return root_row_lookup(fs, name, out);
     case GFS_DIR_META: {
         struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
@@ -400,7 +381,6 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     }
     case GFS_KV:
     case GFS_SCRATCH:
-    case GFS_LIVE:
         return ENOTDIR;
     default:
         break;
