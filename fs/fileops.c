@@ -296,12 +296,13 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EROFS);
         return;
     }
-    if (gfs_kind(parent) != GFS_DIR_META) {
-        fuse_reply_err(req, gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (!row || !row->create) {
+        fuse_reply_err(req, gfs_kind(parent) != GFS_NONE ? EACCES : ENOENT);
         return;
     }
     pthread_rwlock_wrlock(&fs->lock);
-    err = gfs_meta_create(fs, name, &ino);
+    err = row->create(fs, parent, name, &ino);
     if (!err && !(fh = fh_new(fs, ino)))
         err = ENOMEM;
     if (!err)

@@ -7,8 +7,8 @@
  * Adding a node kind: its own file (or folder) defining one const struct
  * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
  * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
- * smallest example.  Kinds not moved yet (the root, meta/ and its files)
- * are still the core's own cases; each moves here the
+ * smallest example.  Kinds not moved yet (the root, meta/'s files) are
+ * still the core's own cases; each moves here the
  * same way.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
@@ -20,6 +20,14 @@
 #define GGUFS_KINDS_H
 
 #include "ggufs.h"
+
+/* Where a readdir is in a directory's entries, kept by the handler for
+ * one reply: zeroed before its first entry; a row may keep its place in
+ * it between consecutive entries (meta/'s list of FILEs). */
+struct gfs_dir_pos {
+    int64_t k;
+    const void *at;
+};
 
 struct gfs_kind_ops {
     enum gfs_kind kind;
@@ -37,19 +45,30 @@ struct gfs_kind_ops {
     int (*present)(const struct gfs *fs);
     /* Flags.  changes: its attributes follow the edits: never cached on a
      * writable mount.  moves: its name moves to a new inode (the live
-     * view's versions): entries never cached on a writable mount. */
-    unsigned changes : 1, moves : 1;
+     * view's versions): entries never cached on a writable mount.
+     * commits: fsync of this directory commits every pending edit. */
+    unsigned changes : 1, moves : 1, commits : 1;
     /* Attributes: the core has filled inode, owner, times and st_blksize.
      * 0 or an errno. */
     int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);
     /* Directories (NULL for files): a name in dir; how many entries it
-     * has after "." and ".."; entry k (1 and *name NUL-terminated, *child,
-     * *mode; 0 to skip it; -1 out of memory). */
+     * has after "." and ".." (asked once a reply); entry k < that many
+     * (1 and *name NUL-terminated, *child, *mode; 0 to skip it; -1 out of
+     * memory). */
     int (*lookup)(struct gfs *fs, fuse_ino_t dir, const char *name,
                   fuse_ino_t *out);
     int64_t (*n_entries)(struct gfs *fs, fuse_ino_t dir);
     int (*dirent)(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                  struct gguf_buf *name, fuse_ino_t *child, mode_t *mode);
+                  struct gfs_dir_pos *pos, struct gguf_buf *name,
+                  fuse_ino_t *child, mode_t *mode);
+    /* Names changed in a directory (NULL: EACCES there).  Called without
+     * fs->lock but create's, which the core holds for writing and ends
+     * with gfs_meta_unlock.  0 or an errno. */
+    int (*create)(struct gfs *fs, fuse_ino_t dir, const char *name,
+                  fuse_ino_t *out);
+    int (*unlink)(struct gfs *fs, fuse_ino_t dir, const char *name);
+    int (*rename)(struct gfs *fs, fuse_ino_t dir, const char *name,
+                  const char *newname, unsigned int flags);
     /* Files (NULL for directories): open (fh->kind and fh->ino set; the
      * row fills the rest of fh and fi; 0 or an errno), and read (reply
      * with the bytes [off, off + size) of the open file). */
@@ -57,6 +76,12 @@ struct gfs_kind_ops {
                 int wants_write);
     void (*read)(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                  size_t size);
+    /* Extended attributes (NULL: none): get (ENODATA for a name it does
+     * not have), list (appends NUL-terminated names), each with fs->lock
+     * held (read).  The hashes are hashes.c's, asked first. */
+    int (*getxattr)(struct gfs *fs, fuse_ino_t ino, const char *name,
+                    struct gguf_buf *out);
+    int (*listxattr)(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 };
 
 /* The row of kind k, or NULL (a kind still the core's own). */
@@ -70,9 +95,10 @@ int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
 
 /* The rows, each defined in its kind's file. */
-extern const struct gfs_kind_ops gfs_kind_live;    /* liveview.c */
-extern const struct gfs_kind_ops gfs_kind_metatsv; /* metatsv.c */
-extern const struct gfs_kind_ops gfs_kind_dir_f32; /* views.c */
+extern const struct gfs_kind_ops gfs_kind_dir_meta; /* metadir.c */
+extern const struct gfs_kind_ops gfs_kind_live;     /* liveview.c */
+extern const struct gfs_kind_ops gfs_kind_metatsv;  /* metatsv.c */
+extern const struct gfs_kind_ops gfs_kind_dir_f32;  /* views.c */
 extern const struct gfs_kind_ops gfs_kind_dir_npy;
 extern const struct gfs_kind_ops gfs_kind_f32;
 extern const struct gfs_kind_ops gfs_kind_npy;
@@ -80,8 +106,10 @@ extern const struct gfs_kind_ops gfs_kind_index;
 extern const struct gfs_kind_ops gfs_kind_dir_tensors; /* tensors.c */
 extern const struct gfs_kind_ops gfs_kind_tensor;
 
-/* Core helpers a row may use (fileops.c): the bytes of the text fh holds
- * (fh->text, taken at open), read without fs->lock. */
+/* Core helpers a row may use.  xattr.c: gfs_add_str appends s to out (0
+ * or ENOMEM).  fileops.c: gfs_read_text replies with the bytes of the
+ * text fh holds (fh->text, taken at open), read without fs->lock. */
+int gfs_add_str(struct gguf_buf *out, const char *s);
 void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                    size_t size);
 

@@ -86,7 +86,7 @@ void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (kind == GFS_NONE) {
         fuse_reply_err(req, ENOENT);
-    } else if (row ? !row->lookup : kind != GFS_ROOT && kind != GFS_DIR_META) {
+    } else if (row ? !row->lookup : kind != GFS_ROOT) {
         fuse_reply_err(req, ENOTDIR);
     } else {
         fi->cache_readdir = fs->readonly;
@@ -109,50 +109,34 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
 }
 
 /* Entry k >= 2 of dir (0: ".", 1: ".."; entries k-2 of the listing) into
- * *nm, *child, *mode: 1, 0 to skip it, -1 past the end, or -2 with *err.
- * sc walks meta/'s FILEs in step with k.  Caller holds fs->lock (read). */
+ * *nm, *child, *mode: 1, 0 to skip it, -1 past the end (n: the row's
+ * entries), or -2 with *err.  Caller holds fs->lock (read). */
 static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
-                     const struct gfs_kind_ops *row, int64_t k,
-                     struct gfs_scratch **sc, struct gguf_buf *name,
+                     const struct gfs_kind_ops *row, int64_t n, int64_t k,
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
                      const char **nm, fuse_ino_t *child, mode_t *mode,
                      int *err) {
     int64_t n_root = 2, i = k - 2;
     *mode = S_IFREG;
     if (row) { /* a directory of the kinds' table */
-        if (i >= row->n_entries(fs, dir))
+        if (i >= n)
             return -1;
-        int r = row->dirent(fs, dir, i, name, child, mode);
+        int r = row->dirent(fs, dir, i, pos, name, child, mode);
         if (r < 0)
             *err = ENOMEM;
         *nm = (const char *)name->p;
         return r < 0 ? -2 : r;
     }
-    if (kind == GFS_ROOT) {
-        if (i >= n_root) {
-            if (gfs_kind_root_entry(fs, i - n_root, nm, child, mode))
-                return -1;
-        } else {
-            *nm = i == 0 ? "meta" : "tensors";
-            *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;
-            *mode = S_IFDIR;
-        }
-        return 1;
-    }
-    if (kind == GFS_DIR_META && i >= gguf_n_kv(fs->ctx)) {
-        if (!*sc)
-            return -1;
-        *nm = (*sc)->name, *child = (*sc)->ino;
-        *sc = (*sc)->next;
-        return 1;
-    }
-    if (i >= gguf_n_kv(fs->ctx))
+    if (kind != GFS_ROOT)
         return -1;
-    if (gfs_kv_hidden(fs, i))
-        return 0;
-    if ((*err = gfs_kv_fname(fs, i, name)))
-        return -2;
-    *nm = (const char *)name->p;
-    *child = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
+    if (i >= n_root) {
+        if (gfs_kind_root_entry(fs, i - n_root, nm, child, mode))
+            return -1;
+    } else {
+        *nm = i == 0 ? "meta" : "tensors";
+        *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;
+        *mode = S_IFDIR;
+    }
     return 1;
 }
 
@@ -162,19 +146,16 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
     struct gguf_buf out = {0}, name = {0};
     enum gfs_kind kind = gfs_kind(ino);
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
+    struct gfs_dir_pos pos = {0};
     int err = 0;
 
     pthread_rwlock_rdlock(&fs->lock);
-    if (row ? !row->dirent : kind != GFS_ROOT && kind != GFS_DIR_META) {
+    if (row ? !row->dirent : kind != GFS_ROOT) {
         err = ENOTDIR;
         goto out;
     }
-    /* Entry k (0-based) has offset k+1: ".", "..", then the children;
-     * meta/'s FILEs come after its keys. */
-    struct gfs_scratch *sc = fs->scratch;
-    for (int64_t k = 2 + gguf_n_kv(fs->ctx);
-         kind == GFS_DIR_META && k < off && sc; k++)
-        sc = sc->next;
+    /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
+    int64_t n = row ? row->n_entries(fs, ino) : 0;
     for (int64_t k = off;; k++) {
         const char *nm;
         fuse_ino_t child;
@@ -186,8 +167,8 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             if (k && ino == GFS_INO_ROOT) /* the model's root */
                 child = fs->parent - fs->ino_base;
         } else {
-            r = dir_entry(fs, ino, kind, row, k, &sc, &name, &nm, &child, &mode,
-                          &err);
+            r = dir_entry(fs, ino, kind, row, n, k, &pos, &name, &nm, &child,
+                          &mode, &err);
         }
         if (r == -2)
             goto out;
@@ -218,12 +199,13 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (fs->readonly || gfs_kind(parent) != GFS_DIR_META) {
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (fs->readonly || !row || !row->create) {
         fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
         return;
     }
     pthread_rwlock_wrlock(&fs->lock);
-    int err = gfs_meta_create(fs, name, &ino);
+    int err = row->create(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
     gfs_meta_unlock(fs);
@@ -259,7 +241,9 @@ void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     (void)datasync;
     (void)fi;
     int err = 0;
-    int commits = !fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int commits =
+        !fs->readonly && (ino == GFS_INO_ROOT || (row && row->commits));
     if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
     else if (commits)
@@ -338,36 +322,31 @@ void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_attr(req, &st, gfs_attr_timeout(fs, ino));
 }
 
-static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent) {
+/* Whether names may change in parent (its row has hook h): 0 or errno. */
+static int names_change(struct gfs *fs, fuse_ino_t parent, int h) {
     if (fs->readonly)
         return EROFS;
-    if (gfs_kind(parent) == GFS_DIR_META)
-        return 0;
-    return gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES;
+    return h ? 0 : gfs_kind(parent) != GFS_NONE ? EACCES : ENOENT;
 }
 
 void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name) {
-    int err = meta_change_allowed(fs, parent);
-    if (!err) {
-        pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_unlink(fs, name);
-        gfs_meta_unlock(fs);
-    }
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    int err = names_change(fs, parent, row && row->unlink);
+    if (!err)
+        err = row->unlink(fs, parent, name);
     fuse_reply_err(req, err);
 }
 
 void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, fuse_ino_t newparent, const char *newname,
                    unsigned int flags) {
-    int err = meta_change_allowed(fs, parent);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    int err = names_change(fs, parent, row && row->rename);
     if (!err && newparent != parent)
         err = EXDEV;
-    if (!err) {
-        pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_rename(fs, name, newname, flags);
-        gfs_meta_unlock(fs);
-    }
+    if (!err)
+        err = row->rename(fs, parent, name, newname, flags);
     fuse_reply_err(req, err);
 }
 

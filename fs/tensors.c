@@ -35,8 +35,9 @@ static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
 }
 
 static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                     struct gguf_buf *name, fuse_ino_t *child, mode_t *mode) {
-    (void)dir;
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)dir, (void)pos;
     if (gfs_tensor_fname(fs, k, name))
         return -1;
     *child = GFS_INO_TENSOR + (fuse_ino_t)k;

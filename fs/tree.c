@@ -14,8 +14,6 @@ enum gfs_kind gfs_kind(fuse_ino_t ino) {
     switch (ino) {
     case GFS_INO_ROOT:
         return GFS_ROOT;
-    case GFS_INO_META:
-        return GFS_DIR_META;
     default:
         break;
     }
@@ -119,10 +117,6 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 4;
         return 0;
-    case GFS_DIR_META:
-        st->st_mode = S_IFDIR | (fs->readonly ? 0555 : 0755);
-        st->st_nlink = 2;
-        return 0;
     case GFS_KV: {
         int64_t i = gfs_kv_index(fs, ino);
         if (i < 0)
@@ -158,8 +152,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     enum gfs_kind k = gfs_kind(ino);
     const struct gfs_kind_ops *row = gfs_kind_row(k);
-    if (!fs->readonly && (k == GFS_KV || k == GFS_SCRATCH ||
-                          k == GFS_DIR_META || (row && row->changes)))
+    if (!fs->readonly &&
+        (k == GFS_KV || k == GFS_SCRATCH || (row && row->changes)))
         return 0.0;
     return fs->timeout;
 }
@@ -351,7 +345,6 @@ static int root_row_lookup(struct gfs *fs, const char *name, fuse_ino_t *out) {
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
-    int64_t i;
     enum gfs_kind kind = gfs_kind(parent);
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (row)
@@ -367,18 +360,6 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
             return 0;
         }
         return root_row_lookup(fs, name, out);
-    case GFS_DIR_META: {
-        struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
-        if (sc) {
-            *out = sc->ino;
-            return 0;
-        }
-        i = gfs_find_by_fname(fs, name, 0);
-        if (i < 0 || gfs_kv_hidden(fs, i))
-            return ENOENT;
-        *out = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
-        return 0;
-    }
     case GFS_KV:
     case GFS_SCRATCH:
         return ENOTDIR;

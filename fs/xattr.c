@@ -14,6 +14,7 @@
  *                     (gfs_views_xattr, asked first, without fs->lock)
  */
 #include "ggufs.h"
+#include "kinds.h"
 #include "source/source.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@ static const char *const tensor_attrs[] = {
 };
 static const char *const kv_attrs[] = {"user.gguf.type"};
 
-static int add_str(struct gguf_buf *out, const char *s) {
+int gfs_add_str(struct gguf_buf *out, const char *s) {
     return gguf_buf_add(out, s, strlen(s)) == GGUF_OK ? 0 : ENOMEM;
 }
 
@@ -47,27 +48,27 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
             snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
             tn = tmp;
         }
-        return add_str(out, tn);
+        return gfs_add_str(out, tn);
     }
     if (strcmp(name, "user.gguf.shape") == 0) {
         uint32_t nd = gguf_tensor_n_dims(c, i);
         const int64_t *ne = gguf_tensor_ne(c, i);
         for (uint32_t d = 0; d < nd; d++) {
             snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "", ne[d]);
-            if (add_str(out, tmp))
+            if (gfs_add_str(out, tmp))
                 return ENOMEM;
         }
         return 0;
     }
     if (strcmp(name, "user.gguf.offset") == 0) {
         snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(c, i));
-        return add_str(out, tmp);
+        return gfs_add_str(out, tmp);
     }
     if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
-        return add_str(out, gguf_path(c));
+        return gfs_add_str(out, gguf_path(c));
     if (strcmp(name, "user.gguf.size") == 0) {
         snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
-        return add_str(out, tmp);
+        return gfs_add_str(out, tmp);
     }
     return ENODATA;
 }
@@ -75,6 +76,9 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out) {
     int64_t i;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (row && row->getxattr)
+        return row->getxattr(fs, ino, name, out);
     switch (gfs_kind(ino)) {
     case GFS_TENSOR:
         i = gfs_tensor_index(fs, ino);
@@ -86,25 +90,21 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
             return ENOENT;
         if (strcmp(name, "user.gguf.error") == 0) {
             const char *e = gfs_meta_get_error(fs, gguf_kv_id(fs->ctx, i));
-            return e ? add_str(out, e) : ENODATA;
+            return e ? gfs_add_str(out, e) : ENODATA;
         }
         if (strcmp(name, "user.gguf.type") != 0)
             return ENODATA;
-        return add_str(out, gguf_kv_type_str(fs->ctx, i, tmp, sizeof tmp));
+        return gfs_add_str(out, gguf_kv_type_str(fs->ctx, i, tmp, sizeof tmp));
     }
-    case GFS_DIR_META:
-        if (strcmp(name, "user.gguf.error") == 0 && fs->name_error[0])
-            return add_str(out, fs->name_error);
-        return ENODATA;
     case GFS_ROOT:
         if (strcmp(name, "user.ggufs.commit") == 0 && fs->store.commit_msg[0])
-            return add_str(out, fs->store.commit_msg);
+            return gfs_add_str(out, fs->store.commit_msg);
         if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
-            return add_str(out, gfs_overlay_where(fs));
+            return gfs_add_str(out, gfs_overlay_where(fs));
         if (strcmp(name, "user.ggufs.pid") == 0) {
             char tmp[32];
             snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
-            return add_str(out, tmp);
+            return gfs_add_str(out, tmp);
         }
         return gfs_remote_xattr(fs, name, out);
     default:
@@ -141,9 +141,10 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
         gfs_meta_get_error(fs, gguf_kv_id(fs->ctx, gfs_kv_index(fs, ino))) &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
         return ENOMEM;
-    if (gfs_kind(ino) == GFS_DIR_META && fs->name_error[0] &&
-        gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
-        return ENOMEM;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int err = row && row->listxattr ? row->listxattr(fs, ino, out) : 0;
+    if (err)
+        return err;
     if (gfs_kind(ino) == GFS_ROOT && fs->store.commit_msg[0] &&
         gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
         return ENOMEM;
