@@ -7,6 +7,7 @@
 #include <errno.h>
 
 static const struct gfs_kind_ops *const table[] = {
+    &gfs_kind_root,        /* rootdir.c */
     &gfs_kind_dir_meta,    /* metadir.c */
     &gfs_kind_dir_tensors, /* tensors.c */
     &gfs_kind_tensor,      /* tensors.c */

@@ -7,8 +7,8 @@
  * Adding a node kind: its own file (or folder) defining one const struct
  * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
  * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
- * smallest example.  Kinds not moved yet (the root, meta/'s files) are
- * still the core's own cases; each moves here the
+ * smallest example.  Kinds not moved yet (meta/'s files) are still the
+ * core's own cases; each moves here the
  * same way.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
@@ -35,7 +35,7 @@ struct gfs_kind_ops {
     fuse_ino_t ino_lo2, ino_hi2; /* and a second range (the live view's
                                     later versions), or none */
     /* A kind that is one entry of the root: its name and file type there,
-     * listed after meta/ and tensors/, in table order; root_entry instead
+     * listed in table order; root_entry instead
      * when its name and inode change (the live view: NULL while there is
      * none). */
     const char *root_name;
@@ -95,6 +95,7 @@ int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
 
 /* The rows, each defined in its kind's file. */
+extern const struct gfs_kind_ops gfs_kind_root;     /* rootdir.c */
 extern const struct gfs_kind_ops gfs_kind_dir_meta; /* metadir.c */
 extern const struct gfs_kind_ops gfs_kind_live;     /* liveview.c */
 extern const struct gfs_kind_ops gfs_kind_metatsv;  /* metatsv.c */

@@ -86,7 +86,7 @@ void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     const struct gfs_kind_ops *row = gfs_kind_row(kind);
     if (kind == GFS_NONE) {
         fuse_reply_err(req, ENOENT);
-    } else if (row ? !row->lookup : kind != GFS_ROOT) {
+    } else if (!row || !row->lookup) {
         fuse_reply_err(req, ENOTDIR);
     } else {
         fi->cache_readdir = fs->readonly;
@@ -108,74 +108,41 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
     return 1;
 }
 
-/* Entry k >= 2 of dir (0: ".", 1: ".."; entries k-2 of the listing) into
- * *nm, *child, *mode: 1, 0 to skip it, -1 past the end (n: the row's
- * entries), or -2 with *err.  Caller holds fs->lock (read). */
-static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
-                     const struct gfs_kind_ops *row, int64_t n, int64_t k,
-                     struct gfs_dir_pos *pos, struct gguf_buf *name,
-                     const char **nm, fuse_ino_t *child, mode_t *mode,
-                     int *err) {
-    int64_t n_root = 2, i = k - 2;
-    *mode = S_IFREG;
-    if (row) { /* a directory of the kinds' table */
-        if (i >= n)
-            return -1;
-        int r = row->dirent(fs, dir, i, pos, name, child, mode);
-        if (r < 0)
-            *err = ENOMEM;
-        *nm = (const char *)name->p;
-        return r < 0 ? -2 : r;
-    }
-    if (kind != GFS_ROOT)
-        return -1;
-    if (i >= n_root) {
-        if (gfs_kind_root_entry(fs, i - n_root, nm, child, mode))
-            return -1;
-    } else {
-        *nm = i == 0 ? "meta" : "tensors";
-        *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;
-        *mode = S_IFDIR;
-    }
-    return 1;
-}
-
 void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                     off_t off, struct fuse_file_info *fi) {
     (void)fi;
     struct gguf_buf out = {0}, name = {0};
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
     struct gfs_dir_pos pos = {0};
     int err = 0;
 
     pthread_rwlock_rdlock(&fs->lock);
-    if (row ? !row->dirent : kind != GFS_ROOT) {
+    if (!row || !row->dirent) {
         err = ENOTDIR;
         goto out;
     }
-    /* Entry k (0-based) has offset k+1: ".", "..", then the children. */
-    int64_t n = row ? row->n_entries(fs, ino) : 0;
-    for (int64_t k = off;; k++) {
+    /* Entry k (0-based) has offset k+1: ".", "..", then the row's entries
+     * k - 2. */
+    int64_t n = 2 + row->n_entries(fs, ino);
+    for (int64_t k = off; k < n; k++) {
         const char *nm;
         fuse_ino_t child;
         mode_t mode = S_IFDIR;
-        int r = 1;
         if (k < 2) {
             nm = k ? ".." : ".";
             child = k ? GFS_INO_ROOT : ino;
             if (k && ino == GFS_INO_ROOT) /* the model's root */
                 child = fs->parent - fs->ino_base;
         } else {
-            r = dir_entry(fs, ino, kind, row, n, k, &pos, &name, &nm, &child,
-                          &mode, &err);
+            int r = row->dirent(fs, ino, k - 2, &pos, &name, &child, &mode);
+            if (r < 0) {
+                err = ENOMEM;
+                goto out;
+            }
+            if (r == 0)
+                continue;
+            nm = (const char *)name.p;
         }
-        if (r == -2)
-            goto out;
-        if (r < 0)
-            break;
-        if (r == 0)
-            continue;
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
                             k + 1))
             break;
@@ -242,8 +209,7 @@ void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     (void)fi;
     int err = 0;
     const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
-    int commits =
-        !fs->readonly && (ino == GFS_INO_ROOT || (row && row->commits));
+    int commits = !fs->readonly && row && row->commits;
     if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
     else if (commits)

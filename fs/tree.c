@@ -11,12 +11,6 @@
 #include <string.h>
 
 enum gfs_kind gfs_kind(fuse_ino_t ino) {
-    switch (ino) {
-    case GFS_INO_ROOT:
-        return GFS_ROOT;
-    default:
-        break;
-    }
     enum gfs_kind rk = gfs_kind_of_ino(ino); /* the kinds' table */
     if (rk != GFS_NONE)
         return rk;
@@ -113,10 +107,6 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     if (row)
         return row->stat(fs, ino, st);
     switch (kind) {
-    case GFS_ROOT:
-        st->st_mode = S_IFDIR | 0555;
-        st->st_nlink = 4;
-        return 0;
     case GFS_KV: {
         int64_t i = gfs_kv_index(fs, ino);
         if (i < 0)
@@ -330,19 +320,6 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
     return found;
 }
 
-/* A root entry of the kinds' table (kinds.h) by name; 0 or ENOENT. */
-static int root_row_lookup(struct gfs *fs, const char *name, fuse_ino_t *out) {
-    const char *nm;
-    fuse_ino_t ino;
-    mode_t mode;
-    for (int64_t k = 0; !gfs_kind_root_entry(fs, k, &nm, &ino, &mode); k++)
-        if (strcmp(nm, name) == 0) {
-            *out = ino;
-            return 0;
-        }
-    return ENOENT;
-}
-
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
     enum gfs_kind kind = gfs_kind(parent);
@@ -350,16 +327,6 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     if (row)
         return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
     switch (kind) {
-    case GFS_ROOT:
-        if (strcmp(name, "meta") == 0) {
-            *out = GFS_INO_META;
-            return 0;
-        }
-        if (strcmp(name, "tensors") == 0) {
-            *out = GFS_INO_TENSORS;
-            return 0;
-        }
-        return root_row_lookup(fs, name, out);
     case GFS_KV:
     case GFS_SCRATCH:
         return ENOTDIR;

@@ -96,17 +96,6 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
             return ENODATA;
         return gfs_add_str(out, gguf_kv_type_str(fs->ctx, i, tmp, sizeof tmp));
     }
-    case GFS_ROOT:
-        if (strcmp(name, "user.ggufs.commit") == 0 && fs->store.commit_msg[0])
-            return gfs_add_str(out, fs->store.commit_msg);
-        if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
-            return gfs_add_str(out, gfs_overlay_where(fs));
-        if (strcmp(name, "user.ggufs.pid") == 0) {
-            char tmp[32];
-            snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
-            return gfs_add_str(out, tmp);
-        }
-        return gfs_remote_xattr(fs, name, out);
     default:
         return ENODATA;
     }
@@ -145,13 +134,5 @@ int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     int err = row && row->listxattr ? row->listxattr(fs, ino, out) : 0;
     if (err)
         return err;
-    if (gfs_kind(ino) == GFS_ROOT && fs->store.commit_msg[0] &&
-        gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
-        return ENOMEM;
-    if (gfs_kind(ino) == GFS_ROOT && gfs_overlay_where(fs) &&
-        gguf_buf_add(out, "user.ggufs.overlay", 19) != GGUF_OK)
-        return ENOMEM;
-    if (gfs_kind(ino) == GFS_ROOT && gfs_remote_xattr_list(fs, out) != 0)
-        return ENOMEM;
     return gfs_views_xattr_list(fs, ino, out);
 }
