@@ -188,8 +188,9 @@ struct gfs_fh {
     pthread_mutex_t mu;
     struct gguf_buf draft;
     size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
-    int created;    /* create made the key: dropped if a write fails
-                       before any value was applied (gfs_meta_drop_new) */
+    int created;    /* create made the file: a key is dropped if a write
+                       fails before any value was applied
+                       (gfs_meta_drop_new) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -634,8 +635,8 @@ void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    unsigned int flags);
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi);
-void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
-                    size_t size, off_t off, struct fuse_file_info *fi);
+void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
+                    off_t off, struct fuse_file_info *fi);
 void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      int datasync, struct fuse_file_info *fi);
 void gfs_op_statfs(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
@@ -654,9 +655,8 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, mode_t mode, struct fuse_file_info *fi);
 void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                  off_t off, struct fuse_file_info *fi);
-void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
-                  const char *p, size_t n, off_t off,
-                  struct fuse_file_info *fi);
+void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, const char *p,
+                  size_t n, off_t off, struct fuse_file_info *fi);
 void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                   struct fuse_file_info *fi);
 void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
@@ -668,11 +668,6 @@ void gfs_model_destroy(struct gfs *fs);
 /* fsync of the model's root or meta/: every edit committed now, the
  * report in fs->commit_msg; 0 or errno.  Takes fs->lock (write). */
 int gfs_model_commit(struct gfs *fs);
-/* truncate/ftruncate of a key or scratch file ino to size: through fh (may
- * be NULL), a writable key's draft is cut; otherwise the value itself
- * changes.  0 or errno.  Takes fh->mu or lock (write). */
-int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                    off_t size);
 /* Unmount: frees the handles the kernel never released.  Their drafts
  * still unapplied (written, then neither flushed nor closed: the writer
  * may be half way through) are dropped, never committed: each is logged

@@ -9,6 +9,8 @@
 static const struct gfs_kind_ops *const table[] = {
     &gfs_kind_root,        /* rootdir.c */
     &gfs_kind_dir_meta,    /* metadir.c */
+    &gfs_kind_kv,          /* metafiles.c */
+    &gfs_kind_scratch,     /* metafiles.c */
     &gfs_kind_dir_tensors, /* tensors.c */
     &gfs_kind_tensor,      /* tensors.c */
     &gfs_kind_live,        /* liveview.c */

@@ -5,7 +5,8 @@
  * files are in fileops.c.
  *
  * Handlers translate between inodes and the rest of the fs layer, taking
- * the locks in the order written at struct gfs.
+ * the locks in the order written at struct gfs; what a node does is the
+ * row of its kind's (kinds.h).
  */
 #include "ggufs.h"
 #include "kinds.h"
@@ -82,11 +83,10 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
 
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (kind == GFS_NONE) {
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (!row) {
         fuse_reply_err(req, ENOENT);
-    } else if (!row || !row->lookup) {
+    } else if (!row->lookup) {
         fuse_reply_err(req, ENOTDIR);
     } else {
         fi->cache_readdir = fs->readonly;
@@ -232,8 +232,8 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
     pthread_rwlock_unlock(&fs->lock);
     if (err)
         return err;
-    enum gfs_kind k = gfs_kind(ino);
-    int meta_file = !fs->readonly && (k == GFS_KV || k == GFS_SCRATCH);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int meta_file = !fs->readonly && row && row->editable;
     if (meta_file) {
         st.st_uid = fs->uid;
         st.st_gid = fs->gid;
@@ -249,15 +249,13 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
 /* truncate and ftruncate (fi: the open file, may be NULL). */
 static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
                         struct fuse_file_info *fi) {
-    enum gfs_kind kind = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
     if (fs->readonly)
         return EROFS;
-    if (kind != GFS_KV && kind != GFS_SCRATCH)
-        return kind == GFS_TENSOR ? EACCES : EISDIR;
-    if (size < 0 || (uint64_t)size > fs->max_value)
-        return EFBIG; /* the cap, before anything is allocated */
+    if (!row || !row->truncate)
+        return EISDIR;
     struct gfs_fh *fh = fi ? (struct gfs_fh *)(uintptr_t)fi->fh : NULL;
-    return gfs_fh_truncate(fs, fh, ino, size);
+    return row->truncate(fs, fh, ino, size);
 }
 
 void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
@@ -289,16 +287,16 @@ void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
 }
 
 /* Whether names may change in parent (its row has hook h): 0 or errno. */
-static int names_change(struct gfs *fs, fuse_ino_t parent, int h) {
+static int names_change(struct gfs *fs, const struct gfs_kind_ops *row, int h) {
     if (fs->readonly)
         return EROFS;
-    return h ? 0 : gfs_kind(parent) != GFS_NONE ? EACCES : ENOENT;
+    return h ? 0 : row ? EACCES : ENOENT;
 }
 
 void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name) {
     const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
-    int err = names_change(fs, parent, row && row->unlink);
+    int err = names_change(fs, row, row && row->unlink);
     if (!err)
         err = row->unlink(fs, parent, name);
     fuse_reply_err(req, err);
@@ -308,7 +306,7 @@ void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, fuse_ino_t newparent, const char *newname,
                    unsigned int flags) {
     const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
-    int err = names_change(fs, parent, row && row->rename);
+    int err = names_change(fs, row, row && row->rename);
     if (!err && newparent != parent)
         err = EXDEV;
     if (!err)
@@ -368,21 +366,14 @@ void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      const char *name, const char *value, size_t size,
                      int flags) {
     (void)flags;
-    int err;
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    if (gfs_kind(ino) != GFS_KV || strcmp(name, "user.gguf.type") != 0) {
-        fuse_reply_err(req, fs->readonly ? EROFS : ENOTSUP);
-        return;
-    }
-    if (fs->readonly) {
-        fuse_reply_err(req, EROFS);
-        return;
-    }
-    pthread_rwlock_wrlock(&fs->lock);
-    err = gfs_meta_set_type(fs, ino, value, size);
-    gfs_meta_unlock(fs);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int err = row && row->setxattr ? row->setxattr(fs, ino, name, value, size)
+                                   : ENOTSUP;
+    if (err == ENOTSUP && fs->readonly)
+        err = EROFS;
     fuse_reply_err(req, err);
 }
 

@@ -11,14 +11,7 @@
 #include <string.h>
 
 enum gfs_kind gfs_kind(fuse_ino_t ino) {
-    enum gfs_kind rk = gfs_kind_of_ino(ino); /* the kinds' table */
-    if (rk != GFS_NONE)
-        return rk;
-    if (ino >= GFS_INO_SCRATCH)
-        return GFS_SCRATCH;
-    if (ino >= GFS_INO_KV)
-        return GFS_KV;
-    return GFS_NONE;
+    return gfs_kind_of_ino(ino); /* the kinds' table */
 }
 
 int64_t gfs_n_tensors(const struct gfs *fs) {
@@ -102,48 +95,16 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (row)
-        return row->stat(fs, ino, st);
-    switch (kind) {
-    case GFS_KV: {
-        int64_t i = gfs_kv_index(fs, ino);
-        if (i < 0)
-            return ENOENT;
-        uint64_t size = 0;
-        int err = gfs_text_size(fs, i, &size);
-        if (err)
-            return err;
-        st->st_mode = S_IFREG | (fs->readonly ? 0444 : 0644);
-        st->st_nlink = 1;
-        st->st_size = (off_t)size;
-        st->st_blocks = (st->st_size + 511) / 512;
-        return 0;
-    }
-    case GFS_SCRATCH: {
-        struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
-        if (!sc)
-            return ENOENT;
-        st->st_mode = S_IFREG | 0644;
-        st->st_nlink = 1;
-        st->st_size = (off_t)sc->data.len;
-        st->st_mtim = st->st_ctim = sc->mtime;
-        return 0;
-    }
-    default:
-        break;
-    }
-    return ENOENT;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    return row ? row->stat(fs, ino, st) : ENOENT;
 }
 
-/* Meta files of a writable mount change size when an edit is applied (the
- * text is rendered anew): never let the kernel trust a stale size. */
+/* Files whose size follows the edits (meta/'s, changed when an edit is
+ * applied and the text rendered anew): never let the kernel trust a
+ * stale size on a writable mount. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
-    enum gfs_kind k = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(k);
-    if (!fs->readonly &&
-        (k == GFS_KV || k == GFS_SCRATCH || (row && row->changes)))
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (!fs->readonly && row && row->changes)
         return 0.0;
     return fs->timeout;
 }
@@ -322,18 +283,10 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
-    enum gfs_kind kind = gfs_kind(parent);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (row)
-        return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
-    switch (kind) {
-    case GFS_KV:
-    case GFS_SCRATCH:
-        return ENOTDIR;
-    default:
-        break;
-    }
-    return ENOENT;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (!row)
+        return ENOENT;
+    return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
 }
 
 struct gfs_text *gfs_text_of_gen(
