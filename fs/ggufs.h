@@ -707,9 +707,6 @@ uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
-/* metatsv.c: MNT/meta.tsv (its row: kinds.h); at unmount. */
-void gfs_metatsv_free(struct gfs *fs);
-
 /* ops.c. */
 /* Appends one directory entry (ino: the kernel's) to b if it stays
  * within max bytes; 0 when it does not (the listing is full). */

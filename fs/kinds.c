@@ -55,3 +55,9 @@ int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
     }
     return ENOENT;
 }
+
+void gfs_kinds_free(struct gfs *fs) {
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (table[r]->fini)
+            table[r]->fini(fs);
+}

@@ -103,6 +103,9 @@ struct gfs_kind_ops {
     int (*listxattr)(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
     int (*setxattr)(struct gfs *fs, fuse_ino_t ino, const char *name,
                     const char *value, size_t size);
+    /* Frees what the row keeps in fs (its cached text), at the model's
+     * close (gfs_kinds_free; NULL: nothing). */
+    void (*fini)(struct gfs *fs);
 };
 
 /* The row of kind k, or NULL (GFS_NONE). */
@@ -114,6 +117,8 @@ enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
  * the last.  Caller holds fs->lock (read). */
 int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
+/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
+void gfs_kinds_free(struct gfs *fs);
 
 /* The rows, each defined in its kind's file. */
 extern const struct gfs_kind_ops gfs_kind_root;     /* rootdir.c */

@@ -565,5 +565,5 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->sizes);
     fs->sizes = NULL;
     fs->n_sizes = 0;
-    gfs_metatsv_free(fs);
+    gfs_kinds_free(fs);
 }
