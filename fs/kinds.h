@@ -1,14 +1,14 @@
 /*
  * kinds.h - the node kinds of a mount's tree, one row each (issue 22), as
  * libfuse's lowlevel ops or squashfuse's inode schemes: the core (tree.c's
- * inode-to-kind map and attributes, ops.c's and fileops.c's handlers) asks
- * the row of a node's kind and never names a kind's file.
+ * inode-to-kind map and attributes, the handlers of ops.c, fileops.c and
+ * xattr.c) asks the row of a node's kind and never names a kind's file;
+ * every node kind is a row, the core has no case of its own.
  *
  * Adding a node kind: its own file (or folder) defining one const struct
- * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
- * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
- * smallest example.  Every node kind is a row: the core has no case of
- * its own.
+ * gfs_kind_ops (below), one line in kinds.c's table, and its inode range
+ * and enum value in ggufs.h (the naming scheme); docs/architecture.md has
+ * the recipe.  metatsv.c (MNT/meta.tsv) is the smallest example.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
  * (read at least); open with fs->lock held (for writing when open_writes

@@ -19,6 +19,7 @@
  * fs->text_lock.
  */
 #include "kinds.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -310,7 +311,7 @@ static void kv_release(struct gfs *fs, struct gfs_fh *fh) {
 static int kv_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
     if (fs->readonly)
         return fh_apply(fs, fh, 0);
-    if (!gfs_may_commit(fs, req))
+    if (!gfs_store_may_commit(fs, fuse_req_ctx(req)->uid))
         return EACCES;
     int err = fh_apply(fs, fh, 0);
     if (!err) {
