@@ -56,8 +56,9 @@ static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
 }
 
 static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                     struct gguf_buf *name, fuse_ino_t *child, mode_t *mode) {
-    (void)dir;
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)dir, (void)pos;
     const char *n = fs->extras->v[k].name;
     name->len = 0;
     if (gguf_buf_add(name, n, strlen(n) + 1) != GGUF_OK)

@@ -207,8 +207,9 @@ struct gfs_fh {
     pthread_mutex_t mu;
     struct gguf_buf draft;
     size_t granted; /* bytes of fs->max_drafts draft may hold (memcap.c) */
-    int created;    /* create made the key: dropped if a write fails
-                       before any value was applied (gfs_meta_drop_new) */
+    int created;    /* create made the file: a key is dropped if a write
+                       fails before any value was applied
+                       (gfs_meta_drop_new) */
     int loaded;     /* draft holds the value: copied from text at the
                        first write or truncate, not at open (an open
                        costs no copy; O_TRUNC starts empty) */
@@ -689,11 +690,6 @@ void gfs_model_destroy(struct gfs *fs);
 /* fsync of the model's root or meta/: every edit committed now, the
  * report in fs->commit_msg; 0 or errno.  Takes fs->lock (write). */
 int gfs_model_commit(struct gfs *fs);
-/* truncate/ftruncate of a key or scratch file ino to size: through fh (may
- * be NULL), a writable key's draft is cut; otherwise the value itself
- * changes.  0 or errno.  Takes fh->mu or lock (write). */
-int gfs_fh_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                    off_t size);
 /* Unmount: frees the handles the kernel never released.  Their drafts
  * still unapplied (written, then neither flushed nor closed: the writer
  * may be half way through) are dropped, never committed: each is logged
@@ -732,9 +728,6 @@ int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
-
-/* metatsv.c: MNT/meta.tsv (its row: kinds.h); at unmount. */
-void gfs_metatsv_free(struct gfs *fs);
 
 /* ops.c. */
 /* Appends one directory entry (ino: the kernel's) to b if it stays

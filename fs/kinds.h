@@ -1,49 +1,77 @@
 /*
  * kinds.h - the node kinds of a mount's tree, one row each (issue 22), as
  * libfuse's lowlevel ops or squashfuse's inode schemes: the core (tree.c's
- * inode-to-kind map and attributes, ops.c's and fileops.c's handlers) asks
- * the row of a node's kind and never names a kind's file.
+ * inode-to-kind map and attributes, the handlers of ops.c, fileops.c and
+ * xattr.c) asks the row of a node's kind and never names a kind's file;
+ * every node kind is a row, the core has no case of its own.
  *
  * Adding a node kind: its own file (or folder) defining one const struct
- * gfs_kind_ops (below), its inode range in ggufs.h (the naming scheme),
- * and one line in kinds.c's table.  metatsv.c (MNT/meta.tsv) is the
- * smallest example.  Kinds not moved yet (the root, meta/ and its files,
- * the live view) are still the core's own cases; each moves here the
- * same way.
+ * gfs_kind_ops (below), one line in kinds.c's table, and its inode range
+ * and enum value in ggufs.h (the naming scheme); docs/architecture.md has
+ * the recipe.  metatsv.c (MNT/meta.tsv) is the smallest example.
  *
  * Locks: stat, lookup, n_entries and dirent are called with fs->lock held
- * (read at least); open with fs->lock held as fileops.c's fh_open says;
- * read without fs->lock (the row takes what it needs: a text held by the
- * handle needs none).
+ * (read at least); open with fs->lock held (for writing when open_writes
+ * and the open may write, else read); read, write and the other calls
+ * on open files without fs->lock (the row takes what it needs: a text
+ * held by the handle needs none).
  */
 #ifndef GGUFS_KINDS_H
 #define GGUFS_KINDS_H
 
 #include "ggufs.h"
 
+/* Where a readdir is in a directory's entries, kept by the handler for
+ * one reply: zeroed before its first entry; a row may keep its place in
+ * it between consecutive entries (meta/'s list of FILEs). */
+struct gfs_dir_pos {
+    int64_t k;
+    const void *at;
+};
+
 struct gfs_kind_ops {
     enum gfs_kind kind;
-    fuse_ino_t ino_lo, ino_hi; /* its inodes: [ino_lo, ino_hi) */
+    fuse_ino_t ino_lo, ino_hi;   /* its inodes: [ino_lo, ino_hi) */
+    fuse_ino_t ino_lo2, ino_hi2; /* and a second range (the live view's
+                                    later versions), or none */
     /* A kind that is one entry of the root: its name and file type there,
-     * listed after meta/, tensors/ and the live view, in table order. */
+     * listed in table order; root_entry instead when its name and inode
+     * change (the live view: NULL while there is none). */
     const char *root_name;
     mode_t root_mode;
+    const char *(*root_entry)(struct gfs *fs, fuse_ino_t *ino);
     /* Whether it exists in this mount (NULL: always).  No lock. */
     int (*present)(const struct gfs *fs);
-    /* Its size follows the edits: attributes never cached on a writable
-     * mount. */
-    int changes;
+    /* Flags.  changes: its attributes follow the edits: never cached on a
+     * writable mount.  moves: its name moves to a new inode (the live
+     * view's versions): entries never cached on a writable mount.
+     * editable: a file tools edit in place (meta/'s): on a writable mount
+     * a mode change, or a chown to the mounting user, succeeds and is
+     * ignored.  commits: fsync of this directory commits every pending
+     * edit.  open_writes: an open that may write holds fs->lock for
+     * writing. */
+    unsigned changes : 1, moves : 1, editable : 1, commits : 1, open_writes : 1;
     /* Attributes: the core has filled inode, owner, times and st_blksize.
      * 0 or an errno. */
     int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);
     /* Directories (NULL for files): a name in dir; how many entries it
-     * has after "." and ".."; entry k (1 and *name NUL-terminated, *child,
-     * *mode; 0 to skip it; -1 out of memory). */
+     * has after "." and ".." (asked once a reply); entry k < that many
+     * (1 and *name NUL-terminated, *child, *mode; 0 to skip it; -1 out of
+     * memory). */
     int (*lookup)(struct gfs *fs, fuse_ino_t dir, const char *name,
                   fuse_ino_t *out);
     int64_t (*n_entries)(struct gfs *fs, fuse_ino_t dir);
     int (*dirent)(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                  struct gguf_buf *name, fuse_ino_t *child, mode_t *mode);
+                  struct gfs_dir_pos *pos, struct gguf_buf *name,
+                  fuse_ino_t *child, mode_t *mode);
+    /* Names changed in a directory (NULL: EACCES there).  Called without
+     * fs->lock but create's, which the core holds for writing and ends
+     * with gfs_meta_unlock.  0 or an errno. */
+    int (*create)(struct gfs *fs, fuse_ino_t dir, const char *name,
+                  fuse_ino_t *out);
+    int (*unlink)(struct gfs *fs, fuse_ino_t dir, const char *name);
+    int (*rename)(struct gfs *fs, fuse_ino_t dir, const char *name,
+                  const char *newname, unsigned int flags);
     /* Files (NULL for directories): open (fh->kind and fh->ino set; the
      * row fills the rest of fh and fi; 0 or an errno), and read (reply
      * with the bytes [off, off + size) of the open file). */
@@ -51,17 +79,53 @@ struct gfs_kind_ops {
                 int wants_write);
     void (*read)(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                  size_t size);
+    /* Writable files (NULL: not writable; each 0 or an errno, called
+     * without fs->lock).  write: n bytes at off (the cap included);
+     * truncate: to size, through fh when the kernel gives one (else
+     * NULL), ino resolved (NULL truncate: EISDIR); flush, release (the
+     * core frees fh after), fsync (req: who asks); lost: at unmount, a
+     * handle still open whose edit will be dropped (fh->mu held): 1 and
+     * one line into line saying what, else 0. */
+    int (*write)(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
+                 off_t off);
+    int (*truncate)(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
+                    off_t size);
+    int (*flush)(struct gfs *fs, struct gfs_fh *fh);
+    void (*release)(struct gfs *fs, struct gfs_fh *fh);
+    int (*fsync)(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
+    int (*lost)(struct gfs *fs, struct gfs_fh *fh, char *line, size_t size);
+    /* Extended attributes (NULL: none): get (ENODATA for a name it does
+     * not have), list (appends NUL-terminated names), each with fs->lock
+     * held (read); set without it (ENOTSUP for a name it does not take).
+     * The hashes are hashes.c's, asked first. */
+    int (*getxattr)(struct gfs *fs, fuse_ino_t ino, const char *name,
+                    struct gguf_buf *out);
+    int (*listxattr)(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
+    int (*setxattr)(struct gfs *fs, fuse_ino_t ino, const char *name,
+                    const char *value, size_t size);
+    /* Frees what the row keeps in fs (its cached text), at the model's
+     * close (gfs_kinds_free; NULL: nothing). */
+    void (*fini)(struct gfs *fs);
 };
 
-/* The row of kind k, or NULL (a kind still the core's own). */
+/* The row of kind k, or NULL (GFS_NONE). */
 const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k);
-/* The kind whose inode range holds ino, or GFS_NONE. */
+/* The kind whose inode ranges hold ino, or GFS_NONE. */
 enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
-/* The rows that are entries of the root and present in fs: the k-th
- * (0-based), or NULL past the last. */
-const struct gfs_kind_ops *gfs_kind_root_entry(const struct gfs *fs, int64_t k);
+/* Entry k (0-based) of the root of fs, from the rows that are root
+ * entries and present: its name, inode and file type; 0, or ENOENT past
+ * the last.  Caller holds fs->lock (read). */
+int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
+                        fuse_ino_t *ino, mode_t *mode);
+/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
+void gfs_kinds_free(struct gfs *fs);
 
 /* The rows, each defined in its kind's file. */
+extern const struct gfs_kind_ops gfs_kind_root;     /* rootdir.c */
+extern const struct gfs_kind_ops gfs_kind_dir_meta; /* metadir.c */
+extern const struct gfs_kind_ops gfs_kind_kv;       /* metafiles.c */
+extern const struct gfs_kind_ops gfs_kind_scratch;
+extern const struct gfs_kind_ops gfs_kind_live;    /* liveview.c */
 extern const struct gfs_kind_ops gfs_kind_metatsv; /* metatsv.c */
 extern const struct gfs_kind_ops gfs_kind_dir_f32; /* views.c */
 extern const struct gfs_kind_ops gfs_kind_dir_npy;
@@ -73,8 +137,23 @@ extern const struct gfs_kind_ops gfs_kind_tensor;
 extern const struct gfs_kind_ops gfs_kind_dir_extras; /* extras.c */
 extern const struct gfs_kind_ops gfs_kind_extra;
 
-/* Core helpers a row may use (fileops.c): the bytes of the text fh holds
- * (fh->text, taken at open), read without fs->lock. */
+/* The largest write: past fs->max_value (or a negative offset) a write is
+ * EFBIG, refused before anything is allocated. */
+static inline int gfs_write_over_cap(const struct gfs *fs, off_t off,
+                                     size_t n) {
+    return off < 0 || (uint64_t)off + n > fs->max_value;
+}
+
+/* Core helpers a row may use.  xattr.c: gfs_add_str appends s to out (0
+ * or ENOMEM).  fileops.c: gfs_reply_bytes replies with [off, off + size)
+ * of p's len bytes; gfs_reply_window the same of a windowed text (made
+ * for this read; caller holds no lock); gfs_read_text the bytes of the
+ * text fh holds (fh->text, taken at open), read without fs->lock. */
+int gfs_add_str(struct gguf_buf *out, const char *s);
+void gfs_reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
+                     size_t size);
+void gfs_reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
+                      off_t off, size_t size);
 void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                    size_t size);
 

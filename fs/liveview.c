@@ -8,9 +8,12 @@
  * This file owns the view's byte mapping: the header, then the data
  * section (one file: the GGUF's own; a shard set: the merged layout, laid
  * out once at mount from the library's gguf_merge), and the numbering of
- * tensors across shards.  Prefix gfs_view_.
+ * tensors across shards.  Prefix gfs_view_.  Its row of the kinds' table
+ * (kinds.h), gfs_kind_live, is at the end: the view is a root entry named
+ * fs->live_name, whose inode moves to a new number with each version
+ * (source/passthrough.c), read only.
  */
-#include "ggufs.h"
+#include "kinds.h"
 #include "source/source.h"
 
 #include <errno.h>
@@ -189,3 +192,85 @@ int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
         return 0;
     return merged_read(fs, buf + sp->hdr_n, sp->data_n, sp->data_rel);
 }
+
+/* ---- the row --------------------------------------------------------- */
+
+static const char *live_root_entry(struct gfs *fs, fuse_ino_t *ino) {
+    if (!fs->live_name)
+        return NULL;
+    *ino = gfs_pt_view_ino(fs);
+    return fs->live_name;
+}
+
+static int live_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    uint64_t size;
+    int err = gfs_pt_view_size(fs, ino, &size);
+    if (err)
+        return err;
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_size = (off_t)size;
+    st->st_blocks = (st->st_size + 511) / 512;
+    return 0;
+}
+
+static int live_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write) {
+    int err = 0;
+    if (wants_write)
+        return fs->readonly ? EROFS : EACCES;
+    if (!(fh->text = gfs_view_header(fs, &err)))
+        return err;
+    fi->noflush = 1;
+    if (fs->n_shards == 1) {
+        uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
+        fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
+    }
+    /* Passthrough, or the page cache of this version's own inode. */
+    gfs_pt_view_open(fs, fh, fi);
+    return 0;
+}
+
+/* The header as at open, then the data section (see gfs_view_span).  One
+ * file's section is the GGUF's own, served from its fd; a shard set's
+ * merged section gathers pieces of several files, so it is copied.
+ * Holds fs->lock (read) for the reply. */
+static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
+                      off_t off, size_t size) {
+    struct gfs_text *hdr = fh->text;
+    struct gfs_view_span sp;
+    int drop = fh->drop;
+
+    pthread_rwlock_rdlock(&fs->lock);
+    atomic_fetch_add(&hdr->refs, 1);
+    gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
+    if (fs->n_shards == 1) {
+        gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
+                       sp.data_pos, sp.data_n, drop);
+    } else {
+        char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);
+        int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
+        if (err)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_buf(req, buf, sp.hdr_n + sp.data_n);
+        free(buf);
+    }
+    gfs_text_put(hdr);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+const struct gfs_kind_ops gfs_kind_live = {
+    .kind = GFS_LIVE,
+    .ino_lo = GFS_INO_LIVE,
+    .ino_hi = GFS_INO_LIVE + 1,
+    .ino_lo2 = GFS_INO_VIEW + 1,
+    .ino_hi2 = GFS_INO_VIEW_END,
+    .root_mode = S_IFREG,
+    .root_entry = live_root_entry,
+    .changes = 1,
+    .moves = 1,
+    .stat = live_stat,
+    .open = live_open,
+    .read = live_read,
+};

@@ -69,6 +69,11 @@ static int metatsv_open(struct gfs *fs, struct gfs_fh *fh,
     return 0;
 }
 
+static void metatsv_fini(struct gfs *fs) {
+    gfs_text_put(fs->metatsv);
+    fs->metatsv = NULL;
+}
+
 const struct gfs_kind_ops gfs_kind_metatsv = {
     .kind = GFS_META_TSV,
     .ino_lo = GFS_INO_META_TSV,
@@ -79,9 +84,5 @@ const struct gfs_kind_ops gfs_kind_metatsv = {
     .stat = metatsv_stat,
     .open = metatsv_open,
     .read = gfs_read_text,
+    .fini = metatsv_fini,
 };
-
-void gfs_metatsv_free(struct gfs *fs) {
-    gfs_text_put(fs->metatsv);
-    fs->metatsv = NULL;
-}

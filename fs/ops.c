@@ -5,7 +5,8 @@
  * files are in fileops.c.
  *
  * Handlers translate between inodes and the rest of the fs layer, taking
- * the locks in the order written at struct gfs.
+ * the locks in the order written at struct gfs; what a node does is the
+ * row of its kind's (kinds.h).
  */
 #include "ggufs.h"
 #include "kinds.h"
@@ -82,11 +83,10 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
 
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (kind == GFS_NONE) {
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (!row) {
         fuse_reply_err(req, ENOENT);
-    } else if (row ? !row->lookup : kind != GFS_ROOT && kind != GFS_DIR_META) {
+    } else if (!row->lookup) {
         fuse_reply_err(req, ENOTDIR);
     } else {
         fi->cache_readdir = fs->readonly;
@@ -108,97 +108,41 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
     return 1;
 }
 
-/* Entry k >= 2 of dir (0: ".", 1: ".."; entries k-2 of the listing) into
- * *nm, *child, *mode: 1, 0 to skip it, -1 past the end, or -2 with *err.
- * sc walks meta/'s FILEs in step with k.  Caller holds fs->lock (read). */
-static int dir_entry(struct gfs *fs, fuse_ino_t dir, enum gfs_kind kind,
-                     const struct gfs_kind_ops *row, int64_t k,
-                     struct gfs_scratch **sc, struct gguf_buf *name,
-                     const char **nm, fuse_ino_t *child, mode_t *mode,
-                     int *err) {
-    int64_t n_root = fs->live_name ? 3 : 2, i = k - 2;
-    *mode = S_IFREG;
-    if (row) { /* a directory of the kinds' table */
-        if (i >= row->n_entries(fs, dir))
-            return -1;
-        int r = row->dirent(fs, dir, i, name, child, mode);
-        if (r < 0)
-            *err = ENOMEM;
-        *nm = (const char *)name->p;
-        return r < 0 ? -2 : r;
-    }
-    if (kind == GFS_ROOT) {
-        if (i >= n_root) {
-            const struct gfs_kind_ops *e = gfs_kind_root_entry(fs, i - n_root);
-            if (!e)
-                return -1;
-            *nm = e->root_name, *child = e->ino_lo, *mode = e->root_mode;
-        } else if (i == 2) {
-            *nm = fs->live_name, *child = gfs_pt_view_ino(fs);
-        } else {
-            *nm = i == 0 ? "meta" : "tensors";
-            *child = i == 0 ? GFS_INO_META : GFS_INO_TENSORS;
-            *mode = S_IFDIR;
-        }
-        return 1;
-    }
-    if (kind == GFS_DIR_META && i >= gguf_n_kv(fs->ctx)) {
-        if (!*sc)
-            return -1;
-        *nm = (*sc)->name, *child = (*sc)->ino;
-        *sc = (*sc)->next;
-        return 1;
-    }
-    if (i >= gguf_n_kv(fs->ctx))
-        return -1;
-    if (gfs_kv_hidden(fs, i))
-        return 0;
-    if ((*err = gfs_kv_fname(fs, i, name)))
-        return -2;
-    *nm = (const char *)name->p;
-    *child = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
-    return 1;
-}
-
 void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                     off_t off, struct fuse_file_info *fi) {
     (void)fi;
     struct gguf_buf out = {0}, name = {0};
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    struct gfs_dir_pos pos = {0};
     int err = 0;
 
     pthread_rwlock_rdlock(&fs->lock);
-    if (row ? !row->dirent : kind != GFS_ROOT && kind != GFS_DIR_META) {
+    if (!row || !row->dirent) {
         err = ENOTDIR;
         goto out;
     }
-    /* Entry k (0-based) has offset k+1: ".", "..", then the children;
-     * meta/'s FILEs come after its keys. */
-    struct gfs_scratch *sc = fs->scratch;
-    for (int64_t k = 2 + gguf_n_kv(fs->ctx);
-         kind == GFS_DIR_META && k < off && sc; k++)
-        sc = sc->next;
-    for (int64_t k = off;; k++) {
+    /* Entry k (0-based) has offset k+1: ".", "..", then the row's entries
+     * k - 2. */
+    int64_t n = 2 + row->n_entries(fs, ino);
+    for (int64_t k = off; k < n; k++) {
         const char *nm;
         fuse_ino_t child;
         mode_t mode = S_IFDIR;
-        int r = 1;
         if (k < 2) {
             nm = k ? ".." : ".";
             child = k ? GFS_INO_ROOT : ino;
             if (k && ino == GFS_INO_ROOT) /* the model's root */
                 child = fs->parent - fs->ino_base;
         } else {
-            r = dir_entry(fs, ino, kind, row, k, &sc, &name, &nm, &child, &mode,
-                          &err);
+            int r = row->dirent(fs, ino, k - 2, &pos, &name, &child, &mode);
+            if (r < 0) {
+                err = ENOMEM;
+                goto out;
+            }
+            if (r == 0)
+                continue;
+            nm = (const char *)name.p;
         }
-        if (r == -2)
-            goto out;
-        if (r < 0)
-            break;
-        if (r == 0)
-            continue;
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
                             k + 1))
             break;
@@ -222,12 +166,13 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (fs->readonly || gfs_kind(parent) != GFS_DIR_META) {
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (fs->readonly || !row || !row->create) {
         fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
         return;
     }
     pthread_rwlock_wrlock(&fs->lock);
-    int err = gfs_meta_create(fs, name, &ino);
+    int err = row->create(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
     gfs_meta_unlock(fs);
@@ -259,7 +204,8 @@ void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     (void)datasync;
     (void)fi;
     int err = 0;
-    int commits = !fs->readonly && (ino == GFS_INO_ROOT || ino == GFS_INO_META);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int commits = !fs->readonly && row && row->commits;
     if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
     else if (commits)
@@ -282,8 +228,8 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
     pthread_rwlock_unlock(&fs->lock);
     if (err)
         return err;
-    enum gfs_kind k = gfs_kind(ino);
-    int meta_file = !fs->readonly && (k == GFS_KV || k == GFS_SCRATCH);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int meta_file = !fs->readonly && row && row->editable;
     if (meta_file) {
         st.st_uid = fs->uid;
         st.st_gid = fs->gid;
@@ -299,15 +245,13 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
 /* truncate and ftruncate (fi: the open file, may be NULL). */
 static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
                         struct fuse_file_info *fi) {
-    enum gfs_kind kind = gfs_kind(ino);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
     if (fs->readonly)
         return EROFS;
-    if (kind != GFS_KV && kind != GFS_SCRATCH)
-        return kind == GFS_TENSOR ? EACCES : EISDIR;
-    if (size < 0 || (uint64_t)size > fs->max_value)
-        return EFBIG; /* the cap, before anything is allocated */
+    if (!row || !row->truncate)
+        return EISDIR;
     struct gfs_fh *fh = fi ? (struct gfs_fh *)(uintptr_t)fi->fh : NULL;
-    return gfs_fh_truncate(fs, fh, ino, size);
+    return row->truncate(fs, fh, ino, size);
 }
 
 void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
@@ -338,36 +282,31 @@ void gfs_op_setattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_attr(req, &st, gfs_attr_timeout(fs, ino));
 }
 
-static int meta_change_allowed(struct gfs *fs, fuse_ino_t parent) {
+/* Whether names may change in parent (its row has hook h): 0 or errno. */
+static int names_change(struct gfs *fs, const struct gfs_kind_ops *row, int h) {
     if (fs->readonly)
         return EROFS;
-    if (gfs_kind(parent) == GFS_DIR_META)
-        return 0;
-    return gfs_kind(parent) == GFS_NONE ? ENOENT : EACCES;
+    return h ? 0 : row ? EACCES : ENOENT;
 }
 
 void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name) {
-    int err = meta_change_allowed(fs, parent);
-    if (!err) {
-        pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_unlink(fs, name);
-        gfs_meta_unlock(fs);
-    }
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    int err = names_change(fs, row, row && row->unlink);
+    if (!err)
+        err = row->unlink(fs, parent, name);
     fuse_reply_err(req, err);
 }
 
 void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, fuse_ino_t newparent, const char *newname,
                    unsigned int flags) {
-    int err = meta_change_allowed(fs, parent);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    int err = names_change(fs, row, row && row->rename);
     if (!err && newparent != parent)
         err = EXDEV;
-    if (!err) {
-        pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_rename(fs, name, newname, flags);
-        gfs_meta_unlock(fs);
-    }
+    if (!err)
+        err = row->rename(fs, parent, name, newname, flags);
     fuse_reply_err(req, err);
 }
 
@@ -423,21 +362,14 @@ void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      const char *name, const char *value, size_t size,
                      int flags) {
     (void)flags;
-    int err;
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    if (gfs_kind(ino) != GFS_KV || strcmp(name, "user.gguf.type") != 0) {
-        fuse_reply_err(req, fs->readonly ? EROFS : ENOTSUP);
-        return;
-    }
-    if (fs->readonly) {
-        fuse_reply_err(req, EROFS);
-        return;
-    }
-    pthread_rwlock_wrlock(&fs->lock);
-    err = gfs_meta_set_type(fs, ino, value, size);
-    gfs_meta_unlock(fs);
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    int err = row && row->setxattr ? row->setxattr(fs, ino, name, value, size)
+                                   : ENOTSUP;
+    if (err == ENOTSUP && fs->readonly)
+        err = EROFS;
     fuse_reply_err(req, err);
 }
 

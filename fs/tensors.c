@@ -4,12 +4,19 @@
  * own offsets (by descriptor for a local file: source/source.h), read
  * only, its size ggml's (gfs_tensor_bytes).  Names are the library's
  * escaped tensor names (tree.c's name index finds them).  Their extended
- * attributes are xattr.c's and hashes.c's.
+ * attributes (the hashes are hashes.c's):
+ *   user.gguf.type    the ggml type ("q4_K")
+ *   user.gguf.shape   dimensions in file order, "4096,32000"
+ *   user.gguf.offset  absolute offset of the data in the GGUF
+ *   user.gguf.size    bytes of data
+ *   user.gguf.file    a shard set's: the shard file holding it
  */
 #include "kinds.h"
 #include "source/source.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static int dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
@@ -35,8 +42,9 @@ static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
 }
 
 static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                     struct gguf_buf *name, fuse_ino_t *child, mode_t *mode) {
-    (void)dir;
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)dir, (void)pos;
     if (gfs_tensor_fname(fs, k, name))
         return -1;
     *child = GFS_INO_TENSOR + (fuse_ino_t)k;
@@ -99,10 +107,76 @@ static void tensor_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     pthread_rwlock_unlock(&fs->lock);
 }
 
+/* Tensors are never written: truncate is EACCES. */
+static int tensor_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
+                           off_t size) {
+    (void)fs, (void)fh, (void)ino, (void)size;
+    return EACCES;
+}
+
+static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
+                       struct gguf_buf *out) {
+    char tmp[64];
+    int64_t i;
+    int shard;
+    gguf_ctx *c = gfs_tensor_ctx(fs, g, &i, &shard);
+    if (strcmp(name, "user.gguf.type") == 0) {
+        uint32_t ty = gguf_tensor_type(c, i);
+        const char *tn = gguf_ggml_type_name(ty);
+        if (!tn) {
+            snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
+            tn = tmp;
+        }
+        return gfs_add_str(out, tn);
+    }
+    if (strcmp(name, "user.gguf.shape") == 0) {
+        uint32_t nd = gguf_tensor_n_dims(c, i);
+        const int64_t *ne = gguf_tensor_ne(c, i);
+        for (uint32_t d = 0; d < nd; d++) {
+            snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "", ne[d]);
+            if (gfs_add_str(out, tmp))
+                return ENOMEM;
+        }
+        return 0;
+    }
+    if (strcmp(name, "user.gguf.offset") == 0) {
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(c, i));
+        return gfs_add_str(out, tmp);
+    }
+    if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
+        return gfs_add_str(out, gguf_path(c));
+    if (strcmp(name, "user.gguf.size") == 0) {
+        snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
+        return gfs_add_str(out, tmp);
+    }
+    return ENODATA;
+}
+
+static int tensor_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
+                           struct gguf_buf *out) {
+    int64_t i = gfs_tensor_index(fs, ino);
+    return i < 0 ? ENOENT : tensor_attr(fs, i, name, out);
+}
+
+static int tensor_listxattr(struct gfs *fs, fuse_ino_t ino,
+                            struct gguf_buf *out) {
+    static const char names[] = "user.gguf.type\0user.gguf.shape\0"
+                                "user.gguf.offset\0user.gguf.size";
+    if (gfs_tensor_index(fs, ino) < 0)
+        return ENOENT;
+    if (gguf_buf_add(out, names, sizeof names) != GGUF_OK)
+        return ENOMEM;
+    if (fs->n_shards > 1 && gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
+        return ENOMEM;
+    return 0;
+}
+
 const struct gfs_kind_ops gfs_kind_dir_tensors = {
     .kind = GFS_DIR_TENSORS,
     .ino_lo = GFS_INO_TENSORS,
     .ino_hi = GFS_INO_TENSORS + 1,
+    .root_name = "tensors",
+    .root_mode = S_IFDIR,
     .stat = dir_stat,
     .lookup = dir_lookup,
     .n_entries = dir_n,
@@ -116,4 +190,7 @@ const struct gfs_kind_ops gfs_kind_tensor = {
     .stat = tensor_stat,
     .open = tensor_open,
     .read = tensor_read,
+    .truncate = tensor_truncate,
+    .getxattr = tensor_getxattr,
+    .listxattr = tensor_listxattr,
 };

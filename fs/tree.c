@@ -11,26 +11,7 @@
 #include <string.h>
 
 enum gfs_kind gfs_kind(fuse_ino_t ino) {
-    switch (ino) {
-    case GFS_INO_ROOT:
-        return GFS_ROOT;
-    case GFS_INO_META:
-        return GFS_DIR_META;
-    case GFS_INO_LIVE:
-        return GFS_LIVE;
-    default:
-        break;
-    }
-    if (ino > GFS_INO_VIEW && ino < GFS_INO_VIEW_END)
-        return GFS_LIVE; /* a later version of the view (passthrough.c) */
-    enum gfs_kind rk = gfs_kind_of_ino(ino); /* the kinds' table */
-    if (rk != GFS_NONE)
-        return rk;
-    if (ino >= GFS_INO_SCRATCH)
-        return GFS_SCRATCH;
-    if (ino >= GFS_INO_KV)
-        return GFS_KV;
-    return GFS_NONE;
+    return gfs_kind_of_ino(ino); /* the kinds' table */
 }
 
 int64_t gfs_n_tensors(const struct gfs *fs) {
@@ -114,68 +95,16 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
-    enum gfs_kind kind = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (row)
-        return row->stat(fs, ino, st);
-    switch (kind) {
-    case GFS_ROOT:
-        st->st_mode = S_IFDIR | 0555;
-        st->st_nlink = 4;
-        return 0;
-    case GFS_LIVE: {
-        uint64_t size;
-        int err = gfs_pt_view_size(fs, ino, &size);
-        if (err)
-            return err;
-        st->st_mode = S_IFREG | 0444;
-        st->st_nlink = 1;
-        st->st_size = (off_t)size;
-        st->st_blocks = (st->st_size + 511) / 512;
-        return 0;
-    }
-    case GFS_DIR_META:
-        st->st_mode = S_IFDIR | (fs->readonly ? 0555 : 0755);
-        st->st_nlink = 2;
-        return 0;
-    case GFS_KV: {
-        int64_t i = gfs_kv_index(fs, ino);
-        if (i < 0)
-            return ENOENT;
-        uint64_t size = 0;
-        int err = gfs_text_size(fs, i, &size);
-        if (err)
-            return err;
-        st->st_mode = S_IFREG | (fs->readonly ? 0444 : 0644);
-        st->st_nlink = 1;
-        st->st_size = (off_t)size;
-        st->st_blocks = (st->st_size + 511) / 512;
-        return 0;
-    }
-    case GFS_SCRATCH: {
-        struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, ino);
-        if (!sc)
-            return ENOENT;
-        st->st_mode = S_IFREG | 0644;
-        st->st_nlink = 1;
-        st->st_size = (off_t)sc->data.len;
-        st->st_mtim = st->st_ctim = sc->mtime;
-        return 0;
-    }
-    default:
-        break;
-    }
-    return ENOENT;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    return row ? row->stat(fs, ino, st) : ENOENT;
 }
 
-/* Meta files of a writable mount change size when an edit is applied (the
- * text is rendered anew): never let the kernel trust a stale size. */
+/* Files whose size follows the edits (meta/'s, changed when an edit is
+ * applied and the text rendered anew): never let the kernel trust a
+ * stale size on a writable mount. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
-    enum gfs_kind k = gfs_kind(ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(k);
-    if (!fs->readonly &&
-        (k == GFS_KV || k == GFS_SCRATCH || k == GFS_DIR_META ||
-         k == GFS_LIVE || (row && row->changes)))
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    if (!fs->readonly && row && row->changes)
         return 0.0;
     return fs->timeout;
 }
@@ -188,10 +117,10 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     e->ino = gfs_ino_out(fs, ino);
     e->generation = 1;
     e->attr_timeout = gfs_attr_timeout(fs, ino);
-    /* The view's name moves to a new inode with each version of it
-     * (passthrough.c): never cached on a read-write mount. */
-    e->entry_timeout =
-        gfs_kind(ino) == GFS_LIVE && !fs->readonly ? 0.0 : fs->timeout;
+    /* A name that moves to a new inode (the view's with each version of
+     * it, passthrough.c): never cached on a read-write mount. */
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    e->entry_timeout = row && row->moves && !fs->readonly ? 0.0 : fs->timeout;
     return 0;
 }
 
@@ -352,60 +281,12 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
     return found;
 }
 
-/* A root entry of the kinds' table (kinds.h) by name; 0 or ENOENT. */
-static int root_row_lookup(const struct gfs *fs, const char *name,
-                           fuse_ino_t *out) {
-    const struct gfs_kind_ops *row;
-    for (int64_t k = 0; (row = gfs_kind_root_entry(fs, k)); k++)
-        if (strcmp(row->root_name, name) == 0) {
-            *out = row->ino_lo;
-            return 0;
-        }
-    return ENOENT;
-}
-
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
-    int64_t i;
-    enum gfs_kind kind = gfs_kind(parent);
-    const struct gfs_kind_ops *row = gfs_kind_row(kind);
-    if (row)
-        return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
-    switch (kind) {
-    case GFS_ROOT:
-        if (strcmp(name, "meta") == 0) {
-            *out = GFS_INO_META;
-            return 0;
-        }
-        if (strcmp(name, "tensors") == 0) {
-            *out = GFS_INO_TENSORS;
-            return 0;
-        }
-        if (fs->live_name && strcmp(name, fs->live_name) == 0) {
-            *out = gfs_pt_view_ino(fs);
-            return 0;
-        }
-        return root_row_lookup(fs, name, out);
-    case GFS_DIR_META: {
-        struct gfs_scratch *sc = gfs_meta_scratch_find(fs, name);
-        if (sc) {
-            *out = sc->ino;
-            return 0;
-        }
-        i = gfs_find_by_fname(fs, name, 0);
-        if (i < 0 || gfs_kv_hidden(fs, i))
-            return ENOENT;
-        *out = GFS_INO_KV + gguf_kv_id(fs->ctx, i);
-        return 0;
-    }
-    case GFS_KV:
-    case GFS_SCRATCH:
-    case GFS_LIVE:
-        return ENOTDIR;
-    default:
-        break;
-    }
-    return ENOENT;
+    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    if (!row)
+        return ENOENT;
+    return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
 }
 
 struct gfs_text *gfs_text_of_gen(
@@ -684,5 +565,5 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->sizes);
     fs->sizes = NULL;
     fs->n_sizes = 0;
-    gfs_metatsv_free(fs);
+    gfs_kinds_free(fs);
 }

@@ -193,8 +193,9 @@ static int views_lookup(struct gfs *fs, fuse_ino_t parent, const char *name,
 /* Entry k of f32/ or npy/ (dir): 1 and its name and inode, or 0 when
  * tensor k has no view (skipped); -1 out of memory. */
 static int views_dirent(struct gfs *fs, fuse_ino_t dir, int64_t k,
-                        struct gguf_buf *name, fuse_ino_t *child,
-                        mode_t *mode) {
+                        struct gfs_dir_pos *pos, struct gguf_buf *name,
+                        fuse_ino_t *child, mode_t *mode) {
+    (void)pos;
     enum gfs_kind kind = gfs_views_kind(dir);
     *mode = S_IFREG;
     fuse_ino_t ino =

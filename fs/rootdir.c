@@ -1,0 +1,101 @@
+/*
+ * rootdir.c - a model's root directory, as a row of the kinds' table
+ * (kinds.h): its entries are the rows that are root entries (meta/,
+ * tensors/, the live view, meta.tsv, the views), in the table's order.
+ * fsync of it commits every pending edit (ggufs -u).  Its extended
+ * attributes:
+ *   user.ggufs.commit  the report of the last commit
+ *   user.ggufs.pid     the daemon's process id (ggufs -u waits for it)
+ *   user.ggufs.overlay where the overlay is (an overlay mount)
+ *   a remote source's (source/remote.c); status.c's, asked first
+ */
+#include "kinds.h"
+#include "source/source.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int root_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    (void)fs, (void)ino;
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 4;
+    return 0;
+}
+
+static int root_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
+                       fuse_ino_t *out) {
+    (void)dir;
+    const char *nm;
+    fuse_ino_t ino;
+    mode_t mode;
+    for (int64_t k = 0; !gfs_kind_root_entry(fs, k, &nm, &ino, &mode); k++)
+        if (strcmp(nm, name) == 0) {
+            *out = ino;
+            return 0;
+        }
+    return ENOENT;
+}
+
+static int64_t root_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)dir;
+    const char *nm;
+    fuse_ino_t ino;
+    mode_t mode;
+    int64_t k = 0;
+    while (!gfs_kind_root_entry(fs, k, &nm, &ino, &mode))
+        k++;
+    return k;
+}
+
+static int root_dirent(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                       struct gfs_dir_pos *pos, struct gguf_buf *name,
+                       fuse_ino_t *child, mode_t *mode) {
+    (void)dir, (void)pos;
+    const char *nm;
+    if (gfs_kind_root_entry(fs, k, &nm, child, mode))
+        return 0;
+    name->len = 0;
+    return gguf_buf_add(name, nm, strlen(nm) + 1) == GGUF_OK ? 1 : -1;
+}
+
+static int root_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
+                         struct gguf_buf *out) {
+    (void)ino;
+    if (strcmp(name, "user.ggufs.commit") == 0 && fs->store.commit_msg[0])
+        return gfs_add_str(out, fs->store.commit_msg);
+    if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
+        return gfs_add_str(out, gfs_overlay_where(fs));
+    if (strcmp(name, "user.ggufs.pid") == 0) {
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "%ld", (long)getpid());
+        return gfs_add_str(out, tmp);
+    }
+    return gfs_remote_xattr(fs, name, out);
+}
+
+static int root_listxattr(struct gfs *fs, fuse_ino_t ino,
+                          struct gguf_buf *out) {
+    (void)ino;
+    if (fs->store.commit_msg[0] &&
+        gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
+        return ENOMEM;
+    if (gfs_overlay_where(fs) &&
+        gguf_buf_add(out, "user.ggufs.overlay", 19) != GGUF_OK)
+        return ENOMEM;
+    return gfs_remote_xattr_list(fs, out) != 0 ? ENOMEM : 0;
+}
+
+const struct gfs_kind_ops gfs_kind_root = {
+    .kind = GFS_ROOT,
+    .ino_lo = GFS_INO_ROOT,
+    .ino_hi = GFS_INO_ROOT + 1,
+    .commits = 1,
+    .stat = root_stat,
+    .lookup = root_lookup,
+    .n_entries = root_n,
+    .dirent = root_dirent,
+    .getxattr = root_getxattr,
+    .listxattr = root_listxattr,
+};
