@@ -45,7 +45,7 @@ struct node {
 struct gfs_storefs {
     struct gfs_mount *mount;
     struct gfs_opts o; /* the mount's */
-    const char *mnt; /* the mountpoint, absolute when it resolved */
+    const char *mnt;   /* the mountpoint, absolute when it resolved */
     char *mnt_abs;
     int dirfd; /* the store's directory (local stores) */
     char *dir; /* its absolute path, or the hf:// URL of a Hub repo */
