@@ -7,11 +7,6 @@
  *   the same on tensors/ itself: every tensor's bytes, in order (the
  *       "weights digest"; llama-gguf-hash's model hash).  Metadata edits
  *       leave it as it is: it covers no header byte.
- *   index.tsv: one line per tensor in file order,
- *       NAME<TAB>TYPE<TAB>SHAPE<TAB>BYTES, NAME as in tensors/, SHAPE as
- *       user.gguf.shape (ne, comma-separated): no offsets, so it changes
- *       only when tensors do and diff(1) of two quantizations of a model
- *       lists what differs.
  *   user.gguf.hash_progress on the same: how far a hash being computed
  *       (or paused) has read, "D of T bytes (P%)", or "done"; ENODATA
  *       before the first request.  Asked by name, never listed.
@@ -376,59 +371,4 @@ int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
             GGUF_OK)
             return ENOMEM;
     return 0;
-}
-
-/* ---- index.tsv ------------------------------------------------------- */
-
-static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
-                      struct gguf_buf *name) {
-    int64_t j;
-    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
-    uint32_t ty = gguf_tensor_type(c, j), nd = gguf_tensor_n_dims(c, j);
-    const int64_t *ne = gguf_tensor_ne(c, j);
-    const char *tn;
-    uint32_t blck, size;
-    uint64_t bytes = gfs_tensor_bytes(fs, i);
-    char tmp[64];
-    if (!gguf_dq_type(fs->views->ggml, ty, &tn, &blck, &size)) {
-        snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
-        tn = tmp;
-    }
-    if (gfs_tensor_fname(fs, i, name))
-        return ENOMEM;
-    int ok = gguf_buf_add(out, name->p, name->len - 1) == GGUF_OK &&
-             gguf_buf_add(out, "\t", 1) == GGUF_OK &&
-             gguf_buf_add(out, tn, strlen(tn)) == GGUF_OK;
-    for (uint32_t d = 0; ok && d < nd; d++) {
-        int n = snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "\t", ne[d]);
-        ok = gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK;
-    }
-    int n =
-        snprintf(tmp, sizeof tmp, "%s\t%" PRIu64 "\n", nd ? "" : "\t", bytes);
-    return ok && gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK ? 0 : ENOMEM;
-}
-
-struct gfs_text *gfs_views_index(struct gfs *fs, int *err) {
-    struct gfs_views *v = fs->views;
-    struct gfs_text *t = NULL;
-    struct gguf_buf b = {0}, name = {0};
-    pthread_mutex_lock(&v->mu);
-    if ((t = v->index)) {
-        atomic_fetch_add(&t->refs, 1);
-        goto out;
-    }
-    for (int64_t i = 0; i < v->n; i++)
-        if ((*err = index_line(fs, i, &b, &name)))
-            goto out;
-    if (!(t = gfs_text_new(&b))) {
-        *err = ENOMEM;
-        goto out;
-    }
-    atomic_fetch_add(&t->refs, 1); /* the cache's and the caller's */
-    v->index = t;
-out:
-    pthread_mutex_unlock(&v->mu);
-    gguf_buf_free(&b);
-    gguf_buf_free(&name);
-    return t;
 }

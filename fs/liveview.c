@@ -196,17 +196,26 @@ int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
 /* ---- the row --------------------------------------------------------- */
 
 static const char *live_root_entry(struct gfs *fs, fuse_ino_t *ino) {
+    int err = 0;
+    uint64_t size = 0;
     if (!fs->live_name)
         return NULL;
-    *ino = gfs_pt_view_ino(fs);
+    struct gfs_text *hdr = gfs_view_header(fs, &err);
+    if (hdr && gfs_view_size(fs, &size) != 0) {
+        gfs_text_put(hdr);
+        hdr = NULL;
+    }
+    *ino = gfs_pt_view_ino(fs, hdr, size); /* the first inode if none */
+    gfs_text_put(hdr);
     return fs->live_name;
 }
 
 static int live_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     uint64_t size;
-    int err = gfs_pt_view_size(fs, ino, &size);
+    int err = gfs_view_size(fs, &size);
     if (err)
         return err;
+    gfs_pt_view_size(fs, ino, &size);
     st->st_mode = S_IFREG | 0444;
     st->st_nlink = 1;
     st->st_size = (off_t)size;
@@ -227,7 +236,10 @@ static int live_open(struct gfs *fs, struct gfs_fh *fh,
         fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
     }
     /* Passthrough, or the page cache of this version's own inode. */
-    gfs_pt_view_open(fs, fh, fi);
+    uint64_t size = 0;
+    int bad = gfs_view_size(fs, &size) != 0;
+    gfs_pt_view_open(fs, fh, fi, bad ? NULL : fh->text, size,
+                     fs->pt ? 0 : gfs_view_reopened(fs));
     return 0;
 }
 

@@ -106,20 +106,6 @@ static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to) {
     fs->n_aliases++;
 }
 
-struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name) {
-    for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
-        if (strcmp(s->name, name) == 0)
-            return s;
-    return NULL;
-}
-
-struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
-    for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
-        if (s->ino == ino)
-            return s;
-    return NULL;
-}
-
 static void scratch_free(struct gfs *fs, struct gfs_scratch *s) {
     if (!s)
         return;

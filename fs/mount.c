@@ -265,7 +265,8 @@ static int serve(struct gfs_main *m) {
     /* Before the first request (INIT) is read: a failure only means no
      * passthrough, which gfs_pt_start logs. */
     if (m->fs) /* a store's models have none (mounts.h) */
-        (void)gfs_pt_start(m->fs, m->se, m->c->o.passthrough);
+        (void)gfs_pt_start(m->fs, m->se, m->c->o.passthrough,
+                           m->fs->tensor_dio || gfs_views_any(m->fs));
     raise_readahead(m->c->o.mnt);
     open_log(m);
     /* Returns in the parent only once the mount is in place. */

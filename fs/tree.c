@@ -4,6 +4,7 @@
  */
 #include "ggufs.h"
 #include "kinds.h"
+#include "views.h"
 #include "source/source.h"
 
 #include <errno.h>
@@ -566,4 +567,35 @@ void gfs_texts_free(struct gfs *fs) {
     fs->sizes = NULL;
     fs->n_sizes = 0;
     gfs_kinds_free(fs);
+}
+
+/* meta/'s FILEs by name or inode (metaedit.c makes them; the rows and the
+ * edit code look them up here, below both). */
+struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name) {
+    for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
+    for (struct gfs_scratch *s = fs->scratch; s; s = s->next)
+        if (s->ino == ino)
+            return s;
+    return NULL;
+}
+
+/* Bytes of tensor i (ggufs.h): the library's size, or ggml's for a type
+ * only ggml knows (views.h: its library, loaded by views.c). */
+uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint64_t size = gguf_tensor_size(c, j), elems, bytes;
+    uint32_t ty = gguf_tensor_type(c, j);
+    if (!fs->views || !fs->views->ggml || gguf_ggml_type_known(ty) ||
+        !gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS,
+                        gguf_tensor_ne(c, j), &elems, &bytes) ||
+        bytes > size)
+        return size;
+    return bytes;
 }

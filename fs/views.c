@@ -99,19 +99,6 @@ size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf) {
     return total;
 }
 
-uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i) {
-    int64_t j;
-    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
-    uint64_t size = gguf_tensor_size(c, j), elems, bytes;
-    uint32_t ty = gguf_tensor_type(c, j);
-    if (!fs->views || !fs->views->ggml || gguf_ggml_type_known(ty) ||
-        !gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS,
-                        gguf_tensor_ne(c, j), &elems, &bytes) ||
-        bytes > size)
-        return size;
-    return bytes;
-}
-
 /* Whether f32/ and npy/ files are opened in direct I/O (gfs_views_open):
  * only where the kernel still lets them be mapped. */
 static int views_direct(struct gfs *fs) {
@@ -507,3 +494,62 @@ const struct gfs_kind_ops gfs_kind_f32 =
     VIEWS_FILE(GFS_F32, GFS_INO_F32, GFS_INO_NPY, NULL);
 const struct gfs_kind_ops gfs_kind_npy =
     VIEWS_FILE(GFS_NPY, GFS_INO_NPY, GFS_INO_NPY + (UINT64_C(1) << 32), NULL);
+
+/* ---- index.tsv --------------------------------------------------------
+ * One line per tensor in file order, NAME<TAB>TYPE<TAB>SHAPE<TAB>BYTES,
+ * NAME as in tensors/, SHAPE as user.gguf.shape (ne, comma-separated): no
+ * offsets, so it changes only when tensors do and diff(1) of two
+ * quantizations of a model lists what differs. */
+
+static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
+                      struct gguf_buf *name) {
+    int64_t j;
+    gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
+    uint32_t ty = gguf_tensor_type(c, j), nd = gguf_tensor_n_dims(c, j);
+    const int64_t *ne = gguf_tensor_ne(c, j);
+    const char *tn;
+    uint32_t blck, size;
+    uint64_t bytes = gfs_tensor_bytes(fs, i);
+    char tmp[64];
+    if (!gguf_dq_type(fs->views->ggml, ty, &tn, &blck, &size)) {
+        snprintf(tmp, sizeof tmp, "type%" PRIu32, ty);
+        tn = tmp;
+    }
+    if (gfs_tensor_fname(fs, i, name))
+        return ENOMEM;
+    int ok = gguf_buf_add(out, name->p, name->len - 1) == GGUF_OK &&
+             gguf_buf_add(out, "\t", 1) == GGUF_OK &&
+             gguf_buf_add(out, tn, strlen(tn)) == GGUF_OK;
+    for (uint32_t d = 0; ok && d < nd; d++) {
+        int n = snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "\t", ne[d]);
+        ok = gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK;
+    }
+    int n =
+        snprintf(tmp, sizeof tmp, "%s\t%" PRIu64 "\n", nd ? "" : "\t", bytes);
+    return ok && gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK ? 0 : ENOMEM;
+}
+
+struct gfs_text *gfs_views_index(struct gfs *fs, int *err) {
+    struct gfs_views *v = fs->views;
+    struct gfs_text *t = NULL;
+    struct gguf_buf b = {0}, name = {0};
+    pthread_mutex_lock(&v->mu);
+    if ((t = v->index)) {
+        atomic_fetch_add(&t->refs, 1);
+        goto out;
+    }
+    for (int64_t i = 0; i < v->n; i++)
+        if ((*err = index_line(fs, i, &b, &name)))
+            goto out;
+    if (!(t = gfs_text_new(&b))) {
+        *err = ENOMEM;
+        goto out;
+    }
+    atomic_fetch_add(&t->refs, 1); /* the cache's and the caller's */
+    v->index = t;
+out:
+    pthread_mutex_unlock(&v->mu);
+    gguf_buf_free(&b);
+    gguf_buf_free(&name);
+    return t;
+}

@@ -250,8 +250,8 @@ static ssize_t pt_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
     return splice(fdin, offin, fdout, offout, len, flags);
 }
 
-int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
-                 enum gfs_pt_mode mode) {
+int gfs_pt_start(struct gfs *fs, struct fuse_session *se, enum gfs_pt_mode mode,
+                 int dio_mmap) {
     struct gfs_pt *pt = calloc(1, sizeof *pt);
     if (!pt)
         return -1;
@@ -262,7 +262,7 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
     fs->pt = pt;
     /* Only root may register backing files: elsewhere nothing to ask. */
     pt->want_pt = mode == GFS_PT_AUTO && geteuid() == 0;
-    pt->want_dio_mmap = fs->tensor_dio || gfs_views_any(fs);
+    pt->want_dio_mmap = dio_mmap;
     if (!pt->want_pt && !pt->want_dio_mmap)
         return 0;
     static const struct fuse_custom_io io = {
@@ -375,42 +375,26 @@ static struct pt_epoch *find_epoch(struct gfs_pt *pt, uint64_t n) {
     return NULL;
 }
 
-/* The view's header and size now (hdr: a new reference); 0 or errno. */
-static int view_now(struct gfs *fs, struct gfs_text **hdr, uint64_t *size) {
-    int err = 0;
-    if (!(*hdr = gfs_view_header(fs, &err)))
-        return err;
-    if ((err = gfs_view_size(fs, size))) {
-        gfs_text_put(*hdr);
-        *hdr = NULL;
-    }
-    return err;
-}
-
-fuse_ino_t gfs_pt_view_ino(struct gfs *fs) {
-    uint64_t size = 0;
-    struct gfs_text *hdr = NULL;
-    if (!fs->pt || view_now(fs, &hdr, &size) != 0)
+fuse_ino_t gfs_pt_view_ino(struct gfs *fs, struct gfs_text *hdr,
+                           uint64_t size) {
+    if (!fs->pt || !hdr)
         return GFS_INO_LIVE;
     pthread_mutex_lock(&fs->pt->mu);
     struct pt_epoch *c = current(fs, hdr, size);
     fuse_ino_t ino = c ? epoch_ino(c->n) : GFS_INO_LIVE;
     pthread_mutex_unlock(&fs->pt->mu);
-    gfs_text_put(hdr);
     return ino;
 }
 
-int gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size) {
-    int err = gfs_view_size(fs, size);
+void gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size) {
     uint64_t n;
-    if (err || !fs->pt || !epoch_of(ino, &n))
-        return err;
+    if (!fs->pt || !epoch_of(ino, &n))
+        return;
     pthread_mutex_lock(&fs->pt->mu);
     struct pt_epoch *e = find_epoch(fs->pt, n);
     if (e) /* an older version still open: its own size */
         *size = e->size;
     pthread_mutex_unlock(&fs->pt->mu);
-    return 0;
 }
 
 /* The backing of the GGUF's current file, registered on first use; NULL
@@ -452,16 +436,15 @@ static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
-                      struct fuse_file_info *fi) {
+                      struct fuse_file_info *fi, struct gfs_text *hdr,
+                      uint64_t size, int reopened) {
     struct gfs_pt *pt = fs->pt;
-    uint64_t size = 0, n;
-    struct gfs_text *hdr = NULL;
+    uint64_t n;
     if (!pt) {
-        fi->keep_cache = gfs_view_reopened(fs);
+        fi->keep_cache = reopened;
         return;
     }
-    if (view_now(fs, &hdr, &size) != 0 || !epoch_of(fh->ino, &n)) {
-        gfs_text_put(hdr);
+    if (!hdr || !epoch_of(fh->ino, &n)) {
         fi->direct_io = 1; /* cannot happen: kept as the safe way */
         return;
     }
@@ -519,7 +502,6 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1; /* out of memory: never the page cache */
     }
     pthread_mutex_unlock(&pt->mu);
-    gfs_text_put(hdr);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {

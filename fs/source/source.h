@@ -56,27 +56,32 @@ int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
 /* After the mount, before the first request: sets up fs->pt and, for
- * auto as root, hooks the session's device I/O.  0, or -1 (the mount goes
- * on without passthrough; logged). */
-int gfs_pt_start(struct gfs *fs, struct fuse_session *se,
-                 enum gfs_pt_mode mode);
+ * auto as root, hooks the session's device I/O; dio_mmap: some files are
+ * served in direct I/O and must map (-o tensor_direct_io, the views:
+ * gfs_views_any).  0, or -1 (the mount goes on without passthrough;
+ * logged). */
+int gfs_pt_start(struct gfs *fs, struct fuse_session *se, enum gfs_pt_mode mode,
+                 int dio_mmap);
 /* Unmount, once the workers have stopped: frees fs->pt. */
 void gfs_pt_stop(struct gfs *fs);
 /* Whether the kernel maps direct-I/O files shared (our INIT reply asked
  * for FUSE_DIRECT_IO_ALLOW_MMAP and it offered it): only then may a file
  * that must support mmap(MAP_SHARED) be opened with direct I/O. */
 int gfs_pt_dio_mmap(struct gfs *fs);
-/* The view's inode number now.  Caller holds lock (read); takes text_lock,
- * then the leaf pt lock. */
-fuse_ino_t gfs_pt_view_ino(struct gfs *fs);
-/* The size inode ino of the view shows (an older version still open: its
- * own); 0 or errno.  Caller holds lock (read). */
-int gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
+/* The live view (liveview.c) asks with its header (hdr) and size now.
+ * The view's inode number for them.  Caller holds lock (read); takes the
+ * leaf pt lock. */
+fuse_ino_t gfs_pt_view_ino(struct gfs *fs, struct gfs_text *hdr, uint64_t size);
+/* The size inode ino of the view shows: *size (the view's now) unless an
+ * older version still open has its own.  Caller holds lock (read). */
+void gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
 /* How an open of view inode fh->ino is served: passthrough (fh->pt_backing
- * set), cached (keep_cache) or direct I/O (an older version).  Caller holds
- * lock (read). */
+ * set), cached (keep_cache) or direct I/O (an older version); reopened:
+ * the view's header is the one of its last open (gfs_view_reopened, asked
+ * only without passthrough).  Caller holds lock (read). */
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
-                      struct fuse_file_info *fi);
+                      struct fuse_file_info *fi, struct gfs_text *hdr,
+                      uint64_t size, int reopened);
 /* Around fuse_reply_open of fh (same thread): the reply then carries the
  * backing id. */
 void gfs_pt_arm(const struct gfs_fh *fh);
