@@ -145,8 +145,17 @@ static void d_opendir(fuse_req_t req, fuse_ino_t ino,
 
 static void d_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_readdir(fs, req, ino, size, off, fi), readdir,
+    ROUTE(ino, gfs_op_readdir(fs, req, ino, size, off, fi, 0), readdir,
           readdir(req, ino, size, off, fi), ENOTDIR);
+}
+
+/* readdirplus: a store's directories give their entries (a listing of
+ * a thousand models with ls -l costs no lookup each); a model's give
+ * names only (gfs_op_readdir). */
+static void d_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+                          off_t off, struct fuse_file_info *fi) {
+    ROUTE(ino, gfs_op_readdir(fs, req, ino, size, off, fi, 1), readdirplus,
+          readdirplus(req, ino, size, off, fi), ENOTDIR);
 }
 
 static void d_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -244,6 +253,7 @@ const struct fuse_lowlevel_ops gfs_session_ops = {
     .rename = d_rename,
     .opendir = d_opendir,
     .readdir = d_readdir,
+    .readdirplus = d_readdirplus,
     .fsyncdir = d_fsyncdir,
     .statfs = d_statfs,
     .setxattr = d_setxattr,

@@ -658,7 +658,7 @@ void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi);
 void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
-                    off_t off, struct fuse_file_info *fi);
+                    off_t off, struct fuse_file_info *fi, int plus);
 void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      int datasync, struct fuse_file_info *fi);
 void gfs_op_statfs(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
@@ -731,9 +731,13 @@ struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
 /* ops.c. */
 /* Appends one directory entry (ino: the kernel's) to b if it stays
- * within max bytes; 0 when it does not (the listing is full). */
+ * within max bytes; 0 when it does not (the listing is full).  plus: a
+ * readdirplus entry, its lookup reply, or GFS_DIRENT_PLUS_NONE (the name
+ * and type alone: the kernel looks the name up when it needs it). */
+#define GFS_DIRENT_PLUS_NONE ((const struct fuse_entry_param *)1)
 int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                   const char *name, fuse_ino_t ino, mode_t mode, off_t next);
+                   const char *name, fuse_ino_t ino, mode_t mode, off_t next,
+                   const struct fuse_entry_param *plus);
 /* store/store.c: gfs_store_may_commit (store.h, which says who may) for
  * the user of req. */
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req);

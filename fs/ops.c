@@ -96,20 +96,33 @@ void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
 }
 
 int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                   const char *name, fuse_ino_t ino, mode_t mode, off_t next) {
+                   const char *name, fuse_ino_t ino, mode_t mode, off_t next,
+                   const struct fuse_entry_param *plus) {
     struct stat st = {.st_ino = ino, .st_mode = mode}; /* the kernel's */
-    size_t need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
+    struct fuse_entry_param none = {.attr = st};       /* nodeid 0: no entry */
+    size_t need = plus ? fuse_add_direntry_plus(req, NULL, 0, name, plus, 0)
+                       : fuse_add_direntry(req, NULL, 0, name, NULL, 0);
     if (b->len + need > max)
         return 0;
     if (gguf_buf_reserve(b, need) != GGUF_OK)
         return 0;
-    fuse_add_direntry(req, (char *)b->p + b->len, need, name, &st, next);
+    char *at = (char *)b->p + b->len;
+    if (plus)
+        fuse_add_direntry_plus(req, at, need, name,
+                               plus == GFS_DIRENT_PLUS_NONE ? &none : plus,
+                               next);
+    else
+        fuse_add_direntry(req, at, need, name, &st, next);
     b->len += need;
     return 1;
 }
 
+/* readdir and readdirplus (plus): a model's listings give no entries
+ * with readdirplus (nodeid 0: the kernel looks each name up as after a
+ * readdir, the attributes it trusts are lookup's alone); a store's
+ * directories give theirs (storeops.c). */
 void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
-                    off_t off, struct fuse_file_info *fi) {
+                    off_t off, struct fuse_file_info *fi, int plus) {
     (void)fi;
     struct gguf_buf out = {0}, name = {0};
     const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
@@ -144,7 +157,7 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             nm = (const char *)name.p;
         }
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
-                            k + 1))
+                            k + 1, plus ? GFS_DIRENT_PLUS_NONE : NULL))
             break;
     }
 out:

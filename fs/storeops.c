@@ -281,9 +281,10 @@ static void store_opendir(fuse_req_t req, fuse_ino_t ino,
         fuse_reply_open(req, fi);
 }
 
-static void store_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-                          off_t off, struct fuse_file_info *fi) {
-    (void)fi;
+/* A store directory's listing; plus: with each entry's lookup reply
+ * (readdirplus), as store_lookup would give it. */
+static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       int plus) {
     struct gfs_storefs *st = gfs_st_of(req);
     struct gguf_buf out = {0};
     pthread_mutex_lock(&st->mu);
@@ -307,15 +308,38 @@ static void store_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
             size_t kid = dn->kids[k - 2 - extra];
             nm = st->nodes[kid].base, child = node_ino(st, kid);
         }
-        mode_t mode = child == GFS_STORE_TSV     ? S_IFREG
-                      : alias_of(st, child) >= 0 ? S_IFLNK
-                                                 : S_IFDIR;
-        if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1))
+        int dir = child != GFS_STORE_TSV && alias_of(st, child) < 0;
+        mode_t mode = child == GFS_STORE_TSV ? S_IFREG
+                      : dir                  ? S_IFDIR
+                                             : S_IFLNK;
+        struct fuse_entry_param e = {0};
+        const struct fuse_entry_param *ep = NULL;
+        if (plus && k >= 2) { /* "." and "..": names only */
+            e.ino = child;
+            node_attr(st, child, dir, &e.attr);
+            e.attr_timeout = e.entry_timeout = RESCAN_EVERY_S;
+            ep = &e;
+        } else if (plus) {
+            ep = GFS_DIRENT_PLUS_NONE;
+        }
+        if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1, ep))
             break;
     }
     pthread_mutex_unlock(&st->mu);
     fuse_reply_buf(req, (char *)out.p, out.len);
     gguf_buf_free(&out);
+}
+
+static void store_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+                          off_t off, struct fuse_file_info *fi) {
+    (void)fi;
+    store_list(req, ino, size, off, 0);
+}
+
+static void store_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+                              off_t off, struct fuse_file_info *fi) {
+    (void)fi;
+    store_list(req, ino, size, off, 1);
 }
 
 /* models.tsv: made at open (every header read once, then cached by
@@ -525,6 +549,7 @@ const struct fuse_lowlevel_ops gfs_store_ops = {
     .getattr = store_getattr,
     .opendir = store_opendir,
     .readdir = store_readdir,
+    .readdirplus = store_readdirplus,
     .open = store_open,
     .read = store_read,
     .release = store_release,
