@@ -32,13 +32,6 @@ static int64_t extra_index(const struct gfs *fs, fuse_ino_t ino) {
     return (int64_t)(ino - GFS_INO_EXTRA);
 }
 
-static int dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
-    (void)fs, (void)ino;
-    st->st_mode = S_IFDIR | 0555;
-    st->st_nlink = 2;
-    return 0;
-}
-
 static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
                       fuse_ino_t *out) {
     (void)dir;
@@ -81,11 +74,10 @@ static int file_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 
 static int file_open(struct gfs *fs, struct gfs_fh *fh,
                      struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
     int64_t i = extra_index(fs, fh->ino);
     if (i < 0)
         return ENOENT;
-    if (wants_write)
-        return fs->readonly ? EROFS : EACCES;
     fh->size = fs->extras->v[i].file.size;
     fi->keep_cache = 1; /* a blob named by its hash never changes */
     return 0;
@@ -127,7 +119,7 @@ const struct gfs_kind_ops gfs_kind_dir_extras = {
     .root_name = "ollama",
     .root_mode = S_IFDIR,
     .present = present,
-    .stat = dir_stat,
+    .stat = gfs_kind_dir_stat,
     .lookup = dir_lookup,
     .n_entries = dir_n,
     .dirent = dir_entry,

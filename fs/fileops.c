@@ -142,9 +142,14 @@ static int open_wants_write(const struct fuse_file_info *fi) {
 static int fh_open(struct gfs *fs, struct gfs_fh *fh,
                    struct fuse_file_info *fi) {
     const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    int wants_write = open_wants_write(fi);
     if (!row)
         return ENOENT;
-    return row->open ? row->open(fs, fh, fi, open_wants_write(fi)) : EISDIR;
+    if (!row->open)
+        return EISDIR;
+    if (wants_write && !row->write) /* a file no one writes: read-only */
+        return fs->readonly ? EROFS : EACCES;
+    return row->open(fs, fh, fi, wants_write);
 }
 
 static void reply_open(struct gfs *fs, fuse_req_t req,

@@ -730,6 +730,10 @@ uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
 /* ops.c. */
+/* The reply to getxattr or listxattr: err, else b's size when the caller
+ * asked for it (size 0), ERANGE when b passes size, else b. */
+void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
+                     const struct gguf_buf *b);
 /* Appends one directory entry (ino: the kernel's) to b if it stays
  * within max bytes; 0 when it does not (the listing is full).  plus: a
  * readdirplus entry, its lookup reply, or GFS_DIRENT_PLUS_NONE (the name

@@ -73,8 +73,10 @@ struct gfs_kind_ops {
     int (*rename)(struct gfs *fs, fuse_ino_t dir, const char *name,
                   const char *newname, unsigned int flags);
     /* Files (NULL for directories): open (fh->kind and fh->ino set; the
-     * row fills the rest of fh and fi; 0 or an errno), and read (reply
-     * with the bytes [off, off + size) of the open file). */
+     * row fills the rest of fh and fi; 0 or an errno; a row without a
+     * write hook is read-only: the core refuses an open for writing with
+     * EROFS, or EACCES on a writable mount, before asking it), and read
+     * (reply with the bytes [off, off + size) of the open file). */
     int (*open)(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi,
                 int wants_write);
     void (*read)(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
@@ -143,6 +145,10 @@ static inline int gfs_write_over_cap(const struct gfs *fs, off_t off,
                                      size_t n) {
     return off < 0 || (uint64_t)off + n > fs->max_value;
 }
+
+/* A read-only directory's attributes (0555, two links): the stat of a
+ * row that lists what it does not let anyone change (kinds.c). */
+int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
 
 /* Core helpers a row may use.  xattr.c: gfs_add_str appends s to out (0
  * or ENOMEM).  fileops.c: gfs_reply_bytes replies with [off, off + size)

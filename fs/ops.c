@@ -331,8 +331,8 @@ void gfs_op_mkdir(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     fuse_reply_err(req, fs->readonly ? EROFS : EPERM);
 }
 
-static void reply_xattr(fuse_req_t req, size_t size, int err,
-                        const struct gguf_buf *b) {
+void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
+                     const struct gguf_buf *b) {
     if (err)
         fuse_reply_err(req, err);
     else if (size == 0)
@@ -357,7 +357,7 @@ void gfs_op_getxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         err = gfs_xattr_get(fs, gfs_meta_resolve(fs, ino), name, &b);
         pthread_rwlock_unlock(&fs->lock);
     }
-    reply_xattr(req, size, err, &b);
+    gfs_reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
 }
 
@@ -367,7 +367,7 @@ void gfs_op_listxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     pthread_rwlock_rdlock(&fs->lock);
     int err = gfs_xattr_list(fs, gfs_meta_resolve(fs, ino), &b);
     pthread_rwlock_unlock(&fs->lock);
-    reply_xattr(req, size, err, &b);
+    gfs_reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
 }
 

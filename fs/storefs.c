@@ -237,8 +237,12 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
         node_of[i] = (uint32_t)k;
         struct node *nd = &st->nodes[k];
         nd->cm = &l.models[i];
-        free(nd->line); /* the model may have changed: made again */
-        nd->line = NULL;
+        const struct cat_file *f0 = &nd->cm->files[0];
+        if (nd->line && (f0->dev != nd->line_dev || f0->ino != nd->line_ino ||
+                         nd->cm->size != nd->line_size)) {
+            free(nd->line); /* another file now: made again */
+            nd->line = NULL;
+        }
     }
     mark_aliases(st, &l, node_of);
     /* Children no longer present leave their directory's listing. */

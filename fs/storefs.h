@@ -35,6 +35,11 @@ struct node {
     uint64_t used; /* st->tick at the last request: least recently used */
     double failed; /* when the last open failed (0: never) */
     char *line;    /* its models.tsv line, once made */
+    /* The file the line was read from: kept while the store's scan sees
+     * the same one (a rescan reads no header again). */
+    dev_t line_dev;
+    ino_t line_ino;
+    uint64_t line_size;
     /* Another name of a model listed before it (the same first file: an
      * ollama model copied under a second name, one blob in two HF
      * snapshots, a hard link): a symbolic link to that model's directory

@@ -7,6 +7,7 @@
  * store, so entries and attributes are trusted for a second.
  */
 #include "storefs.h"
+#include "kinds.h" /* the core's helpers: gfs_add_str, gfs_reply_bytes */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,42 @@ static char *tsv_line(const struct node *nd, const gguf_ctx *ctx,
     return line;
 }
 
+/* A local model's line: its first file's header parsed alone, read-only,
+ * through the descriptor the store's check opens (cat_open_file: beneath
+ * the store, the file the scan saw), never by path again.  src names it
+ * in the line and in a failure's log line. */
+static void local_line(struct gfs_storefs *st, struct node *nd,
+                       const char *src) {
+    const struct cat_file *f0 = &nd->cm->files[0];
+    struct gguf_error err = {0};
+    struct gguf_file gf;
+    gguf_ctx *ctx = NULL;
+    gguf_file_init(&gf);
+    gf.fd = cat_open_file(st->dirfd, f0, O_RDONLY);
+    gf.path = (char *)src;
+    if (gf.fd < 0) {
+        char line[600];
+        snprintf(line, sizeof line, "%s: %s", src, strerror(errno));
+        gfs_st_log(st, line);
+        return;
+    }
+    if (gguf_open_file(&ctx, &gf, 0, &err) == GGUF_OK) {
+        int64_t nt = gguf_n_tensors(ctx);
+        int64_t i = gguf_find_key(ctx, "split.tensors.count", 19);
+        int64_t total; /* llama.cpp's gguf-split writes an int32 */
+        if (nd->cm->n_files > 1 && i >= 0 && gguf_kv_get_i64(ctx, i, &total) &&
+            total >= 0)
+            nt = total;
+        nd->line = tsv_line(nd, ctx, nt, src);
+        nd->line_dev = f0->dev, nd->line_ino = f0->ino;
+        nd->line_size = nd->cm->size;
+        gguf_close(ctx);
+    } else {
+        gfs_st_log(st, err.msg);
+    }
+    close(gf.fd);
+}
+
 /* A model's line: from its header as its file holds it (edits not yet
  * committed and overlays are meta/'s to show), read once: a local file's
  * header is parsed alone, read-only; a Hub model is opened as a request
@@ -75,20 +112,7 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
                             : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
         return NULL;
     if (st->kind != CAT_HUB) {
-        gguf_ctx *ctx = NULL;
-        struct gguf_error err = {0};
-        if (gguf_open(&ctx, src, 0, &err) == GGUF_OK) {
-            int64_t nt = gguf_n_tensors(ctx);
-            int64_t i = gguf_find_key(ctx, "split.tensors.count", 19);
-            int64_t total; /* llama.cpp's gguf-split writes an int32 */
-            if (nd->cm->n_files > 1 && i >= 0 &&
-                gguf_kv_get_i64(ctx, i, &total) && total >= 0)
-                nt = total;
-            nd->line = tsv_line(nd, ctx, nt, src);
-            gguf_close(ctx);
-        } else {
-            gfs_st_log(st, err.msg);
-        }
+        local_line(st, nd, src);
         free(src);
         return nd->line;
     }
@@ -377,11 +401,7 @@ static void store_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi) {
     (void)ino;
     const struct gfs_text *t = (const struct gfs_text *)(uintptr_t)fi->fh;
-    if (off < 0 || (uint64_t)off >= t->len)
-        size = 0;
-    else if (size > t->len - (uint64_t)off)
-        size = t->len - (size_t)off;
-    fuse_reply_buf(req, size ? t->data + off : NULL, size);
+    gfs_reply_bytes(req, t->data, t->len, off, size);
 }
 
 static void store_release(fuse_req_t req, fuse_ino_t ino,
@@ -449,36 +469,34 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
  * log's last lines).  Only to the mount's owner or root, but the pid. */
 static int root_xattr(struct gfs_storefs *st, fuse_req_t req, const char *name,
                       struct gguf_buf *b) {
-    char line[4600];
+    char line[128];
     uid_t uid = fuse_req_ctx(req)->uid;
+    int commit = strcmp(name, "user.ggufs.commit") == 0;
     if (strcmp(name, "user.ggufs.pid") == 0) {
-        int n = snprintf(line, sizeof line, "%ld", (long)getpid());
-        return gguf_buf_add(b, line, (size_t)n) ? ENOMEM : 0;
+        snprintf(line, sizeof line, "%ld", (long)getpid());
+        return gfs_add_str(b, line);
     }
-    if (strcmp(name, "user.ggufs.commit") != 0 &&
-        strcmp(name, "user.ggufs.status") != 0)
+    if (!commit && strcmp(name, "user.ggufs.status") != 0)
         return ENODATA;
     if (uid != 0 && uid != getuid())
         return EACCES;
     pthread_mutex_lock(&st->mu);
     int err = 0;
-    if (name[11] == 'c') {
-        err = st->commit_msg[0]
-                  ? (gguf_buf_add(b, st->commit_msg, strlen(st->commit_msg))
-                         ? ENOMEM
-                         : 0)
-                  : ENODATA;
+    if (commit) {
+        err = st->commit_msg[0] ? gfs_add_str(b, st->commit_msg) : ENODATA;
     } else {
-        size_t open = 0;
-        for (size_t k = 0; k < st->n_nodes; k++)
-            open += st->nodes[k].fs != NULL;
-        int n = snprintf(line, sizeof line,
-                         "store: %s (%s)\nmount: %s (%s)\nmodels: %zu "
-                         "listed, %zu open (at most %zu)\n",
-                         st->dir, cat_kind_name(st->kind), st->mnt,
-                         st->o.readonly ? "read-only" : "read-write",
-                         st->list.n, open, st->max_open);
-        err = gguf_buf_add(b, line, (size_t)n) ? ENOMEM : 0;
+        snprintf(line, sizeof line,
+                 "models: %zu listed, %zu open (at most %zu)\n", st->list.n,
+                 st->n_open, st->max_open);
+        err = gfs_add_str(b, "store: ") || gfs_add_str(b, st->dir) ||
+                      gfs_add_str(b, " (") ||
+                      gfs_add_str(b, cat_kind_name(st->kind)) ||
+                      gfs_add_str(b, ")\nmount: ") || gfs_add_str(b, st->mnt) ||
+                      gfs_add_str(b, st->o.readonly ? " (read-only)\n"
+                                                    : " (read-write)\n") ||
+                      gfs_add_str(b, line)
+                  ? ENOMEM
+                  : 0;
     }
     pthread_mutex_unlock(&st->mu);
     return err;
@@ -489,14 +507,7 @@ static void store_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     struct gfs_storefs *st = gfs_st_of(req);
     struct gguf_buf b = {0};
     int err = ino == FUSE_ROOT_ID ? root_xattr(st, req, name, &b) : ENODATA;
-    if (err)
-        fuse_reply_err(req, err);
-    else if (size == 0)
-        fuse_reply_xattr(req, b.len);
-    else if (b.len > size)
-        fuse_reply_err(req, ERANGE);
-    else
-        fuse_reply_buf(req, (const char *)b.p, b.len);
+    gfs_reply_xattr(req, size, err, &b);
     gguf_buf_free(&b);
 }
 
@@ -516,13 +527,12 @@ static void store_readlink(fuse_req_t req, fuse_ino_t ino) {
 static void store_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     static const char names[] =
         "user.ggufs.pid\0user.ggufs.commit\0user.ggufs.status";
-    size_t n = ino == FUSE_ROOT_ID ? sizeof names : 0;
-    if (size == 0)
-        fuse_reply_xattr(req, n);
-    else if (n > size)
-        fuse_reply_err(req, ERANGE);
-    else
-        fuse_reply_buf(req, names, n);
+    struct gguf_buf b = {0};
+    int err = ino == FUSE_ROOT_ID && gguf_buf_add(&b, names, sizeof names)
+                  ? ENOMEM
+                  : 0;
+    gfs_reply_xattr(req, size, err, &b);
+    gguf_buf_free(&b);
 }
 
 static void store_statfs(fuse_req_t req, fuse_ino_t ino) {

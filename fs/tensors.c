@@ -19,13 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
-    (void)fs, (void)ino;
-    st->st_mode = S_IFDIR | 0555;
-    st->st_nlink = 2;
-    return 0;
-}
-
 static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
                       fuse_ino_t *out) {
     (void)dir;
@@ -65,11 +58,10 @@ static int tensor_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 
 static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
                        struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
     int64_t i = gfs_tensor_index(fs, fh->ino);
     if (i < 0)
         return ENOENT;
-    if (wants_write)
-        return fs->readonly ? EROFS : EACCES;
     int64_t j;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, &fh->shard);
     fh->rel = gguf_tensor_rel_offset(c, j);
@@ -177,7 +169,7 @@ const struct gfs_kind_ops gfs_kind_dir_tensors = {
     .ino_hi = GFS_INO_TENSORS + 1,
     .root_name = "tensors",
     .root_mode = S_IFDIR,
-    .stat = dir_stat,
+    .stat = gfs_kind_dir_stat,
     .lookup = dir_lookup,
     .n_entries = dir_n,
     .dirent = dir_entry,

@@ -116,9 +116,7 @@ static int views_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     switch (gfs_views_kind(ino)) {
     case GFS_DIR_F32:
     case GFS_DIR_NPY:
-        st->st_mode = S_IFDIR | 0555;
-        st->st_nlink = 2;
-        return 0;
+        return gfs_kind_dir_stat(fs, ino, st);
     case GFS_INDEX: {
         int err = 0;
         struct gfs_text *t = gfs_views_index(fs, &err);
@@ -202,9 +200,8 @@ static int views_dirent(struct gfs *fs, fuse_ino_t dir, int64_t k,
 
 static int views_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
     int err = 0;
-    if (wants_write)
-        return fs->readonly ? EROFS : EACCES;
     if (fh->kind == GFS_INDEX) {
         if (!(fh->text = gfs_views_index(fs, &err)))
             return err;

@@ -109,6 +109,20 @@ static int tensor_ends(struct gfs_remote *r, struct gfs *fs) {
     return 0;
 }
 
+/* remote/'s options from the command line's (hf: HF_TOKEN may be sent). */
+static struct rmt_opts rmt_opts_of(const struct gfs_remote_opts *o, int hf,
+                                   void (*log)(void *u, const char *line),
+                                   void *log_u) {
+    return (struct rmt_opts){.cache_dir = o->cache_dir,
+                             .cache_max = o->cache_max,
+                             .header_file = o->header_file,
+                             .hf = hf,
+                             .timeout = o->net_timeout,
+                             .retries = o->retries,
+                             .log = log,
+                             .log_u = log_u};
+}
+
 int gfs_remote_open(struct gfs *fs, const char *url,
                     const struct gfs_remote_opts *o, unsigned flags, char *bad,
                     size_t bad_len, struct gguf_error *err) {
@@ -116,14 +130,7 @@ int gfs_remote_open(struct gfs *fs, const char *url,
     if (!r)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
     r->fs = fs;
-    r->opts = (struct rmt_opts){.cache_dir = o->cache_dir,
-                                .cache_max = o->cache_max,
-                                .header_file = o->header_file,
-                                .hf = o->hf,
-                                .timeout = o->net_timeout,
-                                .retries = o->retries,
-                                .log = remote_log,
-                                .log_u = fs};
+    r->opts = rmt_opts_of(o, o->hf, remote_log, fs);
     r->max_header = o->max_header ? o->max_header : GFS_MAX_HEADER;
     fs->remote = r;
     /* Shards are found by the name their path ends in; a query string
@@ -164,14 +171,7 @@ void gfs_remote_close(struct gfs *fs) {
 int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
                     void (*log)(void *u, const char *line), void *log_u,
                     struct cat_list *out, char *msg, size_t n) {
-    struct rmt_opts ro = {.cache_dir = o->cache_dir,
-                          .cache_max = o->cache_max,
-                          .header_file = o->header_file,
-                          .hf = 1,
-                          .timeout = o->net_timeout,
-                          .retries = o->retries,
-                          .log = log,
-                          .log_u = log_u};
+    struct rmt_opts ro = rmt_opts_of(o, 1, log, log_u);
     return cat_hub_list(url, &ro, out, msg, n);
 }
 
