@@ -300,15 +300,30 @@ static int evictable(struct node *nd) {
 /* Room for one more open model: the least recently used one that nothing
  * holds is closed when max_open are open, its edits committed first as an
  * unmount commits them (a model whose commit fails stays open, its edits
- * saved aside as the commit says, and is not chosen again).  0, or EMFILE
- * (logged).  Caller holds st->mu (a commit holds it meanwhile). */
+ * saved aside as the commit says, and is not chosen again).  When every
+ * open model is held, it waits up to HOLD_WAIT_MS for one to be let go
+ * (st->mu dropped meanwhile), then fails: EMFILE (logged).  Caller holds
+ * st->mu (a commit holds it meanwhile). */
 int gfs_st_make_room(struct gfs_storefs *st) {
+    int waited = 0; /* ms */
     while (st->n_open >= st->max_open) {
         struct node *lru = NULL;
         for (size_t k = 1; k < st->n_nodes; k++) {
             struct node *nd = &st->nodes[k];
             if (nd->fs && (!lru || nd->used < lru->used) && evictable(nd))
                 lru = nd;
+        }
+        if (!lru && waited < HOLD_WAIT_MS) {
+            /* A file just closed is released a moment later, a request
+             * ends soon: wait for one to let go (gfs_store_leave). */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 50 * 1000000L;
+            if (until.tv_nsec >= 1000000000L)
+                until.tv_sec++, until.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&st->cv, &st->mu, &until);
+            waited += 50;
+            continue;
         }
         if (!lru) {
             gfs_st_log(st, "models: every open model is in use (-o "
@@ -436,6 +451,30 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     return err;
 }
 
+int gfs_st_ensure_open(struct gfs_storefs *st, size_t k) {
+    for (;;) {
+        while (st->nodes[k].opening)
+            pthread_cond_wait(&st->cv, &st->mu);
+        struct node *nd = &st->nodes[k];
+        if (nd->fs)
+            return 0;
+        if (!nd->cm) /* gone from the store, and closed */
+            return ENOENT;
+        if (nd->failed && now_s() - nd->failed < FAIL_RETRY_S)
+            return EIO;
+        int err = gfs_st_make_room(st);
+        if (err)
+            return err;
+        if (st->nodes[k].fs || st->nodes[k].opening)
+            continue; /* another request opened it while room was made */
+        st->nodes[k].opening = 1;
+        err = gfs_st_open_model(st, k);
+        st->nodes[k].opening = 0;
+        pthread_cond_broadcast(&st->cv);
+        return err;
+    }
+}
+
 enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
                                fuse_ino_t *ino, struct gfs **out) {
     size_t k = (size_t)(*ino >> GFS_INO_SLOT_SHIFT);
@@ -447,22 +486,8 @@ enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
         err = ENOENT;
         goto out;
     }
-    while (st->nodes[k].opening)
-        pthread_cond_wait(&st->cv, &st->mu);
+    err = gfs_st_ensure_open(st, k);
     struct node *nd = &st->nodes[k];
-    if (!nd->fs) {
-        if (!nd->cm) /* gone from the store, and closed */
-            err = ENOENT;
-        else if (nd->failed && now_s() - nd->failed < FAIL_RETRY_S)
-            err = EIO;
-        else if (!(err = gfs_st_make_room(st))) {
-            nd->opening = 1;
-            err = gfs_st_open_model(st, k);
-            st->nodes[k].opening = 0;
-            pthread_cond_broadcast(&st->cv);
-        }
-        nd = &st->nodes[k];
-    }
     if (!err) {
         nd->refs++;
         nd->used = ++st->tick;
@@ -481,7 +506,8 @@ out:
 void gfs_store_leave(struct gfs_storefs *st, struct gfs *fs) {
     size_t k = (size_t)(fs->ino_base >> GFS_INO_SLOT_SHIFT);
     pthread_mutex_lock(&st->mu);
-    st->nodes[k].refs--;
+    if (--st->nodes[k].refs == 0)
+        pthread_cond_broadcast(&st->cv); /* make_room may wait for it */
     pthread_mutex_unlock(&st->mu);
 }
 

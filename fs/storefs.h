@@ -10,11 +10,14 @@
 #include "catalog.h"
 #include "mounts.h"
 
-#define GFS_STORE_TSV 2    /* models.tsv */
-#define GFS_STORE_DIR0 16  /* directory node k: GFS_STORE_DIR0 + k */
-#define FD_PER_MODEL 4     /* a model's descriptors, for the bound */
-#define FAIL_RETRY_S 1.0   /* a model that failed to open: tried again after */
-#define RESCAN_EVERY_S 1.0 /* the store's stamp: asked at most this often */
+#define GFS_STORE_TSV 2   /* models.tsv */
+#define GFS_STORE_DIR0 16 /* directory node k: GFS_STORE_DIR0 + k */
+#define FD_PER_MODEL 4    /* a model's descriptors, for the bound */
+#define FAIL_RETRY_S 1.0  /* a model that failed to open: tried again after */
+/* The store's stamp: asked at most this often. */
+#define RESCAN_EVERY_S 1.0
+/* make_room: how long it waits for an open model to be let go. */
+#define HOLD_WAIT_MS 1000
 #define TSV_HEADER                                                             \
     "name\tarchitecture\tparameters\tfile_type\tsize\tcontext_length\t"        \
     "tensors\tsource\n"
@@ -78,6 +81,10 @@ void gfs_st_refresh(struct gfs_storefs *st);
 /* Room for one more open model (the least recently used closed); 0 or
  * EMFILE. */
 int gfs_st_make_room(struct gfs_storefs *st);
+/* Node k's model open (opened now, or by another request meanwhile);
+ * 0 or an errno (ENOENT: gone; EIO: failed a moment ago; EMFILE: no
+ * room).  st->mu may be dropped while it waits or opens. */
+int gfs_st_ensure_open(struct gfs_storefs *st, size_t k);
 /* Opens node k's model (st->mu dropped meanwhile); 0 or an errno.  The
  * caller has set its opening flag. */
 int gfs_st_open_model(struct gfs_storefs *st, size_t k);

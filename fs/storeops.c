@@ -118,13 +118,7 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
     }
     /* Open (a Hub model) as a request would; it stays open (least
      * recently used first to go). */
-    int err = 0;
-    if (!nd->fs && !nd->opening && !(err = gfs_st_make_room(st))) {
-        nd->opening = 1;
-        err = gfs_st_open_model(st, k);
-        st->nodes[k].opening = 0;
-        pthread_cond_broadcast(&st->cv);
-    }
+    int err = gfs_st_ensure_open(st, k);
     nd = &st->nodes[k];
     if (!err && nd->fs) {
         pthread_rwlock_rdlock(&nd->fs->lock);
@@ -400,8 +394,13 @@ static void store_open(fuse_req_t req, fuse_ino_t ino,
 static void store_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi) {
     (void)ino;
-    const struct gfs_text *t = (const struct gfs_text *)(uintptr_t)fi->fh;
+    /* A reference for the reply, as gfs_read_text takes: the reader may
+     * close, and the release free the text, as soon as the kernel has the
+     * bytes, before writev has returned here. */
+    struct gfs_text *t = (struct gfs_text *)(uintptr_t)fi->fh;
+    atomic_fetch_add(&t->refs, 1);
     gfs_reply_bytes(req, t->data, t->len, off, size);
+    gfs_text_put(t);
 }
 
 static void store_release(fuse_req_t req, fuse_ino_t ino,
