@@ -40,8 +40,9 @@ static const struct fuse_opt gfs_opt_spec[] = {
     GFS_OPT("no_insert_range", no_insert, 1),
     GFS_OPT("tensor_direct_io", tensor_dio, 1), GFS_OPT("ggml=%s", ggml, 0),
     GFS_OPT("overlay", overlay, 1), GFS_OPT("overlay=%s", overlay_path, 0),
-    GFS_OPT("over", over, 1), FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
-    FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
+    GFS_OPT("mix=%s", mix, 0), GFS_OPT("over", over, 1),
+    FUSE_OPT_KEY("timeout=", KEY_TIMEOUT), FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("max_value=", KEY_MAX_VALUE),
     FUSE_OPT_KEY("max_drafts=", KEY_MAX_DRAFTS),
     FUSE_OPT_KEY("passthrough=", KEY_PASSTHROUGH),
     FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
@@ -329,7 +330,9 @@ static void usage(const char *prog) {
         "one directory per model, each the tree of a single-file mount:\n"
         "    -o store=KIND          ollama, hf, lmstudio or dir (default: from\n"
         "                           the layout)\n"
-        "    -o max_models=N        models open at once (default 32)\n\n",
+        "    -o max_models=N        models open at once (default 32)\n"
+        "    -o mix=RECIPE          tensors taken from other files: lines\n"
+        "                           'REGEX SOURCE' (ggufs(1), MIXES)\n\n",
         prog, prog, prog, prog, prog);
 }
 

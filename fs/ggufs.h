@@ -318,6 +318,15 @@ struct gfs {
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
     int n_shards;
     int64_t *t_first;       /* global index of each shard's first tensor */
+    /* A mix (-o mix, mix.c): the files after the base's shards,
+     * shards[n_shards .. n_files), are its sources, and picks[g] says
+     * which file and which of its tensors base tensor g is (NULL: no
+     * mix).  n_files counts every file the model reads. */
+    int n_files;
+    struct gfs_pick {
+        int file;
+        int64_t i;
+    } * picks;
     struct gfs_extent *ext; /* shard sets: the merged data layout */
     uint64_t merged_data_size;
     const char *path;      /* absolute path of the GGUF */
@@ -477,9 +486,25 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 
-/* liveview.c: the live view.  At mount: tensor numbering across shards
- * and, for a shard set, the merged layout.  0, or -1 with err. */
+/* liveview.c: the live view.  At mount: gfs_view_number numbers the
+ * tensors across shards (t_first); gfs_view_layout (numbering first if
+ * not done) lays out the merged data section of a shard set or a mix.
+ * 0, or -1 with err. */
+int gfs_view_number(struct gfs *fs, struct gguf_error *err);
 int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
+/* Whether the view's data section is laid out anew (a shard set, a mix)
+ * rather than the GGUF's own bytes.  No lock: fixed at mount. */
+int gfs_view_merged(const struct gfs *fs);
+/* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
+ * after the base is open and before gfs_view_layout: opens the sources
+ * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.
+ * warn gets one line per rule that matches nothing.  0, or -1 with one
+ * line in msg (the sources opened so far stay in fs->shards, closed with
+ * the model). */
+int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
+                 void (*warn)(void *u, const char *line), void *u, char *msg,
+                 size_t n);
+void gfs_mix_free(struct gfs *fs);
 void gfs_view_layout_free(struct gfs *fs);
 /* Returns the view's header (a new reference) as a commit would write it
  * now.  Caller holds lock (read); takes text_lock. */

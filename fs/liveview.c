@@ -21,23 +21,50 @@
 #include <string.h>
 #include <unistd.h>
 
-int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
-    int rc = -1;
-    gguf_ctx *m = NULL;
+int gfs_view_number(struct gfs *fs, struct gguf_error *err) {
     fs->t_first = calloc((size_t)fs->n_shards + 1, sizeof *fs->t_first);
     if (!fs->t_first) {
         gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        goto out;
+        return -1;
     }
     for (int s = 0; s < fs->n_shards; s++)
         fs->t_first[s + 1] = fs->t_first[s] + gguf_n_tensors(fs->shards[s]);
-    if (fs->n_shards == 1) {
-        rc = 0;
-        goto out;
+    return 0;
+}
+
+int gfs_view_merged(const struct gfs *fs) {
+    return fs->n_shards > 1 || fs->picks;
+}
+
+/* The context of the file the view shows, tensors and keys as they are
+ * now: gguf-split --merge's of a shard set, the mix's (every tensor as
+ * gfs_tensor_ctx picks it, offsets laid out anew).  NULL and err. */
+static gguf_ctx *merged_ctx(struct gfs *fs, struct gguf_error *err) {
+    if (!fs->picks)
+        return gguf_merge(fs->shards, fs->n_shards, err);
+    int64_t n = gfs_n_tensors(fs);
+    struct gguf_pick *t = calloc(n ? (size_t)n : 1, sizeof *t);
+    if (!t) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        return NULL;
     }
+    for (int64_t g = 0; g < n; g++)
+        t[g].ctx = gfs_tensor_ctx(fs, g, &t[g].i, NULL);
+    gguf_ctx *m = gguf_merge_picks(fs->ctx, fs->n_shards > 1, t, n, err);
+    free(t);
+    return m;
+}
+
+int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
+    int rc = -1;
+    gguf_ctx *m = NULL;
+    if (!fs->t_first && gfs_view_number(fs, err) != 0)
+        return -1;
+    if (!gfs_view_merged(fs))
+        return 0;
     /* The merged file's tensor offsets never change (edits touch keys
      * only): lay them out once. */
-    if (!(m = gguf_merge(fs->shards, fs->n_shards, err)))
+    if (!(m = merged_ctx(fs, err)))
         goto out;
     int64_t n = gfs_n_tensors(fs);
     fs->ext = calloc(n ? (size_t)n : 1, sizeof *fs->ext);
@@ -125,10 +152,10 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
 static int view_make(struct gfs *fs, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
     uint64_t d2;
-    if (fs->n_shards > 1) {
-        /* The merged file gguf-split --merge would write, from the current
-         * (edited) keys of the first shard. */
-        gguf_ctx *m = gguf_merge(fs->shards, fs->n_shards, &gerr);
+    if (gfs_view_merged(fs)) {
+        /* The merged file gguf-split --merge would write (or the mix),
+         * from the current (edited) keys of the first shard. */
+        gguf_ctx *m = merged_ctx(fs, &gerr);
         enum gguf_status st = m ? gguf_write_header(m, 0, b, &gerr) : gerr.code;
         gguf_close(m);
         return st != GGUF_OK ? gfs_errno(&gerr) : 0;
@@ -146,7 +173,7 @@ struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
 /* Bytes of the view's data section: a shard set's merged one, else the
  * GGUF's own. */
 static uint64_t data_size(const struct gfs *fs) {
-    if (fs->n_shards > 1)
+    if (gfs_view_merged(fs))
         return fs->merged_data_size;
     uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
     return fsz > d ? fsz - d : 0;
@@ -230,7 +257,7 @@ static int live_open(struct gfs *fs, struct gfs_fh *fh,
     if (!(fh->text = gfs_view_header(fs, &err)))
         return err;
     fi->noflush = 1;
-    if (fs->n_shards == 1) {
+    if (!gfs_view_merged(fs)) {
         uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
         fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
     }
@@ -255,7 +282,7 @@ static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     pthread_rwlock_rdlock(&fs->lock);
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
-    if (fs->n_shards == 1) {
+    if (!gfs_view_merged(fs)) {
         gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
                        sp.data_pos, sp.data_n, drop);
     } else {

@@ -83,9 +83,10 @@ static int lock_gguf(struct gfs_model *m) {
     return -1;
 }
 
-/* -o overlay or -o overlay=PATH was given. */
+/* -o overlay or -o overlay=PATH was given, or -o mix: a mix's edits go
+ * to its overlay (the base and the sources are only read). */
 static int overlay_wanted(const struct gfs_model *m) {
-    return m->a.o.overlay || m->a.o.overlay_path;
+    return m->a.o.overlay || m->a.o.overlay_path || m->a.o.mix;
 }
 
 /* How the GGUF is opened: never for writing with -o overlay (the file may
@@ -112,7 +113,14 @@ static int setup_overlay(struct gfs_model *m) {
     }
     /* As mountinfo will show it (a bad one is reported by the mount). */
     char *mnt = realpath(m->a.o.mnt, NULL);
-    struct gfs_overlay_args a = {.path = m->shown,
+    /* A mix's overlay is its own, keyed by base and recipe: the base's
+     * (mounted alone) never shows the mix's edits. */
+    char key[2 * PATH_MAX + 8];
+    char *recipe = m->a.o.mix ? realpath(m->a.o.mix, NULL) : NULL;
+    snprintf(key, sizeof key, "%s%s%s", m->shown, recipe ? "+mix=" : "",
+             recipe ? recipe : "");
+    free(recipe);
+    struct gfs_overlay_args a = {.path = key,
                                  .remote_id = remote ? ident : NULL,
                                  .opt = m->a.o.overlay_path,
                                  .file = m->a.file,
@@ -156,6 +164,7 @@ static int open_remote(struct gfs_model *m) {
         return -1;
     }
     m->fs.ctx = m->fs.shards[0];
+    m->fs.n_files = m->fs.n_shards;
     if (gfs_view_layout(&m->fs, &gerr) != 0) {
         say(m, "%s: %s", m->a.file, gerr.msg);
         return -1;
@@ -166,6 +175,29 @@ static int open_remote(struct gfs_model *m) {
                 sh ? gguf_path(m->fs.shards[sh]) : m->a.file,
                 gguf_warning(m->fs.shards[sh], w));
     gfs_remote_stat(&m->fs, &m->fs.st);
+    return 0;
+}
+
+static void mix_warn(void *u, const char *line) {
+    say(u, "%s", line);
+}
+
+/* -o mix=RECIPE: the sources opened and each tensor picked (mix.c), before
+ * the view is laid out.  0, or -1 after one line. */
+static int open_mix(struct gfs_model *m) {
+    char msg[2 * PATH_MAX + 512];
+    if (!m->a.o.mix)
+        return 0;
+    if (m->a.store) {
+        say(m, "%s: -o mix needs one base model, not a store", m->a.file);
+        return -1;
+    }
+    if (gfs_mix_open(&m->fs, m->a.o.mix,
+                     m->a.o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0, mix_warn,
+                     m, msg, sizeof msg) != 0) {
+        say(m, "%s: %s", m->a.file, msg);
+        return -1;
+    }
     return 0;
 }
 
@@ -281,6 +313,9 @@ static int open_gguf(struct gfs_model *m) {
         return -1;
     }
     m->fs.ctx = m->fs.shards[0];
+    m->fs.n_files = m->fs.n_shards;
+    if (open_mix(m) != 0)
+        return -1;
     if (gfs_view_layout(&m->fs, &gerr) != 0) {
         say(m, "%s: %s", m->a.file, gerr.msg);
         return -1;
@@ -417,7 +452,9 @@ void gfs_model_close(struct gfs *fs) {
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);
-    gguf_close_set(m->fs.shards, m->fs.n_shards);
+    gfs_mix_free(&m->fs);
+    gguf_close_set(m->fs.shards,
+                   m->fs.n_files ? m->fs.n_files : m->fs.n_shards);
     gfs_remote_close(&m->fs);
     gguf_file_close(&m->file);
     free(m->path);

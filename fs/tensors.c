@@ -9,7 +9,8 @@
  *   user.gguf.shape   dimensions in file order, "4096,32000"
  *   user.gguf.offset  absolute offset of the data in the GGUF
  *   user.gguf.size    bytes of data
- *   user.gguf.file    a shard set's: the shard file holding it
+ *   user.gguf.file    a shard set's or a mix's: the file holding it
+ *   user.gguf.source  that file (or URL) and the offset there, "PATH@OFF"
  */
 #include "kinds.h"
 #include "source/source.h"
@@ -135,8 +136,13 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
         snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(c, i));
         return gfs_add_str(out, tmp);
     }
-    if (strcmp(name, "user.gguf.file") == 0 && fs->n_shards > 1)
+    if (strcmp(name, "user.gguf.file") == 0 && gfs_view_merged(fs))
         return gfs_add_str(out, gguf_path(c));
+    if (strcmp(name, "user.gguf.source") == 0) {
+        snprintf(tmp, sizeof tmp, "@%" PRIu64, gguf_tensor_offset(c, i));
+        return gfs_add_str(out, gguf_path(c)) || gfs_add_str(out, tmp) ? ENOMEM
+                                                                       : 0;
+    }
     if (strcmp(name, "user.gguf.size") == 0) {
         snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
         return gfs_add_str(out, tmp);
@@ -153,12 +159,14 @@ static int tensor_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
 static int tensor_listxattr(struct gfs *fs, fuse_ino_t ino,
                             struct gguf_buf *out) {
     static const char names[] = "user.gguf.type\0user.gguf.shape\0"
-                                "user.gguf.offset\0user.gguf.size";
+                                "user.gguf.offset\0user.gguf.size\0"
+                                "user.gguf.source";
     if (gfs_tensor_index(fs, ino) < 0)
         return ENOENT;
     if (gguf_buf_add(out, names, sizeof names) != GGUF_OK)
         return ENOMEM;
-    if (fs->n_shards > 1 && gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
+    if (gfs_view_merged(fs) &&
+        gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
         return ENOMEM;
     return 0;
 }

@@ -21,6 +21,12 @@ int64_t gfs_n_tensors(const struct gfs *fs) {
 
 gguf_ctx *gfs_tensor_ctx(const struct gfs *fs, int64_t g, int64_t *i,
                          int *shard) {
+    if (fs->picks) { /* a mix: where the recipe took it from */
+        *i = fs->picks[g].i;
+        if (shard)
+            *shard = fs->picks[g].file;
+        return fs->shards[fs->picks[g].file];
+    }
     int s = 0;
     while (s + 1 < fs->n_shards && g >= fs->t_first[s + 1])
         s++;

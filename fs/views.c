@@ -496,7 +496,8 @@ const struct gfs_kind_ops gfs_kind_npy =
  * One line per tensor in file order, NAME<TAB>TYPE<TAB>SHAPE<TAB>BYTES,
  * NAME as in tensors/, SHAPE as user.gguf.shape (ne, comma-separated): no
  * offsets, so it changes only when tensors do and diff(1) of two
- * quantizations of a model lists what differs. */
+ * quantizations of a model lists what differs.  A mix's lines end with
+ * <TAB>SOURCE, the file (or URL) each tensor is taken from. */
 
 static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
                       struct gguf_buf *name) {
@@ -521,9 +522,12 @@ static int index_line(struct gfs *fs, int64_t i, struct gguf_buf *out,
         int n = snprintf(tmp, sizeof tmp, "%s%" PRId64, d ? "," : "\t", ne[d]);
         ok = gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK;
     }
-    int n =
-        snprintf(tmp, sizeof tmp, "%s\t%" PRIu64 "\n", nd ? "" : "\t", bytes);
-    return ok && gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK ? 0 : ENOMEM;
+    int n = snprintf(tmp, sizeof tmp, "%s\t%" PRIu64, nd ? "" : "\t", bytes);
+    ok = ok && gguf_buf_add(out, tmp, (size_t)n) == GGUF_OK;
+    if (ok && fs->picks)
+        ok = gguf_buf_add(out, "\t", 1) == GGUF_OK &&
+             gguf_buf_add(out, gguf_path(c), strlen(gguf_path(c))) == GGUF_OK;
+    return ok && gguf_buf_add(out, "\n", 1) == GGUF_OK ? 0 : ENOMEM;
 }
 
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err) {

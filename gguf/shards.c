@@ -176,50 +176,77 @@ fail:
     return st;
 }
 
-gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err) {
-    gguf_ctx *m = gguf_new(gguf_version(v[0]));
+/* A new context with first's version, alignment and keys in order; if
+ * split (the file gguf-split --merge writes), split.count set to 0, which
+ * ggml does by moving it last.  NULL and err on failure. */
+static gguf_ctx *merge_keys(const gguf_ctx *first, bool split,
+                            struct gguf_error *err) {
+    gguf_ctx *m = gguf_new(gguf_version(first));
     uint8_t zero_u16[2] = {0, 0};
     if (!m) {
         gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         return NULL;
     }
-    if (gguf_alignment(v[0]) != GGUF_DEFAULT_ALIGNMENT &&
-        gguf_set_alignment(m, gguf_alignment(v[0]), err) != GGUF_OK)
+    if (gguf_alignment(first) != GGUF_DEFAULT_ALIGNMENT &&
+        gguf_set_alignment(m, gguf_alignment(first), err) != GGUF_OK)
         goto fail;
-    /* gguf-split --merge: the first shard's keys in order, except that
-     * split.count is set to 0, which ggml does by moving it last. */
-    for (int64_t i = 0; i < gguf_n_kv(v[0]); i++) {
+    for (int64_t i = 0; i < gguf_n_kv(first); i++) {
         size_t kl, pl;
-        const char *k = gguf_kv_key(v[0], i, &kl);
-        const uint8_t *p = gguf_kv_payload(v[0], i, &pl);
-        if ((kl == strlen(SPLIT_COUNT) && memcmp(k, SPLIT_COUNT, kl) == 0) ||
-            gguf_kv_is_padding(v[0], i))
+        const char *k = gguf_kv_key(first, i, &kl);
+        const uint8_t *p = gguf_kv_payload(first, i, &pl);
+        if ((split && kl == strlen(SPLIT_COUNT) &&
+             memcmp(k, SPLIT_COUNT, kl) == 0) ||
+            gguf_kv_is_padding(first, i))
             continue;
         if (gguf_key_is_alignment(k, kl)) {
             if (gguf_find_key(m, k, kl) >= 0)
                 continue; /* set above */
-            if (gguf_set_alignment(m, gguf_alignment(v[0]), err) != GGUF_OK)
+            if (gguf_set_alignment(m, gguf_alignment(first), err) != GGUF_OK)
                 goto fail;
             continue;
         }
-        if (gguf_set_payload(m, k, kl, gguf_kv_type(v[0], i), p, pl, err) !=
+        if (gguf_set_payload(m, k, kl, gguf_kv_type(first, i), p, pl, err) !=
             GGUF_OK)
             goto fail;
     }
-    if (gguf_set_payload(m, SPLIT_COUNT, strlen(SPLIT_COUNT), GGUF_TYPE_UINT16,
+    if (split &&
+        gguf_set_payload(m, SPLIT_COUNT, strlen(SPLIT_COUNT), GGUF_TYPE_UINT16,
                          zero_u16, 2, err) != GGUF_OK)
         goto fail;
-    for (int s = 0; s < n; s++)
-        for (int64_t i = 0; i < gguf_n_tensors(v[s]); i++) {
-            size_t tl;
-            const char *tn = gguf_tensor_name(v[s], i, &tl);
-            if (gguf_add_tensor(m, tn, tl, gguf_tensor_type(v[s], i),
-                                gguf_tensor_n_dims(v[s], i),
-                                gguf_tensor_ne(v[s], i), err) != GGUF_OK)
-                goto fail;
-        }
     return m;
 fail:
     gguf_close(m);
     return NULL;
+}
+
+/* Appends tensor i of c (name, type, shape) to m. */
+static enum gguf_status add_like(gguf_ctx *m, const gguf_ctx *c, int64_t i,
+                                 struct gguf_error *err) {
+    size_t tl;
+    const char *tn = gguf_tensor_name(c, i, &tl);
+    return gguf_add_tensor(m, tn, tl, gguf_tensor_type(c, i),
+                           gguf_tensor_n_dims(c, i), gguf_tensor_ne(c, i), err);
+}
+
+gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err) {
+    gguf_ctx *m = merge_keys(v[0], true, err);
+    for (int s = 0; m && s < n; s++)
+        for (int64_t i = 0; i < gguf_n_tensors(v[s]); i++)
+            if (add_like(m, v[s], i, err) != GGUF_OK) {
+                gguf_close(m);
+                return NULL;
+            }
+    return m;
+}
+
+gguf_ctx *gguf_merge_picks(const gguf_ctx *first, bool split,
+                           const struct gguf_pick *t, int64_t n,
+                           struct gguf_error *err) {
+    gguf_ctx *m = merge_keys(first, split, err);
+    for (int64_t g = 0; m && g < n; g++)
+        if (add_like(m, t[g].ctx, t[g].i, err) != GGUF_OK) {
+            gguf_close(m);
+            return NULL;
+        }
+    return m;
 }

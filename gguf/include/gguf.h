@@ -538,6 +538,18 @@ void gguf_close_set(gguf_ctx **v, int n);
  * then every shard's tensor infos in order, offsets recomputed.  NULL and
  * err on failure. */
 gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err);
+/* The context of one file with first's keys (split: as gguf_merge, else
+ * unchanged) and the n tensor infos t names, in that order: each the
+ * name, type and shape of tensor t[g].i of t[g].ctx, offsets laid out
+ * anew at first's alignment.  A mix of tensors from several files
+ * (ggufs -o mix).  NULL and err on failure. */
+struct gguf_pick {
+    const gguf_ctx *ctx;
+    int64_t i;
+};
+gguf_ctx *gguf_merge_picks(const gguf_ctx *first, bool split,
+                           const struct gguf_pick *t, int64_t n,
+                           struct gguf_error *err);
 
 /* ---- commit (gguf/commit.c, recover.c, saved.c) -------------------- */
 
