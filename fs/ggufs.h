@@ -346,6 +346,16 @@ struct gfs {
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
+    /* Which files (indexes of shards) are remote, and whose source they
+     * are (source/remote.c): the model's, or a mix's remote sources
+     * (more_remote).  n_rfiles 0: every file is local. */
+    struct gfs_rfile {
+        struct gfs_remote *r;
+        int k;
+    } * rfiles;
+    int n_rfiles;
+    struct gfs_remote **more_remote;
+    int n_more_remote;
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -502,7 +512,7 @@ int gfs_view_merged(const struct gfs *fs);
  * line in msg (the sources opened so far stay in fs->shards, closed with
  * the model). */
 int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
-                 void (*warn)(void *u, const char *line), void *u, char *msg,
+                 const struct gfs_remote_opts *ro, void (*warn)(void *u, const char *line), void *u, char *msg,
                  size_t n);
 void gfs_mix_free(struct gfs *fs);
 void gfs_view_layout_free(struct gfs *fs);

@@ -24,6 +24,7 @@
  * GFS_MIX_MAX_RULES rules, GFS_MIX_MAX_SOURCES distinct sources.
  */
 #include "ggufs.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,28 +114,25 @@ out:
     return buf;
 }
 
+static int resolve(const char *dir, const char *s, char *path,
+                   const char *where, char *msg, size_t n);
+
 /* SOURCE of a rule as a path: absolute, or relative to the recipe's
  * directory dir.  The same file named twice is one source.  Its index, or
  * -1 with msg. */
 static int add_source(struct recipe *r, const char *dir, const char *s,
                       const char *where, char *msg, size_t n) {
     char path[PATH_MAX];
-    if (gfs_remote_is(s)) {
-        snprintf(msg, n,
-                 "%s: %s: a remote source in a mix is not supported (yet): "
-                 "mount it and name the live view",
-                 where, s);
+    char *real = NULL;
+    if (gfs_remote_is(s)) /* a URL: itself */
+        real = strdup(s);
+    else if (resolve(dir, s, path, where, msg, n) != 0)
         return -1;
-    }
-    int len = s[0] == '/' ? snprintf(path, sizeof path, "%s", s)
-                          : snprintf(path, sizeof path, "%s/%s", dir, s);
-    if (len < 0 || (size_t)len >= sizeof path) {
-        snprintf(msg, n, "%s: the source's path is too long", where);
-        return -1;
-    }
-    char *real = realpath(path, NULL);
+    else
+        real = realpath(path, NULL);
     if (!real) {
-        snprintf(msg, n, "%s: %s: %s", where, path, strerror(errno));
+        snprintf(msg, n, "%s: %s: %s", where, gfs_remote_is(s) ? s : path,
+                 strerror(errno));
         return -1;
     }
     for (int i = 0; i < r->n_src; i++)
@@ -150,6 +148,18 @@ static int add_source(struct recipe *r, const char *dir, const char *s,
     }
     r->src[r->n_src] = real;
     return r->n_src++;
+}
+
+/* A local SOURCE's path into path: absolute, or relative to dir. */
+static int resolve(const char *dir, const char *s, char *path,
+                   const char *where, char *msg, size_t n) {
+    int len = s[0] == '/' ? snprintf(path, PATH_MAX, "%s", s)
+                          : snprintf(path, PATH_MAX, "%s/%s", dir, s);
+    if (len < 0 || len >= PATH_MAX) {
+        snprintf(msg, n, "%s: the source's path is too long", where);
+        return -1;
+    }
+    return 0;
 }
 
 /* One line of the recipe (NUL-terminated, no newline) into r; 0, or -1
@@ -232,15 +242,19 @@ out:
 /* Opens every source (a set: its shards) and appends its files to
  * fs->shards; 0, or -1 with msg. */
 static int open_sources(struct gfs *fs, struct recipe *r, unsigned flags,
-                        char *msg, size_t n) {
+                        const struct gfs_remote_opts *ro, char *msg, size_t n) {
     int total = fs->n_files;
     for (int s = 0; s < r->n_src; s++) {
         gguf_ctx **v = NULL;
         int nv = 0;
         char bad[PATH_MAX + 64];
         struct gguf_error err = {0};
-        if (gguf_open_set(r->src[s], NULL, flags & GGUF_OPEN_ALLOW_NESTED, &v,
-                          &nv, bad, sizeof bad, &err) != GGUF_OK) {
+        unsigned fl = flags & GGUF_OPEN_ALLOW_NESTED;
+        if (gfs_remote_is(r->src[s])
+                ? gfs_remote_open_more(fs, r->src[s], ro, fl, &v, &nv, bad,
+                                       sizeof bad, &err) != 0
+                : gguf_open_set(r->src[s], NULL, fl, &v, &nv, bad, sizeof bad,
+                                &err) != GGUF_OK) {
             snprintf(msg, n, "%s: %s", bad, err.msg);
             return -1;
         }
@@ -356,6 +370,7 @@ static int pick_all(struct gfs *fs, struct recipe *r, char *msg, size_t n) {
 }
 
 int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
+                 const struct gfs_remote_opts *ro,
                  void (*warn)(void *u, const char *line), void *u, char *msg,
                  size_t n) {
     struct recipe r = {0};
@@ -364,7 +379,7 @@ int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
     if (!text)
         return -1;
     if (parse_recipe(&r, recipe, text, msg, n) != 0 ||
-        open_sources(fs, &r, flags, msg, n) != 0)
+        open_sources(fs, &r, flags, ro, msg, n) != 0)
         goto out;
     /* Numbering of the base's tensors first: picks are by it. */
     if (!fs->t_first) {

@@ -193,8 +193,8 @@ static int open_mix(struct gfs_model *m) {
         return -1;
     }
     if (gfs_mix_open(&m->fs, m->a.o.mix,
-                     m->a.o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0, mix_warn,
-                     m, msg, sizeof msg) != 0) {
+                     m->a.o.allow_nested ? GGUF_OPEN_ALLOW_NESTED : 0,
+                     &m->a.o.remote, mix_warn, m, msg, sizeof msg) != 0) {
         say(m, "%s: %s", m->a.file, msg);
         return -1;
     }

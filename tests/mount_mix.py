@@ -108,6 +108,34 @@ def refuse(ck, base, mnt, recipe_text, rdir, want, what):
         J.log("ok   refused, %s: %s" % (what, lines[0]))
 
 
+def remote_source(ck, tmp, mnt, base, donor):
+    """A source by URL (nginx on 127.0.0.1): the mixed tensors are the
+    donor's bytes, fetched through the block cache."""
+    import webserver as W
+    if not W.exe():
+        J.log("note: nginx is not installed: the remote source is not tried (dev/setup --tests)")
+        return
+    www = os.path.join(tmp, "www")
+    os.makedirs(www)
+    os.chmod(tmp, 0o755)
+    shutil.copyfile(donor, os.path.join(www, "donor.gguf"))
+    ngx = W.Nginx(os.path.join(tmp, "nginx"), www)
+    try:
+        url = ngx.url("donor.gguf")
+        rp = os.path.join(tmp, "remote.recipe")
+        with open(rp, "w") as f:
+            f.write("blk\\.1\\.ffn_(gate|up|down)\\.weight %s\n" % url)
+        picks = {n: donor for n in ("blk.1.ffn_gate.weight", "blk.1.ffn_up.weight", "blk.1.ffn_down.weight")}
+        with J.Mounted(base, mnt, args=["-o", "mix=" + rp + ",ro", "-o", "cache=" + os.path.join(tmp, "cache")]):
+            check_mix(ck, os.path.join(mnt, "base.gguf"), base, picks)
+            dt = tensors_of(donor)[0]["blk.1.ffn_up.weight"]
+            ck.eq("user.gguf.source of a tensor taken by URL", ("%s@%d" % (url, dt.offset)).encode(),
+                  J.xattr(os.path.join(mnt, "tensors", "blk.1.ffn_up.weight"), "user.gguf.source"))
+        J.log("ok   a source by URL (%s): the mixed view's tensors are the donor's" % url)
+    finally:
+        ngx.stop()
+
+
 def main():
     J.require_fuse()
     tmp = tempfile.mkdtemp(prefix="ggufs-mix-", dir="/tmp")
@@ -214,6 +242,8 @@ def main():
                           "probabilities (the base: %s)" % (a["tokens"], c["tokens"]))
             else:
                 J.log("note: node-llama-cpp is not installed: llama.cpp's comparison skipped")
+
+            remote_source(ck, tmp, mnt, base, d1)
 
             # refusals
             other = os.path.join(tmp, "wide.gguf")

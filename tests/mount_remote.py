@@ -116,11 +116,19 @@ def read_all(mnt):
 
 
 def tensor_xattrs(mnt):
+    """Every tensor's attributes; user.gguf.source's file part (a path
+    here, a URL there) cut to its last component, its offset kept."""
     td = os.path.join(mnt, "tensors")
     out = {}
     for n in os.listdir(td):
         p = os.path.join(td, n)
         out[n] = {a: os.getxattr(p, a) for a in os.listxattr(p)}
+        src = out[n].get("user.gguf.source")
+        if src is None:
+            out[n]["user.gguf.source"] = b"<missing>"
+        else:
+            where, _, off = src.rpartition(b"@")
+            out[n]["user.gguf.source"] = where.rsplit(b"/", 1)[-1] + b"@" + off
     return out
 
 

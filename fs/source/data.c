@@ -79,7 +79,7 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
 
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
-    if (fs->remote)
+    if (gfs_remote_file(fs, shard))
         return gfs_remote_read(fs, shard, pos, buf, n);
     int fd = gguf_fd(fs->shards[shard]);
     size_t done = 0;
@@ -100,7 +100,7 @@ int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
 }
 
 int gfs_data_fd(const struct gfs *fs, int shard) {
-    return fs->remote ? -1 : gguf_fd(fs->shards[shard]);
+    return gfs_remote_file(fs, shard) ? -1 : gguf_fd(fs->shards[shard]);
 }
 
 /* Chunk in which the GGUF's pages are dropped after serving: ext4 caches

@@ -91,13 +91,14 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The sorted ends of each shard's tensors, for readahead hints. */
-static int tensor_ends(struct gfs_remote *r, struct gfs *fs) {
-    if (!(r->ends = calloc((size_t)fs->n_shards, sizeof *r->ends)) ||
-        !(r->n_ends = calloc((size_t)fs->n_shards, sizeof *r->n_ends)))
+/* The sorted ends of each shard's tensors (v, n of them), for readahead
+ * hints. */
+static int tensor_ends(struct gfs_remote *r, gguf_ctx **v, int n) {
+    if (!(r->ends = calloc((size_t)n, sizeof *r->ends)) ||
+        !(r->n_ends = calloc((size_t)n, sizeof *r->n_ends)))
         return -1;
-    for (int sh = 0; sh < fs->n_shards; sh++) {
-        gguf_ctx *c = fs->shards[sh];
+    for (int sh = 0; sh < n; sh++) {
+        gguf_ctx *c = v[sh];
         int64_t nt = gguf_n_tensors(c);
         if (!(r->ends[sh] = malloc((size_t)(nt + 1) * sizeof **r->ends)))
             return -1;
@@ -123,49 +124,138 @@ static struct rmt_opts rmt_opts_of(const struct gfs_remote_opts *o, int hf,
                              .log_u = log_u};
 }
 
-int gfs_remote_open(struct gfs *fs, const char *url,
-                    const struct gfs_remote_opts *o, unsigned flags, char *bad,
-                    size_t bad_len, struct gguf_error *err) {
+static void remote_free(struct gfs_remote *r) {
+    if (!r)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        rmt_close(r->src[i]);
+        if (r->ends)
+            free(r->ends[i]);
+    }
+    free(r->ends);
+    free(r->n_ends);
+    free(r->src);
+    free(r);
+}
+
+/* Opens url and its sibling shards: *v, *n the contexts, the result their
+ * sources (NULL with err and bad on failure). */
+static struct gfs_remote *open_set(struct gfs *fs, const char *url,
+                                   const struct gfs_remote_opts *o, int hf,
+                                   unsigned flags, gguf_ctx ***v, int *n,
+                                   char *bad, size_t bad_len,
+                                   struct gguf_error *err) {
     struct gfs_remote *r = calloc(1, sizeof *r);
     if (!r)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), NULL;
     r->fs = fs;
-    r->opts = rmt_opts_of(o, o->hf, remote_log, fs);
+    r->opts = rmt_opts_of(o, hf, remote_log, fs);
     r->max_header = o->max_header ? o->max_header : GFS_MAX_HEADER;
-    fs->remote = r;
     /* Shards are found by the name their path ends in; a query string
      * (a download link's "?download=true") is the same for every shard.
      * URLs signed one by one cannot be found from the first. */
     const char *q = strchr(url, '?');
     char *base = strndup(url, q ? (size_t)(q - url) : strlen(url));
     r->query = q ? q : "";
-    if (!base)
-        return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
+    if (!base) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto fail;
+    }
     enum gguf_status st =
-        gguf_open_set_by(base, open_one, r, flags, &fs->shards, &fs->n_shards,
-                         bad, bad_len, err);
+        gguf_open_set_by(base, open_one, r, flags, v, n, bad, bad_len, err);
     free(base);
     r->query = "";
     if (st != GGUF_OK)
+        goto fail;
+    if (tensor_ends(r, *v, *n) != 0) {
+        gguf_close_set(*v, *n);
+        *v = NULL;
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    return r;
+fail:
+    remote_free(r);
+    return NULL;
+}
+
+/* Records that files [first, first + n) of fs are r's sources 0.. n-1. */
+static int map_files(struct gfs *fs, struct gfs_remote *r, int first, int n) {
+    struct gfs_rfile *m =
+        realloc(fs->rfiles, (size_t)(first + n) * sizeof *fs->rfiles);
+    if (!m)
         return -1;
-    if (tensor_ends(r, fs) != 0)
+    for (int f = fs->n_rfiles; f < first; f++)
+        m[f] = (struct gfs_rfile){NULL, 0}; /* local files */
+    for (int k = 0; k < n; k++)
+        m[first + k] = (struct gfs_rfile){r, k};
+    fs->rfiles = m;
+    fs->n_rfiles = first + n;
+    return 0;
+}
+
+int gfs_remote_open(struct gfs *fs, const char *url,
+                    const struct gfs_remote_opts *o, unsigned flags, char *bad,
+                    size_t bad_len, struct gguf_error *err) {
+    struct gfs_remote *r = open_set(fs, url, o, o->hf, flags, &fs->shards,
+                                    &fs->n_shards, bad, bad_len, err);
+    if (!r)
+        return -1;
+    fs->remote = r;
+    if (map_files(fs, r, 0, fs->n_shards) != 0)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), -1;
     return 0;
 }
 
+int gfs_remote_open_more(struct gfs *fs, const char *source,
+                         const struct gfs_remote_opts *o, unsigned flags,
+                         gguf_ctx ***v, int *n, char *bad, size_t bad_len,
+                         struct gguf_error *err) {
+    char msg[512];
+    char *url = gfs_remote_resolve(source, msg, sizeof msg);
+    if (!url) {
+        snprintf(bad, bad_len, "%s", source);
+        return gguf_fail(err, GGUF_E_INVAL, "%s", msg), -1;
+    }
+    struct gfs_remote *r =
+        open_set(fs, url, o, strncmp(source, "hf://", 5) == 0, flags, v, n, bad,
+                 bad_len, err);
+    free(url);
+    struct gfs_remote **more =
+        r ? realloc(fs->more_remote,
+                    (size_t)(fs->n_more_remote + 1) * sizeof *more)
+          : NULL;
+    if (!more || map_files(fs, r, fs->n_files, *n) != 0) {
+        if (more)
+            fs->more_remote = more;
+        if (r) {
+            gguf_close_set(*v, *n);
+            *v = NULL;
+            remote_free(r);
+            gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        }
+        return -1;
+    }
+    fs->more_remote = more;
+    fs->more_remote[fs->n_more_remote++] = r;
+    return 0;
+}
+
+int gfs_remote_file(const struct gfs *fs, int file) {
+    return file >= 0 && file < fs->n_rfiles && fs->rfiles[file].r;
+}
+
 void gfs_remote_close(struct gfs *fs) {
-    struct gfs_remote *r = fs->remote;
-    if (!r)
-        return;
-    for (int i = 0; i < r->n; i++)
-        rmt_close(r->src[i]);
-    for (int i = 0; r->ends && i < fs->n_shards; i++)
-        free(r->ends[i]);
-    free(r->ends);
-    free(r->n_ends);
-    free(r->src);
-    free(r);
+    remote_free(fs->remote);
     fs->remote = NULL;
+    for (int i = 0; i < fs->n_more_remote; i++)
+        remote_free(fs->more_remote[i]);
+    free(fs->more_remote);
+    fs->more_remote = NULL;
+    fs->n_more_remote = 0;
+    free(fs->rfiles);
+    fs->rfiles = NULL;
+    fs->n_rfiles = 0;
 }
 
 int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
@@ -217,11 +307,12 @@ static uint64_t ahead_of(const struct gfs_remote *r, int shard, uint64_t pos) {
 
 int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                     size_t n) {
-    struct gfs_remote *r = fs->remote;
-    if (shard < 0 || shard >= r->n)
+    if (!gfs_remote_file(fs, shard))
         return EIO;
-    uint64_t ahead = ahead_of(r, shard, pos);
-    return rmt_read(r->src[shard], pos, buf, n, ahead ? ahead : 1);
+    struct gfs_remote *r = fs->rfiles[shard].r;
+    int k = fs->rfiles[shard].k;
+    uint64_t ahead = ahead_of(r, k, pos);
+    return rmt_read(r->src[k], pos, buf, n, ahead ? ahead : 1);
 }
 
 void gfs_remote_stat(const struct gfs *fs, struct stat *st) {

@@ -119,6 +119,17 @@ char *gfs_remote_shown(const char *url, char *msg, size_t n);
 int gfs_remote_open(struct gfs *fs, const char *url,
                     const struct gfs_remote_opts *o, unsigned flags, char *bad,
                     size_t bad_len, struct gguf_error *err);
+/* A mix's remote source (mix.c): source (an http(s):// or hf:// URL) and
+ * its sibling shards opened into *v, *n, to be fs->shards[fs->n_files ..
+ * + *n) (the caller appends them); 0, or -1 with err and bad. */
+int gfs_remote_open_more(struct gfs *fs, const char *source,
+                         const struct gfs_remote_opts *o, unsigned flags,
+                         gguf_ctx ***v, int *n, char *bad, size_t bad_len,
+                         struct gguf_error *err);
+/* Whether file (an index of fs->shards) is a remote one: its bytes come
+ * through gfs_remote_read, it has no descriptor.  No lock. */
+int gfs_remote_file(const struct gfs *fs, int file);
+/* Closes the remote sources: the model's and a mix's. */
 void gfs_remote_close(struct gfs *fs);
 /* A Hub repo's models (catalog/hub.c's cat_hub_list) with the remote
  * options of the command line; 0, or -1 with msg. */
