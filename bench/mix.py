@@ -18,7 +18,7 @@ import os
 import shutil
 import statistics
 
-N_SHARDS = 1155
+N_SHARDS = int(os.environ.get("GGUFS_BENCH_MIX_SHARDS", "1155"))
 MB = 1 << 20
 
 

@@ -97,11 +97,15 @@ void gfs_view_layout_free(struct gfs *fs) {
     fs->ext = NULL;
 }
 
-/* Reads [off, off+n) of a shard set's merged data section into buf
- * (tensor bytes from their shards, zeros between); 0 or errno.  Caller
- * holds lock (read). */
-static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
-    int64_t lo = 0, hi = gfs_n_tensors(fs);
+/* The pieces of [off, off+n) of a merged data section, in order: tensor
+ * bytes of their files, zeros between (gfs_data_piece's shard -1), at
+ * most max of them.  Returns the bytes they cover (less than n when max
+ * was reached, or at the section's end).  Caller holds lock (read). */
+static uint64_t merged_pieces(const struct gfs *fs, uint64_t off, uint64_t n,
+                              struct gfs_data_piece *p, int max, int *np) {
+    int64_t nt = gfs_n_tensors(fs), lo = 0, hi = nt;
+    uint64_t done = 0;
+    *np = 0;
     /* The last extent starting at or before off. */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -110,43 +114,56 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
         else
             hi = mid;
     }
-    size_t done = 0;
-    for (int64_t g = lo; done < n; g++) {
-        uint64_t pos = off + done;
-        uint64_t start = g < gfs_n_tensors(fs) ? fs->ext[g].merged_rel
-                                               : fs->merged_data_size;
-        uint64_t next = g + 1 < gfs_n_tensors(fs) ? fs->ext[g + 1].merged_rel
-                                                  : fs->merged_data_size;
-        if (g >= gfs_n_tensors(fs) || pos >= next) {
-            if (g >= gfs_n_tensors(fs))
-                break;
-            continue;
-        }
-        if (pos < start) { /* before the first tensor: cannot happen */
-            memset(buf + done, 0, n - done);
-            break;
-        }
-        uint64_t in = pos - start;
+    for (int64_t g = lo; g < nt && done < n && *np < max; g++) {
         const struct gfs_extent *e = &fs->ext[g];
+        uint64_t pos = off + done;
+        uint64_t next =
+            g + 1 < nt ? fs->ext[g + 1].merged_rel : fs->merged_data_size;
+        if (pos >= next || pos < e->merged_rel)
+            continue; /* before the first tensor: cannot happen */
+        uint64_t in = pos - e->merged_rel;
         if (in < e->size) {
-            size_t m =
-                e->size - in < n - done ? (size_t)(e->size - in) : n - done;
-            gguf_ctx *c = fs->shards[e->shard];
-            int r = gfs_data_read(
-                fs, e->shard, gguf_data_offset(c) + e->rel + in, buf + done, m);
-            if (r)
-                return r;
+            uint64_t m = e->size - in < n - done ? e->size - in : n - done;
+            const gguf_ctx *c = fs->shards[e->shard];
+            p[(*np)++] = (struct gfs_data_piece){
+                e->shard, gguf_data_offset(c) + e->rel + in, m};
             done += m;
             pos += m;
         }
-        if (done < n && pos < next) { /* padding */
-            size_t m = next - pos < n - done ? (size_t)(next - pos) : n - done;
-            memset(buf + done, 0, m);
+        if (done < n && pos < next && *np < max) { /* padding */
+            uint64_t m = next - pos < n - done ? next - pos : n - done;
+            p[(*np)++] = (struct gfs_data_piece){-1, 0, m};
             done += m;
         }
     }
-    return done == n ? 0 : EIO;
+    return done;
 }
+
+/* Reads [off, off+n) of a merged data section into buf; 0 or errno.
+ * Caller holds lock (read). */
+static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
+    struct gfs_data_piece p[16];
+    size_t done = 0;
+    while (done < n) {
+        int np;
+        uint64_t got = merged_pieces(fs, off + done, n - done, p, 16, &np);
+        if (!got)
+            return EIO;
+        for (int k = 0; k < np; done += p[k++].n) {
+            int r = 0;
+            if (p[k].shard < 0)
+                memset(buf + done, 0, p[k].n);
+            else
+                r = gfs_data_read(fs, p[k].shard, p[k].pos, buf + done, p[k].n);
+            if (r)
+                return r;
+        }
+    }
+    return 0;
+}
+
+/* Pieces a read of the merged view is served in by descriptor. */
+#define GFS_VIEW_PIECES 16
 
 /* The header the view shows now (gfs_text_of_gen's make). */
 static int view_make(struct gfs *fs, struct gguf_buf *b) {
@@ -286,13 +303,25 @@ static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
         gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
                        sp.data_pos, sp.data_n, drop);
     } else {
-        char *buf = malloc(sp.hdr_n + sp.data_n ? sp.hdr_n + sp.data_n : 1);
-        int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
-        if (err)
-            fuse_reply_err(req, err);
-        else
-            fuse_reply_buf(req, buf, sp.hdr_n + sp.data_n);
-        free(buf);
+        /* The pieces of the data by descriptor (no copy), when they are
+         * few enough to be served at once. */
+        struct gfs_data_piece p[GFS_VIEW_PIECES];
+        int np = 0;
+        uint64_t got = sp.data_n ? merged_pieces(fs, sp.data_rel, sp.data_n, p,
+                                                 GFS_VIEW_PIECES, &np)
+                                 : 0;
+        if (got == sp.data_n) {
+            gfs_data_reply_pieces(req, fs, hdr->data + sp.hdr_off, sp.hdr_n, p,
+                                  np);
+        } else {
+            size_t len = sp.hdr_n + sp.data_n;
+            char *buf = gfs_tbuf(GFS_TBUF_REPLY, len ? len : 1);
+            int err = buf ? gfs_view_copy(fs, hdr, &sp, buf) : ENOMEM;
+            if (err)
+                fuse_reply_err(req, err);
+            else
+                fuse_reply_buf(req, buf, len);
+        }
     }
     gfs_text_put(hdr);
     pthread_rwlock_unlock(&fs->lock);

@@ -204,3 +204,68 @@ void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
     else
         reply_file(req, mem, mem_n, fd, pos, n, drop);
 }
+
+/* Zeros for the padding between a merged view's tensors. */
+static const char zeros[65536];
+
+/* Pieces a reply by descriptor takes at most (a read of 1 MiB crosses few
+ * tensors; a view of many tiny tensors is copied instead). */
+#define GFS_MAX_PIECES 32
+
+void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
+                           size_t mem_n, const struct gfs_data_piece *p,
+                           int np) {
+    struct {
+        struct fuse_bufvec v;
+        struct fuse_buf more[2 * GFS_MAX_PIECES + 1];
+    } bv = {.v = FUSE_BUFVEC_INIT(0)};
+    size_t nb = 0, total = mem_n;
+    int by_fd = np <= GFS_MAX_PIECES;
+    for (int k = 0; by_fd && k < np; k++) {
+        total += p[k].n;
+        by_fd = p[k].shard < 0 || gfs_data_fd(fs, p[k].shard) >= 0;
+    }
+    if (!by_fd) { /* copied: a remote file, or too many pieces */
+        char *buf = gfs_tbuf(GFS_TBUF_REPLY, total ? total : 1);
+        int err = buf ? 0 : ENOMEM;
+        size_t at = mem_n;
+        if (buf && mem_n)
+            memcpy(buf, mem, mem_n);
+        for (int k = 0; !err && k < np; at += p[k++].n)
+            if (p[k].shard < 0)
+                memset(buf + at, 0, p[k].n);
+            else
+                err = gfs_data_read(fs, p[k].shard, p[k].pos, buf + at, p[k].n);
+        if (err)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_buf(req, buf, total);
+        return;
+    }
+    struct fuse_buf *b = bv.v.buf;
+    if (mem_n)
+        b[nb++] = (struct fuse_buf){.size = mem_n, .mem = (void *)mem};
+    for (int k = 0; k < np; k++) {
+        if (p[k].shard >= 0 &&
+            gfs_data_short(fs, p[k].shard, p[k].pos, p[k].n)) {
+            fuse_reply_err(req, EIO);
+            return;
+        }
+        for (uint64_t z = 0; p[k].shard < 0 && z < p[k].n; z += sizeof zeros) {
+            if (nb == 2 * GFS_MAX_PIECES + 2) { /* a vast padding */
+                fuse_reply_err(req, EIO);
+                return;
+            }
+            size_t m = p[k].n - z < sizeof zeros ? p[k].n - z : sizeof zeros;
+            b[nb++] = (struct fuse_buf){.size = m, .mem = (void *)zeros};
+        }
+        if (p[k].shard >= 0)
+            b[nb++] = (struct fuse_buf){
+                .size = p[k].n,
+                .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY,
+                .fd = gfs_data_fd(fs, p[k].shard),
+                .pos = (off_t)p[k].pos};
+    }
+    bv.v.count = nb;
+    fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: see gfs_op_init */
+}

@@ -45,6 +45,18 @@ int gfs_data_fd(const struct gfs *fs, int shard);
  * end is EIO, never short.  Caller holds fs->lock (read). */
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop);
+/* Replies with mem_n bytes at mem, then the pieces in order: n bytes of
+ * shard's file from pos each, or n zeros (shard -1).  By descriptor when
+ * every file has one and there are few pieces (libfuse splices them: no
+ * copy by the daemon), else copied.  A piece past its file's end is EIO.
+ * Caller holds fs->lock (read). */
+struct gfs_data_piece {
+    int shard;
+    uint64_t pos, n;
+};
+void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
+                           size_t mem_n, const struct gfs_data_piece *p,
+                           int np);
 /* True if [off, off + len) of shard's file is in the page cache now
  * (cachestat, Linux 6.5+): then a read need not drop what it served.
  * True for a remote source (nothing to drop); false when unknown. */
