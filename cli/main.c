@@ -80,7 +80,7 @@ static int mount(int argc, char *argv[]) {
     if (status == CLI_GO_ON)
         status = gfs_daemon_run(&c);
     free(c.o.ggml);
-    free((char *)c.o.overlay_path);     /* fuse_opt's copy of -o overlay= */
+    free((char *)c.o.overlay_path); /* fuse_opt's copy of -o overlay= */
     free((char *)c.o.mix);
     free((char *)c.o.remote.cache_dir); /* strdup'ed by fuse_opt_parse */
     free((char *)c.o.remote.header_file);

@@ -67,7 +67,7 @@ struct gfs_opts {
     int overlay;                   /* -o overlay[=PATH]: edits to an overlay */
     const char *overlay_path;      /* its PATH, or NULL for the default */
     const char *mix; /* -o mix=RECIPE: tensors from other files (mix.c) */
-    int over;                      /* -o over: mount on top of a mount */
+    int over;        /* -o over: mount on top of a mount */
     /* Stores (storefs.c, issue 23): -o store=KIND (ollama, hf, lmstudio,
      * dir; NULL: recognised from the layout), -o max_models=N (models
      * open at once; 0: GFS_MAX_MODELS_DEFAULT). */

@@ -317,7 +317,7 @@ struct gfs {
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
     int n_shards;
-    int64_t *t_first;       /* global index of each shard's first tensor */
+    int64_t *t_first; /* global index of each shard's first tensor */
     /* A mix (-o mix, mix.c): the files after the base's shards,
      * shards[n_shards .. n_files), are its sources, and picks[g] says
      * which file and which of its tensors base tensor g is (NULL: no
@@ -512,7 +512,8 @@ int gfs_view_merged(const struct gfs *fs);
  * line in msg (the sources opened so far stay in fs->shards, closed with
  * the model). */
 int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
-                 const struct gfs_remote_opts *ro, void (*warn)(void *u, const char *line), void *u, char *msg,
+                 const struct gfs_remote_opts *ro,
+                 void (*warn)(void *u, const char *line), void *u, char *msg,
                  size_t n);
 void gfs_mix_free(struct gfs *fs);
 void gfs_view_layout_free(struct gfs *fs);
