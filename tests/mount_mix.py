@@ -204,6 +204,12 @@ def main():
                     src = picks.get(f[0], base)
                     if len(f) != 5 or (src != d2 and f[4] != os.path.realpath(src)):
                         ck.bad("index.tsv: %r: no SOURCE column naming %s" % (line, src), "index")
+                # hashes: of the source's bytes
+                for name in ("blk.1.ffn_up.weight", "blk.0.attn_q.weight", "token_embd.weight"):
+                    src = picks.get(name, base)
+                    want = hashlib.sha256(tensor_bytes(src, srcs[src][name])).hexdigest().encode()
+                    ck.eq("tensors/%s user.gguf.sha256" % name, want,
+                          J.xattr(os.path.join(mnt, "tensors", name), "user.gguf.sha256"))
                 # f32/ of a q8_0 tensor: ggml's dequantisation of the donor's
                 f32 = open(os.path.join(mnt, "f32", "blk.1.ffn_down.weight"), "rb").read()
                 if len(f32) != 4 * got["blk.1.ffn_down.weight"].ne[0] * got["blk.1.ffn_down.weight"].ne[1]:
