@@ -211,9 +211,16 @@ def main():
                     ck.eq("tensors/%s user.gguf.sha256" % name, want,
                           J.xattr(os.path.join(mnt, "tensors", name), "user.gguf.sha256"))
                 # f32/ of a q8_0 tensor: ggml's dequantisation of the donor's
+                # (mount_views judges the donor's own f32/ against ggml)
                 f32 = open(os.path.join(mnt, "f32", "blk.1.ffn_down.weight"), "rb").read()
-                if len(f32) != 4 * got["blk.1.ffn_down.weight"].ne[0] * got["blk.1.ffn_down.weight"].ne[1]:
-                    ck.bad("f32/blk.1.ffn_down.weight: %d bytes" % len(f32))
+                dmnt = os.path.join(tmp, "dmnt")
+                os.mkdir(dmnt)
+                with J.Mounted(d1, dmnt, args=["-o", "ro"]):
+                    want = open(os.path.join(dmnt, "f32", "blk.1.ffn_down.weight"), "rb").read()
+                t = got["blk.1.ffn_down.weight"]
+                if f32 != want or len(want) != 4 * t.ne[0] * t.ne[1]:
+                    ck.bad("f32/blk.1.ffn_down.weight: not the donor's values (%d bytes, %d)"
+                           % (len(f32), len(want)))
                 # a metadata edit goes to the mix's overlay
                 with open(os.path.join(mnt, "meta", "general.name"), "w") as f:
                     f.write("mixed\n")
