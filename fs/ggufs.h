@@ -337,6 +337,8 @@ struct gfs {
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
+    struct gfs_fds *fds;       /* local: the descriptors of files that released
+                            theirs (source/fds.c), or NULL */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;

@@ -61,12 +61,28 @@ void *gfs_tbuf(enum gfs_tbuf which, size_t n) {
     return t->b[which].p;
 }
 
-int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+/* Which descriptor serves file shard's bytes, the one rule: a context
+ * that kept its own (the first shard: a commit replaces it only under
+ * fs->lock held for writing, and callers hold it for reading) serves by
+ * that; any other local file's comes from the model's cache (fds.c),
+ * pinned until data_put.  A remote source has none (callers ask
+ * fs->remote first).  0 with *fd, or an errno. */
+static int data_get(struct gfs *fs, int shard, int *fd) {
+    if ((*fd = gguf_fd(fs->shards[shard])) >= 0)
+        return 0;
+    return gfs_fds_get(fs, shard, fd);
+}
+
+static void data_put(struct gfs *fs, int shard) {
+    if (gguf_fd(fs->shards[shard]) < 0)
+        gfs_fds_put(fs, shard);
+}
+
+/* gfs_data_short on shard's descriptor fd. */
+static int fd_short(struct gfs *fs, int shard, int fd, uint64_t pos,
+                    uint64_t n) {
     struct stat sb;
-    if (n == 0 || gfs_data_fd(fs, shard) < 0)
-        return 0; /* a remote source's size is fixed by its identity */
-    if (fstat(gguf_fd(fs->shards[shard]), &sb) == 0 &&
-        (uint64_t)sb.st_size >= pos + n)
+    if (n == 0 || (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= pos + n))
         return 0;
     static atomic_int said;
     if (!atomic_exchange(&said, 1))
@@ -77,30 +93,39 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     return 1;
 }
 
+int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+    int fd;
+    if (n == 0 || fs->remote)
+        return 0; /* a remote source's size is fixed by its identity */
+    if (data_get(fs, shard, &fd) != 0)
+        return 1; /* cannot be read at all: said by fds.c */
+    int r = fd_short(fs, shard, fd, pos, n);
+    data_put(fs, shard);
+    return r;
+}
+
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
     if (fs->remote)
         return gfs_remote_read(fs, shard, pos, buf, n);
-    int fd = gguf_fd(fs->shards[shard]);
+    int fd, err = data_get(fs, shard, &fd);
     size_t done = 0;
-    while (done < n) {
+    while (!err && done < n) {
         ssize_t r =
             pread(fd, (char *)buf + done, n - done, (off_t)(pos + done));
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0)
-            return errno;
-        if (r == 0) {
-            gfs_data_short(fs, shard, pos, n);
-            return EIO;
+        if (r < 0) {
+            err = errno;
+        } else if (r == 0) {
+            fd_short(fs, shard, fd, pos, n);
+            err = EIO;
         }
-        done += (size_t)r;
+        done += r > 0 ? (size_t)r : 0;
     }
-    return 0;
-}
-
-int gfs_data_fd(const struct gfs *fs, int shard) {
-    return fs->remote ? -1 : gguf_fd(fs->shards[shard]);
+    if (fd >= 0)
+        data_put(fs, shard);
+    return err;
 }
 
 /* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
@@ -129,10 +154,15 @@ static int range_cached(int fd, uint64_t off, uint64_t len) {
     return cs.nr_cache >= pages;
 }
 
-int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
-                    uint64_t len) {
-    int fd = gfs_data_fd(fs, shard);
-    return fd < 0 || range_cached(fd, off, len);
+int gfs_data_cached(struct gfs *fs, int shard, uint64_t off, uint64_t len) {
+    int fd;
+    if (fs->remote)
+        return 1;
+    if (data_get(fs, shard, &fd) != 0)
+        return 0;
+    int r = range_cached(fd, off, len);
+    data_put(fs, shard);
+    return r;
 }
 
 /* Replies with mem_n bytes at mem (may be 0), then n bytes of fd from pos,
@@ -196,11 +226,19 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
 
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
-    int fd = gfs_data_fd(fs, shard);
-    if (fd < 0)
+    int fd, err;
+    if (fs->remote) {
         reply_copy(req, fs, shard, mem, mem_n, pos, n);
-    else if (gfs_data_short(fs, shard, pos, n))
+        return;
+    }
+    if ((err = data_get(fs, shard, &fd)) != 0) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    /* Pinned until libfuse has read (or spliced) the bytes. */
+    if (fd_short(fs, shard, fd, pos, n))
         fuse_reply_err(req, EIO);
     else
         reply_file(req, mem, mem_n, fd, pos, n, drop);
+    data_put(fs, shard);
 }
