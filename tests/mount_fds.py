@@ -144,8 +144,30 @@ def expect_eio(path, what):
 def swapped(d, mnt, shards):
     """Shard 1001 renamed over by another file (same layout, other
     values) before anything read it: EIO for its tensor and for the live
-    view's bytes of it; the other shards still read."""
+    view's bytes of it, one log line naming it; the other shards still
+    read.  The daemon in the foreground: its log is its stderr."""
     k = 1000
+    errf = tempfile.TemporaryFile()
+    proc = subprocess.Popen([J.tool("GGUFS"), "-f", "-o", "ro", shards[0], mnt], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=errf, preexec_fn=soft_limit)
+    try:
+        deadline = time.time() + 60
+        while J.mountinfo_entry(mnt) is None:
+            if proc.poll() is not None or time.time() > deadline:
+                errf.seek(0)
+                raise J.Fail("ggufs -f did not mount the set: %s" % errf.read().decode(errors="replace"))
+            time.sleep(0.05)
+        swap_one(d, mnt, shards, k)
+    finally:
+        J.unmount(mnt)
+        proc.wait(timeout=30)
+    errf.seek(0)
+    lines = [l for l in errf.read().decode(errors="replace").splitlines() if os.path.basename(shards[k]) in l]
+    if len(lines) != 1 or "not the file validated at mount" not in lines[0]:
+        raise J.Fail("expected one log line naming the swapped shard, got %r" % lines)
+
+
+def swap_one(d, mnt, shards, k):
     other = os.path.join(d, "other.gguf")
     with open(other, "wb") as f:
         f.write(shard_bytes(k, N, lambda k: data_of(k, salt=0.5)))
@@ -175,7 +197,6 @@ def main():
         try:
             read_all(mnt, shards, pid)
             J.unmount(mnt)
-            pid = mount(shards[0], mnt)
             swapped(d, mnt, shards)
         finally:
             if J.mountinfo_entry(mnt) is not None:

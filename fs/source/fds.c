@@ -176,8 +176,9 @@ static int same_file(int fd, const struct gguf_ident *id) {
 }
 
 /* Opens file i again (c->mu held): its descriptor, or -1 with *err.  A
- * file that is gone or another one is EIO, said once. */
-static int open_ent(struct gfs *fs, struct gfs_fds *c, int i, int *err) {
+ * file that is gone or another one is EIO, with *say what to log (the
+ * first time only: else NULL), after c->mu is let go. */
+static int open_ent(struct gfs_fds *c, int i, int *err, const char **say) {
     struct fd_ent *e = &c->e[i];
     const char *why = "not the file validated at mount (replaced or "
                       "changed since)";
@@ -200,8 +201,7 @@ static int open_ent(struct gfs *fs, struct gfs_fds *c, int i, int *err) {
         close(fd);
     if (!e->said) {
         e->said = 1;
-        gfs_log(fs, "%s: %s: its reads fail with EIO", gguf_path(fs->shards[i]),
-                why);
+        *say = why;
     }
     *err = EIO;
     return -1;
@@ -210,6 +210,7 @@ static int open_ent(struct gfs *fs, struct gfs_fds *c, int i, int *err) {
 int gfs_fds_get(struct gfs *fs, int i, int *fd) {
     struct gfs_fds *c = fs->fds;
     int err = 0;
+    const char *say = NULL;
     if (!c || i < 0 || i >= c->n || !c->e[i].name)
         return EIO; /* a file with no descriptor and no way to open it */
     pthread_mutex_lock(&c->mu);
@@ -218,7 +219,7 @@ int gfs_fds_get(struct gfs *fs, int i, int *fd) {
         unlink_ent(c, i);
     } else {
         shrink(c, c->cap - 1);
-        if ((e->fd = open_ent(fs, c, i, &err)) < 0)
+        if ((e->fd = open_ent(c, i, &err, &say)) < 0)
             goto out;
         c->n_open++;
     }
@@ -227,6 +228,9 @@ int gfs_fds_get(struct gfs *fs, int i, int *fd) {
     *fd = e->fd;
 out:
     pthread_mutex_unlock(&c->mu);
+    if (say)
+        gfs_log(fs, "%s: %s: its reads fail with EIO", gguf_path(fs->shards[i]),
+                say);
     return err;
 }
 
