@@ -5,7 +5,8 @@ The test writes a set of 1155 one-tensor shards (the layout of llama.cpp's
 gguf-split, GGUF v3 written here byte by byte; ggml's reader judges the
 first shards and the merged live view), mounts it with the daemon's soft
 RLIMIT_NOFILE at 256, reads every tensors/ file and the whole live view
-back and compares them with the bytes written, while a sampler counts the
+back (the tensors by eight threads at once) and compares them with the
+bytes written, while a sampler counts the
 daemon's open descriptors (/proc/PID/fd): at most 64.  Then a shard is
 swapped under the mount (another file renamed over it): its tensor and
 the live view's part of it fail with EIO, never with the other file's
@@ -27,6 +28,7 @@ N = 1155
 ELEMS = 8  # f32 each: 32 bytes a tensor
 MAX_FDS = 64
 SOFT = 256
+READERS = 8
 
 
 def gstr(b):
@@ -99,13 +101,25 @@ def mount(first, mnt):
 def read_all(mnt, shards, pid):
     sampler = FdSampler(pid)
     sampler.start()
-    try:
-        for k in range(N):
+    bad = []
+
+    def reader(t):
+        # READERS threads at once, each its own shards: the daemon's
+        # workers open, pin and evict descriptors concurrently.
+        for k in range(t, N, READERS):
             with open(os.path.join(mnt, "tensors", "blk.%d.w" % k), "rb") as f:
                 got = f.read()
             if got != data_of(k):
-                raise J.Fail("tensors/blk.%d.w reads %r, expected the bytes of shard %d"
-                             % (k, J.shorten(got), k + 1))
+                bad.append("tensors/blk.%d.w reads %r, expected the bytes of shard %d"
+                           % (k, J.shorten(got), k + 1))
+    try:
+        threads = [threading.Thread(target=reader, args=(t,)) for t in range(READERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if bad:
+            raise J.Fail("%d tensors read wrong, first: %s" % (len(bad), bad[0]))
         live = os.path.join(mnt, "big.gguf")
         out = os.path.join(os.path.dirname(mnt), "merged.gguf")
         shutil.copyfile(live, out)
