@@ -103,8 +103,7 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size) {
  * hold the file locked, and their commit refuses a changed file.  No lock:
  * fs->st does not change on a read-only mount.  0 or EIO. */
 static int file_changed(struct gfs *fs) {
-    if (!fs->readonly || gfs_data_fd(fs, 0) < 0) /* remote: checked by
-                                                     every request */
+    if (!fs->readonly || fs->remote) /* remote: checked by every request */
         return 0;
     if (atomic_load(&fs->changed))
         return EIO;

@@ -356,6 +356,8 @@ struct gfs {
     int n_rfiles;
     struct gfs_remote **more_remote;
     int n_more_remote;
+    struct gfs_fds *fds; /* local: the descriptors of files that released
+                            theirs (source/fds.c), or NULL */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;

@@ -139,13 +139,13 @@ static int gave_up(struct gfs *fs, fuse_req_t req) {
 }
 
 /* Who may start a hash of a remote mount (its bytes have no local
- * descriptor: gfs_data_fd) that is not known yet: it reads the whole
+ * descriptor) that is not known yet: it reads the whole
  * tensor (or model) from the server, in one long request that keeps the
  * mount busy.  The mount's owner and root; others get EACCES until it is
  * known (then they get it as everyone does). */
 static int may_compute(const struct gfs *fs, fuse_req_t req) {
     const struct fuse_ctx *c = fuse_req_ctx(req);
-    return gfs_data_fd(fs, 0) >= 0 || c->uid == 0 || c->uid == fs->uid;
+    return !fs->remote || c->uid == 0 || c->uid == fs->uid;
 }
 
 /* Reads the next chunk of job's tensor into buf; its length, or 0 and

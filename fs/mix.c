@@ -239,6 +239,25 @@ out:
     return rc;
 }
 
+/* A local source's files [first, first + n) of fs->shards let their
+ * descriptors go; the model's cache opens them on demand (source/fds.c:
+ * by their absolute paths, checked to be the files validated here), so
+ * many sources cost no descriptors.  A remote source has none.  0 or
+ * ENOMEM. */
+static int track(struct gfs *fs, int first, int n) {
+    if (gfs_remote_file(fs, first))
+        return 0;
+    if (!fs->fds && gfs_fds_init(fs, gfs_fds_cap()) != 0)
+        return ENOMEM;
+    for (int f = first; f < first + n; f++) {
+        gguf_release_fd(fs->shards[f]);
+        int err = gfs_fds_add(fs, f, AT_FDCWD, gguf_path(fs->shards[f]));
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
 /* Opens every source (a set: its shards) and appends its files to
  * fs->shards; 0, or -1 with msg. */
 static int open_sources(struct gfs *fs, struct recipe *r, unsigned flags,
@@ -268,6 +287,11 @@ static int open_sources(struct gfs *fs, struct recipe *r, unsigned flags,
         fs->shards = grown;
         memcpy(fs->shards + total, v, (size_t)nv * sizeof *v);
         free(v);
+        fs->n_files = total + nv;
+        if (track(fs, total, nv) != 0) {
+            snprintf(msg, n, "%s: out of memory", r->src[s]);
+            return -1;
+        }
         r->first[s] = total;
         r->count[s] = nv;
         total += nv;

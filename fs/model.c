@@ -15,6 +15,7 @@
 #include "../status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +258,29 @@ static enum gguf_status open_set(struct gfs_model *m, unsigned flags, char *bad,
                             &m->fs.n_shards, bad, bad_len, err);
 }
 
+/* The set's shards released their descriptors (gguf_open_set): they are
+ * opened again on demand (source/fds.c), a set's beside its first file in
+ * the directory that was opened (m->file.dfd), a store's by the path its
+ * scan found (each reopen is checked to be the file validated here).  A
+ * store's model keeps fewer: the store bounds its models by FD_PER_MODEL.
+ * 0 or -1 after one line. */
+static int track_files(struct gfs_model *m) {
+    int store = m->a.files && m->a.n_files >= 2;
+    if (gfs_fds_init(&m->fs, m->a.store ? GFS_FDS_STORE_CAP : gfs_fds_cap()))
+        goto nomem;
+    for (int s = 1; s < m->fs.n_shards; s++) {
+        const char *p = gguf_path(m->fs.shards[s]);
+        const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+        if (gfs_fds_add(&m->fs, s, store ? AT_FDCWD : m->file.dfd,
+                        store ? p : base) != 0)
+            goto nomem;
+    }
+    return 0;
+nomem:
+    say(m, "%s: out of memory", m->a.file);
+    return -1;
+}
+
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and
  * locked.  0, or -1 after one line on stderr. */
 static int open_gguf(struct gfs_model *m) {
@@ -314,7 +338,7 @@ static int open_gguf(struct gfs_model *m) {
     }
     m->fs.ctx = m->fs.shards[0];
     m->fs.n_files = m->fs.n_shards;
-    if (open_mix(m) != 0)
+    if (track_files(m) != 0 || open_mix(m) != 0)
         return -1;
     if (gfs_view_layout(&m->fs, &gerr) != 0) {
         say(m, "%s: %s", m->a.file, gerr.msg);
@@ -452,6 +476,7 @@ void gfs_model_close(struct gfs *fs) {
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);
+    gfs_fds_free(&m->fs);
     gfs_mix_free(&m->fs);
     gguf_close_set(m->fs.shards,
                    m->fs.n_files ? m->fs.n_files : m->fs.n_shards);

@@ -373,6 +373,7 @@ int gfs_daemon_run(struct gfs_cmdline *c) {
     m.mount.log.foreground = c->co.foreground;
     pthread_mutex_init(&m.mount.log.lock, NULL);
     snprintf(m.mount.log.where, sizeof m.mount.log.where, "syslog");
+    gfs_fds_rlimit();
     if ((status = gfs_store_is(c->o.file) ? open_store(&m) : open_model(&m)))
         goto out;
     status = EXIT_MOUNT;

@@ -12,8 +12,12 @@
 
 #define GFS_STORE_TSV 2   /* models.tsv */
 #define GFS_STORE_DIR0 16 /* directory node k: GFS_STORE_DIR0 + k */
-#define FD_PER_MODEL 4    /* a model's descriptors, for the bound */
-#define FAIL_RETRY_S 1.0  /* a model that failed to open: tried again after */
+/* A model's descriptors, for the bound: its file (twice: opened once and
+ * its context's) and directory, and for a shard set GFS_FDS_STORE_CAP
+ * shard descriptors (source/fds.c: the other shards are opened on demand,
+ * one at a time but for a reader that holds one while another opens). */
+#define FD_PER_MODEL 4
+#define FAIL_RETRY_S 1.0 /* a model that failed to open: tried again after */
 /* The store's stamp: asked at most this often. */
 #define RESCAN_EVERY_S 1.0
 /* make_room: how long it waits for an open model to be let go. */

@@ -155,6 +155,21 @@ uint64_t gguf_file_size(const gguf_ctx *ctx) {
 int gguf_fd(const gguf_ctx *ctx) {
     return ctx ? ctx->fd : -1;
 }
+bool gguf_ident(const gguf_ctx *ctx, struct gguf_ident *out) {
+    if (!ctx || !ctx->path || ctx->rd.read)
+        return false;
+    *out = (struct gguf_ident){.dev = ctx->dev,
+                               .ino = ctx->ino,
+                               .size = ctx->file_size,
+                               .mtime_ns = ctx->mtime_ns};
+    return true;
+}
+void gguf_release_fd(gguf_ctx *ctx) {
+    if (ctx && ctx->fd >= 0) {
+        close(ctx->fd);
+        ctx->fd = -1;
+    }
+}
 const char *gguf_path(const gguf_ctx *ctx) {
     return ctx ? ctx->path : NULL;
 }

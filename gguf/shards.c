@@ -6,6 +6,14 @@
  * first shard carries the full metadata; each shard holds its own tensors.
  * A set is opened whole and checked for consistency, so a missing or
  * foreign shard is named before anything is mounted.
+ *
+ * Descriptors.  A set may have a thousand shards: each shard but the
+ * first has its descriptor released (gguf_release_fd) once its header is
+ * parsed and checked, so that opening a set holds two descriptors at a
+ * time, whatever its size.  The first shard keeps its own (the metadata,
+ * the edits and the commit are its); whoever reads another shard's bytes
+ * opens it again and checks it is the same file (gguf_ident; the daemon:
+ * fs/source/fds.c).
  */
 #include "internal.h"
 
@@ -155,6 +163,7 @@ enum gguf_status gguf_open_set_by(const char *path, gguf_opener open, void *u,
         n++;
         if ((st = check_shard(v, n, count, err)) != GGUF_OK)
             goto fail;
+        gguf_release_fd(v[n - 1]);
         total += gguf_n_tensors(v[n - 1]);
     }
     snprintf(bad, bad_len, "%s", path);

@@ -108,6 +108,46 @@ def refuse(ck, base, mnt, recipe_text, rdir, want, what):
         J.log("ok   refused, %s: %s" % (what, lines[0]))
 
 
+def many_sources(ck, tmp, mnt):
+    """A recipe over a set of mount_fds.N one-tensor shards, mounted with a
+    soft limit of 256 descriptors: every tensor read back as the shard
+    holds it, and at most 64 descriptors in the daemon meanwhile."""
+    import mount_fds as F
+    d = os.path.join(tmp, "many")
+    os.mkdir(d)
+    shards = F.make_set(d, "many", F.N)
+    base = os.path.join(tmp, "many-base.gguf")
+    with J.Mounted(shards[0], mnt, args=["-o", "ro"]):
+        shutil.copyfile(os.path.join(mnt, "many.gguf"), base)
+    rp = os.path.join(tmp, "many.recipe")
+    with open(rp, "w") as f:
+        f.write(".* many/many-00001-of-%05d.gguf\n" % F.N)
+    p = J.run_ggufs(["-o", "mix=" + rp + ",ro", base, mnt], timeout=300, preexec_fn=F.soft_limit)
+    if p.returncode != 0:
+        raise Fail("a mix over %d shards does not mount with a soft limit of %d: %s"
+                   % (F.N, F.SOFT, p.stderr.decode(errors="replace").strip()[-400:]))
+    try:
+        pid = J._procs_for(mnt)[0]
+        sampler = F.FdSampler(pid)
+        sampler.start()
+        bad = 0
+        try:
+            for k in range(F.N):
+                t = open(os.path.join(mnt, "tensors", "blk.%d.w" % k), "rb").read()
+                bad += t != F.data_of(k)
+        finally:
+            sampler.stop.set()
+            sampler.join()
+        if bad:
+            ck.bad("a mix over %d shards: %d tensors differ from their shards" % (F.N, bad))
+        if sampler.most > 64:
+            ck.bad("a mix over %d shards: the daemon held %d descriptors (at most 64)" % (F.N, sampler.most))
+        J.log("ok   a mix over a %d-shard set under a soft limit of %d: every tensor read, at most %d "
+              "descriptors in the daemon" % (F.N, F.SOFT, sampler.most))
+    finally:
+        J.unmount(mnt)
+
+
 def remote_source(ck, tmp, mnt, base, donor):
     """A source by URL (nginx on 127.0.0.1): the mixed tensors are the
     donor's bytes, fetched through the block cache."""
@@ -257,6 +297,7 @@ def main():
                 J.log("note: node-llama-cpp is not installed: llama.cpp's comparison skipped")
 
             remote_source(ck, tmp, mnt, base, d1)
+            many_sources(ck, tmp, mnt)
 
             # refusals
             other = os.path.join(tmp, "wide.gguf")

@@ -223,6 +223,8 @@ START_TEST(kv_getters) {
     ck_assert_uint_eq(gguf_alignment(ctx), 32);
     ck_assert_int_eq(gguf_fd(ctx), -1);
     ck_assert_ptr_null(gguf_path(ctx));
+    struct gguf_ident id;
+    ck_assert(!gguf_ident(ctx, &id)); /* memory: no file to match */
     for (int64_t i = 0; i < gguf_n_kv(ctx); i++)
         ck_assert_uint_eq(gguf_kv_id(ctx, i), (uint32_t)i + 1);
     ck_assert_uint_eq(ctx->next_id, 26);
@@ -548,6 +550,18 @@ START_TEST(big_header_file) {
     ck_assert_int_eq(fl & O_ACCMODE, O_RDONLY);
     ck_assert(!(fl & O_NONBLOCK));
     ck_assert(fcntl(gguf_fd(ctx), F_GETFD) & FD_CLOEXEC);
+    /* released (a shard of a set): the header and the identity stay */
+    int64_t nkv = gguf_n_kv(ctx);
+    struct gguf_ident id;
+    gguf_release_fd(ctx);
+    ck_assert_int_eq(gguf_fd(ctx), -1);
+    ck_assert(gguf_ident(ctx, &id));
+    ck_assert(id.dev == sb.st_dev && id.ino == sb.st_ino);
+    ck_assert_uint_eq(id.size, (uint64_t)sb.st_size);
+    ck_assert_int_eq(id.mtime_ns, ctx->mtime_ns);
+    ck_assert_int_eq(gguf_n_kv(ctx), nkv);
+    ck_assert_ptr_nonnull(gguf_path(ctx));
+    gguf_release_fd(ctx); /* twice: nothing more */
     gguf_close(ctx);
 
     /* truncated inside the big string, through the file path */

@@ -61,12 +61,28 @@ void *gfs_tbuf(enum gfs_tbuf which, size_t n) {
     return t->b[which].p;
 }
 
-int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+/* Which descriptor serves file shard's bytes, the one rule: a context
+ * that kept its own (the first shard: a commit replaces it only under
+ * fs->lock held for writing, and callers hold it for reading) serves by
+ * that; any other local file's comes from the model's cache (fds.c),
+ * pinned until data_put.  A remote file has none (callers ask
+ * gfs_remote_file first).  0 with *fd, or an errno. */
+static int data_get(struct gfs *fs, int shard, int *fd) {
+    if ((*fd = gguf_fd(fs->shards[shard])) >= 0)
+        return 0;
+    return gfs_fds_get(fs, shard, fd);
+}
+
+static void data_put(struct gfs *fs, int shard) {
+    if (gguf_fd(fs->shards[shard]) < 0)
+        gfs_fds_put(fs, shard);
+}
+
+/* gfs_data_short on shard's descriptor fd. */
+static int fd_short(struct gfs *fs, int shard, int fd, uint64_t pos,
+                    uint64_t n) {
     struct stat sb;
-    if (n == 0 || gfs_data_fd(fs, shard) < 0)
-        return 0; /* a remote source's size is fixed by its identity */
-    if (fstat(gguf_fd(fs->shards[shard]), &sb) == 0 &&
-        (uint64_t)sb.st_size >= pos + n)
+    if (n == 0 || (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= pos + n))
         return 0;
     static atomic_int said;
     if (!atomic_exchange(&said, 1))
@@ -77,30 +93,39 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     return 1;
 }
 
+int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+    int fd;
+    if (n == 0 || gfs_remote_file(fs, shard))
+        return 0; /* a remote source's size is fixed by its identity */
+    if (data_get(fs, shard, &fd) != 0)
+        return 1; /* cannot be read at all: said by fds.c */
+    int r = fd_short(fs, shard, fd, pos, n);
+    data_put(fs, shard);
+    return r;
+}
+
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
     if (gfs_remote_file(fs, shard))
         return gfs_remote_read(fs, shard, pos, buf, n);
-    int fd = gguf_fd(fs->shards[shard]);
+    int fd, err = data_get(fs, shard, &fd);
     size_t done = 0;
-    while (done < n) {
+    while (!err && done < n) {
         ssize_t r =
             pread(fd, (char *)buf + done, n - done, (off_t)(pos + done));
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0)
-            return errno;
-        if (r == 0) {
-            gfs_data_short(fs, shard, pos, n);
-            return EIO;
+        if (r < 0) {
+            err = errno;
+        } else if (r == 0) {
+            fd_short(fs, shard, fd, pos, n);
+            err = EIO;
         }
-        done += (size_t)r;
+        done += r > 0 ? (size_t)r : 0;
     }
-    return 0;
-}
-
-int gfs_data_fd(const struct gfs *fs, int shard) {
-    return gfs_remote_file(fs, shard) ? -1 : gguf_fd(fs->shards[shard]);
+    if (fd >= 0)
+        data_put(fs, shard);
+    return err;
 }
 
 /* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
@@ -129,10 +154,15 @@ static int range_cached(int fd, uint64_t off, uint64_t len) {
     return cs.nr_cache >= pages;
 }
 
-int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
-                    uint64_t len) {
-    int fd = gfs_data_fd(fs, shard);
-    return fd < 0 || range_cached(fd, off, len);
+int gfs_data_cached(struct gfs *fs, int shard, uint64_t off, uint64_t len) {
+    int fd;
+    if (gfs_remote_file(fs, shard))
+        return 1;
+    if (data_get(fs, shard, &fd) != 0)
+        return 0;
+    int r = range_cached(fd, off, len);
+    data_put(fs, shard);
+    return r;
 }
 
 /* Replies with mem_n bytes at mem (may be 0), then n bytes of fd from pos,
@@ -196,13 +226,21 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
 
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
-    int fd = gfs_data_fd(fs, shard);
-    if (fd < 0)
+    int fd, err;
+    if (gfs_remote_file(fs, shard)) {
         reply_copy(req, fs, shard, mem, mem_n, pos, n);
-    else if (gfs_data_short(fs, shard, pos, n))
+        return;
+    }
+    if ((err = data_get(fs, shard, &fd)) != 0) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    /* Pinned until libfuse has read (or spliced) the bytes. */
+    if (fd_short(fs, shard, fd, pos, n))
         fuse_reply_err(req, EIO);
     else
         reply_file(req, mem, mem_n, fd, pos, n, drop);
+    data_put(fs, shard);
 }
 
 /* Zeros for the padding between a merged view's tensors. */
@@ -212,6 +250,26 @@ static const char zeros[65536];
  * tensors; a view of many tiny tensors is copied instead). */
 #define GFS_MAX_PIECES 32
 
+/* gfs_data_reply_pieces's copy: a remote file, or too many pieces. */
+static void reply_pieces_copy(fuse_req_t req, struct gfs *fs, const char *mem,
+                              size_t mem_n, const struct gfs_data_piece *p,
+                              int np, size_t total) {
+    char *buf = gfs_tbuf(GFS_TBUF_REPLY, total ? total : 1);
+    int err = buf ? 0 : ENOMEM;
+    size_t at = mem_n;
+    if (buf && mem_n)
+        memcpy(buf, mem, mem_n);
+    for (int k = 0; !err && k < np; at += p[k++].n)
+        if (p[k].shard < 0)
+            memset(buf + at, 0, p[k].n);
+        else
+            err = gfs_data_read(fs, p[k].shard, p[k].pos, buf + at, p[k].n);
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, buf, total);
+}
+
 void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
                            size_t mem_n, const struct gfs_data_piece *p,
                            int np) {
@@ -220,52 +278,48 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
         struct fuse_buf more[2 * GFS_MAX_PIECES + 1];
     } bv = {.v = FUSE_BUFVEC_INIT(0)};
     size_t nb = 0, total = mem_n;
-    int by_fd = np <= GFS_MAX_PIECES;
+    int by_fd = np <= GFS_MAX_PIECES, pinned = 0, err = 0;
     for (int k = 0; by_fd && k < np; k++) {
         total += p[k].n;
-        by_fd = p[k].shard < 0 || gfs_data_fd(fs, p[k].shard) >= 0;
+        by_fd = p[k].shard < 0 || !gfs_remote_file(fs, p[k].shard);
     }
-    if (!by_fd) { /* copied: a remote file, or too many pieces */
-        char *buf = gfs_tbuf(GFS_TBUF_REPLY, total ? total : 1);
-        int err = buf ? 0 : ENOMEM;
-        size_t at = mem_n;
-        if (buf && mem_n)
-            memcpy(buf, mem, mem_n);
-        for (int k = 0; !err && k < np; at += p[k++].n)
-            if (p[k].shard < 0)
-                memset(buf + at, 0, p[k].n);
-            else
-                err = gfs_data_read(fs, p[k].shard, p[k].pos, buf + at, p[k].n);
-        if (err)
-            fuse_reply_err(req, err);
-        else
-            fuse_reply_buf(req, buf, total);
+    if (!by_fd) {
+        reply_pieces_copy(req, fs, mem, mem_n, p, np, total);
         return;
     }
     struct fuse_buf *b = bv.v.buf;
     if (mem_n)
         b[nb++] = (struct fuse_buf){.size = mem_n, .mem = (void *)mem};
-    for (int k = 0; k < np; k++) {
-        if (p[k].shard >= 0 &&
-            gfs_data_short(fs, p[k].shard, p[k].pos, p[k].n)) {
-            fuse_reply_err(req, EIO);
-            return;
+    /* Each file's descriptor pinned until libfuse has read the bytes. */
+    for (; !err && pinned < np; pinned++) {
+        const struct gfs_data_piece *q = &p[pinned];
+        int fd = -1;
+        for (uint64_t z = 0; q->shard < 0 && !err && z < q->n;
+             z += sizeof zeros) {
+            size_t m = q->n - z < sizeof zeros ? q->n - z : sizeof zeros;
+            if (nb == 2 * GFS_MAX_PIECES + 2)
+                err = EIO; /* a vast padding: cannot happen */
+            else
+                b[nb++] = (struct fuse_buf){.size = m, .mem = (void *)zeros};
         }
-        for (uint64_t z = 0; p[k].shard < 0 && z < p[k].n; z += sizeof zeros) {
-            if (nb == 2 * GFS_MAX_PIECES + 2) { /* a vast padding */
-                fuse_reply_err(req, EIO);
-                return;
-            }
-            size_t m = p[k].n - z < sizeof zeros ? p[k].n - z : sizeof zeros;
-            b[nb++] = (struct fuse_buf){.size = m, .mem = (void *)zeros};
-        }
-        if (p[k].shard >= 0)
-            b[nb++] = (struct fuse_buf){
-                .size = p[k].n,
-                .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY,
-                .fd = gfs_data_fd(fs, p[k].shard),
-                .pos = (off_t)p[k].pos};
+        if (q->shard < 0 || err)
+            continue;
+        if ((err = data_get(fs, q->shard, &fd)) != 0)
+            break;
+        if (fd_short(fs, q->shard, fd, q->pos, q->n))
+            err = EIO;
+        b[nb++] = (struct fuse_buf){.size = q->n,
+                                    .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+                                             FUSE_BUF_FD_RETRY,
+                                    .fd = fd,
+                                    .pos = (off_t)q->pos};
     }
     bv.v.count = nb;
-    fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: see gfs_op_init */
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_data(req, &bv.v, 0); /* no SPLICE_F_MOVE: gfs_op_init */
+    for (int k = 0; k < pinned; k++)
+        if (p[k].shard >= 0)
+            data_put(fs, p[k].shard);
 }

@@ -432,7 +432,7 @@ static struct pt_backing *backing(struct gfs *fs) {
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
     return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
-           !gfs_view_merged(fs) && gfs_data_fd(fs, 0) >= 0 && !c->dirty;
+           !gfs_view_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty;
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,

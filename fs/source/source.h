@@ -2,12 +2,12 @@
  * source.h - the one way the daemon reads the model's bytes (issue 22):
  * from a local file, served by its descriptor (libfuse splices it; the
  * live view goes by FUSE passthrough), or from a remote source (remote/),
- * copied through its block cache.  Whether a shard's bytes can be served
- * by descriptor is one query (gfs_data_fd); every reply of model bytes
- * goes through gfs_data_reply, every read into memory through
- * gfs_data_read.
+ * copied through its block cache.  Which descriptor serves a file's bytes
+ * is one rule (data.c, data_get); every reply of model bytes goes through
+ * gfs_data_reply, every read into memory through gfs_data_read.
  *
  *   data.c         reads, replies, the calling thread's buffers
+ *   fds.c          the descriptors of a set's (a mix's) files, on demand
  *   passthrough.c  the live view by FUSE passthrough, its inode versions
  *   remote.c       a remote model as fs/ sees it (remote/include/remote.h)
  */
@@ -32,14 +32,8 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
  * memory.  No lock. */
 enum gfs_tbuf { GFS_TBUF_REPLY, GFS_TBUF_VALUES, GFS_TBUF_BLOCKS, GFS_TBUF_N };
 void *gfs_tbuf(enum gfs_tbuf which, size_t n);
-/* The descriptor that holds shard's bytes at their own offsets (a local
- * file: replies by descriptor, passthrough, page-cache hints), or -1 (a
- * remote source: its bytes are copied).  No lock needed: a commit
- * replaces the descriptor only under fs->lock (write), and callers hold it
- * (read). */
-int gfs_data_fd(const struct gfs *fs, int shard);
 /* Replies with mem_n bytes at mem (may be 0), then n bytes of shard's file
- * from pos: by descriptor where gfs_data_fd has one (libfuse reads or
+ * from pos: by descriptor for a local file (libfuse reads or
  * splices them; if drop, the file's page-cache copy of what was served is
  * evicted), else copied through gfs_data_read.  A reply past the file's
  * end is EIO, never short.  Caller holds fs->lock (read). */
@@ -60,8 +54,41 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
 /* True if [off, off + len) of shard's file is in the page cache now
  * (cachestat, Linux 6.5+): then a read need not drop what it served.
  * True for a remote source (nothing to drop); false when unknown. */
-int gfs_data_cached(const struct gfs *fs, int shard, uint64_t off,
-                    uint64_t len);
+int gfs_data_cached(struct gfs *fs, int shard, uint64_t off, uint64_t len);
+
+/* fds.c: the descriptors of a model's files (fs->shards[i]) whose contexts
+ * released theirs (gguf_release_fd: every shard of a set but the first;
+ * a mix's source files), opened on demand, checked to be the file
+ * validated at mount (else EIO and one log line), at most cap kept open
+ * (least recently used closed), none closed while pinned (the contract
+ * and the lock: its top comment).  gfs_data_read, gfs_data_reply,
+ * gfs_data_short and gfs_data_cached use them; nothing else needs to. */
+/* At most this many descriptors of a model's files kept open: a single
+ * model's mount, and (their FD_PER_MODEL, storefs.h) a store's model. */
+#define GFS_FDS_CAP 32
+#define GFS_FDS_STORE_CAP 1
+/* At the daemon's start: the soft RLIMIT_NOFILE raised to the hard one
+ * (a user's default soft limit is 1024, or less; what the daemon holds
+ * stays well under it: GFS_FDS_CAP a model, a store's bound). */
+void gfs_fds_rlimit(void);
+/* The cap for a single model's mount: GFS_FDS_CAP, or an eighth of the
+ * soft RLIMIT_NOFILE when that is less (at least 1). */
+int gfs_fds_cap(void);
+/* fs->fds, empty, for at most cap descriptors.  0 or ENOMEM. */
+int gfs_fds_init(struct gfs *fs, int cap);
+/* File i (an index into fs->shards: a set's shards, then a mix's files)
+ * is opened again as name (copied) in the directory dfd (borrowed: open
+ * as long as the model is; AT_FDCWD for a name that is a path the
+ * identity check makes safe), and must be the file gguf_ident says.
+ * Before the model serves requests.  0, EINVAL (no identity) or ENOMEM. */
+int gfs_fds_add(struct gfs *fs, int i, int dfd, const char *name);
+/* Closes every descriptor; fs->fds NULL. */
+void gfs_fds_free(struct gfs *fs);
+/* File i's descriptor, pinned until gfs_fds_put(fs, i): 0 with *fd, or
+ * EIO (another file now, or gone: logged once), EMFILE, ENFILE.  Caller
+ * holds fs->lock (read); takes fds->mu (a leaf). */
+int gfs_fds_get(struct gfs *fs, int i, int *fd);
+void gfs_fds_put(struct gfs *fs, int i);
 
 /* passthrough.c: the live view by FUSE passthrough while it is
  * byte-identical to the GGUF, and one inode number per version of the view

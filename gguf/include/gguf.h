@@ -271,8 +271,24 @@ uint32_t gguf_alignment(const gguf_ctx *ctx);
 /* Absolute offset of the data section as read from the file. */
 uint64_t gguf_data_offset(const gguf_ctx *ctx);
 uint64_t gguf_file_size(const gguf_ctx *ctx);
-/* The file descriptor the context reads from (-1 for memory contexts). */
+/* The file descriptor the context reads from (-1 for memory and reader
+ * contexts, and once gguf_release_fd has closed it). */
 int gguf_fd(const gguf_ctx *ctx);
+/* The identity of the file a context was opened from (fstat when opened,
+ * or after a commit): what a descriptor opened again later must match.
+ * gguf_ident is false for memory and reader contexts. */
+struct gguf_ident {
+    dev_t dev;
+    ino_t ino;
+    uint64_t size;
+    int64_t mtime_ns;
+};
+bool gguf_ident(const gguf_ctx *ctx, struct gguf_ident *out);
+/* Closes ctx's descriptor: its header, path and identity stay, so it can
+ * still be looked at (never read, edited into a commit or reopened by
+ * gguf_reopen); whoever reads its file opens it again and checks it with
+ * gguf_ident.  gguf_open_set releases every shard's but the first's. */
+void gguf_release_fd(gguf_ctx *ctx);
 const char *gguf_path(const gguf_ctx *ctx);
 
 /* ---- key/value pairs ---------------------------------------------- */
@@ -516,8 +532,9 @@ enum gguf_status gguf_plan_header(const gguf_ctx *ctx, struct gguf_buf *out,
  * (NAME-00001-of-0000N.gguf with split.count N > 1), every other shard,
  * checking split.no, split.count, split.tensors.count and that no tensor
  * name repeats.  *out gets n contexts (1 for a plain file); flags apply to
- * the first, the others are read-only.  On failure bad names the shard at
- * fault and err says what is wrong with it. */
+ * the first, the others are read-only and have their descriptors released
+ * (gguf_release_fd: only the first keeps one).  On failure bad names the
+ * shard at fault and err says what is wrong with it. */
 enum gguf_status gguf_open_set(const char *path, const struct gguf_file *first,
                                unsigned flags, gguf_ctx ***out, int *n,
                                char *bad, size_t bad_len,
