@@ -20,6 +20,8 @@
  *                                   (metatsv.c)
  *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
  *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
+ *   10                 /tokenizer   tokens.tsv, special, merges.txt
+ *   GFS_INO_TOKFILE+n  /tokenizer/F file n (enum voc_file; tokdir.c)
  *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
  *                                   inode each (4 is the first;
  *                                   passthrough.c)
@@ -93,6 +95,10 @@
 #define GFS_INO_META_TSV 8
 #define GFS_INO_F32 (UINT64_C(4) << 32)
 #define GFS_INO_NPY (UINT64_C(5) << 32)
+/* tokenizer/ and its files, GFS_INO_TOKFILE + enum voc_file (tokdir.c) */
+#define GFS_INO_DIR_TOK 10
+#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
+#define GFS_N_TOKFILES 3 /* VOC_N_FILES (vocab.h) */
 
 enum gfs_kind {
     GFS_NONE,
@@ -110,7 +116,9 @@ enum gfs_kind {
     GFS_INDEX,
     GFS_META_TSV,   /* metatsv.c */
     GFS_DIR_EXTRAS, /* extras.c */
-    GFS_EXTRA
+    GFS_EXTRA,
+    GFS_DIR_TOK, /* tokdir.c */
+    GFS_TOKFILE
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -376,6 +384,10 @@ struct gfs {
     /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
     struct gfs_text *metatsv;
     uint64_t metatsv_gen;
+    /* tokenizer/'s files (tokdir.c), by enum voc_file, each for its
+     * generation */
+    struct gfs_text *tok[GFS_N_TOKFILES];
+    uint64_t tok_gen[GFS_N_TOKFILES];
     uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */

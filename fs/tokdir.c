@@ -1,0 +1,137 @@
+/*
+ * tokdir.c - MNT/tokenizer/: the model's tokenizer as plain text for grep
+ * and diff (issue 26): tokens.tsv, special and merges.txt, made by vocab/
+ * (vocab.h, which states their formats) from the metadata as it is now.
+ * The directory lists a file while the metadata makes it (tokens.tsv and
+ * special: a tokenizer.ggml.tokens array of strings; merges.txt: merges
+ * too); it is always there, empty for a model without a tokenizer.
+ *
+ * Like meta.tsv (metatsv.c) each file is made on its first stat or open
+ * at an edit generation (gfs_text_of_gen: one text per fs->generation,
+ * cached under text_lock, so pending edits of meta/ show), and an open
+ * serves the text of its open.  Bounded: a file past GFS_MAX_TEXT is
+ * EFBIG (said in the log); a text is held while cached or open, and made
+ * again only after an edit.  Read-write mounts open them in direct I/O
+ * with attributes never cached (a size taken before an edit never cuts
+ * the text read after it).  Read-only.
+ */
+#include "kinds.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <string.h>
+
+_Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
+
+/* The file's text now (gfs_text_of_gen's make, one a file). */
+static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
+    struct gguf_error gerr = {0};
+    if (voc_render(fs->ctx, f, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
+        return 0;
+    if (gerr.code == GGUF_E_RANGE) {
+        gfs_log(fs, "%s", gerr.msg);
+        return EFBIG;
+    }
+    if (gerr.code != GGUF_E_NOTFOUND)
+        gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
+    return gfs_errno(&gerr);
+}
+static int make_tokens(struct gfs *fs, struct gguf_buf *b) {
+    return tok_make(fs, VOC_TOKENS_TSV, b);
+}
+static int make_special(struct gfs *fs, struct gguf_buf *b) {
+    return tok_make(fs, VOC_SPECIAL, b);
+}
+static int make_merges(struct gfs *fs, struct gguf_buf *b) {
+    return tok_make(fs, VOC_MERGES, b);
+}
+static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
+    make_tokens, make_special, make_merges};
+
+/* File f's text now, or NULL with *err (ENOENT while the metadata does
+ * not make it).  Caller holds fs->lock (read at least). */
+static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
+    if (!voc_has(fs->ctx, f)) {
+        *err = ENOENT;
+        return NULL;
+    }
+    return gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+}
+
+static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
+                      fuse_ino_t *out) {
+    (void)dir;
+    for (int f = 0; f < VOC_N_FILES; f++)
+        if (strcmp(name, voc_file_name(f)) == 0 && voc_has(fs->ctx, f)) {
+            *out = GFS_INO_TOKFILE + (fuse_ino_t)f;
+            return 0;
+        }
+    return ENOENT;
+}
+
+static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)fs, (void)dir;
+    return VOC_N_FILES; /* those absent are skipped */
+}
+
+static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)dir, (void)pos;
+    if (k < 0 || k >= VOC_N_FILES || !voc_has(fs->ctx, (enum voc_file)k))
+        return 0;
+    const char *nm = voc_file_name((enum voc_file)k);
+    name->len = 0;
+    if (gguf_buf_add(name, nm, strlen(nm) + 1) != GGUF_OK)
+        return -1;
+    *child = GFS_INO_TOKFILE + (fuse_ino_t)k;
+    *mode = S_IFREG;
+    return 1;
+}
+
+static int file_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_stat(t, err, st);
+}
+
+static int file_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(fh->ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_open(fs, fh, fi, t, err);
+}
+
+static void file_fini(struct gfs *fs) {
+    for (int f = 0; f < VOC_N_FILES; f++) {
+        gfs_text_put(fs->tok[f]);
+        fs->tok[f] = NULL;
+    }
+}
+
+const struct gfs_kind_ops gfs_kind_dir_tok = {
+    .kind = GFS_DIR_TOK,
+    .ino_lo = GFS_INO_DIR_TOK,
+    .ino_hi = GFS_INO_DIR_TOK + 1,
+    .root_name = "tokenizer",
+    .root_mode = S_IFDIR,
+    .changes = 1,
+    .stat = gfs_kind_dir_stat,
+    .lookup = dir_lookup,
+    .n_entries = dir_n,
+    .dirent = dir_entry,
+};
+
+const struct gfs_kind_ops gfs_kind_tokfile = {
+    .kind = GFS_TOKFILE,
+    .ino_lo = GFS_INO_TOKFILE,
+    .ino_hi = GFS_INO_TOKFILE + VOC_N_FILES,
+    .changes = 1,
+    .stat = file_stat,
+    .open = file_open,
+    .read = gfs_read_text,
+    .fini = file_fini,
+};
