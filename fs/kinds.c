@@ -16,6 +16,7 @@ static const struct gfs_kind_ops *const table[] = {
     &gfs_kind_live,        /* liveview.c */
     &gfs_kind_metatsv,     /* metatsv.c */
     &gfs_kind_dir_tok,     /* tokdir.c */
+    &gfs_kind_dir_hf,      /* tokdir.c */
     &gfs_kind_tokfile,     /* tokdir.c */
     &gfs_kind_dir_f32,     /* views.c */
     &gfs_kind_dir_npy,     /* views.c */

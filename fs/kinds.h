@@ -139,6 +139,7 @@ extern const struct gfs_kind_ops gfs_kind_tensor;
 extern const struct gfs_kind_ops gfs_kind_dir_extras; /* extras.c */
 extern const struct gfs_kind_ops gfs_kind_extra;
 extern const struct gfs_kind_ops gfs_kind_dir_tok; /* tokdir.c */
+extern const struct gfs_kind_ops gfs_kind_dir_hf;
 extern const struct gfs_kind_ops gfs_kind_tokfile;
 
 /* The largest write: past fs->max_value (or a negative offset) a write is

@@ -1,10 +1,13 @@
 /*
- * tokdir.c - MNT/tokenizer/: the model's tokenizer as plain text for grep
- * and diff (issue 26): tokens.tsv, special and merges.txt, made by vocab/
- * (vocab.h, which states their formats) from the metadata as it is now.
- * The directory lists a file while the metadata makes it (tokens.tsv and
- * special: a tokenizer.ggml.tokens array of strings; merges.txt: merges
- * too); it is always there, empty for a model without a tokenizer.
+ * tokdir.c - MNT/tokenizer/ and MNT/hf/ (issue 26): the model's tokenizer
+ * as plain text for grep and diff (tokens.tsv, special, merges.txt) and
+ * the Hugging Face files tools look for beside a model (tokenizer.json,
+ * tokenizer_config.json, special_tokens_map.json, README), made by vocab/
+ * (vocab.h, which states their formats and rules) from the metadata as it
+ * is now.  A directory lists a file while the metadata makes it
+ * (voc_present, asked once per edit generation: for tokenizer.json it is
+ * a pass over the vocabulary); both are always there, hf/ with at least
+ * its README saying why the others are absent.
  *
  * Like meta.tsv (metatsv.c) each file is made on its first stat or open
  * at an edit generation (gfs_text_of_gen: one text per fs->generation,
@@ -36,22 +39,44 @@ static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
         gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
     return gfs_errno(&gerr);
 }
-static int make_tokens(struct gfs *fs, struct gguf_buf *b) {
-    return tok_make(fs, VOC_TOKENS_TSV, b);
-}
-static int make_special(struct gfs *fs, struct gguf_buf *b) {
-    return tok_make(fs, VOC_SPECIAL, b);
-}
-static int make_merges(struct gfs *fs, struct gguf_buf *b) {
-    return tok_make(fs, VOC_MERGES, b);
-}
+/* gfs_text_of_gen's make of file F (it takes no argument of its own). */
+#define MAKER(F)                                                               \
+    static int make_##F(struct gfs *fs, struct gguf_buf *b) {                  \
+        return tok_make(fs, F, b);                                             \
+    }
+MAKER(VOC_TOKENS_TSV)
+MAKER(VOC_SPECIAL)
+MAKER(VOC_MERGES)
+MAKER(VOC_HF_TOKENIZER)
+MAKER(VOC_HF_CONFIG)
+MAKER(VOC_HF_MAP)
+MAKER(VOC_HF_README)
 static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
-    make_tokens, make_special, make_merges};
+    make_VOC_TOKENS_TSV,   make_VOC_SPECIAL,   make_VOC_MERGES,
+    make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
+    make_VOC_HF_README};
+
+/* Whether file f is there now (voc_present once per generation).  Caller
+ * holds fs->lock (read at least); takes text_lock. */
+static int present(struct gfs *fs, int f) {
+    pthread_mutex_lock(&fs->text_lock);
+    if (fs->tok_mask_gen != fs->generation + 1) {
+        fs->tok_mask = voc_present(fs->ctx);
+        fs->tok_mask_gen = fs->generation + 1;
+    }
+    uint32_t m = fs->tok_mask;
+    pthread_mutex_unlock(&fs->text_lock);
+    return f >= 0 && f < VOC_N_FILES && (m >> f & 1);
+}
+
+static enum voc_dir dir_of(fuse_ino_t dir) {
+    return dir == GFS_INO_DIR_HF ? VOC_DIR_HF : VOC_DIR_TOKENIZER;
+}
 
 /* File f's text now, or NULL with *err (ENOENT while the metadata does
  * not make it).  Caller holds fs->lock (read at least). */
 static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
-    if (!voc_has(fs->ctx, f)) {
+    if (!present(fs, f)) {
         *err = ENOENT;
         return NULL;
     }
@@ -60,9 +85,9 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
 
 static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
                       fuse_ino_t *out) {
-    (void)dir;
     for (int f = 0; f < VOC_N_FILES; f++)
-        if (strcmp(name, voc_file_name(f)) == 0 && voc_has(fs->ctx, f)) {
+        if (voc_file_dir(f) == dir_of(dir) &&
+            strcmp(name, voc_file_name(f)) == 0 && present(fs, f)) {
             *out = GFS_INO_TOKFILE + (fuse_ino_t)f;
             return 0;
         }
@@ -77,8 +102,9 @@ static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
 static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
                      struct gfs_dir_pos *pos, struct gguf_buf *name,
                      fuse_ino_t *child, mode_t *mode) {
-    (void)dir, (void)pos;
-    if (k < 0 || k >= VOC_N_FILES || !voc_has(fs->ctx, (enum voc_file)k))
+    (void)pos;
+    if (k < 0 || k >= VOC_N_FILES || voc_file_dir(k) != dir_of(dir) ||
+        !present(fs, (int)k))
         return 0;
     const char *nm = voc_file_name((enum voc_file)k);
     name->len = 0;
@@ -112,18 +138,17 @@ static void file_fini(struct gfs *fs) {
     }
 }
 
-const struct gfs_kind_ops gfs_kind_dir_tok = {
-    .kind = GFS_DIR_TOK,
-    .ino_lo = GFS_INO_DIR_TOK,
-    .ino_hi = GFS_INO_DIR_TOK + 1,
-    .root_name = "tokenizer",
-    .root_mode = S_IFDIR,
-    .changes = 1,
-    .stat = gfs_kind_dir_stat,
-    .lookup = dir_lookup,
-    .n_entries = dir_n,
-    .dirent = dir_entry,
-};
+/* The two directories' rows: the same hooks, their own kind and name. */
+#define DIR_ROW(KIND, INO, NAME)                                               \
+    {                                                                          \
+        .kind = KIND, .ino_lo = INO, .ino_hi = INO + 1, .root_name = NAME,     \
+        .root_mode = S_IFDIR, .changes = 1, .stat = gfs_kind_dir_stat,         \
+        .lookup = dir_lookup, .n_entries = dir_n, .dirent = dir_entry,         \
+    }
+const struct gfs_kind_ops gfs_kind_dir_tok =
+    DIR_ROW(GFS_DIR_TOK, GFS_INO_DIR_TOK, "tokenizer");
+const struct gfs_kind_ops gfs_kind_dir_hf =
+    DIR_ROW(GFS_DIR_HF, GFS_INO_DIR_HF, "hf");
 
 const struct gfs_kind_ops gfs_kind_tokfile = {
     .kind = GFS_TOKFILE,

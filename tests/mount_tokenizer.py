@@ -7,18 +7,29 @@ present.  The expected texts are made here from ggml's reading (ids, token
 texts as refdump renders string elements, type names from llama.cpp's enum
 llama_token_type, scores by their bits), never by ggufs's code.
 
-Then the edits: meta/tokenizer.ggml.eos_token_id changed, add_eos set, the
+Then the edits: meta/tokenizer.ggml.eos_token_id changed, add_bos unset, the
 merges removed: tokenizer/ shows them while pending (judged against ggml's
-reading of the live view) and after the commit (of the file)."""
+reading of the live view) and after the commit (of the file).
+
+hf/: for each model whose hf/tokenizer.json exists, llama.cpp
+(node-llama-cpp, the GGUF) and transformers.js (AutoTokenizer on a copy of
+hf/) tokenize a corpus (ASCII, accents, CJK, emoji, code, whitespace runs,
+special tokens' texts, bytes that are not UTF-8) to the same ids, with and
+without the BOS/EOS each adds; a model without one has the reason in
+hf/README; special_tokens_map.json names the special tokens ggml reads."""
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 
+import re
+
 import judge as J
 import mount_edit as E
 
 Fail = J.Fail
+HERE = os.path.dirname(os.path.abspath(__file__))
 TOK = b"tokenizer.ggml."
 TYPES = ["undefined", "normal", "unknown", "control", "user_defined", "unused", "byte"]
 IDS = [("bos", "bos_token_id"), ("eos", "eos_token_id"), ("eot", "eot_token_id"), ("eom", "eom_token_id"),
@@ -102,6 +113,91 @@ def check(label, mnt, gguf):
     return sum(w is not None for w in want.values())
 
 
+CORPUS = [b"Hello world", b"  leading spaces and   runs\t\ttabs\n\nnewlines  ",
+          "caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c5ngstr\u00f6m".encode(),
+          "\u4f60\u597d\uff0c\u4e16\u754c\u3002\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8".encode(),
+          "emoji \U0001f600\U0001f44d\U0001f3fd \U0001f1eb\U0001f1f7".encode(),
+          b"def f(x):\n    return x**2 + 1  # comment\n\tif a != b: pass\r\n",
+          b"<s> special </s> <unk> <|endoftext|>text<|endoftext|> [CLS]",
+          b"bad \xff\xfe bytes \xed\xa0\x80 and \xc3", b"", b" ", b"1234567890 3.14159 -42",
+          "\u0645\u0631\u062d\u0628\u0627 \u05e9\u05dc\u05d5\u05dd \u043f\u0440\u0438\u0432\u0435\u0442".encode()] + \
+    [b"a" + b" " * n + b"b" for n in range(1, 41)]  # runs of spaces: SentencePiece's tied scores
+
+
+def node_modules():
+    d = os.path.join(os.environ.get("GGUFS_SRCDIR", ""), ".deps", "node_modules")
+    for pkg in ("node-llama-cpp", "@huggingface/transformers"):
+        if not os.path.isfile(os.path.join(d, pkg, "package.json")):
+            raise J.Skip("%s is not installed in %s (run dev/setup --tests)" % (pkg, d))
+    if not shutil.which("node"):
+        raise J.Skip("node is not installed")
+    return d
+
+
+def judge_hf(label, mnt, gguf, mods, d):
+    """hf/ of the mount at mnt against llama.cpp's tokenization of gguf."""
+    hf = os.path.join(mnt, "hf")
+    names = set(os.listdir(hf))
+    with open(os.path.join(hf, "README"), "rb") as f:
+        readme = f.read()
+    if "tokenizer.json" not in names:
+        if not re.search(rb"^tokenizer\.json: absent: \S", readme, re.M):
+            raise Fail("%s: no hf/tokenizer.json and no reason in hf/README: %r" % (label, readme))
+        return False
+    copy = os.path.join(d, "hfcopy")  # a directory of its own: transformers.js's cache keys by path
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(hf, copy)
+    p = subprocess.run(["node", os.path.join(HERE, "tok_judge.mjs"), mods, gguf, copy,
+                        json.dumps([t.hex() for t in CORPUS])],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode == 3:
+        raise J.Skip("a judge cannot be loaded: " + p.stderr.decode(errors="replace")[-500:])
+    if p.returncode != 0:
+        raise Fail("%s: tok_judge exited %d: %s" % (label, p.returncode, p.stderr.decode(errors="replace")[-2000:]))
+    r = json.loads(p.stdout)
+    if r["hfError"]:
+        raise Fail("%s: transformers.js cannot load hf/: %s" % (label, r["hfError"]))
+    with open(os.path.join(hf, "tokenizer_config.json"), "rb") as f:
+        cfg = json.load(f)
+    if cfg.get("add_bos_token") != r["addBos"] or cfg.get("add_eos_token") != r["addEos"]:
+        raise Fail("%s: tokenizer_config.json adds bos %r eos %r, llama.cpp %r %r"
+                   % (label, cfg.get("add_bos_token"), cfg.get("add_eos_token"), r["addBos"], r["addEos"]))
+    kvs = {kv.key: kv for kv in J.refdump(gguf)[1].kvs}
+    ids = {k: int(kvs[TOK + k.encode() + b"_token_id"].content) for k in ("bos", "eos")
+           if TOK + k.encode() + b"_token_id" in kvs}
+    for t, a, b, c in zip(CORPUS, r["llama"], r["hf"], r["hfAdded"]):
+        if a != b:
+            raise Fail("%s: %r: llama.cpp %s, transformers.js on hf/ %s" % (label, t, a, b))
+        want = ([ids["bos"]] if r["addBos"] else []) + a + ([ids["eos"]] if r["addEos"] else [])
+        if c != want:
+            raise Fail("%s: %r with special tokens: transformers.js %s, llama.cpp adds to %s" % (label, t, c, want))
+    return True
+
+
+def check_maps(label, mnt, gguf):
+    """special_tokens_map.json: the special tokens' texts ggml reads."""
+    kvs = {kv.key: kv for kv in J.refdump(gguf)[1].kvs}
+    toks = kvs.get(TOK + b"tokens")
+    p = os.path.join(mnt, "hf", "special_tokens_map.json")
+    if toks is None:
+        if os.path.exists(p):
+            raise Fail("%s: hf/special_tokens_map.json without a vocabulary" % label)
+        return
+    with open(p, "rb") as f:
+        got = json.load(f)
+    for hfname, key in (("bos_token", "bos_token_id"), ("eos_token", "eos_token_id"),
+                        ("unk_token", "unknown_token_id"), ("pad_token", "padding_token_id")):
+        kv = kvs.get(TOK + key.encode())
+        if kv is None or kv.type not in INTS:
+            if hfname in got:
+                raise Fail("%s: special_tokens_map.json has %s, the metadata no %s" % (label, hfname, key))
+            continue
+        i = int(kv.content)
+        want = lines_of(toks)[i] if 0 <= i < len(lines_of(toks)) else None
+        if want is not None and b"\\" not in want and got.get(hfname, "").encode() != want:
+            raise Fail("%s: special_tokens_map.json %s %r, ggml's token %d is %r" % (label, hfname, got.get(hfname), i, want))
+
+
 def fixtures(d):
     fx = os.path.join(d, "fixtures")
     os.makedirs(fx)
@@ -123,19 +219,26 @@ def shared():
     return J.shared_models()
 
 
-def sec_read(d, files):
+def sec_read(d, files, mods):
     mnt = os.path.join(d, "mnt")
     n = nfiles = 0
+    judged = []
     for src in files:
         if J.refdump(src)[0] != "ggml-accepts":
             continue
         E.mount(src, mnt, ["-o", "ro"])
         try:
             nfiles += check(os.path.basename(src), mnt, src)
+            check_maps(os.path.basename(src), mnt, src)
+            if mods and judge_hf(os.path.basename(src), mnt, src, mods, d):
+                judged.append(os.path.basename(src))
         finally:
             J.unmount(mnt, [])
         n += 1
     J.log("ok   tokenizer/ of %d models (%d files) against ggml's reading" % (n, nfiles))
+    if mods:
+        J.log("ok   hf/tokenizer.json of %s: llama.cpp and transformers.js agree on %d texts; the others "
+              "absent with their reason" % (", ".join(judged) or "no model", len(CORPUS)))
 
 
 def sec_edit(d, voc):
@@ -146,18 +249,22 @@ def sec_edit(d, voc):
         m = os.path.join(mnt, "meta")
         before = open(os.path.join(mnt, "tokenizer", "special"), "rb").read()
         E.write_file(os.path.join(m, "tokenizer.ggml.eos_token_id"), b"7\n")
-        E.write_file(os.path.join(m, "tokenizer.ggml.add_eos_token"), b"true\n",
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        E.write_file(os.path.join(m, "tokenizer.ggml.add_bos_token"), b"false\n")
         os.unlink(os.path.join(m, "tokenizer.ggml.merges"))
         after = open(os.path.join(mnt, "tokenizer", "special"), "rb").read()
         if b"\neos\t7\t" not in after or after == before:
             raise Fail("tokenizer/special after the edit of eos: %r" % after)
         check("after edits (pending)", mnt, os.path.join(mnt, "edited.gguf"))
+        check_maps("after edits (pending)", mnt, os.path.join(mnt, "edited.gguf"))
+        with open(os.path.join(mnt, "hf", "tokenizer_config.json"), "rb") as f:
+            if json.load(f).get("add_bos_token") is not False:
+                raise Fail("hf/tokenizer_config.json does not follow add_bos_token")
     finally:
         J.unmount(mnt, [])
     E.mount(path, mnt, ["-o", "ro"])
     try:
         check("after edits (committed)", mnt, path)
+        check_maps("after edits (committed)", mnt, path)
     finally:
         J.unmount(mnt, [])
     J.log("ok   tokenizer/ follows the edits of meta/, pending and committed")
@@ -173,7 +280,12 @@ def main():
         real = shared()
         if not any("vocab" in os.path.basename(f) for f in real):
             J.log("note: no real vocabulary (ggml-vocab-*.gguf) present; their checks skipped")
-        sec_read(root, files + real)
+        try:
+            mods = node_modules()
+        except J.Skip as e:
+            J.log("note: hf/ not judged: %s" % e)
+            mods = None
+        sec_read(root, files + real, mods)
         sec_edit(root, voc)
     finally:
         J.cleanup(os.path.join(root, "mnt"), root)

@@ -74,3 +74,12 @@ bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
     return i >= 0 && gguf_kv_get_i64(ctx, i, v);
 }
+
+bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    size_t len = 0;
+    const uint8_t *p = i < 0 ? NULL : gguf_kv_payload(ctx, i, &len);
+    if (!p || gguf_kv_type(ctx, i) != GGUF_TYPE_BOOL || len < 1)
+        return dflt;
+    return p[0] != 0;
+}

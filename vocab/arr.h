@@ -32,4 +32,51 @@ bool voc_arr_u32(const struct voc_arr *a, uint64_t i, uint32_t *v);
  * (absent or not an integer). */
 bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v);
 
+/* The special token ids llama.cpp reads (its llama-arch.cpp): the name
+ * tokenizer/special gives each, Hugging Face's (NULL: none), the key;
+ * in the order tokenizer/special lists them (files.c). */
+struct voc_special_key {
+    const char *name, *hf, *key;
+};
+extern const struct voc_special_key voc_special_keys[];
+extern const size_t voc_n_special_keys;
+
+/* A bool key's value, or dflt when absent or not a bool. */
+bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
+
+/* The files' makers (tsv.c, hfjson.c, hffiles.c): each appends, bounded
+ * by max where a file grows with the vocabulary. */
+enum gguf_status voc_tokens_tsv(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err);
+enum gguf_status voc_special(const gguf_ctx *ctx, struct gguf_buf *b,
+                             struct gguf_error *err);
+enum gguf_status voc_merges_txt(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err);
+enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
+                                  struct gguf_buf *b, struct gguf_error *err);
+/* tokenizer_config.json, or special_tokens_map.json (map). */
+enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
+                               struct gguf_buf *b);
+enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
+
+/* The vocabulary by text (index.c): text[i], len[i] of token i, and the
+ * ids sorted by the hash of their text. */
+struct voc_index {
+    size_t n;
+    const uint8_t **text;
+    uint64_t *len;
+    struct voc_slot {
+        uint64_t h;
+        uint32_t id;
+    } * slot;
+};
+/* Made from the tokens array (false: out of memory or a bad element). */
+bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix);
+void voc_index_free(struct voc_index *ix);
+/* The id of the token whose text is s (the lowest id of those), or -1. */
+int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
+                       uint64_t n);
+/* A token whose text an earlier id has too, or -1. */
+int64_t voc_index_duplicate(const struct voc_index *ix);
+
 #endif

@@ -16,7 +16,7 @@
  *               not the model's.
  *   special     "model\tNAME" and "pre\tNAME" (tokenizer.ggml.model and
  *               .pre); then for each special token id the metadata names
- *               (ids[] below, in that order) "NAME\tID\tTEXT", or
+ *               (voc_special_keys, files.c, in that order) "NAME\tID\tTEXT", or
  *               "NAME\tID" alone when ID is no token of the vocabulary;
  *               then the flags (flags[]) "NAME\ttrue" or "NAME\tfalse".
  *               A key of the wrong type: "NAME\tnot an integer (TYPE)" or
@@ -32,22 +32,6 @@
 
 #define TOK "tokenizer.ggml."
 
-/* The special token ids llama.cpp reads (its llama-arch.cpp), as special
- * names them. */
-static const struct {
-    const char *name, *key;
-} ids[] = {
-    {"bos", TOK "bos_token_id"},         {"eos", TOK "eos_token_id"},
-    {"eot", TOK "eot_token_id"},         {"eom", TOK "eom_token_id"},
-    {"unk", TOK "unknown_token_id"},     {"sep", TOK "seperator_token_id"},
-    {"pad", TOK "padding_token_id"},     {"cls", TOK "cls_token_id"},
-    {"mask", TOK "mask_token_id"},       {"fim_pre", TOK "fim_pre_token_id"},
-    {"fim_suf", TOK "fim_suf_token_id"}, {"fim_mid", TOK "fim_mid_token_id"},
-    {"fim_pad", TOK "fim_pad_token_id"}, {"fim_rep", TOK "fim_rep_token_id"},
-    {"fim_sep", TOK "fim_sep_token_id"}, {"prefix", TOK "prefix_token_id"},
-    {"suffix", TOK "suffix_token_id"},   {"middle", TOK "middle_token_id"},
-};
-
 static const struct {
     const char *name, *key;
 } flags[] = {
@@ -62,21 +46,6 @@ static const struct {
 static const char *const type_names[] = {"undefined", "normal",       "unknown",
                                          "control",   "user_defined", "unused",
                                          "byte"};
-
-const char *voc_file_name(enum voc_file f) {
-    static const char *const names[VOC_N_FILES] = {"tokens.tsv", "special",
-                                                   "merges.txt"};
-    return (unsigned)f < VOC_N_FILES ? names[f] : NULL;
-}
-
-bool voc_has(const gguf_ctx *ctx, enum voc_file f) {
-    struct voc_arr a;
-    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a))
-        return false;
-    if (f == VOC_MERGES)
-        return voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a);
-    return f == VOC_TOKENS_TSV || f == VOC_SPECIAL;
-}
 
 static enum gguf_status add(struct gguf_buf *b, const char *s) {
     return gguf_buf_add(b, s, strlen(s));
@@ -249,8 +218,9 @@ static enum gguf_status special(const gguf_ctx *ctx, struct gguf_buf *b,
         special_value(ctx, "model", TOK "model", GGUF_TYPE_STRING, b);
     if (st == GGUF_OK)
         st = special_value(ctx, "pre", TOK "pre", GGUF_TYPE_STRING, b);
-    for (size_t k = 0; st == GGUF_OK && k < sizeof ids / sizeof *ids; k++)
-        st = special_id(ctx, ids[k].name, ids[k].key, &toks, b);
+    for (size_t k = 0; st == GGUF_OK && k < voc_n_special_keys; k++)
+        st = special_id(ctx, voc_special_keys[k].name, voc_special_keys[k].key,
+                        &toks, b);
     for (size_t k = 0; st == GGUF_OK && k < sizeof flags / sizeof *flags; k++)
         st = special_value(ctx, flags[k].name, flags[k].key, GGUF_TYPE_BOOL, b);
     return st;
@@ -259,34 +229,24 @@ static enum gguf_status special(const gguf_ctx *ctx, struct gguf_buf *b,
 static enum gguf_status merges(const gguf_ctx *ctx, uint64_t max,
                                struct gguf_buf *b, size_t mark,
                                struct gguf_error *err) {
-    if (!voc_has(ctx, VOC_MERGES)) /* merges.txt needs tokens too */
+    struct voc_arr a; /* merges.txt needs tokens too */
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a))
         return gguf_fail(err, GGUF_E_NOTFOUND, "no " TOK "tokens");
     return each_line(ctx, TOK "merges", "merges.txt", "#version: 0.2\n",
                      merge_line, NULL, max, b, mark, err);
 }
 
-enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
-                            struct gguf_buf *out, struct gguf_error *err) {
-    size_t mark = out->len;
-    enum gguf_status st;
-    switch (f) {
-    case VOC_TOKENS_TSV:
-        st = tokens_tsv(ctx, max, out, mark, err);
-        break;
-    case VOC_SPECIAL:
-        st = special(ctx, out, err);
-        if (st == GGUF_OK && out->len - mark > max)
-            st = too_big("special", max, err);
-        break;
-    case VOC_MERGES:
-        st = merges(ctx, max, out, mark, err);
-        break;
-    default:
-        st = gguf_fail(err, GGUF_E_NOTFOUND, "no such tokenizer file");
-    }
-    if (st == GGUF_E_NOMEM)
-        gguf_fail(err, st, "tokenizer/%s: out of memory", voc_file_name(f));
-    if (st != GGUF_OK)
-        out->len = mark;
-    return st;
+enum gguf_status voc_tokens_tsv(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err) {
+    return tokens_tsv(ctx, max, b, b->len, err);
+}
+
+enum gguf_status voc_special(const gguf_ctx *ctx, struct gguf_buf *b,
+                             struct gguf_error *err) {
+    return special(ctx, b, err);
+}
+
+enum gguf_status voc_merges_txt(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err) {
+    return merges(ctx, max, b, b->len, err);
 }
