@@ -4,10 +4,10 @@
  * the Hugging Face files tools look for beside a model (tokenizer.json,
  * tokenizer_config.json, special_tokens_map.json, README), made by vocab/
  * (vocab.h, which states their formats and rules) from the metadata as it
- * is now.  A directory lists a file while the metadata makes it
- * (voc_present, asked once per edit generation: for tokenizer.json it is
- * a pass over the vocabulary); both are always there, hf/ with at least
- * its README saying why the others are absent.
+ * is now.  A directory lists a file while the metadata makes it (voc_has;
+ * for tokenizer.json voc_present, a pass over the vocabulary, asked once
+ * per edit generation); both are always there, hf/ with at least its
+ * README saying why the others are absent.
  *
  * Like meta.tsv (metatsv.c) each file is made on its first stat or open
  * at an edit generation (gfs_text_of_gen: one text per fs->generation,
@@ -22,6 +22,7 @@
 #include "vocab.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <string.h>
 
 _Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
@@ -56,17 +57,26 @@ static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
     make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
     make_VOC_HF_README};
 
-/* Whether file f is there now (voc_present once per generation).  Caller
- * holds fs->lock (read at least); takes text_lock. */
+/* Whether file f is there now: voc_has, but for tokenizer.json, whose
+ * pass over the vocabulary (voc_present) is made once per generation and
+ * only when asked.  Caller holds fs->lock (read at least); takes
+ * text_lock for tokenizer.json. */
 static int present(struct gfs *fs, int f) {
+    if (f < 0 || f >= VOC_N_FILES || !voc_has(fs->ctx, f))
+        return 0;
+    if (f != VOC_HF_TOKENIZER)
+        return 1;
     pthread_mutex_lock(&fs->text_lock);
-    if (fs->tok_mask_gen != fs->generation + 1) {
+    int made = fs->tok_mask_gen != fs->generation + 1;
+    if (made) {
         fs->tok_mask = voc_present(fs->ctx);
         fs->tok_mask_gen = fs->generation + 1;
     }
     uint32_t m = fs->tok_mask;
     pthread_mutex_unlock(&fs->text_lock);
-    return f >= 0 && f < VOC_N_FILES && (m >> f & 1);
+    if (made)
+        malloc_trim(0); /* see tok_text */
+    return m >> f & 1;
 }
 
 static enum voc_dir dir_of(fuse_ino_t dir) {
@@ -80,7 +90,18 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
         *err = ENOENT;
         return NULL;
     }
-    return gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_text *old = fs->tok[f];
+    pthread_mutex_unlock(&fs->text_lock);
+    struct gfs_text *t =
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+    /* A text made now (tens of MB for a large vocabulary) leaves its
+     * buffer and the renderer's index freed but held by the allocator's
+     * arena of this thread: handed back, so that the daemon holds the
+     * text and no more. */
+    if (t && t != old)
+        malloc_trim(0);
+    return t;
 }
 
 static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,

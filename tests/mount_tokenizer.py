@@ -270,6 +270,62 @@ def sec_edit(d, voc):
     J.log("ok   tokenizer/ follows the edits of meta/, pending and committed")
 
 
+CHATML = (b"{# a comment: \"quotes\" \\ backslash \t tab caf\xc3\xa9 \xf0\x9f\x98\x80 #}"
+          b"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+          b"message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+          b"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def libllama(mods):
+    d = os.path.join(mods, "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+    libs = sorted(f for f in os.listdir(d) if re.match(r"libllama(\.v[0-9.]+)?\.so$", f)) \
+        if os.path.isdir(d) else []
+    if not libs:
+        raise J.Skip("no libllama in %s" % d)
+    return os.path.join(d, libs[0])
+
+
+def sec_chat(d, voc, mods):
+    """The chat template of hf/tokenizer_config.json rendered by
+    @huggingface/jinja against llama.cpp's own rendering of the GGUF's
+    (as ggml reads it from the live view), for a ChatML template that
+    llama.cpp recognizes, with a comment holding quotes, a backslash, a
+    tab and non-ASCII text that the JSON must carry."""
+    path = shutil.copy(voc, os.path.join(d, "chat.gguf"))
+    mnt = os.path.join(d, "mnt")
+    lib = libllama(mods)
+    E.mount(path, mnt)
+    try:
+        E.write_file(os.path.join(mnt, "meta", "tokenizer.chat_template"), CHATML + b"\n",
+                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        kvs = {kv.key: kv for kv in J.refdump(os.path.join(mnt, "chat.gguf"))[1].kvs}
+        tmpl = kvs[b"tokenizer.chat_template"].content[:-1]
+        if tmpl != CHATML:
+            raise Fail("ggml reads the chat template as %r" % tmpl)
+        tfile = os.path.join(d, "template.jinja")
+        with open(tfile, "wb") as f:
+            f.write(tmpl)
+        cfg = os.path.join(d, "tokenizer_config.json")
+        shutil.copy(os.path.join(mnt, "hf", "tokenizer_config.json"), cfg)
+    finally:
+        J.unmount(mnt, [])
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(lib))
+    p = subprocess.run([J.tool("CHATDUMP"), lib, tfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=60)
+    if p.returncode == 77:
+        raise J.Skip("chatdump: " + p.stderr.decode(errors="replace"))
+    if p.returncode != 0:
+        raise Fail("llama.cpp's rendering failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
+    q = subprocess.run(["node", os.path.join(HERE, "chat_render.mjs"), mods, cfg],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if q.returncode != 0:
+        raise Fail("@huggingface/jinja on tokenizer_config.json failed (%d): %s"
+                   % (q.returncode, q.stderr.decode(errors="replace")[-1000:]))
+    if q.stdout != p.stdout or not p.stdout:
+        raise Fail("chat template: @huggingface/jinja renders %r, llama.cpp %r" % (q.stdout, p.stdout))
+    J.log("ok   hf/tokenizer_config.json's chat template renders as llama.cpp renders the GGUF's")
+
+
 def main():
     J.require_fuse()
     if not os.environ.get("XDG_STATE_HOME"):
@@ -287,6 +343,8 @@ def main():
             mods = None
         sec_read(root, files + real, mods)
         sec_edit(root, voc)
+        if mods:
+            sec_chat(root, voc, mods)
     finally:
         J.cleanup(os.path.join(root, "mnt"), root)
 

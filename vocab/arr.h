@@ -62,7 +62,7 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and the
  * ids sorted by the hash of their text. */
 struct voc_index {
-    size_t n;
+    size_t n, bytes; /* bytes: its mapping's */
     const uint8_t **text;
     uint64_t *len;
     struct voc_slot {
