@@ -52,10 +52,11 @@ MAKER(VOC_HF_TOKENIZER)
 MAKER(VOC_HF_CONFIG)
 MAKER(VOC_HF_MAP)
 MAKER(VOC_HF_README)
+MAKER(VOC_HF_MODEL)
 static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
     make_VOC_TOKENS_TSV,   make_VOC_SPECIAL,   make_VOC_MERGES,
     make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
-    make_VOC_HF_README};
+    make_VOC_HF_README,    make_VOC_HF_MODEL};
 
 /* Whether file f is there now: voc_has, but for tokenizer.json, whose
  * pass over the vocabulary (voc_present) is made once per generation and

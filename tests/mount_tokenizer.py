@@ -20,6 +20,7 @@ hf/README; special_tokens_map.json names the special tokens ggml reads."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -198,6 +199,67 @@ def check_maps(label, mnt, gguf):
             raise Fail("%s: special_tokens_map.json %s %r, ggml's token %d is %r" % (label, hfname, got.get(hfname), i, want))
 
 
+ARCHS = {b"llama": "LlamaForCausalLM", b"qwen2": "Qwen2ForCausalLM", b"qwen3": "Qwen3ForCausalLM",
+         b"gemma": "GemmaForCausalLM", b"phi3": "Phi3ForCausalLM"}
+CONFIG_INTS = [("hidden_size", "embedding_length"), ("num_hidden_layers", "block_count"),
+               ("num_attention_heads", "attention.head_count"),
+               ("num_key_value_heads", "attention.head_count_kv"),
+               ("intermediate_size", "feed_forward_length"), ("max_position_embeddings", "context_length"),
+               ("head_dim", "attention.key_length"), ("sliding_window", "attention.sliding_window")]
+NEEDED = ("embedding_length", "block_count", "attention.head_count", "context_length")
+
+
+def f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def check_config(label, mnt, gguf):
+    """hf/config.json against ggml's reading: each hyperparameter the
+    mapping names (vocab/hfconfig.c; transformers' names), or absent with
+    its reason for an architecture or a model it does not cover."""
+    verdict, ref = J.refdump(gguf)
+    kvs = {kv.key: kv for kv in ref.kvs}
+    arch_kv = kvs.get(b"general.architecture")
+    arch = arch_kv.content[:-1] if arch_kv is not None and arch_kv.type == "string" else None
+    p = os.path.join(mnt, "hf", "config.json")
+
+    def ival(suffix):
+        kv = kvs.get(arch + b"." + suffix.encode()) if arch else None
+        return int(kv.content) if kv is not None and kv.type in INTS else None
+    if arch not in ARCHS or any(ival(k) is None for k in NEEDED):
+        with open(os.path.join(mnt, "hf", "README"), "rb") as f:
+            readme = f.read()
+        if os.path.exists(p) or not re.search(rb"^config\.json: absent: \S", readme, re.M):
+            raise Fail("%s: architecture %r: hf/config.json exists or hf/README gives no reason: %r"
+                       % (label, arch, readme))
+        return False
+    with open(p, "rb") as f:
+        cfg = json.load(f)
+    want = {"architectures": [ARCHS[arch]], "model_type": arch.decode()}
+    for name, suffix in CONFIG_INTS:
+        if ival(suffix) is not None:
+            want[name] = ival(suffix)
+    want.setdefault("num_key_value_heads", want["num_attention_heads"])
+    voc = ival("vocab_size")
+    toks = kvs.get(TOK + b"tokens")
+    want["vocab_size"] = voc if voc is not None else len(lines_of(toks)) if toks is not None else None
+    if want["vocab_size"] is None:
+        del want["vocab_size"]
+    want["tie_word_embeddings"] = not any(t.name == b"output.weight" for t in ref.tensors)
+    for k, v in want.items():
+        if cfg.get(k) != v:
+            raise Fail("%s: config.json %s is %r, ggml reads %r" % (label, k, cfg.get(k), v))
+    for name, suffix, dflt in (("rms_norm_eps", "attention.layer_norm_rms_epsilon", None),
+                               ("rope_theta", "rope.freq_base", 10000.0)):
+        kv = kvs.get(arch + b"." + suffix.encode())
+        if kv is not None and kv.type == "float32":
+            if name not in cfg or f32_bits(cfg[name]) != kv.bits[0]:
+                raise Fail("%s: config.json %s %r is not ggml's float32 %#x" % (label, name, cfg.get(name), kv.bits[0]))
+        elif dflt is not None and cfg.get(name) != dflt:
+            raise Fail("%s: config.json %s %r, the default is %r" % (label, name, cfg.get(name), dflt))
+    return True
+
+
 def fixtures(d):
     fx = os.path.join(d, "fixtures")
     os.makedirs(fx)
@@ -222,7 +284,7 @@ def shared():
 def sec_read(d, files, mods):
     mnt = os.path.join(d, "mnt")
     n = nfiles = 0
-    judged = []
+    judged, configs = [], []
     for src in files:
         if J.refdump(src)[0] != "ggml-accepts":
             continue
@@ -230,12 +292,16 @@ def sec_read(d, files, mods):
         try:
             nfiles += check(os.path.basename(src), mnt, src)
             check_maps(os.path.basename(src), mnt, src)
+            if check_config(os.path.basename(src), mnt, src):
+                configs.append(os.path.basename(src))
             if mods and judge_hf(os.path.basename(src), mnt, src, mods, d):
                 judged.append(os.path.basename(src))
         finally:
             J.unmount(mnt, [])
         n += 1
     J.log("ok   tokenizer/ of %d models (%d files) against ggml's reading" % (n, nfiles))
+    J.log("ok   hf/config.json of %s against ggml's reading; the others absent with their reason"
+          % (", ".join(configs) or "no model"))
     if mods:
         J.log("ok   hf/tokenizer.json of %s: llama.cpp and transformers.js agree on %d texts; the others "
               "absent with their reason" % (", ".join(judged) or "no model", len(CORPUS)))

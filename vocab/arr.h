@@ -58,22 +58,23 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
 enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
                                struct gguf_buf *b);
 enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
+/* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
+enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
+const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
 
-/* The vocabulary by text (index.c): text[i], len[i] of token i, and the
- * ids sorted by the hash of their text. */
+/* The vocabulary by text (index.c): text[i], len[i] of token i, and a
+ * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
 struct voc_index {
-    size_t n, bytes; /* bytes: its mapping's */
-    const uint8_t **text;
+    size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
-    struct voc_slot {
-        uint64_t h;
-        uint32_t id;
-    } * slot;
+    const uint8_t **text;
+    uint32_t *slot;
+    int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element). */
 bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix);
 void voc_index_free(struct voc_index *ix);
-/* The id of the token whose text is s (the lowest id of those), or -1. */
+/* The id of the token whose text is s (the first of those), or -1. */
 int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
                        uint64_t n);
 /* A token whose text an earlier id has too, or -1. */

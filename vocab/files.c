@@ -19,6 +19,7 @@ static const struct {
     [VOC_HF_CONFIG] = {"tokenizer_config.json", VOC_DIR_HF},
     [VOC_HF_MAP] = {"special_tokens_map.json", VOC_DIR_HF},
     [VOC_HF_README] = {"README", VOC_DIR_HF},
+    [VOC_HF_MODEL] = {"config.json", VOC_DIR_HF},
 };
 
 const struct voc_special_key voc_special_keys[] = {
@@ -54,8 +55,11 @@ enum voc_dir voc_file_dir(enum voc_file f) {
 
 bool voc_has(const gguf_ctx *ctx, enum voc_file f) {
     struct voc_arr a;
+    char why[256];
     if (f == VOC_HF_README)
         return true;
+    if (f == VOC_HF_MODEL)
+        return !voc_hf_config_reason(ctx, why, sizeof why);
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a))
         return false;
     if (f == VOC_MERGES)
@@ -94,6 +98,9 @@ enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
         break;
     case VOC_HF_TOKENIZER:
         st = voc_hf_tokenizer(ctx, max, out, err);
+        break;
+    case VOC_HF_MODEL:
+        st = voc_hf_model_config(ctx, out);
         break;
     case VOC_HF_CONFIG:
     case VOC_HF_MAP:

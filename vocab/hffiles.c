@@ -142,9 +142,13 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
         st = line(b, "special_tokens_map.json",
                   toks ? "the special tokens of the metadata"
                        : "absent: the model has no tokenizer.ggml.tokens");
+    const char *cno = voc_hf_config_reason(ctx, why, sizeof why);
+    if (cno)
+        snprintf(text, sizeof text, "absent: %s", cno);
     if (st == GGUF_OK)
         st = line(b, "config.json",
-                  "absent: the architectures' hyperparameters are not "
-                  "mapped yet");
+                  cno ? text
+                      : "the hyperparameters of general.architecture, "
+                        "named as transformers names them");
     return st;
 }

@@ -36,13 +36,22 @@
 /* Appends v's JSON (compact) and drops the reference; GGUF_E_INVAL when v
  * is NULL (jansson refused a string that is not UTF-8). */
 enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
+    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
     if (!v)
         return GGUF_E_INVAL;
-    size_t need = json_dumpb(v, NULL, 0, JSON_ENCODE_ANY | JSON_COMPACT);
-    enum gguf_status st = need ? gguf_buf_reserve(b, need) : GGUF_E_NOMEM;
+    /* One dump into room for the usual token; a second only when the
+     * text is longer (json_dumpb says how long it is either way). */
+    enum gguf_status st = gguf_buf_reserve(b, 256);
+    size_t need = st == GGUF_OK ? json_dumpb(v, (char *)b->p + b->len,
+                                             b->cap - b->len, flags)
+                                : 0;
+    if (st == GGUF_OK && need > b->cap - b->len &&
+        (st = gguf_buf_reserve(b, need)) == GGUF_OK)
+        need = json_dumpb(v, (char *)b->p + b->len, need, flags);
+    if (st == GGUF_OK && !need)
+        st = GGUF_E_NOMEM;
     if (st == GGUF_OK)
-        b->len += json_dumpb(v, (char *)b->p + b->len, need,
-                             JSON_ENCODE_ANY | JSON_COMPACT);
+        b->len += need;
     json_decref(v);
     return st;
 }

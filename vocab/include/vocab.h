@@ -25,6 +25,7 @@ enum voc_file {
     VOC_HF_CONFIG,    /* hf/tokenizer_config.json */
     VOC_HF_MAP,       /* hf/special_tokens_map.json */
     VOC_HF_README,    /* hf/README */
+    VOC_HF_MODEL,     /* hf/config.json */
     VOC_N_FILES
 };
 /* The directory of a file: tokenizer/ or hf/. */
