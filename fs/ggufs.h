@@ -20,6 +20,9 @@
  *                                   (metatsv.c)
  *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
  *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
+ *   10, 11             /tokenizer, /hf   the files tools look for
+ *   GFS_INO_TOKFILE+n  /tokenizer/F, /hf/F  file n (enum voc_file;
+ *                                   tokdir.c)
  *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
  *                                   inode each (4 is the first;
  *                                   passthrough.c)
@@ -93,6 +96,12 @@
 #define GFS_INO_META_TSV 8
 #define GFS_INO_F32 (UINT64_C(4) << 32)
 #define GFS_INO_NPY (UINT64_C(5) << 32)
+/* tokenizer/, hf/ and their files, GFS_INO_TOKFILE + enum voc_file
+ * (tokdir.c) */
+#define GFS_INO_DIR_TOK 10
+#define GFS_INO_DIR_HF 11
+#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
+#define GFS_N_TOKFILES 8 /* VOC_N_FILES (vocab.h) */
 
 enum gfs_kind {
     GFS_NONE,
@@ -110,7 +119,10 @@ enum gfs_kind {
     GFS_INDEX,
     GFS_META_TSV,   /* metatsv.c */
     GFS_DIR_EXTRAS, /* extras.c */
-    GFS_EXTRA
+    GFS_EXTRA,
+    GFS_DIR_TOK, /* tokdir.c */
+    GFS_DIR_HF,
+    GFS_TOKFILE
 };
 
 /* The state of a name in meta/: KEY, GHOST or FILE; the rule that moves a
@@ -397,6 +409,13 @@ struct gfs {
     /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
     struct gfs_text *metatsv;
     uint64_t metatsv_gen;
+    /* tokenizer/'s and hf/'s files (tokdir.c), by enum voc_file, each
+     * for its generation; which are there (voc_present), for tok_mask_gen
+     * + 1 (0: not asked yet) */
+    struct gfs_text *tok[GFS_N_TOKFILES];
+    uint64_t tok_gen[GFS_N_TOKFILES];
+    uint32_t tok_mask;
+    uint64_t tok_mask_gen;
     uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */

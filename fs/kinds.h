@@ -138,6 +138,9 @@ extern const struct gfs_kind_ops gfs_kind_dir_tensors; /* tensors.c */
 extern const struct gfs_kind_ops gfs_kind_tensor;
 extern const struct gfs_kind_ops gfs_kind_dir_extras; /* extras.c */
 extern const struct gfs_kind_ops gfs_kind_extra;
+extern const struct gfs_kind_ops gfs_kind_dir_tok; /* tokdir.c */
+extern const struct gfs_kind_ops gfs_kind_dir_hf;
+extern const struct gfs_kind_ops gfs_kind_tokfile;
 
 /* The largest write: past fs->max_value (or a negative offset) a write is
  * EFBIG, refused before anything is allocated. */
@@ -149,6 +152,14 @@ static inline int gfs_write_over_cap(const struct gfs *fs, off_t off,
 /* A read-only directory's attributes (0555, two links): the stat of a
  * row that lists what it does not let anyone change (kinds.c). */
 int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
+/* A read-only file whose text is made again after each edit (meta.tsv,
+ * tokenizer/'s files; gfs_text_of_gen): its attributes from text t (its
+ * reference dropped), or err when t is NULL; and its open, fh holding t
+ * (in direct I/O on a writable mount, where the text changes; kept in the
+ * page cache on a read-only one). */
+int gfs_kind_text_stat(struct gfs_text *t, int err, struct stat *st);
+int gfs_kind_text_open(struct gfs *fs, struct gfs_fh *fh,
+                       struct fuse_file_info *fi, struct gfs_text *t, int err);
 
 /* Core helpers a row may use.  xattr.c: gfs_add_str appends s to out (0
  * or ENOMEM).  fileops.c: gfs_reply_bytes replies with [off, off + size)

@@ -44,28 +44,15 @@ static int metatsv_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     (void)ino;
     int err = 0;
     struct gfs_text *t = metatsv_text(fs, &err);
-    if (!t)
-        return err;
-    st->st_mode = S_IFREG | 0444;
-    st->st_nlink = 1;
-    st->st_size = (off_t)t->len;
-    st->st_blocks = (st->st_size + 511) / 512;
-    gfs_text_put(t);
-    return 0;
+    return gfs_kind_text_stat(t, err, st);
 }
 
 static int metatsv_open(struct gfs *fs, struct gfs_fh *fh,
                         struct fuse_file_info *fi, int wants_write) {
     (void)wants_write; /* read-only: the core refuses writes */
     int err = 0;
-    if (!(fh->text = metatsv_text(fs, &err)))
-        return err;
-    fi->noflush = 1;
-    if (fs->readonly)
-        fi->keep_cache = 1; /* never changes */
-    else
-        fi->direct_io = 1;
-    return 0;
+    struct gfs_text *t = metatsv_text(fs, &err);
+    return gfs_kind_text_open(fs, fh, fi, t, err);
 }
 
 static void metatsv_fini(struct gfs *fs) {

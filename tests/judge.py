@@ -1032,7 +1032,7 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
     live_name = os.fsencode(live_name) if live_name else os.path.basename(os.fsencode(gguf))
     # f32/, npy/ and index.tsv: the converted views (tests/mount_views.py);
     # meta.tsv (tests/mount_status.py)
-    views = {b"f32", b"npy", b"index.tsv", b"meta.tsv"}
+    views = {b"f32", b"npy", b"index.tsv", b"meta.tsv", b"tokenizer", b"hf"}  # tokenizer/: mount_tokenizer.py
     if top != {b"meta", b"tensors", live_name} | views | set(extra_root):
         ck.bad("mount root lists %r, expected meta, tensors, the live view %r, meta.tsv, f32, npy and "
                "index.tsv" % (sorted(top), live_name))

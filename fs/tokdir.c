@@ -1,0 +1,184 @@
+/*
+ * tokdir.c - MNT/tokenizer/ and MNT/hf/ (issue 26): the model's tokenizer
+ * as plain text for grep and diff (tokens.tsv, special, merges.txt) and
+ * the Hugging Face files tools look for beside a model (tokenizer.json,
+ * tokenizer_config.json, special_tokens_map.json, README), made by vocab/
+ * (vocab.h, which states their formats and rules) from the metadata as it
+ * is now.  A directory lists a file while the metadata makes it (voc_has;
+ * for tokenizer.json voc_present, a pass over the vocabulary, asked once
+ * per edit generation); both are always there, hf/ with at least its
+ * README saying why the others are absent.
+ *
+ * Like meta.tsv (metatsv.c) each file is made on its first stat or open
+ * at an edit generation (gfs_text_of_gen: one text per fs->generation,
+ * cached under text_lock, so pending edits of meta/ show), and an open
+ * serves the text of its open.  Bounded: a file past GFS_MAX_TEXT is
+ * EFBIG (said in the log); a text is held while cached or open, and made
+ * again only after an edit.  Read-write mounts open them in direct I/O
+ * with attributes never cached (a size taken before an edit never cuts
+ * the text read after it).  Read-only.
+ */
+#include "kinds.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <string.h>
+
+_Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
+
+/* The file's text now (gfs_text_of_gen's make, one a file). */
+static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
+    struct gguf_error gerr = {0};
+    if (voc_render(fs->ctx, f, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
+        return 0;
+    if (gerr.code == GGUF_E_RANGE) {
+        gfs_log(fs, "%s", gerr.msg);
+        return EFBIG;
+    }
+    if (gerr.code != GGUF_E_NOTFOUND)
+        gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
+    return gfs_errno(&gerr);
+}
+/* gfs_text_of_gen's make of file F (it takes no argument of its own). */
+#define MAKER(F)                                                               \
+    static int make_##F(struct gfs *fs, struct gguf_buf *b) {                  \
+        return tok_make(fs, F, b);                                             \
+    }
+MAKER(VOC_TOKENS_TSV)
+MAKER(VOC_SPECIAL)
+MAKER(VOC_MERGES)
+MAKER(VOC_HF_TOKENIZER)
+MAKER(VOC_HF_CONFIG)
+MAKER(VOC_HF_MAP)
+MAKER(VOC_HF_README)
+MAKER(VOC_HF_MODEL)
+static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
+    make_VOC_TOKENS_TSV,   make_VOC_SPECIAL,   make_VOC_MERGES,
+    make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
+    make_VOC_HF_README,    make_VOC_HF_MODEL};
+
+/* Whether file f is there now: voc_has, but for tokenizer.json, whose
+ * pass over the vocabulary (voc_present) is made once per generation and
+ * only when asked.  Caller holds fs->lock (read at least); takes
+ * text_lock for tokenizer.json. */
+static int present(struct gfs *fs, int f) {
+    if (f < 0 || f >= VOC_N_FILES || !voc_has(fs->ctx, f))
+        return 0;
+    if (f != VOC_HF_TOKENIZER)
+        return 1;
+    pthread_mutex_lock(&fs->text_lock);
+    int made = fs->tok_mask_gen != fs->generation + 1;
+    if (made) {
+        fs->tok_mask = voc_present(fs->ctx);
+        fs->tok_mask_gen = fs->generation + 1;
+    }
+    uint32_t m = fs->tok_mask;
+    pthread_mutex_unlock(&fs->text_lock);
+    if (made)
+        malloc_trim(0); /* see tok_text */
+    return m >> f & 1;
+}
+
+static enum voc_dir dir_of(fuse_ino_t dir) {
+    return dir == GFS_INO_DIR_HF ? VOC_DIR_HF : VOC_DIR_TOKENIZER;
+}
+
+/* File f's text now, or NULL with *err (ENOENT while the metadata does
+ * not make it).  Caller holds fs->lock (read at least). */
+static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
+    if (!present(fs, f)) {
+        *err = ENOENT;
+        return NULL;
+    }
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_text *old = fs->tok[f];
+    pthread_mutex_unlock(&fs->text_lock);
+    struct gfs_text *t =
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+    /* A text made now (tens of MB for a large vocabulary) leaves its
+     * buffer and the renderer's index freed but held by the allocator's
+     * arena of this thread: handed back, so that the daemon holds the
+     * text and no more. */
+    if (t && t != old)
+        malloc_trim(0);
+    return t;
+}
+
+static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
+                      fuse_ino_t *out) {
+    for (int f = 0; f < VOC_N_FILES; f++)
+        if (voc_file_dir(f) == dir_of(dir) &&
+            strcmp(name, voc_file_name(f)) == 0 && present(fs, f)) {
+            *out = GFS_INO_TOKFILE + (fuse_ino_t)f;
+            return 0;
+        }
+    return ENOENT;
+}
+
+static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)fs, (void)dir;
+    return VOC_N_FILES; /* those absent are skipped */
+}
+
+static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)pos;
+    if (k < 0 || k >= VOC_N_FILES || voc_file_dir(k) != dir_of(dir) ||
+        !present(fs, (int)k))
+        return 0;
+    const char *nm = voc_file_name((enum voc_file)k);
+    name->len = 0;
+    if (gguf_buf_add(name, nm, strlen(nm) + 1) != GGUF_OK)
+        return -1;
+    *child = GFS_INO_TOKFILE + (fuse_ino_t)k;
+    *mode = S_IFREG;
+    return 1;
+}
+
+static int file_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_stat(t, err, st);
+}
+
+static int file_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(fh->ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_open(fs, fh, fi, t, err);
+}
+
+static void file_fini(struct gfs *fs) {
+    for (int f = 0; f < VOC_N_FILES; f++) {
+        gfs_text_put(fs->tok[f]);
+        fs->tok[f] = NULL;
+    }
+}
+
+/* The two directories' rows: the same hooks, their own kind and name. */
+#define DIR_ROW(KIND, INO, NAME)                                               \
+    {                                                                          \
+        .kind = KIND, .ino_lo = INO, .ino_hi = INO + 1, .root_name = NAME,     \
+        .root_mode = S_IFDIR, .changes = 1, .stat = gfs_kind_dir_stat,         \
+        .lookup = dir_lookup, .n_entries = dir_n, .dirent = dir_entry,         \
+    }
+const struct gfs_kind_ops gfs_kind_dir_tok =
+    DIR_ROW(GFS_DIR_TOK, GFS_INO_DIR_TOK, "tokenizer");
+const struct gfs_kind_ops gfs_kind_dir_hf =
+    DIR_ROW(GFS_DIR_HF, GFS_INO_DIR_HF, "hf");
+
+const struct gfs_kind_ops gfs_kind_tokfile = {
+    .kind = GFS_TOKFILE,
+    .ino_lo = GFS_INO_TOKFILE,
+    .ino_hi = GFS_INO_TOKFILE + VOC_N_FILES,
+    .changes = 1,
+    .stat = file_stat,
+    .open = file_open,
+    .read = gfs_read_text,
+    .fini = file_fini,
+};

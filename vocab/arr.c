@@ -1,0 +1,85 @@
+/*
+ * arr.c - the tokenizer's arrays read from a value's payload (arr.h).
+ * The payload is the gguf library's, validated at open and at each edit;
+ * each length is checked against its end again, so that a wrong payload
+ * is an absent element, never a read past it.
+ */
+#include "arr.h"
+
+#include <string.h>
+
+static uint64_t le64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
+bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
+                struct voc_arr *a) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    size_t len = 0;
+    if (i < 0 || gguf_kv_type(ctx, i) != GGUF_TYPE_ARRAY ||
+        gguf_kv_arr_type(ctx, i) != et)
+        return false;
+    const uint8_t *p = gguf_kv_payload(ctx, i, &len);
+    if (!p || len < 12)
+        return false;
+    a->et = et;
+    a->n = le64(p + 4);
+    a->p = p + 12;
+    a->end = p + len;
+    size_t esz = gguf_type_size(et);
+    if (et != GGUF_TYPE_STRING &&
+        (!esz || a->n > (uint64_t)(a->end - a->p) / esz))
+        return false;
+    return true;
+}
+
+bool voc_arr_next_str(const struct voc_arr *a, const uint8_t **pos,
+                      const uint8_t **s, uint64_t *len) {
+    const uint8_t *p = *pos;
+    if ((size_t)(a->end - p) < 8)
+        return false;
+    uint64_t n = le64(p);
+    if (n > (uint64_t)(a->end - p - 8))
+        return false;
+    *s = p + 8;
+    *len = n;
+    *pos = p + 8 + n;
+    return true;
+}
+
+bool voc_arr_str(const struct voc_arr *a, uint64_t i, const uint8_t **s,
+                 uint64_t *len) {
+    if (a->et != GGUF_TYPE_STRING || i >= a->n)
+        return false;
+    const uint8_t *pos = a->p;
+    for (uint64_t k = 0; k <= i; k++)
+        if (!voc_arr_next_str(a, &pos, s, len))
+            return false;
+    return true;
+}
+
+bool voc_arr_u32(const struct voc_arr *a, uint64_t i, uint32_t *v) {
+    if (gguf_type_size(a->et) != 4 || i >= a->n)
+        return false;
+    const uint8_t *p = a->p + 4 * i;
+    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+    return true;
+}
+
+bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    return i >= 0 && gguf_kv_get_i64(ctx, i, v);
+}
+
+bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    size_t len = 0;
+    const uint8_t *p = i < 0 ? NULL : gguf_kv_payload(ctx, i, &len);
+    if (!p || gguf_kv_type(ctx, i) != GGUF_TYPE_BOOL || len < 1)
+        return dflt;
+    return p[0] != 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * arr.h - the tokenizer's arrays as vocab/ reads them: a metadata array
+ * of one element type, its elements reached through the payload the gguf
+ * library validated (gguf_kv_payload: element type, count, elements),
+ * bounds checked again here all the same.  Internal to vocab/.
+ */
+#ifndef GGUFS_VOCAB_ARR_H
+#define GGUFS_VOCAB_ARR_H
+
+#include "vocab.h"
+
+struct voc_arr {
+    enum gguf_type et;
+    uint64_t n;
+    const uint8_t *p, *end; /* the elements */
+};
+
+/* Key key of ctx as an array of element type et: true and *a, else false
+ * (no such key, not an array, another element type, a short payload). */
+bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
+                struct voc_arr *a);
+/* The next string element at *pos (a position in a->p..end): true with
+ * *s, *len and *pos moved past it; false at the end or on a bad length. */
+bool voc_arr_next_str(const struct voc_arr *a, const uint8_t **pos,
+                      const uint8_t **s, uint64_t *len);
+/* String element i (a walk from the first: O(i)). */
+bool voc_arr_str(const struct voc_arr *a, uint64_t i, const uint8_t **s,
+                 uint64_t *len);
+/* Element i of a 4-byte array (float32, int32, uint32), its raw bits. */
+bool voc_arr_u32(const struct voc_arr *a, uint64_t i, uint32_t *v);
+/* An integer key as int64 (any integer type that fits): true, else false
+ * (absent or not an integer). */
+bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v);
+
+/* The special token ids llama.cpp reads (its llama-arch.cpp): the name
+ * tokenizer/special gives each, Hugging Face's (NULL: none), the key;
+ * in the order tokenizer/special lists them (files.c). */
+struct voc_special_key {
+    const char *name, *hf, *key;
+};
+extern const struct voc_special_key voc_special_keys[];
+extern const size_t voc_n_special_keys;
+
+/* A bool key's value, or dflt when absent or not a bool. */
+bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
+
+/* The files' makers (tsv.c, hfjson.c, hffiles.c): each appends, bounded
+ * by max where a file grows with the vocabulary. */
+enum gguf_status voc_tokens_tsv(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err);
+enum gguf_status voc_special(const gguf_ctx *ctx, struct gguf_buf *b,
+                             struct gguf_error *err);
+enum gguf_status voc_merges_txt(const gguf_ctx *ctx, uint64_t max,
+                                struct gguf_buf *b, struct gguf_error *err);
+enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
+                                  struct gguf_buf *b, struct gguf_error *err);
+/* tokenizer_config.json, or special_tokens_map.json (map). */
+enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
+                               struct gguf_buf *b);
+enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
+/* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
+enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
+const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
+
+/* The vocabulary by text (index.c): text[i], len[i] of token i, and a
+ * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
+struct voc_index {
+    size_t n, cap, bytes; /* bytes: its mapping's */
+    uint64_t *len;
+    const uint8_t **text;
+    uint32_t *slot;
+    int64_t dup; /* the first token whose text an earlier one has, or -1 */
+};
+/* Made from the tokens array (false: out of memory or a bad element). */
+bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix);
+void voc_index_free(struct voc_index *ix);
+/* The id of the token whose text is s (the first of those), or -1. */
+int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
+                       uint64_t n);
+/* A token whose text an earlier id has too, or -1. */
+int64_t voc_index_duplicate(const struct voc_index *ix);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * hfcheck.c - whether hf/'s files can be made exactly from a model's
+ * tokenizer, and why not (vocab.h: voc_hf_reason, voc_hf_kind; the lines
+ * of hf/README).  The rule: a tokenizer.json is written only for the
+ * tokenizer models and pre-tokenizers whose Hugging Face form has been
+ * checked against llama.cpp's tokenization (tests/mount_tokenizer.py):
+ *   llama  SentencePiece: BPE over the pieces with byte fallback, the
+ *          merges made from the scores as transformers' own converter
+ *          makes them (hfjson.c);
+ *   gpt2   byte-level BPE with the pre-tokenizer "gpt-2" (GPT-2's regular
+ *          expression, which Hugging Face's ByteLevel pre-tokenizer is).
+ * Every other model or pre-tokenizer is absent with its reason; so is a
+ * vocabulary a JSON file cannot hold: a token that is not valid UTF-8 (a
+ * JSON string is UTF-8; Hugging Face's byte-level BPE never has one, its
+ * bytes are mapped to characters; SentencePiece's byte tokens are the
+ * text <0xNN>), or two tokens with one text (a JSON vocabulary maps a
+ * text to one id).  A SentencePiece vocabulary is written as BPE only
+ * where the two merge alike (spm_reason): llama.cpp merges any two
+ * adjacent symbols whose text is a token, a BPE merge list only two
+ * tokens, so no token may split into a character that is no token and
+ * a token (or another such character); and llama.cpp takes the leftmost
+ * of the pairs with the best score, BPE the pair of the best rank, so no
+ * two tokens that merges make may share a score, but runs of one
+ * character (SentencePiece's runs of spaces share one score; the judge,
+ * tests/mount_tokenizer.py, checks runs of 1 to 40).
+ */
+#include "arr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOK "tokenizer.ggml."
+
+static bool str_is(const gguf_ctx *ctx, const char *key, const char *want) {
+    int64_t k = gguf_find_key(ctx, key, strlen(key));
+    const char *s;
+    size_t n;
+    return k >= 0 && gguf_kv_get_str(ctx, k, &s, &n) && n == strlen(want) &&
+           memcmp(s, want, n) == 0;
+}
+
+enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
+    if (str_is(ctx, TOK "model", "llama"))
+        return VOC_HF_SPM;
+    if (str_is(ctx, TOK "model", "gpt2") && str_is(ctx, TOK "pre", "gpt-2"))
+        return VOC_HF_BYTE_BPE;
+    return VOC_HF_NONE;
+}
+
+/* Why the model's tokenizer has no Hugging Face form here, or NULL. */
+static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
+    int64_t k = gguf_find_key(ctx, TOK "model", strlen(TOK "model"));
+    const char *s = "", *p = "";
+    size_t sl = 0, pl = 0;
+    struct voc_arr a;
+    if (k < 0 || !gguf_kv_get_str(ctx, k, &s, &sl))
+        return "no " TOK "model string names the tokenizer";
+    int64_t kp = gguf_find_key(ctx, TOK "pre", strlen(TOK "pre"));
+    if (kp < 0 || !gguf_kv_get_str(ctx, kp, &p, &pl))
+        p = "", pl = 0;
+    if (voc_hf_kind(ctx) == VOC_HF_NONE) {
+        if (sl == 4 && !memcmp(s, "gpt2", 4))
+            snprintf(buf, n,
+                     "the byte-level BPE pre-tokenizer '%.*s' (llama.cpp's "
+                     "regular expressions for it) is not mapped yet: only "
+                     "gpt-2 has been checked against llama.cpp",
+                     (int)(pl > 64 ? 64 : pl), p);
+        else
+            snprintf(buf, n,
+                     "the tokenizer model '%.*s' is not mapped yet (llama "
+                     "and gpt2 are)",
+                     (int)(sl > 64 ? 64 : sl), s);
+        return buf;
+    }
+    if (voc_hf_kind(ctx) == VOC_HF_BYTE_BPE &&
+        !voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
+        return "a byte-level BPE vocabulary without " TOK "merges";
+    if (voc_hf_kind(ctx) == VOC_HF_SPM &&
+        !voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &a))
+        return "a SentencePiece vocabulary without " TOK
+               "scores (float32): its merges are made from them";
+    return NULL;
+}
+
+static int by_value(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Bytes of the UTF-8 character at s (1 for a stray byte). */
+static uint64_t char_len(const uint8_t *s, uint64_t n) {
+    uint64_t c = 1;
+    while (c < n && (s[c] & 0xc0) == 0x80)
+        c++;
+    return c;
+}
+
+/* Whether token t splits into two tokens (at a character boundary); a
+ * split llama.cpp can merge and a BPE merge list cannot (a character that
+ * is no token beside a token, or two such characters) in *bad_at (the
+ * offset), else -1. */
+static bool splits(const struct voc_index *ix, size_t t, int64_t *bad_at) {
+    bool any = false;
+    uint64_t len = ix->len[t];
+    const uint8_t *s = ix->text[t];
+    uint64_t first = char_len(s, len);
+    *bad_at = -1;
+    for (uint64_t k = first; k < len; k += char_len(s + k, len - k)) {
+        bool l = voc_index_find(ix, s, k) >= 0;
+        bool r = voc_index_find(ix, s + k, len - k) >= 0;
+        bool r_char = char_len(s + k, len - k) == len - k;
+        if (l && r)
+            any = true;
+        else if ((l || k == first) && (r || r_char)) {
+            *bad_at = (int64_t)k;
+            return false;
+        }
+    }
+    return any;
+}
+
+/* Whether token t is one character repeated (SentencePiece's runs of
+ * spaces, which share one score). */
+static bool one_char_run(const struct voc_index *ix, size_t t) {
+    const uint8_t *s = ix->text[t];
+    uint64_t len = ix->len[t], c = char_len(s, len);
+    for (uint64_t k = c; k < len; k += c)
+        if (len - k < c || memcmp(s, s + k, c) != 0)
+            return false;
+    return true;
+}
+
+/* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
+ * differently here, or NULL. */
+static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
+                              char *buf, size_t n) {
+    struct voc_arr sc;
+    struct gguf_buf scores = {0};
+    const char *why = NULL;
+    if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
+        return "no scores";
+    for (size_t t = 0; t < ix->n && !why; t++) {
+        int64_t bad;
+        uint32_t v = 0;
+        if (splits(ix, t, &bad)) {
+            if (one_char_run(ix, t))
+                continue;
+            (void)voc_arr_u32(&sc, t, &v);
+            if (gguf_buf_add(&scores, &v, 4) != GGUF_OK)
+                why = "out of memory";
+        } else if (bad >= 0) {
+            snprintf(buf, n,
+                     "token %zu splits at byte %lld into a character that "
+                     "is no token and a token: llama.cpp merges them, a BPE "
+                     "merge list cannot",
+                     t, (long long)bad);
+            why = buf;
+        }
+    }
+    size_t m = scores.len / 4;
+    if (!why && m > 1) {
+        qsort(scores.p, m, 4, by_value);
+        const float *f = (const float *)scores.p;
+        for (size_t i = 1; i < m && !why; i++)
+            if (f[i] == f[i - 1]) {
+                snprintf(buf, n,
+                         "two tokens that merges make have the score %g: "
+                         "llama.cpp takes the leftmost pair, BPE the pair "
+                         "of the better rank",
+                         (double)f[i]);
+                why = buf;
+            }
+    }
+    gguf_buf_free(&scores);
+    return why;
+}
+
+const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
+    struct voc_arr toks;
+    struct voc_index ix;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
+        return "the model has no " TOK "tokens (an array of strings)";
+    const char *why = model_reason(ctx, buf, n);
+    if (why)
+        return why;
+    if (toks.n > UINT32_MAX)
+        return "more tokens than ids of 32 bits";
+    if (!voc_index_make(&toks, &ix))
+        return "out of memory, or a token past the value's end";
+    for (size_t i = 0; i < ix.n && !why; i++)
+        if (!gguf_utf8_valid(ix.text[i], ix.len[i])) {
+            snprintf(buf, n,
+                     "token %zu is not valid UTF-8: a JSON string cannot "
+                     "hold it",
+                     i);
+            why = buf;
+        }
+    int64_t d = why ? -1 : voc_index_duplicate(&ix);
+    if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
+        why = spm_reason(ctx, &ix, buf, n);
+    if (d >= 0) {
+        snprintf(buf, n,
+                 "token %lld has the text of an earlier token: a JSON "
+                 "vocabulary maps a text to one id",
+                 (long long)d);
+        why = buf;
+    }
+    voc_index_free(&ix);
+    return why;
+}

@@ -1,0 +1,378 @@
+/*
+ * hfjson.c - hf/tokenizer.json (vocab.h), Hugging Face's tokenizers
+ * format, for the tokenizers hfcheck.c lets through.  Every JSON string
+ * and value is encoded by libjansson; the document's frame is written
+ * here piece by piece, one vocabulary entry and one merge a line, so that
+ * the memory it costs is the text itself and an index of the vocabulary
+ * (24 bytes a token) and of the merges (16 bytes each), not a tree of
+ * every token.
+ *
+ *   llama (SentencePiece): a BPE model with byte_fallback and the unknown
+ *     token, its merges made from the scores as transformers' converter
+ *     (SentencePieceExtractor) makes them: every split of a piece into two
+ *     pieces of the vocabulary (at character boundaries), ordered by the
+ *     piece's score (highest first), then its id, then the two parts'
+ *     ids; llama.cpp merges the adjacent pair whose piece scores highest.
+ *     The normalizer prepends U+2581 (when add_space_prefix, llama.cpp's
+ *     default, is not false) and writes spaces as U+2581, as llama.cpp
+ *     does to each text between special tokens.
+ *   gpt2 (byte-level BPE, pre-tokenizer gpt-2): the ByteLevel
+ *     pre-tokenizer (GPT-2's regular expression) and decoder, the
+ *     vocabulary and tokenizer.ggml.merges as they are.
+ * Added tokens: the tokens llama.cpp matches in text as special ones
+ * (types control, user_defined, unknown), special but user_defined.
+ * post_processor: the BOS and EOS that llama.cpp adds (add_bos, add_eos).
+ */
+#include "arr.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOK "tokenizer.ggml."
+#define SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+
+/* Appends v's JSON (compact) and drops the reference; GGUF_E_INVAL when v
+ * is NULL (jansson refused a string that is not UTF-8). */
+enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
+    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+    if (!v)
+        return GGUF_E_INVAL;
+    /* One dump into room for the usual token; a second only when the
+     * text is longer (json_dumpb says how long it is either way). */
+    enum gguf_status st = gguf_buf_reserve(b, 256);
+    size_t need = st == GGUF_OK ? json_dumpb(v, (char *)b->p + b->len,
+                                             b->cap - b->len, flags)
+                                : 0;
+    if (st == GGUF_OK && need > b->cap - b->len &&
+        (st = gguf_buf_reserve(b, need)) == GGUF_OK)
+        need = json_dumpb(v, (char *)b->p + b->len, need, flags);
+    if (st == GGUF_OK && !need)
+        st = GGUF_E_NOMEM;
+    if (st == GGUF_OK)
+        b->len += need;
+    json_decref(v);
+    return st;
+}
+
+static enum gguf_status jstr(struct gguf_buf *b, const uint8_t *s, uint64_t n) {
+    return voc_json(b, json_stringn((const char *)s, (size_t)n));
+}
+
+static enum gguf_status lit(struct gguf_buf *b, const char *s) {
+    return gguf_buf_add(b, s, strlen(s));
+}
+
+/* A merge of the SentencePiece vocabulary (make_merges). */
+struct merge {
+    float score;
+    uint32_t id, l, r;
+};
+
+static int by_rank(const void *a, const void *b) {
+    const struct merge *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->l != y->l)
+        return x->l < y->l ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+
+static float score_of(const struct voc_arr *scores, uint32_t id) {
+    uint32_t v = 0;
+    float f;
+    (void)voc_arr_u32(scores, id, &v);
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* The SentencePiece merges, ranked (*out, *n; free *out).  At most one a
+ * byte of the vocabulary's texts: bounded by the header. */
+static enum gguf_status make_merges(const struct voc_index *ix,
+                                    const struct voc_arr *scores,
+                                    struct merge **out, size_t *n) {
+    struct gguf_buf m = {0};
+    for (size_t t = 0; t < ix->n; t++)
+        for (uint64_t k = 1; k < ix->len[t]; k++) {
+            if ((ix->text[t][k] & 0xc0) == 0x80) /* inside a character */
+                continue;
+            int64_t l = voc_index_find(ix, ix->text[t], k);
+            int64_t r =
+                l < 0 ? -1
+                      : voc_index_find(ix, ix->text[t] + k, ix->len[t] - k);
+            if (r < 0)
+                continue;
+            struct merge e = {score_of(scores, (uint32_t)t), (uint32_t)t,
+                              (uint32_t)l, (uint32_t)r};
+            if (gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
+                gguf_buf_free(&m);
+                return GGUF_E_NOMEM;
+            }
+        }
+    *n = m.len / sizeof(struct merge);
+    if (*n)
+        qsort(m.p, *n, sizeof(struct merge), by_rank);
+    *out = (struct merge *)m.p;
+    return GGUF_OK;
+}
+
+/* The text and id (*id) of special token key, or NULL. */
+static const uint8_t *special_text(const gguf_ctx *ctx,
+                                   const struct voc_index *ix, const char *key,
+                                   uint64_t *len, int64_t *id) {
+    int64_t k = gguf_find_key(ctx, key, strlen(key));
+    if (k < 0 || !gguf_kv_get_i64(ctx, k, id) || *id < 0 ||
+        (uint64_t)*id >= ix->n)
+        return NULL;
+    *len = ix->len[*id];
+    return ix->text[*id];
+}
+
+static json_t *token_ref(const uint8_t *s, uint64_t n, int64_t id) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_stringn((const char *)s, (size_t)n));
+    json_object_set_new(o, "ids", json_pack("[I]", (json_int_t)id));
+    json_object_set_new(o, "tokens",
+                        json_pack("[s%]", (const char *)s, (size_t)n));
+    return o;
+}
+
+/* TemplateProcessing adding BOS and EOS as llama.cpp does, or null. */
+static json_t *post_processor(const gguf_ctx *ctx, const struct voc_index *ix,
+                              enum voc_hf kind) {
+    uint64_t bl = 0, el = 0;
+    int64_t bid = -1, eid = -1;
+    const uint8_t *bos = special_text(ctx, ix, TOK "bos_token_id", &bl, &bid);
+    const uint8_t *eos = special_text(ctx, ix, TOK "eos_token_id", &el, &eid);
+    bool add_bos = voc_flag(ctx, TOK "add_bos_token", kind == VOC_HF_SPM);
+    bool add_eos = voc_flag(ctx, TOK "add_eos_token", false);
+    if (!(add_bos && bos) && !(add_eos && eos))
+        return json_null();
+    json_t *single = json_array(), *pair = json_array(), *sp = json_object();
+    for (int half = 0; half < 2; half++) {
+        json_t *seq[2] = {
+            json_pack("{s{s:s,s:i}}", "Sequence", "id", "A", "type_id", 0),
+            json_pack("{s{s:s,s:i}}", "Sequence", "id", "B", "type_id", 1)};
+        for (int s = 0; s <= half; s++) {
+            json_t *arr = half ? pair : single;
+            if (add_bos && bos)
+                json_array_append_new(arr, json_pack("{s{s:s%,s:i}}",
+                                                     "SpecialToken", "id", bos,
+                                                     (size_t)bl, "type_id", s));
+            json_array_append(arr, seq[s]);
+            if (add_eos && eos)
+                json_array_append_new(arr, json_pack("{s{s:s%,s:i}}",
+                                                     "SpecialToken", "id", eos,
+                                                     (size_t)el, "type_id", s));
+        }
+        json_decref(seq[0]);
+        json_decref(seq[1]);
+    }
+    if (add_bos && bos)
+        json_object_setn_new(sp, (const char *)bos, (size_t)bl,
+                             token_ref(bos, bl, bid));
+    if (add_eos && eos)
+        json_object_setn_new(sp, (const char *)eos, (size_t)el,
+                             token_ref(eos, el, eid));
+    return json_pack("{s:s,s:o,s:o,s:o}", "type", "TemplateProcessing",
+                     "single", single, "pair", pair, "special_tokens", sp);
+}
+
+/* "added_tokens":[...]: the tokens llama.cpp matches as special ones. */
+static enum gguf_status added_tokens(const gguf_ctx *ctx,
+                                     const struct voc_index *ix,
+                                     struct gguf_buf *b) {
+    struct voc_arr types;
+    bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
+    enum gguf_status st = lit(b, "\"added_tokens\":[");
+    const char *sep = "\n";
+    for (size_t i = 0; has && st == GGUF_OK && i < ix->n; i++) {
+        uint32_t v;
+        if (!voc_arr_u32(&types, i, &v) || v < 2 || v > 4)
+            continue; /* unknown 2, control 3, user_defined 4 */
+        if ((st = lit(b, sep)) != GGUF_OK)
+            break;
+        sep = ",\n";
+        st = voc_json(b, json_pack("{s:I,s:s%,s:b,s:b,s:b,s:b,s:b}", "id",
+                                   (json_int_t)i, "content", ix->text[i],
+                                   (size_t)ix->len[i], "single_word", 0,
+                                   "lstrip", 0, "rstrip", 0, "normalized", 0,
+                                   "special", v != 4));
+    }
+    return st == GGUF_OK ? lit(b, "],\n") : st;
+}
+
+/* normalizer, pre_tokenizer, post_processor and decoder. */
+static enum gguf_status pipeline(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, enum voc_hf kind,
+                                 struct gguf_buf *b) {
+    json_t *norm, *pre, *dec;
+    if (kind == VOC_HF_SPM) {
+        bool prefix = voc_flag(ctx, TOK "add_space_prefix", true);
+        json_t *rep = json_pack("{s:s,s:{s:s},s:s}", "type", "Replace",
+                                "pattern", "String", " ", "content", SPM_SPACE);
+        norm = prefix ? json_pack("{s:s,s:[{s:s,s:s},o]}", "type", "Sequence",
+                                  "normalizers", "type", "Prepend", "prepend",
+                                  SPM_SPACE, rep)
+                      : rep;
+        pre = json_null();
+        dec = json_pack("{s:s,s:[{s:s,s:{s:s},s:s},{s:s},{s:s}]}", "type",
+                        "Sequence", "decoders", "type", "Replace", "pattern",
+                        "String", SPM_SPACE, "content", " ", "type",
+                        "ByteFallback", "type", "Fuse");
+        if (prefix)
+            json_array_append_new(json_object_get(dec, "decoders"),
+                                  json_pack("{s:s,s:s,s:i,s:i}", "type",
+                                            "Strip", "content", " ", "start", 1,
+                                            "stop", 0));
+    } else {
+        norm = json_null();
+        pre =
+            json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel",
+                      "add_prefix_space", 0, "trim_offsets", 1, "use_regex", 1);
+        dec =
+            json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel",
+                      "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1);
+    }
+    const char *label[4] = {"\"normalizer\":", ",\n\"pre_tokenizer\":",
+                            ",\n\"post_processor\":", ",\n\"decoder\":"};
+    json_t *part[4] = {norm, pre, post_processor(ctx, ix, kind), dec};
+    enum gguf_status st = GGUF_OK;
+    for (int k = 0; k < 4; k++)
+        if (st != GGUF_OK || (st = lit(b, label[k])) != GGUF_OK)
+            json_decref(part[k]);
+        else
+            st = voc_json(b, part[k]);
+    return st == GGUF_OK ? lit(b, ",\n") : st;
+}
+
+/* "vocab":{...}: one "text":id a line. */
+static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
+                              size_t mark, struct gguf_buf *b) {
+    enum gguf_status st = lit(b, "\"vocab\":{");
+    char num[32];
+    for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
+        if ((st = lit(b, i ? ",\n" : "\n")) != GGUF_OK ||
+            (st = jstr(b, ix->text[i], ix->len[i])) != GGUF_OK)
+            break;
+        snprintf(num, sizeof num, ":%zu", i);
+        st = lit(b, num);
+        if (b->len - mark > max)
+            return GGUF_E_RANGE;
+    }
+    return st == GGUF_OK ? lit(b, "},\n\"merges\":[") : st;
+}
+
+/* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
+ * SentencePiece ones made from the scores, as ["left","right"]. */
+static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
+                               enum voc_hf kind, uint64_t max, size_t mark,
+                               struct gguf_buf *b) {
+    struct voc_arr a;
+    enum gguf_status st = GGUF_OK;
+    if (kind == VOC_HF_BYTE_BPE) {
+        if (!voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
+            return GGUF_E_NOTFOUND;
+        const uint8_t *pos = a.p, *s;
+        uint64_t len;
+        for (uint64_t i = 0; st == GGUF_OK && i < a.n; i++) {
+            if (!voc_arr_next_str(&a, &pos, &s, &len))
+                return GGUF_E_FORMAT;
+            if ((st = lit(b, i ? ",\n" : "\n")) == GGUF_OK)
+                st = jstr(b, s, len);
+            if (b->len - mark > max)
+                return GGUF_E_RANGE;
+        }
+        return st;
+    }
+    struct merge *m = NULL;
+    size_t n = 0;
+    if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &a))
+        return GGUF_E_NOTFOUND;
+    if ((st = make_merges(ix, &a, &m, &n)) != GGUF_OK)
+        return st;
+    for (size_t i = 0; st == GGUF_OK && i < n; i++) {
+        st = lit(b, i ? ",\n" : "\n");
+        if (st == GGUF_OK)
+            st =
+                voc_json(b, json_pack("[s%s%]", ix->text[m[i].l],
+                                      (size_t)ix->len[m[i].l], ix->text[m[i].r],
+                                      (size_t)ix->len[m[i].r]));
+        if (b->len - mark > max)
+            st = GGUF_E_RANGE;
+    }
+    free(m);
+    return st;
+}
+
+/* The BPE model's settings before its vocabulary. */
+static enum gguf_status model_head(const gguf_ctx *ctx,
+                                   const struct voc_index *ix, enum voc_hf kind,
+                                   struct gguf_buf *b) {
+    uint64_t ul = 0;
+    int64_t uid = -1;
+    const uint8_t *unk =
+        kind == VOC_HF_SPM
+            ? special_text(ctx, ix, TOK "unknown_token_id", &ul, &uid)
+            : NULL;
+    bool spm = kind == VOC_HF_SPM;
+    json_t *unk_j =
+        unk ? json_stringn((const char *)unk, (size_t)ul) : json_null();
+    enum gguf_status st = lit(b, "\"model\":{\"type\":\"BPE\",\"dropout\":null,"
+                                 "\"unk_token\":");
+    if (st != GGUF_OK) {
+        json_decref(unk_j);
+        return st;
+    }
+    if ((st = voc_json(b, unk_j)) != GGUF_OK)
+        return st;
+    return lit(b, spm ? ",\"continuing_subword_prefix\":null,"
+                        "\"end_of_word_suffix\":null,\"fuse_unk\":true,"
+                        "\"byte_fallback\":true,\"ignore_merges\":false,\n"
+                      : ",\"continuing_subword_prefix\":\"\","
+                        "\"end_of_word_suffix\":\"\",\"fuse_unk\":false,"
+                        "\"byte_fallback\":false,\"ignore_merges\":false,\n");
+}
+
+enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
+                                  struct gguf_buf *b, struct gguf_error *err) {
+    char why[256];
+    const char *no = voc_hf_reason(ctx, why, sizeof why);
+    if (no)
+        return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
+    enum voc_hf kind = voc_hf_kind(ctx);
+    struct voc_arr toks;
+    struct voc_index ix;
+    size_t mark = b->len;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
+        !voc_index_make(&toks, &ix))
+        return gguf_fail(err, GGUF_E_NOMEM, "hf/tokenizer.json: out of memory");
+    enum gguf_status st =
+        lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
+    if (st == GGUF_OK)
+        st = added_tokens(ctx, &ix, b);
+    if (st == GGUF_OK)
+        st = pipeline(ctx, &ix, kind, b);
+    if (st == GGUF_OK)
+        st = model_head(ctx, &ix, kind, b);
+    if (st == GGUF_OK)
+        st = vocab(&ix, max, mark, b);
+    if (st == GGUF_OK)
+        st = merges(ctx, &ix, kind, max, mark, b);
+    if (st == GGUF_OK)
+        st = lit(b, "\n]}}\n");
+    voc_index_free(&ix);
+    if (st == GGUF_OK && b->len - mark > max)
+        st = GGUF_E_RANGE;
+    if (st == GGUF_E_RANGE)
+        return gguf_fail(err, st, "hf/tokenizer.json would pass %llu bytes",
+                         (unsigned long long)max);
+    if (st != GGUF_OK)
+        return gguf_fail(err, st, "hf/tokenizer.json: %s",
+                         st == GGUF_E_NOMEM ? "out of memory"
+                                            : "a value could not be written");
+    return GGUF_OK;
+}

@@ -1,0 +1,58 @@
+/*
+ * vocab.h - the files tools look for beside a model, made from a GGUF's
+ * tokenizer metadata (issue 26): tokenizer/tokens.tsv, tokenizer/special,
+ * tokenizer/merges.txt, and hf/: tokenizer.json, tokenizer_config.json,
+ * special_tokens_map.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
+ * bytes and serves them; this library reads the metadata through the
+ * gguf library's getters (gguf.h) and never the file.
+ *
+ * Each file is made whole into a buffer, at most max bytes (GGUF_E_RANGE
+ * past it, the message naming the file), from the context as it is now
+ * (pending edits included: the caller renders again after an edit).  The
+ * formats are ggufs(1), THE TREE; tsv.c, hfjson.c and hffiles.c state
+ * them, hfcheck.c which tokenizers have a tokenizer.json and why not.
+ */
+#ifndef GGUFS_VOCAB_H
+#define GGUFS_VOCAB_H
+
+#include "gguf.h"
+
+enum voc_file {
+    VOC_TOKENS_TSV,   /* tokenizer/tokens.tsv */
+    VOC_SPECIAL,      /* tokenizer/special */
+    VOC_MERGES,       /* tokenizer/merges.txt */
+    VOC_HF_TOKENIZER, /* hf/tokenizer.json */
+    VOC_HF_CONFIG,    /* hf/tokenizer_config.json */
+    VOC_HF_MAP,       /* hf/special_tokens_map.json */
+    VOC_HF_README,    /* hf/README */
+    VOC_HF_MODEL,     /* hf/config.json */
+    VOC_N_FILES
+};
+/* The directory of a file: tokenizer/ or hf/. */
+enum voc_dir { VOC_DIR_TOKENIZER, VOC_DIR_HF };
+
+/* The file's name in its directory ("tokens.tsv"), or NULL. */
+const char *voc_file_name(enum voc_file f);
+enum voc_dir voc_file_dir(enum voc_file f);
+/* Which files ctx's metadata makes now: bit f for file f (tokens.tsv and
+ * special: a tokenizer.ggml.tokens array of strings; merges.txt: merges
+ * too; tokenizer.json: hfcheck.c's rule, a pass over the vocabulary;
+ * README always).  Ask once per state of the metadata. */
+uint32_t voc_present(const gguf_ctx *ctx);
+/* Whether file f is there without the pass over the vocabulary: exact
+ * but for tokenizer.json (then: whether the tokenizer's kind has one). */
+bool voc_has(const gguf_ctx *ctx, enum voc_file f);
+
+/* How hf/tokenizer.json maps the model's tokenizer (hfcheck.c). */
+enum voc_hf { VOC_HF_NONE, VOC_HF_SPM, VOC_HF_BYTE_BPE };
+enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
+/* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
+ * NULL when it has one. */
+const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n);
+/* Appends file f's bytes to out: GGUF_OK; GGUF_E_NOTFOUND when ctx does
+ * not make f; GGUF_E_RANGE past max bytes; GGUF_E_NOMEM.  out is left as
+ * it was on failure. */
+enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
+                            struct gguf_buf *out, struct gguf_error *err);
+
+#endif
