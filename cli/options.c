@@ -27,6 +27,7 @@ enum {
     KEY_NET_RETRIES,
     KEY_MAX_HEADER,
     KEY_PASSTHROUGH,
+    KEY_S3_PATH_STYLE,
     KEY_MAX_MODELS
 };
 
@@ -56,8 +57,10 @@ static const struct fuse_opt gfs_opt_spec[] = {
     FUSE_OPT_KEY("cache_max=", KEY_CACHE_MAX),
     FUSE_OPT_KEY("net_timeout=", KEY_NET_TIMEOUT),
     FUSE_OPT_KEY("net_retries=", KEY_NET_RETRIES),
-    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER), GFS_OPT("store=%s", store, 0),
-    FUSE_OPT_KEY("max_models=", KEY_MAX_MODELS), FUSE_OPT_END};
+    FUSE_OPT_KEY("max_header=", KEY_MAX_HEADER),
+    FUSE_OPT_KEY("s3_path_style=", KEY_S3_PATH_STYLE),
+    GFS_OPT("store=%s", store, 0), FUSE_OPT_KEY("max_models=", KEY_MAX_MODELS),
+    FUSE_OPT_END};
 
 /* ---- usage errors ----------------------------------------------------
  * A usage error is one line "ggufs: WHAT" on stderr and exit status 2,
@@ -246,6 +249,15 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     case KEY_NET_TIMEOUT:
     case KEY_NET_RETRIES:
         return remote_opt(o, arg, key);
+    case KEY_S3_PATH_STYLE: /* issue 25: s3:// URLs' style */
+        if (strcmp(arg, "s3_path_style=yes") == 0 ||
+            strcmp(arg, "s3_path_style=no") == 0) {
+            o->remote.s3_path_style = arg[14] == 'y' ? 2 : 1;
+            return 0;
+        }
+        cli_usage_note("-o %s: expected s3_path_style=yes or s3_path_style=no",
+                       arg);
+        return -1;
     case KEY_RO:
         o->readonly = 1;
         return 1; /* libfuse mounts read-only too */
@@ -316,7 +328,8 @@ static void usage(const char *prog) {
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
         "                           file (default PATH in ~/.local/state/ggufs)\n"
         "    -o over                mount even where something is mounted already\n\n"
-        "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION]),\n"
+        "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION],\n"
+        "s3://BUCKET/KEY),\n"
         "mounted through a block cache, read-only unless -o overlay:\n"
         "    -o header=FILE         extra request headers, 'Name: value' lines\n"
         "                           (sent to the URL's own host only)\n"
@@ -324,7 +337,10 @@ static void usage(const char *prog) {
         "    -o cache_max=SIZE      bound on the cache (K, M, G; default none)\n"
         "    -o net_timeout=SECONDS connect and low-speed timeout (default 15)\n"
         "    -o net_retries=N       retries of a failed request (default 3)\n"
-        "    -o max_header=SIZE     most bytes of a remote header (default 256M)\n\n"
+        "    -o max_header=SIZE     most bytes of a remote header (default 256M)\n"
+        "    -o s3_path_style=yes|no  s3:// by ENDPOINT/BUCKET/KEY or by\n"
+        "                           BUCKET.HOST/KEY (default: path style for\n"
+        "                           a custom endpoint, not for AWS)\n\n"
         "Stores (DIR: ollama's models, the Hugging Face cache, LM Studio's\n"
         "models, any folder of GGUFs; hf://OWNER/REPO[@REVISION]: a Hub repo):\n"
         "one directory per model, each the tree of a single-file mount:\n"

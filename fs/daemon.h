@@ -44,6 +44,8 @@ struct gfs_remote_opts {
     int retries;             /* -o net_retries=N, -1: default */
     int hf;                  /* the source given was hf:// (HF_TOKEN) */
     uint64_t max_header;     /* -o max_header=SIZE, 0: GFS_MAX_HEADER */
+    int s3_path_style;       /* -o s3_path_style: 0 auto, 1 no, 2 yes (issue 25:
+                          remote.h's enum rmt_s3_style) */
 };
 
 /* -o passthrough=auto|off (passthrough.c). */
@@ -111,7 +113,7 @@ const char *gfs_fuse_log_caught(void);
  * found. */
 int gfs_find_mount(const char *what, int by_source, char *out, size_t n);
 /* remote.c: true if source names a remote file (http://, https://,
- * hf://). */
+ * hf://, s3://). */
 int gfs_remote_is(const char *source);
 
 /* leftover.c: gfs_print_outcome prints and forgets the model's status

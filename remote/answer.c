@@ -136,6 +136,8 @@ void rmt_answer_line(struct rmt_answer *a, const char *p, size_t len) {
         keep_text(a, a->etag, sizeof a->etag, v);
     } else if (IS("last-modified")) {
         keep_text(a, a->lastmod, sizeof a->lastmod, v);
+    } else if (IS("x-amz-bucket-region")) {
+        snprintf(a->region, sizeof a->region, "%s", v);
     } else if (IS("accept-ranges")) {
         snprintf(a->accept_ranges, sizeof a->accept_ranges, "%s", v);
     } else if (IS("content-encoding")) {

@@ -158,8 +158,7 @@ int rmt_get_doc(const char *url, const struct rmt_opts *o, size_t max,
     int r = -1;
     *body = *next = NULL;
     *len = 0;
-    if (rmt_http_init(&h, url, o->header_file, o->hf, o->timeout, o->retries,
-                      why, sizeof why) != 0 ||
+    if (rmt_http_init(&h, url, o, why, sizeof why) != 0 ||
         rmt_http_doc(&h, h.url, max, &d, why, sizeof why) != 0 ||
         rmt_link_next(d.a.link, &ref, why, sizeof why) != 0 ||
         (ref && next_url(d.final, ref, h.origin, next, why, sizeof why) != 0))

@@ -24,6 +24,7 @@
 #define HEADER_FILE_MAX 65536
 #define DEFAULT_TIMEOUT 15.0
 #define DEFAULT_RETRIES 3
+#define EBODY_MAX 8192 /* bytes of an S3 error body kept */
 
 /* Log lines a source may write at once, and then per second.  A client
  * that retries a failing read in a loop (a mapped page whose SIGBUS
@@ -136,6 +137,10 @@ static int make_creds(struct rmt_http *h, int hf, char *msg, size_t n) {
         h->creds = curl_slist_append(h->creds, line);
         free(line);
     }
+    if (h->s3 && rmt_s3_headers(h->s3, &h->creds) != 0) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -150,7 +155,9 @@ struct resp {
     const char *start; /* a document's URL (else h->eff or h->url) */
     char *final;       /* a document's URL after its redirects */
     int nomem;         /* a document's buffer could not grow */
-    int bad_body;      /* the body was refused: the transfer aborted */
+    char *ebody;       /* an S3 source's error body (EBODY_MAX), or NULL */
+    size_t elen;
+    int bad_body; /* the body was refused: the transfer aborted */
 };
 
 static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
@@ -183,8 +190,13 @@ static int doc_room(struct resp *r, size_t len) {
 static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
     struct resp *r = u;
     size_t len = sz * nm;
-    if (r->a.status < 200 || r->a.status >= 300)
-        return len; /* an error page or a redirect's body: ignored */
+    if (r->a.status < 200 || r->a.status >= 300) {
+        /* an error page or a redirect's body: ignored, but S3's says why */
+        size_t k = r->ebody && len < EBODY_MAX - r->elen ? len : 0;
+        memcpy(r->ebody + r->elen, p, k);
+        r->elen += k;
+        return len;
+    }
     if (r->a.status != (r->q.doc ? 200 : 206) ||
         !rmt_answer_identity_encoding(&r->a)) {
         r->bad_body = 1;
@@ -287,6 +299,11 @@ static CURLcode perform(struct rmt_http *h, CURL *c, const char *url, int creds,
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    if (creds && h->s3 && h->s3->key) { /* signed by libcurl (s3.c) */
+        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->s3->sigv4);
+        curl_easy_setopt(c, CURLOPT_USERNAME, h->s3->key);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, h->s3->secret);
+    }
     if (r->q.doc) {
         /* the whole body */
     } else if (!r->q.head) {
@@ -333,6 +350,7 @@ static enum rmt_verdict request_once(struct rmt_http *h, CURL *c,
         if (r->buf && r->q.doc)
             r->buf[0] = 0;
         r->bad_body = 0;
+        r->elen = 0;
         r->a = (struct rmt_answer){0};
         CURLcode rc = perform(h, c, url, creds, r, deadline, errbuf);
         char *next = NULL;
@@ -396,16 +414,32 @@ static void backoff(struct rmt_http *h, long ms, double deadline) {
         nanosleep(&(struct timespec){0, (ms < 50 ? ms : 50) * 1000000L}, NULL);
 }
 
+static int request_tries(struct rmt_http *h, CURL *c, struct resp *r,
+                         double deadline, char *msg, size_t n);
+
 /* Sends the request (ranged or HEAD) with retries, all ended by deadline
- * (0: none).  0 or EIO (ENOMEM). */
+ * (0: none).  0 or EIO (ENOMEM).  An S3 source's failure says what S3
+ * said (its error body). */
 static int request(struct rmt_http *h, struct resp *r, double deadline,
                    char *msg, size_t n) {
+    char ebody[EBODY_MAX];
     CURL *c = handle_get(h);
-    int reresolved = 0, err = EIO;
     if (!c) {
         snprintf(msg, n, "out of memory");
         return ENOMEM;
     }
+    r->ebody = h->s3 ? ebody : NULL;
+    int err = request_tries(h, c, r, deadline, msg, n);
+    if (err && h->s3 && r->a.status >= 300)
+        rmt_s3_explain(&r->a, ebody, r->elen, msg, n);
+    r->ebody = NULL;
+    handle_put(h, c);
+    return err;
+}
+
+static int request_tries(struct rmt_http *h, CURL *c, struct resp *r,
+                         double deadline, char *msg, size_t n) {
+    int reresolved = 0, err = EIO;
     for (int attempt = 0; attempt <= h->retries; attempt++) {
         int redirected = 0;
         if (atomic_load(&h->closing)) {
@@ -447,7 +481,6 @@ static int request(struct rmt_http *h, struct resp *r, double deadline,
         if (attempt < h->retries)
             backoff(h, 500L << (attempt < 10 ? attempt : 10), deadline);
     }
-    handle_put(h, c);
     return err;
 }
 
@@ -475,7 +508,7 @@ static void global_init(void) {
 }
 
 static int setup(struct rmt_http *h, const char *url, double timeout,
-                 int retries, char *msg, size_t n) {
+                 int retries, const struct rmt_s3 *s3, char *msg, size_t n) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, global_init);
     pthread_mutex_init(&h->mu, NULL);
@@ -484,8 +517,18 @@ static int setup(struct rmt_http *h, const char *url, double timeout,
     h->log_last = rmt_now();
     h->timeout = timeout > 0 ? timeout : DEFAULT_TIMEOUT;
     h->retries = retries >= 0 ? retries : DEFAULT_RETRIES;
-    if (!(h->url = rmt_resolve(url, msg, n)) ||
-        !(h->shown = rmt_display_url(h->url))) {
+    if (s3 && !(h->s3 = calloc(1, sizeof *h->s3))) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    if (s3 && rmt_s3_copy(h->s3, s3) != 0) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    /* An s3:// source is shown as the user named it (bucket and key). */
+    if (!(h->url =
+              s3 ? rmt_s3_url(s3, url, msg, n) : rmt_resolve(url, msg, n)) ||
+        !(h->shown = rmt_display_url(s3 ? url : h->url))) {
         if (h->url)
             snprintf(msg, n, "out of memory");
         return -1;
@@ -534,12 +577,14 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
     struct resp r = {.q = {.head = 1}};
     int err = request(h, &r, 0, msg, n);
     long st = r.a.status;
-    if (err && (st == 403 || st == 405 || st == 501)) {
+    /* S3 answers a HEAD without the error body that says why: a GET
+     * brings it. */
+    if (err && (h->s3 || st == 403 || st == 405 || st == 501)) {
         err = probe_get(h, &r, msg, n);
         st = r.a.status;
     }
     if (err) {
-        if (st == 401 || st == 403 || st == 404)
+        if (!h->s3 && (st == 401 || st == 403 || st == 404))
             snprintf(msg, n, "HTTP %ld (%s)", st,
                      st == 404   ? "not found"
                      : st == 401 ? "authentication required"
@@ -559,18 +604,31 @@ static int probe(struct rmt_http *h, char *msg, size_t n) {
     return take_identity(h, &r.a);
 }
 
-int rmt_http_init(struct rmt_http *h, const char *url, const char *header_file,
-                  int hf, double timeout, int retries, char *msg, size_t n) {
-    if (setup(h, url, timeout, retries, msg, n) != 0)
-        return -1;
-    if (header_file && read_header_file(header_file, &h->hdr_text, msg, n))
-        return -1;
-    return make_creds(h, hf || strncmp(url, "hf://", 5) == 0, msg, n);
+int rmt_http_init(struct rmt_http *h, const char *url, const struct rmt_opts *o,
+                  char *msg, size_t n) {
+    struct rmt_s3 s3 = {0};
+    int r = -1;
+    if (rmt_is_s3(url) && rmt_s3_load(&s3,
+                                      o->s3_path_style == RMT_S3_PATH    ? 1
+                                      : o->s3_path_style == RMT_S3_VHOST ? 0
+                                                                         : -1,
+                                      msg, n) != 0)
+        goto out;
+    if (setup(h, url, o->timeout, o->retries, rmt_is_s3(url) ? &s3 : NULL, msg,
+              n) != 0 ||
+        (o->header_file &&
+         read_header_file(o->header_file, &h->hdr_text, msg, n)) ||
+        make_creds(h, o->hf || strncmp(url, "hf://", 5) == 0, msg, n) != 0)
+        goto out;
+    r = 0;
+out:
+    rmt_s3_free(&s3);
+    return r;
 }
 
-int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
-                  int hf, double timeout, int retries, char *msg, size_t n) {
-    if (rmt_http_init(h, url, header_file, hf, timeout, retries, msg, n) != 0)
+int rmt_http_open(struct rmt_http *h, const char *url, const struct rmt_opts *o,
+                  char *msg, size_t n) {
+    if (rmt_http_init(h, url, o, msg, n) != 0)
         return -1;
     return probe(h, msg, n);
 }
@@ -597,7 +655,7 @@ int rmt_http_doc(struct rmt_http *h, const char *url, size_t max,
 
 int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
                        const char *url, char *msg, size_t n) {
-    if (setup(h, url, first->timeout, first->retries, msg, n) != 0)
+    if (setup(h, url, first->timeout, first->retries, first->s3, msg, n) != 0)
         return -1;
     h->log = first->log;
     h->log_u = first->log_u;
@@ -616,6 +674,9 @@ void rmt_http_close(struct rmt_http *h) {
     free(h->url);
     free(h->shown);
     free(h->eff);
+    if (h->s3)
+        rmt_s3_free(h->s3);
+    free(h->s3);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->log_mu);
 }

@@ -28,6 +28,47 @@ struct rmt_ident {
 /* scheme://host:port of url (host in lower case) into out; 0 or -1. */
 int rmt_origin(const char *url, char *out, size_t n);
 
+/* ---- s3.c, s3conf.c --------------------------------------------------- */
+
+/* An s3:// source's settings (s3.c's top comment: where each comes
+ * from).  key NULL: requests are not signed. */
+struct rmt_s3 {
+    char *key, *secret, *token; /* the credentials, or NULL */
+    char *endpoint;             /* http(s)://HOST[:PORT], or NULL: AWS */
+    char region[64];
+    char sigv4[96]; /* CURLOPT_AWS_SIGV4's "aws:amz:REGION:s3" */
+    int path_style; /* 1 yes, 0 no, -1 path style for custom endpoints */
+};
+struct curl_slist;
+struct _xmlDoc;
+/* True if s is an s3:// URL. */
+int rmt_is_s3(const char *s);
+/* Settings from the environment, then the profile (s3conf.c), into c.
+ * 0 or -1 with msg (naming the variable or file at fault); rmt_s3_free
+ * in both cases. */
+int rmt_s3_load(struct rmt_s3 *c, int path_style, char *msg, size_t n);
+/* One setting (aws_access_key_id, aws_secret_access_key,
+ * aws_session_token, region, endpoint_url; others ignored) from from (a
+ * variable's or file's name for msg).  0 or -1 with msg. */
+int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
+               const char *from, char *msg, size_t n);
+/* The shared files' profile (s3conf.c): fills what c lacks; the
+ * credentials only if keys.  0 or -1 with msg. */
+int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n);
+int rmt_s3_copy(struct rmt_s3 *d, const struct rmt_s3 *s);
+void rmt_s3_free(struct rmt_s3 *c);
+/* The signing headers (x-amz-content-sha256, x-amz-security-token)
+ * appended to *l when c signs.  0 or -1. */
+int rmt_s3_headers(const struct rmt_s3 *c, struct curl_slist **l);
+/* s3://BUCKET/KEY[?QUERY] into BUCKET (bn bytes) and *key (into url).
+ * 0 or -1. */
+int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key);
+/* The endpoint URL of s3://BUCKET/KEY[?QUERY], malloc'ed; NULL with
+ * msg. */
+char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n);
+/* An XML document parsed safely (no network, no entities expanded). */
+struct _xmlDoc *rmt_xml_read(const char *body, size_t len);
+
 /* ---- answer.c ---------------------------------------------------------- */
 
 /* The longest Link header kept (all its lines, joined by ", "). */
@@ -41,6 +82,7 @@ struct rmt_answer {
     int link_long;           /* Link was longer than RMT_LINK_MAX - 1 */
     uint64_t cr_first, cr_last, cr_total; /* Content-Range */
     uint64_t clen;                        /* Content-Length */
+    char region[64];                      /* x-amz-bucket-region (S3), or "" */
     int has_cr, bad_cr, has_clen;
     int malformed; /* a header sent twice with two values, a bad number */
 };
@@ -77,6 +119,7 @@ struct rmt_http {
     double timeout;
     int retries;
     struct rmt_ident id;
+    struct rmt_s3 *s3; /* an s3:// source's settings, or NULL */
     void (*log)(void *u, const char *line);
     void *log_u;
     atomic_int changed;     /* the file changed on the server: said once */
@@ -93,15 +136,22 @@ struct rmt_http {
     uint64_t log_dropped;
 };
 
-/* Sets h up for url (http/https/hf): resolves hf://, reads header_file
- * and makes the credentials (hf: HF_TOKEN is one too), asks nothing.
- * 0 or -1 with msg; rmt_http_close in both cases. */
-int rmt_http_init(struct rmt_http *h, const char *url, const char *header_file,
-                  int hf, double timeout, int retries, char *msg, size_t n);
-/* rmt_http_init, then asks the server (HEAD) for the identity.  0 or -1
- * with msg. */
-int rmt_http_open(struct rmt_http *h, const char *url, const char *header_file,
-                  int hf, double timeout, int retries, char *msg, size_t n);
+/* Sets h up for url (http/https/hf/s3) with o's header file, hf,
+ * timeout, retries and s3_path_style: resolves hf:// and s3://, reads
+ * the header file and makes the credentials (hf: HF_TOKEN is one too;
+ * s3: the settings of s3.c), asks nothing.  0 or -1 with msg;
+ * rmt_http_close in both cases. */
+int rmt_http_init(struct rmt_http *h, const char *url, const struct rmt_opts *o,
+                  char *msg, size_t n);
+/* rmt_http_init, then asks the server (HEAD; s3: a GET of byte 0) for
+ * the identity.  0 or -1 with msg. */
+int rmt_http_open(struct rmt_http *h, const char *url, const struct rmt_opts *o,
+                  char *msg, size_t n);
+/* What S3 said of a refused request (its XML error body, len bytes, and
+ * the answer's headers a) as one line into msg; msg kept when the body
+ * says nothing (s3.c). */
+void rmt_s3_explain(const struct rmt_answer *a, const char *body, size_t len,
+                    char *msg, size_t n);
 /* The same credentials and settings as first, for another URL. */
 int rmt_http_open_like(struct rmt_http *h, const struct rmt_http *first,
                        const char *url, char *msg, size_t n);

@@ -577,8 +577,7 @@ int rmt_open(const char *url, const struct rmt_opts *o, struct rmt_src **out,
     s->h.log = o->log ? o->log : log_stderr;
     s->h.log_u = o->log_u;
     s->opts = *o; /* siblings are opened with the first's */
-    if (rmt_http_open(&s->h, url, o->header_file, o->hf, o->timeout, o->retries,
-                      msg, n) != 0 ||
+    if (rmt_http_open(&s->h, url, o, msg, n) != 0 ||
         finish_open(s, o, msg, n) != 0) {
         rmt_close(s);
         return -1;

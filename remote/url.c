@@ -14,8 +14,9 @@
 #include <strings.h>
 
 int rmt_is_url(const char *s) {
-    return s && (strncmp(s, "http://", 7) == 0 ||
-                 strncmp(s, "https://", 8) == 0 || strncmp(s, "hf://", 5) == 0);
+    return s &&
+           (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0 ||
+            strncmp(s, "hf://", 5) == 0 || strncmp(s, "s3://", 5) == 0);
 }
 
 int rmt_origin(const char *url, char *out, size_t n) {

@@ -120,6 +120,7 @@ static struct rmt_opts rmt_opts_of(const struct gfs_remote_opts *o, int hf,
                              .hf = hf,
                              .timeout = o->net_timeout,
                              .retries = o->retries,
+                             .s3_path_style = o->s3_path_style,
                              .log = log,
                              .log_u = log_u};
 }

@@ -6,7 +6,10 @@
  *
  * Sources.  http:// and https:// URLs; hf://OWNER/REPO/PATH[@REVISION] is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/PATH (HF_ENDPOINT defaults to
- * https://huggingface.co, REVISION to main).
+ * https://huggingface.co, REVISION to main).  s3://BUCKET/KEY is an
+ * object in an S3 bucket (issue 25; s3.c: the endpoint, the settings and
+ * where they come from, SigV4 signing by libcurl); it is the same file
+ * as an https:// one in every other respect.
  *
  * One version.  rmt_open asks the server (HEAD, redirects followed) for
  * the file's size and identity: a strong ETag, else Last-Modified (else
@@ -53,17 +56,23 @@ struct rmt_opts {
     int hf;                  /* the source was hf://: HF_TOKEN may be sent */
     double timeout;          /* seconds: connect, low speed; 0: 15 */
     int retries;             /* after the first try; < 0: 3 */
+    int s3_path_style;       /* enum rmt_s3_style */
     /* One line (no newline) for the daemon's log; may be NULL. */
     void (*log)(void *u, const char *line);
     void *log_u;
 };
 
+/* An s3:// source's URL style: path style for a custom endpoint and
+ * virtual-hosted for AWS (AUTO), or as -o s3_path_style=yes|no says. */
+enum rmt_s3_style { RMT_S3_AUTO, RMT_S3_VHOST, RMT_S3_PATH };
+
 struct rmt_src;
 
-/* True if s names a remote source (http://, https://, hf://). */
+/* True if s names a remote source (http://, https://, hf://, s3://). */
 int rmt_is_url(const char *s);
-/* The http(s) URL of a source (hf:// resolved as above; http(s) copied),
- * malloc'ed; NULL with msg. */
+/* The http(s) URL of a source (hf:// resolved as above; http(s) and
+ * s3:// copied: an s3:// URL is resolved by rmt_open, with the settings
+ * it finds), malloc'ed; NULL with msg. */
 char *rmt_resolve(const char *url, char *msg, size_t n);
 /* url as it may be shown to everyone (/proc/mounts, logs): without user
  * info, query string and fragment.  malloc'ed; NULL if out of memory. */

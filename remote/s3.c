@@ -1,0 +1,387 @@
+/*
+ * s3.c - s3://BUCKET/KEY as an object store's URL (issue 25): the
+ * settings found as the AWS CLI finds them (environment first, then the
+ * profile's files: s3conf.c), the endpoint URL a request goes to, the
+ * request's signing (AWS Signature V4 by libcurl's CURLOPT_AWS_SIGV4: no
+ * hand-written signing here), and what S3 said when it refused (its XML
+ * error body, parsed with libxml2).
+ *
+ * Endpoint.  AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the
+ * profile's endpoint_url, else AWS (https://s3.REGION.amazonaws.com).
+ * Style: virtual-hosted (https://BUCKET.s3.REGION.amazonaws.com/KEY) for
+ * AWS, path style (ENDPOINT/BUCKET/KEY) for a custom endpoint; -o
+ * s3_path_style=yes|no forces one.  KEY is everything after "BUCKET/" up
+ * to a '?' (the query is kept: listings use it), each '/'-separated
+ * segment percent-encoded as SigV4's canonical URI wants it (RFC 3986's
+ * unreserved characters kept), so the path curl signs is the path sent.
+ *
+ * Signing.  With an access key: libcurl signs each request
+ * ("aws:amz:REGION:s3", the key and secret as user name and password),
+ * and the headers x-amz-content-sha256 (the SHA-256 of the empty body:
+ * every request here is a GET or HEAD; curl 7.88 does not add it, S3
+ * requires it) and, with a session token, x-amz-security-token are among
+ * the credentials' headers (sent, and signed, only to the URL's origin:
+ * http.c).  Without one: unsigned requests (a public bucket).  The secret
+ * and the token live in this struct only: never in a URL, an argument,
+ * the log, a message or the cache's key.
+ */
+#include "internal.h"
+
+#include <curl/curl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define EMPTY_SHA256                                                           \
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define BUCKET_MAX 63
+#define KEY_ID_MAX 128
+#define SECRET_MAX 256
+#define TOKEN_MAX 8192
+
+int rmt_is_s3(const char *s) {
+    return s && strncmp(s, "s3://", 5) == 0;
+}
+
+/* A bucket's name: 1..63 of [a-zA-Z0-9._-], not all dots (S3's rules
+ * are stricter, legacy buckets less strict; these keep the name one run
+ * of DNS labels and one path segment). */
+static int bucket_ok(const char *p, size_t len) {
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyz"
+                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+    char b[BUCKET_MAX + 1];
+    if (!len || len > BUCKET_MAX)
+        return 0;
+    memcpy(b, p, len);
+    b[len] = '\0';
+    return strspn(b, ok) == len && strspn(b, ".") < len;
+}
+
+/* A setting's text: at most max bytes, no control character (a header
+ * line or a user name must stay one). */
+static int text_ok(const char *s, size_t max) {
+    size_t len = strlen(s);
+    if (!len || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* REGION: 1..63 of [a-z0-9-] (it is part of a host name). */
+static int region_ok(const char *s) {
+    size_t len = strlen(s);
+    return len && len < 64 &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+/* An endpoint URL: http(s)://HOST[:PORT][/], no user info, path or
+ * query; kept without its trailing '/'.  0 or -1 with msg. */
+static int set_endpoint(struct rmt_s3 *c, const char *v, const char *from,
+                        char *msg, size_t n) {
+    CURLU *u = curl_url();
+    char *scheme = NULL, *user = NULL, *path = NULL, *query = NULL;
+    int r = -1;
+    if (u && curl_url_set(u, CURLUPART_URL, v, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        (!strcmp(scheme, "http") || !strcmp(scheme, "https")) &&
+        curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
+        curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+        strspn(path, "/") == strlen(path) && strlen(v) < 512) {
+        free(c->endpoint);
+        size_t len = strlen(v);
+        while (len && v[len - 1] == '/')
+            len--;
+        c->endpoint = strndup(v, len);
+        r = c->endpoint ? 0 : -1;
+        if (r)
+            snprintf(msg, n, "out of memory");
+    } else {
+        snprintf(msg, n,
+                 "%s is not an endpoint URL (http(s)://HOST[:PORT], no path, "
+                 "user info or query)",
+                 from);
+    }
+    curl_free(scheme);
+    curl_free(user);
+    curl_free(path);
+    curl_free(query);
+    curl_url_cleanup(u);
+    return r;
+}
+
+int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
+               const char *from, char *msg, size_t n) {
+    char **slot = !strcmp(what, "aws_access_key_id")       ? &c->key
+                  : !strcmp(what, "aws_secret_access_key") ? &c->secret
+                  : !strcmp(what, "aws_session_token")     ? &c->token
+                                                           : NULL;
+    size_t max = slot == &c->key      ? KEY_ID_MAX
+                 : slot == &c->secret ? SECRET_MAX
+                                      : TOKEN_MAX;
+    if (!strcmp(what, "endpoint_url"))
+        return set_endpoint(c, v, from, msg, n);
+    if (!strcmp(what, "region")) {
+        if (!region_ok(v)) {
+            snprintf(msg, n, "%s is not a region name ([a-z0-9-], 1..63)",
+                     from);
+            return -1;
+        }
+        snprintf(c->region, sizeof c->region, "%s", v);
+        return 0;
+    }
+    if (!slot)
+        return 0;
+    if (!text_ok(v, max) || (slot == &c->key && strchr(v, ':'))) {
+        snprintf(
+            msg, n,
+            "%s is not a valid credential (empty, too long, or a control character)",
+            from);
+        return -1;
+    }
+    free(*slot);
+    if (!(*slot = strdup(v))) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The environment's settings, each set only if the environment has it. */
+static int from_env(struct rmt_s3 *c, char *msg, size_t n) {
+    static const char *const vars[][2] = {
+        {"AWS_ACCESS_KEY_ID", "aws_access_key_id"},
+        {"AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"},
+        {"AWS_SESSION_TOKEN", "aws_session_token"},
+        {"AWS_REGION", "region"},
+        {"AWS_ENDPOINT_URL_S3", "endpoint_url"},
+    };
+    static const char *const fallback[][2] = {
+        {"AWS_DEFAULT_REGION", "region"},
+        {"AWS_ENDPOINT_URL", "endpoint_url"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i][0]);
+        if (v && *v && rmt_s3_set(c, vars[i][1], v, vars[i][0], msg, n) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof fallback / sizeof *fallback; i++) {
+        const char *v = getenv(fallback[i][0]);
+        int have = i == 0 ? c->region[0] != 0 : c->endpoint != NULL;
+        if (!have && v && *v &&
+            rmt_s3_set(c, fallback[i][1], v, fallback[i][0], msg, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int rmt_s3_load(struct rmt_s3 *c, int path_style, char *msg, size_t n) {
+    *c = (struct rmt_s3){.path_style = path_style};
+    /* The environment first; the profile fills only what it left unset,
+     * and its keys only when the environment has none (a key from one
+     * place and a secret from another would never sign right). */
+    int env_key = getenv("AWS_ACCESS_KEY_ID") && *getenv("AWS_ACCESS_KEY_ID");
+    int env_secret =
+        getenv("AWS_SECRET_ACCESS_KEY") && *getenv("AWS_SECRET_ACCESS_KEY");
+    if (env_key != env_secret) {
+        snprintf(msg, n, "%s is set without %s",
+                 env_key ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+                 env_key ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+        return -1;
+    }
+    if (from_env(c, msg, n) != 0 || rmt_s3_profile(c, !env_key, msg, n) != 0)
+        return -1;
+    if (!!c->key != !!c->secret) {
+        snprintf(msg, n, "the profile has %s without %s",
+                 c->key ? "aws_access_key_id" : "aws_secret_access_key",
+                 c->key ? "aws_secret_access_key" : "aws_access_key_id");
+        return -1;
+    }
+    if (!c->key && c->token) { /* a token alone signs nothing */
+        free(c->token);
+        c->token = NULL;
+    }
+    if (!c->region[0])
+        snprintf(c->region, sizeof c->region, "us-east-1");
+    snprintf(c->sigv4, sizeof c->sigv4, "aws:amz:%s:s3", c->region);
+    return 0;
+}
+
+int rmt_s3_copy(struct rmt_s3 *d, const struct rmt_s3 *s) {
+    *d = *s;
+    d->key = s->key ? strdup(s->key) : NULL;
+    d->secret = s->secret ? strdup(s->secret) : NULL;
+    d->token = s->token ? strdup(s->token) : NULL;
+    d->endpoint = s->endpoint ? strdup(s->endpoint) : NULL;
+    return (!s->key || d->key) && (!s->secret || d->secret) &&
+                   (!s->token || d->token) && (!s->endpoint || d->endpoint)
+               ? 0
+               : -1;
+}
+
+/* free() of a secret: its bytes zeroed first (a core dump, a reused
+ * allocation). */
+static void free_secret(char *s) {
+    if (s) {
+        volatile char *p = s;
+        while (*p)
+            *p++ = 0;
+    }
+    free(s);
+}
+
+void rmt_s3_free(struct rmt_s3 *c) {
+    free(c->key);
+    free_secret(c->secret);
+    free_secret(c->token);
+    free(c->endpoint);
+    *c = (struct rmt_s3){0};
+}
+
+int rmt_s3_headers(const struct rmt_s3 *c, struct curl_slist **l) {
+    if (!c->key)
+        return 0;
+    struct curl_slist *t =
+        curl_slist_append(*l, "x-amz-content-sha256: " EMPTY_SHA256);
+    if (!t)
+        return -1;
+    *l = t;
+    if (c->token) {
+        char *line = NULL;
+        if (asprintf(&line, "x-amz-security-token: %s", c->token) < 0)
+            return -1;
+        t = curl_slist_append(*l, line);
+        free_secret(line);
+        if (!t)
+            return -1;
+        *l = t;
+    }
+    return 0;
+}
+
+/* KEY's '/'-separated segments percent-encoded, appended to *out. */
+static int append_key(char **out, const char *key, size_t len) {
+    for (size_t i = 0; i <= len;) {
+        size_t seg = strcspn(key + i, "/");
+        if (i + seg > len)
+            seg = len - i;
+        char *e = curl_easy_escape(NULL, key + i, (int)seg), *t = NULL;
+        if (!e ||
+            asprintf(&t, "%s%s%s", *out, e, i + seg < len ? "/" : "") < 0) {
+            curl_free(e);
+            return -1;
+        }
+        curl_free(e);
+        free(*out);
+        *out = t;
+        i += seg + 1;
+    }
+    return 0;
+}
+
+int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key) {
+    if (!rmt_is_s3(url))
+        return -1;
+    const char *b = url + 5, *slash = strchr(b, '/');
+    size_t blen = slash ? (size_t)(slash - b) : strlen(b);
+    if (!bucket_ok(b, blen) || blen >= bn)
+        return -1;
+    memcpy(bucket, b, blen);
+    bucket[blen] = '\0';
+    *key = slash ? slash + 1 : b + blen;
+    return 0;
+}
+
+char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n) {
+    char bucket[BUCKET_MAX + 1], *out = NULL;
+    const char *key;
+    if (rmt_s3_split(url, bucket, sizeof bucket, &key) != 0) {
+        snprintf(msg, n,
+                 "an s3:// source is s3://BUCKET/KEY (BUCKET: 1..63 of "
+                 "[a-z0-9.-])");
+        return NULL;
+    }
+    const char *q = strchr(key, '?');
+    size_t klen = q ? (size_t)(q - key) : strlen(key);
+    int path = c->path_style >= 0 ? c->path_style : c->endpoint != NULL;
+    const char *ep = c->endpoint;
+    char aws[128];
+    snprintf(aws, sizeof aws, "https://s3.%s.amazonaws.com", c->region);
+    if (!ep)
+        ep = aws;
+    const char *host = strstr(ep, "://") + 3;
+    int k =
+        path ? asprintf(&out, "%s/%s/", ep, bucket)
+             : asprintf(&out, "%.*s%s.%s/", (int)(host - ep), ep, bucket, host);
+    char *t = NULL;
+    if (k < 0)
+        out = NULL;
+    if (!out || append_key(&out, key, klen) != 0 ||
+        asprintf(&t, "%s%s", out, q ? q : "") < 0) {
+        free(out);
+        snprintf(msg, n, "out of memory");
+        return NULL;
+    }
+    free(out);
+    return t;
+}
+
+/* The text of the first child element of root named name, or "". */
+static void child_text(xmlNode *root, const char *name, char *out, size_t n) {
+    out[0] = '\0';
+    for (xmlNode *e = root ? root->children : NULL; e; e = e->next)
+        if (e->type == XML_ELEMENT_NODE &&
+            !strcmp((const char *)e->name, name)) {
+            xmlChar *t = xmlNodeGetContent(e);
+            snprintf(out, n, "%s", t ? (const char *)t : "");
+            xmlFree(t);
+            for (char *p = out; *p; p++)
+                if ((unsigned char)*p < 0x20)
+                    *p = ' '; /* one line */
+            return;
+        }
+}
+
+xmlDoc *rmt_xml_read(const char *body, size_t len) {
+    /* No network, no entity substitution, no DTD loading: a hostile
+     * body is text, never a fetch or an expansion. */
+    return len > (size_t)1 << 30
+               ? NULL
+               : xmlReadMemory(body, (int)len, "s3.xml", NULL,
+                               XML_PARSE_NONET | XML_PARSE_NOERROR |
+                                   XML_PARSE_NOWARNING | XML_PARSE_NOBLANKS);
+}
+
+void rmt_s3_explain(const struct rmt_answer *a, const char *body, size_t len,
+                    char *msg, size_t n) {
+    char code[64], text[256], ep[256];
+    xmlDoc *d = len ? rmt_xml_read(body, len) : NULL;
+    xmlNode *root = d ? xmlDocGetRootElement(d) : NULL;
+    if (!root || strcmp((const char *)root->name, "Error") != 0) {
+        xmlFreeDoc(d);
+        if (a->region[0] && (a->status == 301 || a->status == 400))
+            snprintf(msg, n,
+                     "HTTP %ld: the bucket is in region %s (set AWS_REGION)",
+                     a->status, a->region);
+        else if (a->status == 404 || a->status == 403)
+            snprintf(msg, n, "HTTP %ld (%s)", a->status,
+                     a->status == 404 ? "no such key or bucket"
+                                      : "access denied");
+        return; /* else msg says what the request got */
+    }
+    child_text(root, "Code", code, sizeof code);
+    child_text(root, "Message", text, sizeof text);
+    child_text(root, "Endpoint", ep, sizeof ep);
+    xmlFreeDoc(d);
+    int k = snprintf(msg, n, "S3 said %s: %s (HTTP %ld)", code[0] ? code : "?",
+                     text[0] ? text : "no message", a->status);
+    if (k > 0 && (size_t)k < n && (ep[0] || a->region[0]))
+        snprintf(msg + k, n - (size_t)k, "; the bucket is at %s%s%s%s", ep,
+                 ep[0] && a->region[0] ? ", " : "",
+                 a->region[0] ? "region " : "", a->region);
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""mount_s3: models in an S3 bucket, s3://BUCKET/KEY (issue 25).
+
+A real S3 server on 127.0.0.1: s3rver (npm) behind tests/s3check.mjs,
+which verifies every request's Signature V4 with AWS's own signer
+(@smithy/signature-v4) and answers as S3 does.  Each model is mounted by
+s3:// URL (AWS_ENDPOINT_URL: path style) and judged by ggml's reader
+against the local copy, as mount_remote judges an https:// mount; then:
+a wrong secret fails at mount naming SignatureDoesNotMatch; a missing
+object NoSuchKey; a bucket elsewhere PermanentRedirect with its region;
+a session key is honoured with its token (InvalidToken without it); a
+public bucket is read unsigned; every signed request covered
+x-amz-content-sha256; the secret is in no argument, mount line, log or
+cache file; a shard set by key name; llama.cpp runs a model from the
+bucket (skipped without node-llama-cpp).
+Exit 0 pass, 1 fail, 77 skip (no FUSE, no node, no s3rver).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import judge as J  # noqa: E402
+import mount_remote as R  # noqa: E402  (RemoteChecker, read_all, make_model)
+
+Fail = J.Fail
+KEY, SECRET = "AKIDTEST", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYtest"
+TMP_KEY, TMP_SECRET, TOKEN = "ASIATEST", "tmpSecret/+x", "FwoGZXIvYXdzE-session-token"
+EMPTY_SHA = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def modules():
+    src = os.environ.get("GGUFS_SRCDIR", "")
+    d = os.path.join(src, ".deps", "s3", "node_modules")
+    if not src or not os.path.isdir(os.path.join(d, "s3rver")) or not shutil.which("node"):
+        raise J.Skip("s3rver is not installed in %s (run dev/setup --tests)" % d)
+    return d
+
+
+class S3:
+    """s3check.mjs with s3rver, seeded from seed/BUCKET/KEY files."""
+
+    def __init__(self, tmp, seed, page=1000):
+        self.log = os.path.join(tmp, "s3.log")
+        cfg = {"dir": os.path.join(tmp, "s3data"), "seed": seed, "log": self.log, "page": page,
+               "creds": {KEY: {"secret": SECRET}, TMP_KEY: {"secret": TMP_SECRET, "token": TOKEN}},
+               "public": ["pub"], "moved": {"far": "eu-west-1"}}
+        path = os.path.join(tmp, "s3.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        env = dict(os.environ, S3CHECK_MODULES=modules())
+        self.p = subprocess.Popen(["node", os.path.join(HERE, "s3check.mjs"), path], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env)
+        line = self.p.stdout.readline().decode().strip()
+        if not line.isdigit():
+            self.p.kill()
+            raise Fail("s3check did not start: %s" % self.p.stderr.read().decode(errors="replace")[-2000:])
+        self.url = "http://127.0.0.1:%s" % line
+
+    def lines(self):
+        with open(self.log) as f:
+            return [json.loads(ln) for ln in f]
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def creds(key=KEY, secret=SECRET, token=None):
+    for v in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        os.environ.pop(v, None)
+    if key:
+        os.environ.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret)
+    if token:
+        os.environ["AWS_SESSION_TOKEN"] = token
+
+
+def judge(local, url, mnt, args):
+    verdict, ref = J.refdump(local)
+    if ref is None:
+        raise Fail("%s: ggml rejects the local copy" % local)
+    with J.Watchdog(mnt, 300, url):
+        with J.Mounted(url, mnt, args=args):
+            mi = J.mountinfo_entry(mnt)
+            if mi is None or mi[1] != url:
+                raise Fail("%s: mount source %r" % (url, mi and mi[1]))
+            nk, nt = J.compare_mount(local, mnt, ref, J.walk_gguf(local), url, os.stat(local), True)
+    J.log("ok   %s judged by ggml: %d keys, %d tensors" % (url, nk, nt))
+
+
+def main():
+    J.require_fuse()
+    modules()
+    tmp = tempfile.mkdtemp(prefix="ggufs-s3-", dir="/tmp")
+    mnt = os.path.join(tmp, "mnt")
+    s3 = None
+    try:
+        os.makedirs(mnt)
+        seed = os.path.join(tmp, "seed")
+        for b in ("models", "pub", "far"):
+            os.makedirs(os.path.join(seed, b, "team"))
+        local = os.path.join(seed, "models", "team", "m.gguf")
+        R.make_model(local, 1, 4)
+        shutil.copy(local, os.path.join(seed, "pub", "m.gguf"))
+        shutil.copy(local, os.path.join(seed, "far", "x.gguf"))
+        p = subprocess.run([J.tool("MKSPLIT"), local, os.path.join(seed, "models", "set"), "3"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            raise Fail("mksplit: %s" % p.stderr.decode(errors="replace"))
+        llama_model(os.path.join(seed, "models", "team", "tiny-llama.gguf"))
+        s3 = S3(tmp, seed)
+        os.environ["AWS_ENDPOINT_URL"] = s3.url
+        os.environ.pop("AWS_PROFILE", None)
+        run(tmp, seed, local, mnt, s3)
+    finally:
+        if J.mountinfo_entry(mnt):
+            J.unmount(mnt, [])
+        if s3:
+            s3.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp, seed, local, mnt, s3):
+    cache = ["-o", "cache=" + os.path.join(tmp, "cache")]
+    creds()
+    judge(local, "s3://models/team/m.gguf", mnt, cache)
+    signed = [ln for ln in s3.lines() if ln["signed"]]
+    if not signed or any(ln["verdict"] != "ok" or "x-amz-content-sha256" not in ln["signed"].split(";")
+                         for ln in signed):
+        raise Fail("signed requests not all good and covering x-amz-content-sha256: %s" % signed[:3])
+    J.log("ok   %d signed requests, each covering x-amz-content-sha256" % len(signed))
+
+    # the secret is nowhere to be seen
+    with J.Mounted("s3://models/team/m.gguf", mnt, args=cache):
+        pids = J._procs_for(mnt)
+        shown = [open("/proc/%d/cmdline" % p, "rb").read() for p in pids]
+        with open("/proc/self/mountinfo", "rb") as f:
+            shown.append(f.read())
+        shown.append(open(os.path.join(mnt, "meta.tsv"), "rb").read())
+        shown += [os.getxattr(mnt, a) for a in os.listxattr(mnt)]
+    for dp, dn, fn in os.walk(os.path.join(tmp, "cache")):
+        for f in fn:
+            with open(os.path.join(dp, f), "rb") as fh:
+                shown.append(fh.read())
+    if not pids or any(SECRET.encode() in b for b in shown):
+        raise Fail("the secret shows in ps, mountinfo, xattrs or the cache (daemons %s)" % pids)
+    J.log("ok   the secret is in no argument, mount line, xattr or cache file")
+
+    # a shard set by key name
+    with J.Mounted("s3://models/set-00001-of-00003.gguf", mnt, args=cache):
+        got = R.read_all(mnt)
+    if "set.gguf" not in got or len([k for k in got if k.startswith("tensors/")]) != 4:
+        raise Fail("the shard set from the bucket: %s" % sorted(got)[:8])
+    J.log("ok   a shard set by key name, merged")
+
+    refusals(tmp, mnt, cache)
+
+    # a session's key with its token; without it, InvalidToken
+    creds(TMP_KEY, TMP_SECRET, TOKEN)
+    with J.Mounted("s3://models/team/m.gguf", mnt, args=cache + ["-o", "cache=" + tmp + "/c2"]):
+        if open(os.path.join(mnt, "meta", "general.architecture")).read().strip() != "llama":
+            raise Fail("session mount: general.architecture")
+    if not any(ln["url"].startswith("/models/team") and ln["verdict"] == "ok"
+               and "x-amz-security-token" in (ln["signed"] or "") for ln in s3.lines()):
+        raise Fail("no request signed x-amz-security-token")
+    J.log("ok   a session key with AWS_SESSION_TOKEN (signed)")
+    creds(TMP_KEY, TMP_SECRET)
+    refused("s3://models/team/m.gguf", mnt, cache, "InvalidToken")
+
+    # a public bucket, unsigned
+    creds(None)
+    mark = len(s3.lines())
+    judge(local, "s3://pub/m.gguf", mnt, ["-o", "cache=" + tmp + "/c3"])
+    if any(ln["signed"] or ln["verdict"] != "unsigned" for ln in s3.lines()[mark:]):
+        raise Fail("requests to a public bucket without credentials were not unsigned")
+    refused("s3://models/team/m.gguf", mnt, cache, "AccessDenied")
+    creds()
+    check_llama(tmp, seed, s3, mnt)
+
+
+def refused(url, mnt, args, want):
+    p = J.run_ggufs(list(args) + [url, mnt], timeout=120)
+    err = p.stderr.decode(errors="replace").strip()
+    wants = [want] if isinstance(want, str) else want
+    if p.returncode != 1 or len(err.splitlines()) != 1 or url not in err or any(w not in err for w in wants):
+        if J.mountinfo_entry(mnt):
+            J.unmount(mnt, [])
+        raise Fail("%s: expected exit 1 and one line naming it and %s, got %d: %r" % (url, wants, p.returncode, err))
+    J.log("ok   %s refused: %s" % (url, err))
+
+
+def refusals(tmp, mnt, cache):
+    creds(KEY, "not-the-secret")
+    refused("s3://models/team/m.gguf", mnt, cache, "SignatureDoesNotMatch")
+    creds()
+    refused("s3://models/team/none.gguf", mnt, cache, "NoSuchKey")
+    refused("s3://far/x.gguf", mnt, cache, ["PermanentRedirect", "eu-west-1"])
+    creds(None)
+    os.environ["AWS_ACCESS_KEY_ID"] = KEY
+    refused("s3://models/team/m.gguf", mnt, cache, "AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY")
+    creds()
+    os.environ["AWS_REGION"] = "eu-north-1"  # signed for another region
+    refused("s3://models/team/m.gguf", mnt, cache, ["AuthorizationHeaderMalformed", "eu-north-1"])
+    del os.environ["AWS_REGION"]
+
+
+def llama_model(model):
+    """mkfixture's tiny llama (with a real vocabulary when one is at hand)."""
+    vocab = [s for s in J.shared_models() if s.endswith("ggml-vocab-llama-spm.gguf")]
+    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != 0:
+        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+
+
+def check_llama(tmp, seed, s3, mnt):
+    try:
+        import mount_llama as L
+        mods = L.node_modules()
+    except J.Skip as e:
+        J.log("note: llama.cpp part skipped: %s" % e)
+        return
+    model = os.path.join(seed, "models", "team", "tiny-llama.gguf")  # seeded at start
+    base = L.evaluate(mods, model, "local file")
+    with J.Watchdog(mnt, 300, "llama s3"):
+        with J.Mounted("s3://models/team/tiny-llama.gguf", mnt, args=["-o", "cache=" + tmp + "/c-llama"]):
+            got = L.evaluate(mods, os.path.join(mnt, "tiny-llama.gguf"), "s3 live view")
+    if not L.same_math(got, base):
+        raise Fail("llama.cpp from the bucket generates %s, from the local file %s" % (got["tokens"], base["tokens"]))
+    J.log("ok   llama.cpp runs a model from the bucket: the same greedy tokens and probabilities")
+
+
+if __name__ == "__main__":
+    J.main(main)
