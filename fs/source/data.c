@@ -279,9 +279,9 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
     } bv = {.v = FUSE_BUFVEC_INIT(0)};
     size_t nb = 0, total = mem_n;
     int by_fd = np <= GFS_MAX_PIECES, pinned = 0, err = 0;
-    for (int k = 0; by_fd && k < np; k++) {
+    for (int k = 0; k < np; k++) {
         total += p[k].n;
-        by_fd = p[k].shard < 0 || !gfs_remote_file(fs, p[k].shard);
+        by_fd = by_fd && (p[k].shard < 0 || !gfs_remote_file(fs, p[k].shard));
     }
     if (!by_fd) {
         reply_pieces_copy(req, fs, mem, mem_n, p, np, total);
