@@ -119,6 +119,9 @@ def main():
         s3 = S3(tmp, seed)
         os.environ["AWS_ENDPOINT_URL"] = s3.url
         os.environ.pop("AWS_PROFILE", None)
+        # no shared files but the test's own (profiles())
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(tmp, "no-credentials")
+        os.environ["AWS_CONFIG_FILE"] = os.path.join(tmp, "no-config")
         run(tmp, seed, local, mnt, s3)
     finally:
         if J.mountinfo_entry(mnt):
@@ -183,7 +186,71 @@ def run(tmp, seed, local, mnt, s3):
         raise Fail("requests to a public bucket without credentials were not unsigned")
     refused("s3://models/team/m.gguf", mnt, cache, "AccessDenied")
     creds()
+    profiles(tmp, mnt, cache, s3)
+    creds()
     check_llama(tmp, seed, s3, mnt)
+
+
+def profiles(tmp, mnt, cache, s3):
+    """~/.aws/credentials and ~/.aws/config by AWS_PROFILE (the files named
+    by AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE): keys, a session
+    token, the region and the endpoint from them; the environment first;
+    a file that is a symlink, another user's or writable by others is
+    refused, naming it."""
+    d = os.path.join(tmp, "aws")
+    os.makedirs(d, exist_ok=True)
+    cred, conf = os.path.join(d, "credentials"), os.path.join(d, "config")
+
+    def put(path, text, mode=0o600):
+        if os.path.lexists(path):
+            os.unlink(path)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+    put(cred, "[default]\naws_access_key_id = WRONGKEY\naws_secret_access_key = wrong\n\n"
+              "# the team's\n[team]\naws_access_key_id = %s\naws_secret_access_key=%s\n"
+              "[sess]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+              "aws_session_token = %s\n" % (KEY, SECRET, TMP_KEY, TMP_SECRET, TOKEN))
+    put(conf, "[default]\nregion = us-east-1\n[profile team]\nregion = us-east-1\n"
+              "endpoint_url = %s\n[profile sess]\nendpoint_url = %s\n"
+              "[profile far]\nregion = eu-north-1\n" % (s3.url, s3.url))
+    creds(None)
+    endpoint = os.environ.pop("AWS_ENDPOINT_URL")
+    os.environ.update(AWS_SHARED_CREDENTIALS_FILE=cred, AWS_CONFIG_FILE=conf)
+    url = "s3://models/team/m.gguf"
+    try:
+        for prof in ("team", "sess"):
+            os.environ["AWS_PROFILE"] = prof
+            with J.Mounted(url, mnt, args=cache):
+                if open(os.path.join(mnt, "meta", "general.architecture")).read().strip() != "llama":
+                    raise Fail("profile %s: general.architecture" % prof)
+        if not any(ln["verdict"] == "ok" and "x-amz-security-token" in (ln["signed"] or "")
+                   for ln in s3.lines()):
+            raise Fail("the profile's session token was not signed")
+        J.log("ok   profiles team and sess: keys, token and endpoint from the shared files")
+        # far: a region in the config, no keys (never the default's): unsigned
+        os.environ["AWS_PROFILE"] = "far"
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        refused(url, mnt, cache, ["AccessDenied"])
+        creds()  # the environment's keys come first
+        refused(url, mnt, cache, ["AuthorizationHeaderMalformed", "eu-north-1"])
+        os.environ["AWS_PROFILE"] = "team"
+        creds(None)
+        os.symlink(cred, cred + ".link")
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = cred + ".link"
+        refused(url, mnt, cache, [cred + ".link", "symbolic link"])
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = cred
+        os.chown(cred, 65534, 65534)
+        refused(url, mnt, cache, [cred, "owned by uid 65534"])
+        os.chown(cred, 0, 0)
+        os.chmod(cred, 0o666)
+        refused(url, mnt, cache, [cred, "writable by others"])
+        os.chmod(cred, 0o600)
+    finally:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        os.environ.pop("AWS_PROFILE", None)
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(tmp, "no-credentials")
+        os.environ["AWS_CONFIG_FILE"] = os.path.join(tmp, "no-config")
 
 
 def refused(url, mnt, args, want):
