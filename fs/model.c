@@ -281,20 +281,6 @@ nomem:
     return -1;
 }
 
-/* A mount that does not recover (read-only, overlay) would show a tensor
- * half replaced (gguf/tensorjnl.c): refused until --recover completes it.
- * 1 if so (said). */
-static int tensor_half_replaced(struct gfs_model *m) {
-    if (!(m->a.o.readonly || overlay_wanted(m)) ||
-        !gguf_tensor_interrupted(m->path))
-        return 0;
-    say(m,
-        "%s: a tensor replace was interrupted: 'ggufs --recover %s' "
-        "completes it",
-        m->a.file, m->a.file);
-    return 1;
-}
-
 /* Open and check: the GGUF (or shard set) opened, validated, laid out and
  * locked.  0, or -1 after one line on stderr. */
 static int open_gguf(struct gfs_model *m) {
@@ -328,8 +314,16 @@ static int open_gguf(struct gfs_model *m) {
     }
     if (store_file_swapped(m))
         return -1;
-    if (tensor_half_replaced(m))
+    /* A mount that does not recover (read-only, overlay) would show a
+     * tensor half replaced: refused until --recover completes it. */
+    if ((m->a.o.readonly || overlay_wanted(m)) &&
+        gguf_tensor_interrupted(m->path)) {
+        say(m,
+            "%s: a tensor replace was interrupted: 'ggufs --recover %s' "
+            "completes it",
+            m->a.file, m->a.file);
         return -1;
+    }
     if (!m->a.o.readonly && !overlay_wanted(m) && !m->file.writable) {
         fallback_ro = 1;
         m->a.o.readonly = 1;
