@@ -107,10 +107,7 @@ static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
         /* A replace's bytes are not the file's until flush: no page of
          * them may be cached for other readers meanwhile. */
         fh->replace = (fi->flags & O_TRUNC) != 0;
-        /* Direct I/O: a write is one request straight from the writer's
-         * pages (no copy into the FUSE page cache first), where the kernel
-         * still maps such files shared (numpy r+: gfs_pt_dio_mmap). */
-        fi->direct_io = fh->replace || gfs_pt_dio_mmap(fs);
+        fi->direct_io = fh->replace;
         return 0;
     }
     /* Tensor bytes never change while mounted: keep the page cache.  Then

@@ -1134,15 +1134,8 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
             what = "tensors/%s" % n.decode(errors="backslashreplace")
             st = check_common(p, what, False)
             if st is not None:
-                # writable by the owner on a read-write mount of a local
-                # file, for the tensors of its first file (ggufs(1), WRITING
-                # TENSORS); a store's models are overlay mounts
-                held = xattr(p, "user.gguf.file")
-                first = not isinstance(held, bytes) or os.path.realpath(held) == os.path.realpath(gguf)
-                want_t = 0o644 if not readonly and root is None and first else 0o444
-                if stat.S_IMODE(st.st_mode) != want_t:
-                    ck.bad("%s: mode %o, expected %o" % (what, stat.S_IMODE(st.st_mode), want_t),
-                           "tensor mode")
+                if stat.S_IMODE(st.st_mode) != 0o444:
+                    ck.bad("%s: mode %o, expected 0444" % (what, stat.S_IMODE(st.st_mode)), "tensor mode")
                 ck.eq("%s: st_size" % what, t.size, st.st_size)
             ck.eq("%s: user.gguf.type" % what, t.ggml_type.encode(), xattr(p, "user.gguf.type"))
             ck.eq("%s: user.gguf.shape" % what, shape, xattr(p, "user.gguf.shape"))
