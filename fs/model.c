@@ -314,16 +314,6 @@ static int open_gguf(struct gfs_model *m) {
     }
     if (store_file_swapped(m))
         return -1;
-    /* A mount that does not recover (read-only, overlay) would show a
-     * tensor half replaced: refused until --recover completes it. */
-    if ((m->a.o.readonly || overlay_wanted(m)) &&
-        gguf_tensor_interrupted(m->path)) {
-        say(m,
-            "%s: a tensor replace was interrupted: 'ggufs --recover %s' "
-            "completes it",
-            m->a.file, m->a.file);
-        return -1;
-    }
     if (!m->a.o.readonly && !overlay_wanted(m) && !m->file.writable) {
         fallback_ro = 1;
         m->a.o.readonly = 1;

@@ -349,10 +349,3 @@ out:
     free(buf);
     return st;
 }
-
-bool gguf_tensor_interrupted(const char *path) {
-    char *t = gguf_sidecar_path(path, GGUF_TENSOR_SUFFIX);
-    bool yes = t && gguf_path_exists(t);
-    free(t);
-    return yes;
-}

@@ -596,9 +596,6 @@ enum gguf_status gguf_tjnl_commit(struct gguf_tjnl *j, int fd, uint64_t off,
 void gguf_tjnl_abort(struct gguf_tjnl *j);
 enum gguf_status gguf_tjnl_recover(const struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
-/* True if an interrupted replace's journal lies beside path: until a
- * recovery, the tensor may hold part old, part new bytes. */
-bool gguf_tensor_interrupted(const char *path);
 
 /* ---- commit (gguf/commit.c, recover.c, saved.c) -------------------- */
 
