@@ -237,12 +237,6 @@ struct gfs_fh {
      * at open, dropped at release (gfs_pt_release). */
     void *pt_epoch;
     void *pt_backing;
-    /* A writable open of a tensor (tensors.c), guarded by mu: replace, an
-     * open with O_TRUNC, whose writes go to tj (a struct gguf_tjnl, begun
-     * at the first write) until flush puts them in place whole; wrote: a
-     * write reached the tensor (caches to drop at release). */
-    int replace, wrote;
-    void *tj;
 };
 
 /* A rendered meta file: immutable once made, shared by the cache and by
@@ -364,13 +358,6 @@ struct gfs {
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
-    /* The GGUF a local model was opened from (model.c): its directory and
-     * name, for the files made beside it (a tensor replace's journal);
-     * NULL for a remote one. */
-    const struct gguf_file *file;
-    /* By tensor: written since the last commit report (tensors.c, which
-     * names them there); allocated with the numbering (liveview.c). */
-    _Atomic unsigned char *written;
     /* Which files (indexes of shards) are remote, and whose source they
      * are (source/remote.c): the model's, or a mix's remote sources
      * (more_remote).  n_rfiles 0: every file is local. */
@@ -796,15 +783,6 @@ int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
  * know and ggml does (ids >= 40), which the library sized up to the next
  * tensor's offset: ggml's size of its blocks.  No lock. */
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
-/* tensors.c: after a commit (fs->lock held for writing): the tensors
- * written since the last report made durable (fdatasync of the GGUF) and
- * named, "; " separated, at the end of msg (size bytes) as far as they
- * fit ("and N more"); 0, or the errno of the fdatasync (the report says
- * it failed). */
-int gfs_tensors_written_note(struct gfs *fs, char *msg, size_t size);
-/* Tensor i's bytes were written (tensors.c): its hash and the weights
- * digest of tensors/ are computed again when next asked.  No lock. */
-void gfs_hashes_forget(struct gfs *fs, int64_t i);
 /* index.tsv's text (a new reference), rendered on first use. */
 struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 

@@ -104,7 +104,6 @@ struct gfs_hjob {
     struct hasher all;     /* tensors/: every tensor before k and done bytes of
                           k (unused for a tensor's slot) */
     _Atomic uint64_t read; /* bytes hashed so far (hash_progress) */
-    uint64_t gen;          /* gfs_views.gen when it started */
 };
 
 static void job_free(struct gfs_hjob *job) {
@@ -116,14 +115,13 @@ static void job_free(struct gfs_hjob *job) {
 }
 
 /* A job for slot i (< 0: tensors/), or NULL (out of memory). */
-static struct gfs_hjob *job_new(int64_t i, uint64_t gen) {
+static struct gfs_hjob *job_new(int64_t i) {
     struct gfs_hjob *job = calloc(1, sizeof *job);
     if (!job || hasher_init(&job->one) || (i < 0 && hasher_init(&job->all))) {
         job_free(job);
         return NULL;
     }
     job->k = i < 0 ? 0 : i;
-    job->gen = gen;
     return job;
 }
 
@@ -172,10 +170,10 @@ static size_t read_chunk(struct gfs *fs, struct gfs_hjob *job, char *buf,
 /* Tensor k's hash, found on the way by tensors/'s job: kept unless known,
  * and a paused job of k's own dropped. */
 static void keep_tensor_hash(struct gfs_views *v, int64_t k,
-                             const struct gfs_hash *h, uint64_t gen) {
+                             const struct gfs_hash *h) {
     struct gfs_hash *slot = &v->h[k];
     pthread_mutex_lock(&v->mu);
-    if (!slot->have && gen == v->gen) {
+    if (!slot->have) {
         memcpy(slot->sha256, h->sha256, sizeof slot->sha256);
         slot->xxh64 = h->xxh64;
         slot->have = 1;
@@ -212,7 +210,7 @@ static int job_run(struct gfs *fs, fuse_req_t req, int64_t i,
         struct gfs_hash h;
         if ((err = hasher_end(&job->one, &h)) || (err = hasher_init(&job->one)))
             return err;
-        keep_tensor_hash(fs->views, job->k, &h, job->gen);
+        keep_tensor_hash(fs->views, job->k, &h);
     }
     return hasher_end(i < 0 ? &job->all : &job->one, out);
 }
@@ -249,11 +247,7 @@ static int get_hash(struct gfs *fs, fuse_req_t req, int64_t i,
         err = EACCES;
         goto out;
     }
-    if (slot->job && slot->job->gen != v->gen) { /* bytes written since */
-        job_free(slot->job);
-        slot->job = NULL;
-    }
-    if (!slot->job && !(slot->job = job_new(i, v->gen))) {
+    if (!slot->job && !(slot->job = job_new(i))) {
         err = ENOMEM;
         goto out;
     }
@@ -268,8 +262,6 @@ static int get_hash(struct gfs *fs, fuse_req_t req, int64_t i,
 
     pthread_mutex_lock(&v->mu);
     slot->running = 0;
-    if (!err && job->gen != v->gen) /* written meanwhile: start over */
-        err = EAGAIN;
     if (!err && !slot->have) {
         memcpy(slot->sha256, out->sha256, sizeof slot->sha256);
         slot->xxh64 = out->xxh64;
@@ -287,23 +279,6 @@ out:
         *out = *slot;
     pthread_mutex_unlock(&v->mu);
     return err;
-}
-
-void gfs_hashes_forget(struct gfs *fs, int64_t i) {
-    struct gfs_views *v = fs->views;
-    if (!v || !v->h)
-        return;
-    pthread_mutex_lock(&v->mu);
-    v->gen++;
-    struct gfs_hash *slots[2] = {&v->h[i], &v->all};
-    for (int k = 0; k < 2; k++) {
-        slots[k]->have = 0;
-        if (!slots[k]->running) {
-            job_free(slots[k]->job);
-            slots[k]->job = NULL;
-        }
-    }
-    pthread_mutex_unlock(&v->mu);
 }
 
 void gfs_hashes_init(struct gfs_views *v) {

@@ -29,11 +29,6 @@ int gfs_view_number(struct gfs *fs, struct gguf_error *err) {
     }
     for (int s = 0; s < fs->n_shards; s++)
         fs->t_first[s + 1] = fs->t_first[s] + gguf_n_tensors(fs->shards[s]);
-    int64_t n = fs->t_first[fs->n_shards];
-    if (!(fs->written = calloc(n ? (size_t)n : 1, sizeof *fs->written))) {
-        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        return -1;
-    }
     return 0;
 }
 
@@ -97,8 +92,6 @@ out:
 
 void gfs_view_layout_free(struct gfs *fs) {
     free(fs->t_first);
-    free((void *)fs->written);
-    fs->written = NULL;
     free(fs->ext);
     fs->t_first = NULL;
     fs->ext = NULL;

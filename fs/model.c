@@ -412,7 +412,6 @@ static void name_live_view(struct gfs_model *m) {
 /* The rest of struct gfs, from the options, and its locks. */
 static void init_state(struct gfs_model *m) {
     m->fs.path = m->shown; /* logs, state: the source as shown to all */
-    m->fs.file = m->file.fd >= 0 ? &m->file : NULL;
     m->fs.mnt = m->a.mnt;
     if ((m->mnt_abs = realpath(m->fs.mnt, NULL))) /* before the mount */
         m->fs.mnt = m->mnt_abs;

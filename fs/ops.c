@@ -40,11 +40,6 @@ void gfs_model_destroy(struct gfs *fs) {
         snprintf(fs->store.commit_msg + used,
                  sizeof fs->store.commit_msg - used, "%s", dropped);
     }
-    if (nothing && !n_dropped) /* tensors written: the report names them */
-        snprintf(fs->store.commit_msg, sizeof fs->store.commit_msg,
-                 "%s: nothing to commit", fs->path);
-    (void)gfs_tensors_written_note(fs, fs->store.commit_msg,
-                                   sizeof fs->store.commit_msg);
     if (work)
         gfs_record_outcome(fs, "at unmount");
     pthread_rwlock_unlock(&fs->lock);
@@ -213,9 +208,6 @@ int gfs_model_commit(struct gfs *fs) {
     if (nothing) /* the commit logged them; the report names them too */
         gfs_meta_files_note(fs, fs->store.commit_msg,
                             sizeof fs->store.commit_msg, 0);
-    int terr = gfs_tensors_written_note(fs, fs->store.commit_msg,
-                                        sizeof fs->store.commit_msg);
-    err = err ? err : terr;
     pthread_rwlock_unlock(&fs->lock);
     return err;
 }

@@ -47,8 +47,6 @@ struct gfs_views {
     struct gfs_hash all;   /* every tensor in order: tensors/ */
     struct gfs_text *index;
     struct gfs_pool *pool; /* vconv.c's, started by the first read */
-    uint64_t gen; /* bumped when a tensor is written (gfs_hashes_forget): a
-                     hash begun before is not kept */
 };
 
 /* The npy header of tensor i into buf (>= 256 bytes); its length. */

@@ -244,7 +244,6 @@ enum gguf_status gguf_plan_commit(const gguf_ctx *ctx, struct gguf_buf *hdr,
 #define GGUF_NAME_MAX 255    /* NAME_MAX of Linux file systems */
 #define GGUF_SIDECAR_HASH 17 /* "~" and 16 hex digits (gguf_sidecar_path) */
 #define GGUF_NEWFILE_SUFFIX ".ggufs-new"
-#define GGUF_TENSOR_SUFFIX ".ggufs-tensor" /* tensorjnl.c */
 
 /* Fault injection (tests), one per commit or recovery: with GGUFS_FAULT=N
  * in the environment, the Nth gguf_fault_point since gguf_faults_init

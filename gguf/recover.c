@@ -426,10 +426,8 @@ static bool exists_at(int dfd, const char *name) {
 
 bool gguf_commit_interrupted(const char *path) {
     char *j = gguf_sidecar_path(path, GGUF_JOURNAL_SUFFIX);
-    char *t = gguf_sidecar_path(path, GGUF_TENSOR_SUFFIX);
-    bool yes = (j && gguf_path_exists(j)) || (t && gguf_path_exists(t));
+    bool yes = j && gguf_path_exists(j);
     free(j);
-    free(t);
     struct stat sb;
     char sj[4096];
     if (!yes && stat(path, &sb) == 0 &&
@@ -469,14 +467,6 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
     bool in_state =
         gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) == GGUF_OK &&
         gguf_path_exists(sj);
-    /* An interrupted tensor replace (tensorjnl.c): its own journal,
-     * independent of a commit's. */
-    bool tdid = false;
-    st = gguf_tjnl_recover(f, &tdid, err);
-    if (st != GGUF_OK)
-        goto out;
-    if (tdid && did)
-        *did = true;
     /* Nothing pending: touch nothing (the file may well be read-only). */
     if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname) &&
         !in_state)

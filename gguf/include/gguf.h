@@ -568,35 +568,6 @@ gguf_ctx *gguf_merge_picks(const gguf_ctx *first, bool split,
                            const struct gguf_pick *t, int64_t n,
                            struct gguf_error *err);
 
-/* ---- a tensor replaced whole (gguf/tensorjnl.c, issue 24) ---------- */
-
-/* A replace of the len bytes at absolute offset off of the GGUF f: its
- * new bytes go to a journal beside it until gguf_tjnl_commit puts them in
- * place, crash-safely (the rules: tensorjnl.c's top comment).  begin:
- * GGUF_E_BUSY while another replace of the file is open (or one was
- * interrupted).  write: n bytes at rel (within len) of the new tensor.
- * commit: bytes never written keep the old ones (read from fd, the GGUF
- * open read-write), the journal sealed, the bytes copied into fd at off
- * (the tensor's offset now: a header commit may have moved it since
- * begin), the journal removed (nothing written: only that); j is freed whatever the outcome (a failure after the
- * seal leaves the journal for recovery).  abort: drops j and its journal,
- * the GGUF untouched.  recover: completes (sealed) or removes (not) a
- * journal an interrupted replace left beside f (gguf_recover_file calls
- * it); *did if it acted. */
-struct gguf_tjnl;
-struct gguf_file;
-enum gguf_status gguf_tjnl_begin(const struct gguf_file *f, uint64_t off,
-                                 uint64_t len, struct gguf_tjnl **out,
-                                 struct gguf_error *err);
-enum gguf_status gguf_tjnl_write(struct gguf_tjnl *j, uint64_t rel,
-                                 const void *p, size_t n,
-                                 struct gguf_error *err);
-enum gguf_status gguf_tjnl_commit(struct gguf_tjnl *j, int fd, uint64_t off,
-                                  struct gguf_error *err);
-void gguf_tjnl_abort(struct gguf_tjnl *j);
-enum gguf_status gguf_tjnl_recover(const struct gguf_file *f, bool *did,
-                                   struct gguf_error *err);
-
 /* ---- commit (gguf/commit.c, recover.c, saved.c) -------------------- */
 
 enum gguf_commit_how {
@@ -663,10 +634,9 @@ enum gguf_status gguf_recover(const char *path, bool *did,
  * by a rewrite), f->fd is the new file afterwards. */
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
-/* True if a journal of an interrupted commit (or tensor replace,
- * tensorjnl.c) lies beside path, or in the user's state directory for
- * path's device and inode (a commit whose directory was not writable);
- * gguf_recover completes it. */
+/* True if a journal of an interrupted commit lies beside path, or in the
+ * user's state directory for path's device and inode (a commit whose
+ * directory was not writable); gguf_recover completes it. */
 bool gguf_commit_interrupted(const char *path);
 /* Saves ctx's metadata (all keys, as a tensor-less GGUF, plus the list of
  * removed keys) to a new file beside the GGUF, named in out (>= PATH_MAX),
