@@ -435,6 +435,30 @@ static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
            fs->n_shards == 1 && gfs_data_fd(fs, 0) >= 0 && !c->dirty;
 }
 
+void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
+                       uint64_t data_rel, uint64_t len) {
+    struct {
+        fuse_ino_t ino;
+        uint64_t off;
+    } v[16];
+    int n = 0, err = 0;
+    if (fs->pt) {
+        pthread_mutex_lock(&fs->pt->mu);
+        for (struct pt_epoch *e = fs->pt->epochs; e && n < 16; e = e->next)
+            if (e->how != PT_PASSTHROUGH && e->hdr)
+                v[n].ino = epoch_ino(e->n), v[n++].off = e->hdr->len + data_rel;
+        pthread_mutex_unlock(&fs->pt->mu);
+    } else {
+        struct gfs_text *hdr = gfs_view_header(fs, &err);
+        if (hdr)
+            v[n].ino = GFS_INO_LIVE, v[n++].off = hdr->len + data_rel;
+        gfs_text_put(hdr);
+    }
+    for (int k = 0; k < n; k++)
+        fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, v[k].ino),
+                                         (off_t)v[k].off, (off_t)len);
+}
+
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, struct gfs_text *hdr,
                       uint64_t size, int reopened) {

@@ -82,6 +82,13 @@ void gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, struct gfs_text *hdr,
                       uint64_t size, int reopened);
+/* Bytes [data_rel, data_rel + len) of the view's data section changed on
+ * disk (a tensor written, tensorw.c): every version of the view served
+ * from the page cache has them dropped (se's notify; passthrough ones read
+ * the file).  Caller holds fs->lock (read); the kernel is told after
+ * pt->mu is let go. */
+void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
+                       uint64_t data_rel, uint64_t len);
 /* Around fuse_reply_open of fh (same thread): the reply then carries the
  * backing id. */
 void gfs_pt_arm(const struct gfs_fh *fh);

@@ -605,6 +605,33 @@ enum gguf_status gguf_recover(const char *path, bool *did,
  * by a rewrite), f->fd is the new file afterwards. */
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
+/* Tensor bytes written (tensorw.c, issue 24; the rules are its top
+ * comment).  In place: gguf_data_pwrite writes n bytes at absolute file
+ * offset pos, which must lie in the data section (GGUF_E_RANGE);
+ * gguf_data_sync makes them durable (fdatasync); gguf_data_adopt takes
+ * the file's times after such writes, so that a commit does not refuse
+ * the file as changed by someone else.  A stage replaces [pos, pos + len)
+ * whole, crash-safely: gguf_stage_new makes its unnamed file (beside the
+ * GGUF, or in the state directory), gguf_stage_write / gguf_stage_read
+ * take off relative to pos (bytes never written are the file's old ones),
+ * gguf_stage_apply copies it in under a journal (op 3) and the commit
+ * lock: after a crash at any step, gguf_recover leaves the old bytes or
+ * the new ones.  A stage may be written and applied again. */
+typedef struct gguf_stage gguf_stage;
+enum gguf_status gguf_data_pwrite(gguf_ctx *ctx, uint64_t pos, const void *p,
+                                  size_t n, struct gguf_error *err);
+enum gguf_status gguf_data_sync(gguf_ctx *ctx, struct gguf_error *err);
+void gguf_data_adopt(gguf_ctx *ctx);
+enum gguf_status gguf_stage_new(gguf_ctx *ctx, uint64_t pos, uint64_t len,
+                                gguf_stage **out, struct gguf_error *err);
+enum gguf_status gguf_stage_write(gguf_ctx *ctx, gguf_stage *s, uint64_t off,
+                                  const void *p, size_t n,
+                                  struct gguf_error *err);
+enum gguf_status gguf_stage_read(gguf_ctx *ctx, gguf_stage *s, uint64_t off,
+                                 void *p, size_t n, struct gguf_error *err);
+enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
+                                  struct gguf_error *err);
+void gguf_stage_free(gguf_stage *s);
 /* True if a journal of an interrupted commit lies beside path, or in the
  * user's state directory for path's device and inode (a commit whose
  * directory was not writable); gguf_recover completes it. */
