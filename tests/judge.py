@@ -957,14 +957,16 @@ def check_live(ck, gguf, live, ref, check_common):
 
 
 def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, live_name=None,
-                  extra_root=frozenset()):
+                  extra_root=frozenset(), tensors_writable=None):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
     Raises Fail listing every mismatch.  A store's model (tests/
     mount_stores.py): root is its directory in the store mounted at mnt,
     live_name its live view's name; the directory's own times are the
     store's until the model is open, and are not compared; extra_root: the
     other names its root lists (an ollama model's ollama/), judged by the
-    caller."""
+    caller.  tensors_writable: tensors/ files are 0644 (a read-write
+    mount of the model file, ggufs(1) WRITING TENSORS), else 0444; by
+    default when not readonly."""
     import hashlib
     import mmap
     import random
@@ -1134,8 +1136,9 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
             what = "tensors/%s" % n.decode(errors="backslashreplace")
             st = check_common(p, what, False)
             if st is not None:
-                if stat.S_IMODE(st.st_mode) != 0o444:
-                    ck.bad("%s: mode %o, expected 0444" % (what, stat.S_IMODE(st.st_mode)), "tensor mode")
+                want = 0o644 if (not readonly if tensors_writable is None else tensors_writable) else 0o444
+                if stat.S_IMODE(st.st_mode) != want:
+                    ck.bad("%s: mode %o, expected %o" % (what, stat.S_IMODE(st.st_mode), want), "tensor mode")
                 ck.eq("%s: st_size" % what, t.size, st.st_size)
             ck.eq("%s: user.gguf.type" % what, t.ggml_type.encode(), xattr(p, "user.gguf.type"))
             ck.eq("%s: user.gguf.shape" % what, shape, xattr(p, "user.gguf.shape"))
@@ -1281,7 +1284,10 @@ def judge_file(gguf, mnt, label, args=(), cwd=None, gguf_arg=None, timeout=600):
         with Mounted(gguf_arg or gguf, mnt, args=args, cwd=cwd) as p:
             if p.stderr:
                 log("%s: ggufs said on stderr: %s" % (label, p.stderr.decode(errors="replace").strip()))
-            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly)
+            opts = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "-o"]
+            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly,
+                                   tensors_writable=not readonly and not any(
+                                       o.split("=")[0] == "overlay" for o in ",".join(opts).split(",")))
     after = os.stat(gguf)
     if file_sha256(gguf) != digest or after.st_mtime_ns != src_stat.st_mtime_ns or after.st_size != src_stat.st_size:
         raise Fail("%s: mounting, reading and unmounting changed the GGUF file %s" % (label, gguf))

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""mount_tensorw: tensors/NAME written through a read-write mount (issue 24,
+ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
+
+1. In place and whole: a shared writable mmap edit of one tensor (numpy's
+   np.memmap mode='r+' when numpy is installed, else Python's mmap, the
+   same MAP_SHARED mapping), pwrite into it, and a cp of a whole tensor;
+   the tensor files, the live view (served cached: -o passthrough=off, its
+   pages read before the writes) and the hashes show the new bytes; ggufs
+   -u names the written tensors; after unmount ggml reads exactly the new
+   bytes and every other byte of the file is unchanged.
+2. Sizes: a write past the end is EFBIG, truncate to another size EINVAL,
+   to its own size nothing; an O_TRUNC open closed without writing keeps
+   every byte.
+3. kill -9 at every step of a whole-tensor replace (GGUFS_FAULT=N in the
+   daemon, gguf/tensorw.c's fault points), then a plain remount: the
+   tensor is the old one before the journal is complete (steps 1-5), the
+   new one from then on, never a mix; the rest of the file unchanged,
+   nothing left beside the model.
+4. Who may write: another user (uid 65534, -o allow_other) reads the
+   tensor but cannot open it for writing; -o ro refuses with EROFS.
+
+Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.
+Exit 0 pass, 1 fail, 77 skip.
+"""
+import errno
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import judge as J
+import mount_edit as E
+
+Fail = J.Fail
+STEPS = 13  # gguf/tensorw.c: fault points of an apply
+JOURNALED = 6  # from this step on the journal is complete: the new tensor
+
+
+def fixture(d, name="model.gguf"):
+    path = os.path.join(d, name)
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", "1", "--n-tensors", "2",
+                        "--vocab", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != 0:
+        raise Fail("mkfixture failed: %s" % p.stderr.decode(errors="replace"))
+    return path
+
+
+def layout(path):
+    """ggml's tensors of path: {name: (offset, size)}."""
+    verdict, ref = J.refdump(path)
+    if ref is None:
+        raise Fail("ggml's reader rejects %s" % path)
+    return {os.fsdecode(t.name): (t.offset, t.size) for t in ref.tensors}
+
+
+def read_at(path, off, n):
+    with open(path, "rb") as f:
+        f.seek(off)
+        return f.read(n)
+
+
+def expect_file(path, before, changes, label):
+    """path must be before with changes {offset: bytes} applied, and ggml
+    must read it with the same layout."""
+    want = bytearray(before)
+    for off, b in changes.items():
+        want[off:off + len(b)] = b
+    with open(path, "rb") as f:
+        got = f.read()
+    if got != bytes(want):
+        i = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]), min(len(got), len(want)))
+        raise Fail("%s: %s differs from the expected bytes at offset %d (size %d, expected %d)"
+                   % (label, path, i, len(got), len(want)))
+    layout(path)
+
+
+def mmap_edit(p, size):
+    """A shared writable mapping of p, every 4-byte word at 0, 4096*k + 8
+    and the last changed, flushed: numpy's r+ memmap when there is numpy."""
+    try:
+        import numpy as np
+        w = np.memmap(p, dtype="uint8", mode="r+")
+        w[0:4] = np.frombuffer(b"MMAP", dtype="uint8")
+        for k in range(size // 4096):
+            w[4096 * k + 8:4096 * k + 12] = np.frombuffer(b"page", dtype="uint8")
+        w[size - 4:size] = np.frombuffer(b"LAST", dtype="uint8")
+        w.flush()
+        del w
+        return "numpy memmap r+"
+    except ImportError:
+        pass
+    fd = os.open(p, os.O_RDWR)
+    try:
+        m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        m[0:4] = b"MMAP"
+        for k in range(size // 4096):
+            m[4096 * k + 8:4096 * k + 12] = b"page"
+        m[size - 4:size] = b"LAST"
+        m.flush()
+        m.close()
+    finally:
+        os.close(fd)
+    return "mmap MAP_SHARED (no numpy)"
+
+
+def mmap_expected(old, size):
+    b = bytearray(old)
+    b[0:4] = b"MMAP"
+    for k in range(size // 4096):
+        b[4096 * k + 8:4096 * k + 12] = b"page"
+    b[size - 4:size] = b"LAST"
+    return bytes(b)
+
+
+def sec_write(d):
+    path = fixture(d)
+    lay = layout(path)
+    (a, (aoff, asz)), (b, (boff, bsz)) = sorted(lay.items())
+    with open(path, "rb") as f:
+        before = f.read()
+    mnt = os.path.join(d, "mnt")
+    E.mount(path, mnt, ["-o", "passthrough=off"])
+    ta, tb = os.path.join(mnt, "tensors", a), os.path.join(mnt, "tensors", b)
+    live = os.path.join(mnt, os.path.basename(path))
+    with open(live, "rb") as f:
+        f.read()  # its pages cached: they must not be served stale
+    sha_before = J.xattr(tb, "user.gguf.sha256")
+    how = mmap_edit(ta, asz)
+    fd = os.open(ta, os.O_WRONLY)
+    os.pwrite(fd, b"pwrite!", 100)
+    os.close(fd)
+    new_a = bytearray(mmap_expected(before[aoff:aoff + asz], asz))
+    new_a[100:107] = b"pwrite!"
+    new_b = os.urandom(bsz)
+    src = os.path.join(d, "new.bin")
+    with open(src, "wb") as f:
+        f.write(new_b)
+    subprocess.run(["cp", src, tb], check=True)
+    for t, want in ((ta, bytes(new_a)), (tb, new_b)):
+        with open(t, "rb") as f:
+            if f.read() != want:
+                raise Fail("%s does not read back the bytes written" % t)
+    with open(live, "rb") as f:
+        lv = f.read()
+    if lv[aoff:aoff + asz] != bytes(new_a) or lv[boff:boff + bsz] != new_b:
+        raise Fail("the live view (cached, read before the writes) serves old bytes")
+    import hashlib
+    sha = J.xattr(tb, "user.gguf.sha256").decode()
+    if sha == sha_before.decode() or sha != hashlib.sha256(new_b).hexdigest():
+        raise Fail("user.gguf.sha256 of %s after the cp: %s (before %s, bytes %s)"
+                   % (b, sha, sha_before.decode(), hashlib.sha256(new_b).hexdigest()))
+    _, out, err = E.ggufs_u(mnt, 0, "tensors written")
+    if "tensors written: " not in out or a not in out or b not in out:
+        raise Fail("ggufs -u does not name the written tensors: %r %r" % (out, err))
+    expect_file(path, before, {aoff: bytes(new_a), boff: new_b}, "after unmount")
+    return "%s, pwrite and cp read back by ggml; live view and hash follow; -u says %r" % (
+        how, out.strip().split(": ", 2)[-1])
+
+
+def sec_sizes(d):
+    path = fixture(d)
+    lay = layout(path)
+    name, (off, size) = sorted(lay.items())[0]
+    with open(path, "rb") as f:
+        before = f.read()
+    mnt = os.path.join(d, "mnt")
+    E.mount(path, mnt)
+    t = os.path.join(mnt, "tensors", name)
+    fd = os.open(t, os.O_WRONLY)
+    try:
+        # Crossing the end: the part that fits and a short count (the
+        # kernel splits it at the page), or EFBIG, as at a file size
+        # limit; the byte that fits is the old one, so the file stays.
+        last = before[off + size - 1:off + size]
+        try:
+            n = os.pwrite(fd, last + b"y", size - 1)
+            if n != 1:
+                raise Fail("a write across the end wrote %d bytes" % n)
+        except OSError as e:
+            if e.errno != errno.EFBIG:
+                raise Fail("a write across the end: %s, expected EFBIG or a short count" % e)
+        for what, fn, want in (("a write past the end", lambda: os.pwrite(fd, b"x" * 8192, size - 4096),
+                                errno.EFBIG),
+                               ("a write at the end", lambda: os.pwrite(fd, b"x", size), errno.EFBIG),
+                               ("truncate to 0", lambda: os.ftruncate(fd, 0), errno.EINVAL),
+                               ("truncate past the end", lambda: os.ftruncate(fd, size + 1), errno.EINVAL)):
+            try:
+                fn()
+                raise Fail("%s succeeded" % what)
+            except OSError as e:
+                if e.errno != want:
+                    raise Fail("%s: %s, expected %s" % (what, e, errno.errorcode[want]))
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+    os.close(os.open(t, os.O_WRONLY | os.O_TRUNC))
+    if os.path.getsize(t) != size:
+        raise Fail("the size after an O_TRUNC open is %d, not %d" % (os.path.getsize(t), size))
+    E.ggufs_u(mnt, 0, "sizes")
+    expect_file(path, before, {}, "sizes")
+    return "EFBIG past the end, EINVAL to another size, O_TRUNC keeps the bytes"
+
+
+def wait_gone(p, timeout=20):
+    t0 = time.time()
+    while p.poll() is None and time.time() - t0 < timeout:
+        time.sleep(0.02)
+    return p.poll() is not None
+
+
+def sec_kill(d):
+    base = fixture(d, "orig.gguf")
+    lay = layout(base)
+    name, (off, size) = sorted(lay.items())[-1]
+    with open(base, "rb") as f:
+        before = f.read()
+    new = os.urandom(size)
+    src = os.path.join(d, "new.bin")
+    with open(src, "wb") as f:
+        f.write(new)
+    seen = []
+    for n in range(1, STEPS + 2):
+        sub = os.path.join(d, "f%d" % n)
+        os.makedirs(sub)
+        path = os.path.join(sub, "model.gguf")
+        shutil.copyfile(base, path)
+        mnt = os.path.join(sub, "mnt")
+        os.makedirs(mnt)
+        env = dict(os.environ, GGUFS_FAULT=str(n))
+        p = subprocess.Popen([J.tool("GGUFS"), "-f", path, mnt], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            E.wait_mounted(mnt, p)
+            subprocess.run(["cp", src, os.path.join(mnt, "tensors", name)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            killed = wait_gone(p, 5 if n <= STEPS else 0.5)
+        finally:
+            if p.poll() is None:
+                E.ggufs_u(mnt, None, "fault %d" % n)
+                p.wait()
+            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        if (n <= STEPS) != killed:
+            raise Fail("GGUFS_FAULT=%d: the daemon was %skilled (an apply has %d steps)"
+                       % (n, "" if killed else "not ", STEPS))
+        E.mount(path, mnt)  # recovery
+        E.ggufs_u(mnt, 0, "after fault %d" % n)
+        got = read_at(path, off, size)
+        want_new = n >= JOURNALED
+        if got != (new if want_new else before[off:off + size]):
+            state = "new" if got == new else "old" if got == before[off:off + size] else "MIXED"
+            raise Fail("killed at step %d of the replace: after the remount the tensor is %s, expected %s"
+                       % (n, state, "new" if want_new else "old"))
+        expect_file(path, before, {off: got}, "fault %d" % n)
+        left = sorted(f for f in os.listdir(sub) if f.startswith("model.gguf."))
+        if left:
+            raise Fail("after fault %d and recovery, left beside the model: %s" % (n, left))
+        seen.append("new" if want_new else "old")
+    return "steps 1-%d: old, %d-%d: new, never mixed; nothing left" % (JOURNALED - 1, JOURNALED, STEPS)
+
+
+def sec_who(d):
+    path = fixture(d)
+    os.chmod(d, 0o755)
+    os.chmod(path, 0o644)
+    name = sorted(layout(path))[0]
+    with open(path, "rb") as f:
+        before = f.read()
+    mnt = os.path.join(d, "mnt")
+    E.mount(path, mnt, ["-o", "allow_other"])
+    t = os.path.join(mnt, "tensors", name)
+    code = ("import os,sys\nos.read(os.open(sys.argv[1], os.O_RDONLY), 16)\n"
+            "try:\n    os.open(sys.argv[1], os.O_WRONLY)\n    print('opened')\n"
+            "except OSError as e:\n    print(e.errno)\n")
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                        "python3", "-c", code, t], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    got = p.stdout.decode().strip()
+    if p.returncode != 0 or got not in (str(errno.EACCES), str(errno.EPERM)):
+        raise Fail("another user opening a tensor for writing: %r (status %d, %s)"
+                   % (got, p.returncode, p.stderr.decode(errors="replace").strip()))
+    E.ggufs_u(mnt, 0, "other user")
+    E.mount(path, mnt, ["-o", "ro"])
+    try:
+        os.open(t, os.O_WRONLY)
+        raise Fail("a tensor of a read-only mount opened for writing")
+    except OSError as e:
+        if e.errno != errno.EROFS:
+            raise Fail("a tensor of a read-only mount opened for writing: %s, expected EROFS" % e)
+    finally:
+        J.unmount(mnt, [])
+    expect_file(path, before, {}, "other user")
+    return "uid 65534 reads but gets %s opening for writing; -o ro: EROFS" % errno.errorcode[int(got)]
+
+
+def main():
+    J.require_fuse()
+    root = tempfile.mkdtemp(prefix="ggufs-tensorw-", dir="/var/tmp")
+    os.chmod(root, 0o755)
+    failed = []
+    try:
+        for name, fn in (("writes in place and whole", sec_write), ("sizes", sec_sizes),
+                         ("kill -9 at every step of a replace", sec_kill), ("who may write", sec_who)):
+            d = os.path.join(root, name.split()[0])
+            os.makedirs(d)
+            t0 = time.time()
+            try:
+                what = fn(d)
+                J.log("ok   %s (%.1fs): %s" % (name, time.time() - t0, what))
+            except (Fail, OSError, subprocess.CalledProcessError) as e:
+                J.log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
+                failed.append(name)
+            finally:
+                E.cleanup_mounts(d)
+    finally:
+        E.cleanup_mounts(root)
+        shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        raise Fail("failed: " + "; ".join(failed))
+
+
+if __name__ == "__main__":
+    J.main(main)
