@@ -27,9 +27,7 @@ import errno
 import mmap
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
 import time
 
 import judge as J
@@ -297,28 +295,10 @@ def sec_who(d):
 
 def main():
     J.require_fuse()
-    root = tempfile.mkdtemp(prefix="ggufs-tensorw-", dir="/var/tmp")
-    os.chmod(root, 0o755)
-    failed = []
-    try:
-        for name, fn in (("writes in place and whole", sec_write), ("sizes", sec_sizes),
-                         ("kill -9 at every step of a replace", sec_kill), ("who may write", sec_who)):
-            d = os.path.join(root, name.split()[0])
-            os.makedirs(d)
-            t0 = time.time()
-            try:
-                what = fn(d)
-                J.log("ok   %s (%.1fs): %s" % (name, time.time() - t0, what))
-            except (Fail, OSError, subprocess.CalledProcessError) as e:
-                J.log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
-                failed.append(name)
-            finally:
-                E.cleanup_mounts(d)
-    finally:
-        E.cleanup_mounts(root)
-        shutil.rmtree(root, ignore_errors=True)
-    if failed:
-        raise Fail("failed: " + "; ".join(failed))
+    E.run_sections("ggufs-tensorw-", (
+        ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()),
+        ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ())),
+        errors=(Fail, OSError, subprocess.CalledProcessError))
 
 
 if __name__ == "__main__":
