@@ -21,6 +21,10 @@
  *    writeback of a shared writable mmap) goes into the GGUF at the
  *    tensor's offsets at once, like a regular file's.  fsync of the tensor
  *    file is fdatasync of the GGUF; a crash leaves what reached the disk.
+ *    Served in direct I/O where the kernel maps such files
+ *    (gfs_pt_dio_mmap, asked for at mount when tensors are writable): a
+ *    write is copied once less (bench/run twrite), and the kernel drops
+ *    the pages other opens of the tensor cached for the range written.
  *  - with O_TRUNC (cp of a whole tensor), a whole replace: writes go to a
  *    stage (gguf_stage), applied crash-safely at flush (close), fsync and
  *    release: after a crash the tensor is the old one or the new one.
@@ -110,8 +114,15 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     fh->tensor_w = 1;
     fi->noflush = 0;
     fh->drop = 0;
-    if (!(fi->flags & O_TRUNC))
+    if (!(fi->flags & O_TRUNC)) {
+        /* Direct I/O where the kernel still maps such files: a write is
+         * copied once less (not into the mount's page cache too). */
+        if (gfs_pt_dio_mmap(fs)) {
+            fi->direct_io = 1;
+            fi->keep_cache = 0;
+        }
         return 0;
+    }
     if (gguf_stage_new(fs->shards[fh->shard], pos_of(fs, fh, 0), fh->size,
                        &fh->stage, &err) != GGUF_OK) {
         gfs_log(fs, "%s: %s", fs->path, err.msg);

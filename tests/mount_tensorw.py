@@ -127,6 +127,11 @@ def sec_write(d):
     with open(live, "rb") as f:
         f.read()  # its pages cached: they must not be served stale
     sha_before = J.xattr(tb, "user.gguf.sha256")
+    # A reader open before the writes, with a read-only mapping: its pages
+    # must not stay stale after writes through other opens.
+    rfd = os.open(ta, os.O_RDONLY)
+    rmap = mmap.mmap(rfd, asz, prot=mmap.PROT_READ)
+    old_head = os.pread(rfd, 4096, 0) + rmap[asz - 4096:]
     how = mmap_edit(ta, asz)
     fd = os.open(ta, os.O_WRONLY)
     os.pwrite(fd, b"pwrite!", 100)
@@ -138,6 +143,11 @@ def sec_write(d):
     with open(src, "wb") as f:
         f.write(new_b)
     subprocess.run(["cp", src, tb], check=True)
+    seen = os.pread(rfd, 4096, 0) + rmap[asz - 4096:]
+    rmap.close()
+    os.close(rfd)
+    if seen != bytes(new_a[:4096] + new_a[asz - 4096:]) or seen == old_head:
+        raise Fail("an open made before the writes reads stale bytes (read or its mapping)")
     for t, want in ((ta, bytes(new_a)), (tb, new_b)):
         with open(t, "rb") as f:
             if f.read() != want:
