@@ -232,6 +232,11 @@ struct gfs_fh {
     int tensor_w;
     struct gguf_stage *stage;
     int staged;
+    /* On an overlay mount (source/patch.c): ovl set; a whole replace
+     * (ovl_whole) writes its own new region at ovl_doff, recorded at the
+     * apply. */
+    int ovl, ovl_whole;
+    uint64_t ovl_doff;
 };
 
 /* A rendered meta file: immutable once made, shared by the cache and by
@@ -412,6 +417,8 @@ struct gfs {
      * cleared by the commit (fs->lock write). */
     _Atomic unsigned char *tw_marks;
     atomic_int tw_any;
+    /* A read-write overlay mount's tensors (source/patch.c), or NULL. */
+    struct gfs_patch *patch;
 };
 
 /* The kernel's inode number of this model's inode ino. */

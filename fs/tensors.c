@@ -90,7 +90,7 @@ static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
  * start or replace the descriptor meanwhile. */
 static void tensor_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
                         off_t off, size_t size) {
-    if (fh->stage) { /* a whole replace under way: its own bytes */
+    if (fh->stage || fh->ovl_whole) { /* a whole replace: its own bytes */
         int err = gfs_tw_read(req, fs, fh, off, size);
         if (err)
             fuse_reply_err(req, err);

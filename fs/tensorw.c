@@ -57,10 +57,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int gfs_tw_writable(const struct gfs *fs) {
-    return !fs->readonly && !fs->remote && fs->store.ops == &gfs_store_file &&
-           gguf_fd(fs->ctx) >= 0;
+    return !fs->readonly &&
+           (fs->patch || (!fs->remote && fs->store.ops == &gfs_store_file &&
+                          gguf_fd(fs->ctx) >= 0));
+}
+
+/* An overlay mount's open for writing (fs->lock held for writing): a whole
+ * replace gets a new region holding the tensor's bytes as they are; an
+ * open in place, the tensor's region, made and recorded (the overlay
+ * written again: gfs_store_keep) at its first such open.  0 or errno. */
+static int ovl_open(struct gfs *fs, struct gfs_fh *fh) {
+    char msg[4400] = "";
+    uint64_t doff;
+    int64_t g = gfs_tensor_index(fs, fh->ino);
+    int err = 0;
+    fh->ovl = 1;
+    if (fh->ovl_whole)
+        err = gfs_patch_region(fs, g, &fh->ovl_doff, msg, sizeof msg);
+    else if (!gfs_patch_find(fs, g, &doff)) {
+        err = gfs_patch_region(fs, g, &doff, msg, sizeof msg);
+        if (!err && !(err = gfs_patch_set(fs, g, doff))) {
+            fs->generation++; /* the live view's version, the overlay */
+            err = gfs_store_keep(fs);
+        }
+    }
+    if (msg[0])
+        gfs_log(fs, "%s: %s", fs->path, msg);
+    return err;
+}
+
+/* Writes n bytes at off of fh's tensor into the overlay's data file.
+ * Caller holds fs->lock (read). */
+static int ovl_pwrite(struct gfs *fs, struct gfs_fh *fh, const char *p,
+                      size_t n, uint64_t off, struct gguf_error *err) {
+    uint64_t doff = fh->ovl_doff;
+    if (!fh->ovl_whole &&
+        !gfs_patch_find(fs, gfs_tensor_index(fs, fh->ino), &doff))
+        return gguf_fail(err, GGUF_E_IO, "the tensor has no region");
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(gfs_patch_fd(fs), p + done, n - done,
+                           (off_t)(doff + off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return gguf_fail(err, GGUF_E_IO,
+                             "cannot write the overlay's tensor bytes: %s",
+                             strerror(w < 0 ? errno : EIO));
+        done += (size_t)w;
+    }
+    return GGUF_OK;
 }
 
 /* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
@@ -114,7 +162,16 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     fh->tensor_w = 1;
     fi->noflush = 0;
     fh->drop = 0;
-    if (!(fi->flags & O_TRUNC)) {
+    fh->ovl_whole = fs->patch && (fi->flags & O_TRUNC);
+    int e = fs->patch ? ovl_open(fs, fh) : 0;
+    if (e)
+        return e;
+    if (fh->ovl_whole) {
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+        return 0;
+    }
+    if (!(fi->flags & O_TRUNC) || fs->patch) {
         /* Direct I/O where the kernel still maps such files: a write is
          * copied once less (not into the mount's page cache too). */
         if (gfs_pt_dio_mmap(fs)) {
@@ -144,19 +201,21 @@ int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
     pthread_mutex_lock(&fh->mu);
     pthread_rwlock_rdlock(&fs->lock);
     gguf_ctx *c = fs->shards[fh->shard];
-    if (fh->stage)
+    if (fh->ovl)
+        st = ovl_pwrite(fs, fh, p, n, (uint64_t)off, &err);
+    else if (fh->stage)
         st = gguf_stage_write(c, fh->stage, (uint64_t)off, p, n, &err);
     else
         st = gguf_data_pwrite(c, pos_of(fs, fh, (uint64_t)off), p, n, &err);
     pthread_rwlock_unlock(&fs->lock);
-    if (st == GGUF_OK && fh->stage)
+    if (st == GGUF_OK && (fh->stage || fh->ovl_whole))
         fh->staged = 1;
     pthread_mutex_unlock(&fh->mu);
     if (st != GGUF_OK) {
         gfs_log(fs, "%s: a write of a tensor failed: %s", fs->path, err.msg);
         return gfs_errno(&err);
     }
-    if (!fh->stage)
+    if (!fh->stage && !fh->ovl_whole)
         changed(fs, fh, (uint64_t)off, n, 0);
     return 0;
 }
@@ -172,8 +231,14 @@ int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
         return ENOMEM;
     pthread_mutex_lock(&fh->mu);
     pthread_rwlock_rdlock(&fs->lock);
-    enum gguf_status st =
-        gguf_stage_read(fs->shards[fh->shard], fh->stage, o, buf, n, &err);
+    enum gguf_status st = GGUF_OK;
+    if (fh->ovl_whole)
+        st = pread(gfs_patch_fd(fs), buf, n, (off_t)(fh->ovl_doff + o)) ==
+                     (ssize_t)n
+                 ? GGUF_OK
+                 : gguf_fail(&err, GGUF_E_IO, "cannot read the overlay");
+    else
+        st = gguf_stage_read(fs->shards[fh->shard], fh->stage, o, buf, n, &err);
     pthread_rwlock_unlock(&fs->lock);
     pthread_mutex_unlock(&fh->mu);
     if (st != GGUF_OK)
@@ -184,13 +249,30 @@ int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
 
 /* Applies fh's stage if it holds bytes not applied yet; 0 or errno (the
  * reason logged).  Caller holds fh->mu. */
+/* An overlay's whole replace: its region synced, then recorded and the
+ * overlay written again (the record's change is the overlay's rename).
+ * Caller holds fs->lock for writing. */
+static enum gguf_status ovl_apply(struct gfs *fs, struct gfs_fh *fh,
+                                  struct gguf_error *err) {
+    if (fdatasync(gfs_patch_fd(fs)) < 0)
+        return gguf_fail(err, GGUF_E_IO, "cannot sync the overlay's tensors");
+    if (gfs_patch_set(fs, gfs_tensor_index(fs, fh->ino), fh->ovl_doff))
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    fs->generation++;
+    return gfs_store_keep(fs)
+               ? gguf_fail(err, GGUF_E_IO, "the overlay could not be written")
+               : GGUF_OK;
+}
+
 static int apply(struct gfs *fs, struct gfs_fh *fh) {
     struct gguf_error err = {0};
-    if (!fh->stage || !fh->staged)
+    if ((!fh->stage && !fh->ovl_whole) || !fh->staged)
         return 0;
     pthread_rwlock_wrlock(&fs->lock);
     enum gguf_status st =
-        gguf_stage_apply(fs->shards[fh->shard], fh->stage, &err);
+        fh->ovl_whole
+            ? ovl_apply(fs, fh, &err)
+            : gguf_stage_apply(fs->shards[fh->shard], fh->stage, &err);
     if (st == GGUF_OK && fh->shard == 0)
         fstat(gguf_fd(fs->ctx), &fs->st);
     pthread_rwlock_unlock(&fs->lock);
@@ -219,8 +301,10 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
     struct gguf_error err = {0};
     if (!fh->tensor_w)
         return 0;
-    if (fh->stage)
+    if (fh->stage || fh->ovl_whole)
         return gfs_tw_flush(fs, fh);
+    if (fh->ovl)
+        return fdatasync(gfs_patch_fd(fs)) < 0 ? errno : 0;
     pthread_rwlock_rdlock(&fs->lock);
     enum gguf_status st = gguf_data_sync(fs->shards[fh->shard], &err);
     pthread_rwlock_unlock(&fs->lock);
@@ -274,6 +358,16 @@ int gfs_tw_commit(struct gfs *fs, char *what, size_t n,
                   struct gguf_error *err) {
     if (!atomic_exchange(&fs->tw_any, 0))
         return 0;
+    if (fs->patch) { /* an overlay's: its data file */
+        if (gfs_patch_fd(fs) >= 0 && fdatasync(gfs_patch_fd(fs)) < 0) {
+            atomic_store(&fs->tw_any, 1);
+            gguf_fail(err, GGUF_E_IO, "cannot sync the overlay's tensors: %s",
+                      strerror(errno));
+            return EIO;
+        }
+        report(fs, what, n);
+        return 0;
+    }
     for (int s = 0; s < fs->n_shards; s++) {
         gguf_data_adopt(fs->shards[s]);
         if (gguf_data_sync(fs->shards[s], err) != GGUF_OK) {

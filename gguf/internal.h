@@ -687,3 +687,20 @@ enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
                                     gguf_ctx **edits, struct gguf_error *err);
 
 #endif
+
+/* ---- overlays' tensors (overlay.c, ovtensors.c) ---------------------- */
+
+/* The overlay's directory (path NULL: the state directory, named for
+ * source) opened, its file name into base, its path as shown into shown;
+ * -1 with err (*absent: no state directory yet). */
+int gguf_ovl_open_parent(const char *path, const char *source, bool create,
+                         char *base, size_t bn, char *shown, size_t sn,
+                         bool *absent, struct gguf_error *err);
+/* overlay.c's trust rule on the fstat of a file of the overlay's. */
+enum gguf_status gguf_ovl_check_trusted(const struct stat *sb, const char *what,
+                                        const char *shown,
+                                        struct gguf_error *err);
+/* The key ggufs.overlay.tensors of t[0, nt) appended to out as a KV
+ * record. */
+enum gguf_status gguf_ovl_tensors_kv(const struct gguf_overlay_tensor *t,
+                                     size_t nt, struct gguf_buf *out);

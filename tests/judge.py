@@ -965,8 +965,8 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
     store's until the model is open, and are not compared; extra_root: the
     other names its root lists (an ollama model's ollama/), judged by the
     caller.  tensors_writable: tensors/ files are 0644 (a read-write
-    mount of the model file, ggufs(1) WRITING TENSORS), else 0444; by
-    default when not readonly."""
+    mount, ggufs(1) WRITING TENSORS), else 0444; by default when not
+    readonly."""
     import hashlib
     import mmap
     import random
@@ -1284,10 +1284,7 @@ def judge_file(gguf, mnt, label, args=(), cwd=None, gguf_arg=None, timeout=600):
         with Mounted(gguf_arg or gguf, mnt, args=args, cwd=cwd) as p:
             if p.stderr:
                 log("%s: ggufs said on stderr: %s" % (label, p.stderr.decode(errors="replace").strip()))
-            opts = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "-o"]
-            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly,
-                                   tensors_writable=not readonly and not any(
-                                       o.split("=")[0] == "overlay" for o in ",".join(opts).split(",")))
+            nk, nt = compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly)
     after = os.stat(gguf)
     if file_sha256(gguf) != digest or after.st_mtime_ns != src_stat.st_mtime_ns or after.st_size != src_stat.st_size:
         raise Fail("%s: mounting, reading and unmounting changed the GGUF file %s" % (label, gguf))

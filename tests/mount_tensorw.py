@@ -19,6 +19,12 @@ ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
    nothing left beside the model.
 4. Who may write: another user (uid 65534, -o allow_other) reads the
    tensor but cannot open it for writing; -o ro refuses with EROFS.
+5. An overlay mount (-o overlay=PATH) of a 0444 model: the mmap edit and
+   the cp go to the overlay; the daemon holds the model O_RDONLY only, its
+   bytes and times never change; the live view and the hash show the new
+   bytes; a remount with the overlay shows them, one without does not;
+   --overlay-apply writes them into the file (judged as in 1) and removes
+   the overlay and its data file.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.
 Exit 0 pass, 1 fail, 77 skip.
@@ -303,11 +309,86 @@ def sec_who(d):
     return "uid 65534 reads but gets %s opening for writing; -o ro: EROFS" % errno.errorcode[int(got)]
 
 
+def model_fds(mnt, path):
+    """The open flags of every descriptor of the mount's daemon on path."""
+    pid = int(J.xattr(mnt, "user.ggufs.pid").decode())
+    flags = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.path.realpath("/proc/%d/fd/%s" % (pid, fd)) != os.path.realpath(path):
+                continue
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                flags.append(int(next(l for l in f if l.startswith("flags:")).split()[1], 8))
+        except (OSError, StopIteration):
+            pass
+    return flags
+
+
+def sec_overlay(d):
+    path = fixture(d)
+    os.chmod(path, 0o444)
+    lay = layout(path)
+    (a, (aoff, asz)), (b, (boff, bsz)) = sorted(lay.items())
+    with open(path, "rb") as f:
+        before = f.read()
+    st0 = os.stat(path)
+    ov = os.path.join(d, "ov.gguf")
+    mnt = os.path.join(d, "mnt")
+    E.mount(path, mnt, ["-o", "overlay=" + ov])
+    ta, tb = os.path.join(mnt, "tensors", a), os.path.join(mnt, "tensors", b)
+    how = mmap_edit(ta, asz)
+    new_a = mmap_expected(before[aoff:aoff + asz], asz)
+    new_b = os.urandom(bsz)
+    src = os.path.join(d, "new.bin")
+    with open(src, "wb") as f:
+        f.write(new_b)
+    subprocess.run(["cp", src, tb], check=True)
+    flags = model_fds(mnt, path)
+    if not flags or any(fl & os.O_ACCMODE != os.O_RDONLY for fl in flags):
+        raise Fail("the overlay mount's daemon holds the model open with flags %s"
+                   % ["%o" % fl for fl in flags])
+    import hashlib
+    with open(os.path.join(mnt, os.path.basename(path)), "rb") as f:
+        lv = f.read()
+    if lv[aoff:aoff + asz] != new_a or lv[boff:boff + bsz] != new_b:
+        raise Fail("the overlay mount's live view does not show the tensors written")
+    if J.xattr(tb, "user.gguf.sha256").decode() != hashlib.sha256(new_b).hexdigest():
+        raise Fail("user.gguf.sha256 on the overlay mount is not the new bytes'")
+    _, out, err = E.ggufs_u(mnt, 0, "overlay")
+    if a not in out or b not in out or "overlay" not in out:
+        raise Fail("ggufs -u of the overlay mount: %r %r" % (out, err))
+    st1 = os.stat(path)
+    with open(path, "rb") as f:
+        if f.read() != before or st1.st_mtime_ns != st0.st_mtime_ns or st1.st_ctime_ns != st0.st_ctime_ns:
+            raise Fail("the overlay mount changed the model file")
+    for args, want, what in ((["-o", "ro,overlay=" + ov], (new_a, new_b), "remounted with the overlay"),
+                             (["-o", "ro"], (before[aoff:aoff + asz], before[boff:boff + bsz]), "without it")):
+        E.mount(path, mnt, args)
+        try:
+            for t, w in ((ta, want[0]), (tb, want[1])):
+                with open(t, "rb") as f:
+                    if f.read() != w:
+                        raise Fail("%s: %s does not show the expected bytes" % (what, t))
+        finally:
+            J.unmount(mnt, [])
+    os.chmod(path, 0o644)
+    p = J.run_ggufs(["--overlay-apply", path, ov])
+    if p.returncode != 0 or b"2 tensors written in" not in p.stdout:
+        raise Fail("--overlay-apply: exit %d, %r %r" % (p.returncode, p.stdout, p.stderr))
+    expect_file(path, before, {aoff: new_a, boff: new_b}, "after --overlay-apply")
+    left = [f for f in os.listdir(d) if f.startswith("ov.gguf")]
+    if left:
+        raise Fail("after --overlay-apply, left: %s" % left)
+    return ("%s and cp kept in the overlay (model opened O_RDONLY, bytes and times unchanged); "
+            "shown after a remount, not without it; --overlay-apply wrote them in" % how)
+
+
 def main():
     J.require_fuse()
     E.run_sections("ggufs-tensorw-", (
         ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()),
-        ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ())),
+        ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ()),
+        ("overlay mount", sec_overlay, ())),
         errors=(Fail, OSError, subprocess.CalledProcessError))
 
 

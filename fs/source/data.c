@@ -4,7 +4,10 @@
  * by descriptor for a local file, copied for a remote one).  Views that
  * transform bytes (the merged live view of a shard set, the converted
  * views, the hashes) read through gfs_data_read, so a source other than a
- * local file has these functions to serve.
+ * local file has these functions to serve.  Both are the one choke point
+ * of an overlay's tensors (patch.c): bytes a tensor written on an overlay
+ * mount replaced are read from the overlay's data file, and a reply that
+ * holds any is copied, never served from the model's descriptor.
  */
 #include "source.h"
 
@@ -77,8 +80,9 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     return 1;
 }
 
-int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
-                  size_t n) {
+/* The model's own bytes (before an overlay's tensors, patch.c). */
+static int read_model(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                      size_t n) {
     if (fs->remote)
         return gfs_remote_read(fs, shard, pos, buf, n);
     int fd = gguf_fd(fs->shards[shard]);
@@ -97,6 +101,12 @@ int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
         done += (size_t)r;
     }
     return 0;
+}
+
+int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                  size_t n) {
+    int err = read_model(fs, shard, pos, buf, n);
+    return err || !fs->patch ? err : gfs_patch_read(fs, shard, pos, buf, n);
 }
 
 int gfs_data_fd(const struct gfs *fs, int shard) {
@@ -197,7 +207,7 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
     int fd = gfs_data_fd(fs, shard);
-    if (fd < 0)
+    if (fd < 0 || gfs_patch_overlaps(fs, shard, pos, n)) /* overlay's */
         reply_copy(req, fs, shard, mem, mem_n, pos, n);
     else if (gfs_data_short(fs, shard, pos, n))
         fuse_reply_err(req, EIO);

@@ -432,7 +432,8 @@ static struct pt_backing *backing(struct gfs *fs) {
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
     return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
-           fs->n_shards == 1 && gfs_data_fd(fs, 0) >= 0 && !c->dirty;
+           fs->n_shards == 1 && gfs_data_fd(fs, 0) >= 0 && !c->dirty &&
+           !gfs_patch_any(fs); /* an overlay's tensors: not the file's */
 }
 
 void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,

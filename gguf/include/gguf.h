@@ -800,10 +800,33 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
  * a new file beside it, synced, renamed over it, the directory synced; a
  * kill at any instant leaves the old overlay or the new one whole.  Never
  * writes the source. */
+/* Tensors an overlay holds (ovtensors.c, issue 24): each written tensor's
+ * bytes whole at off in the overlay's data file (the overlay's name +
+ * GGUF_OVERLAY_DATA_SUFFIX, beside it, its trust rule), recorded in the
+ * overlay (key ggufs.overlay.tensors), so they survive remounts.
+ * gguf_overlay_tensors reads ov's records (malloc'ed, *n of them; none:
+ * NULL, 0); gguf_overlay_data_open opens the data file (created 0600 if
+ * create; shown: its path for messages), -1 with err (GGUF_E_NOTFOUND:
+ * none); gguf_overlay_data_remove removes it if there is one. */
+#define GGUF_OVERLAY_DATA_SUFFIX ".ggufs-tensors"
+struct gguf_overlay_tensor {
+    char *name;         /* the tensor's name */
+    uint64_t off, size; /* its bytes in the data file */
+};
+enum gguf_status gguf_overlay_tensors(const gguf_ctx *ov,
+                                      struct gguf_overlay_tensor **v, size_t *n,
+                                      struct gguf_error *err);
+void gguf_overlay_tensors_free(struct gguf_overlay_tensor *v, size_t n);
+int gguf_overlay_data_open(const char *path, const char *source, bool create,
+                           char *shown, size_t sn, struct gguf_error *err);
+enum gguf_status gguf_overlay_data_remove(const char *path, const char *source,
+                                          struct gguf_error *err);
+/* ... and t[0, nt), the tensors it holds, recorded (none: NULL, 0). */
 enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
                                     const gguf_ctx *disk,
                                     const struct gguf_overlay_id *id,
-                                    struct gguf_error *err);
+                                    const struct gguf_overlay_tensor *t,
+                                    size_t nt, struct gguf_error *err);
 /* Removes the overlay at path (NULL: source's default), durably, if it is
  * one the user may trust (as gguf_overlay_load checks, the contents
  * aside); *found false when there is none. */
