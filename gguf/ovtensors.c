@@ -130,43 +130,54 @@ enum gguf_status gguf_ovl_tensors_kv(const struct gguf_overlay_tensor *t,
     return st;
 }
 
-int gguf_overlay_data_open(const char *path, const char *source, bool create,
-                           char *shown, size_t sn, struct gguf_error *err) {
+/* The data file's directory (*dfd) and its name there (*name,
+ * malloc'ed), its path as shown; -1 with err (GGUF_E_NOTFOUND: no state
+ * directory, so no data file). */
+static int data_place(const char *path, const char *source, bool create,
+                      int *dfd, char **name, char *shown, size_t sn,
+                      struct gguf_error *err) {
     char base[256], oshown[4096];
     bool absent;
-    struct stat sb;
-    int fd = -1;
-    int dfd = gguf_ovl_open_parent(path, source, create, base, sizeof base,
-                                   oshown, sizeof oshown, &absent, err);
-    if (dfd < 0) {
+    *name = NULL;
+    *dfd = gguf_ovl_open_parent(path, source, create, base, sizeof base, oshown,
+                                sizeof oshown, &absent, err);
+    if (*dfd < 0) {
         if (absent)
             gguf_fail(err, GGUF_E_NOTFOUND, "no overlay data");
         return -1;
     }
-    char *name = gguf_sidecar_path(base, GGUF_OVERLAY_DATA_SUFFIX);
-    if (!name) {
+    if (!(*name = gguf_sidecar_path(base, GGUF_OVERLAY_DATA_SUFFIX))) {
         gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        goto out;
+        close(*dfd);
+        return -1;
     }
-    snprintf(shown, sn, "%s%s", oshown, name + strlen(base));
+    snprintf(shown, sn, "%s%s", oshown, *name + strlen(base));
+    return 0;
+}
+
+int gguf_overlay_data_open(const char *path, const char *source, bool create,
+                           char *shown, size_t sn, struct gguf_error *err) {
+    struct stat sb;
+    int dfd;
+    char *name;
+    if (data_place(path, source, create, &dfd, &name, shown, sn, err) < 0)
+        return -1;
     int fl = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-    fd = openat(dfd, name, fl | (create ? O_CREAT : 0), 0600);
+    int fd = openat(dfd, name, fl | (create ? O_CREAT : 0), 0600);
     if (fd < 0) {
         if (errno == ENOENT)
             gguf_fail(err, GGUF_E_NOTFOUND, "%s is missing", shown);
         else
             gguf_sys_fail(err, errno, "cannot open the overlay's data %s",
                           shown);
-        goto out;
-    }
-    if (fstat(fd, &sb) < 0 ||
-        gguf_ovl_check_trusted(&sb, "overlay data", shown, err) != GGUF_OK) {
+    } else if (fstat(fd, &sb) < 0 ||
+               gguf_ovl_check_trusted(&sb, "overlay data", shown, err) !=
+                   GGUF_OK) {
         if (err && !err->code)
             gguf_sys_fail(err, errno, "cannot stat %s", shown);
         close(fd);
         fd = -1;
     }
-out:
     free(name);
     close(dfd);
     return fd;
@@ -175,13 +186,24 @@ out:
 enum gguf_status gguf_overlay_data_remove(const char *path, const char *source,
                                           struct gguf_error *err) {
     char shown[4096];
+    struct stat sb;
     struct gguf_error e2 = {0};
-    int fd =
-        gguf_overlay_data_open(path, source, false, shown, sizeof shown, &e2);
-    if (fd < 0)
+    int dfd;
+    char *name;
+    if (data_place(path, source, false, &dfd, &name, shown, sizeof shown, &e2) <
+        0)
         return e2.code == GGUF_E_NOTFOUND ? GGUF_OK : (*err = e2, e2.code);
-    close(fd);
-    return unlink(shown) == 0 || errno == ENOENT
-               ? GGUF_OK
-               : gguf_sys_fail(err, errno, "cannot remove %s", shown);
+    enum gguf_status st = GGUF_OK;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            st = gguf_sys_fail(err, errno, "cannot stat %s", shown);
+    } else if ((st = gguf_ovl_check_trusted(&sb, "overlay data", shown, err)) ==
+               GGUF_OK) {
+        st = unlinkat(dfd, name, 0) == 0
+                 ? gguf_fsync_dirfd(dfd, shown, err)
+                 : gguf_sys_fail(err, errno, "cannot remove %s", shown);
+    }
+    free(name);
+    close(dfd);
+    return st;
 }
