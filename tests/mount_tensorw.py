@@ -25,6 +25,8 @@ ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
    bytes; a remount with the overlay shows them, one without does not;
    --overlay-apply writes them into the file (judged as in 1) and removes
    the overlay and its data file.
+6. kill -9 at every step of the overlay write that records a whole
+   replace on an overlay mount: old or new after a remount, never mixed.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.
 Exit 0 pass, 1 fail, 77 skip.
@@ -383,12 +385,64 @@ def sec_overlay(d):
             "shown after a remount, not without it; --overlay-apply wrote them in" % how)
 
 
+def sec_overlay_kill(d):
+    """kill -9 at every step of the overlay's write that records a whole
+    replace (gguf/overlay.c's fault points): a remount with the overlay
+    shows the old tensor or the new one, never a mix; the model untouched."""
+    base = fixture(d, "orig.gguf")
+    name, (off, size) = sorted(layout(base).items())[-1]
+    with open(base, "rb") as f:
+        before = f.read()
+    new = os.urandom(size)
+    src = os.path.join(d, "new.bin")
+    with open(src, "wb") as f:
+        f.write(new)
+    seen = []
+    for n in range(1, 8):
+        sub = os.path.join(d, "f%d" % n)
+        os.makedirs(sub)
+        path, ov = os.path.join(sub, "model.gguf"), os.path.join(sub, "ov.gguf")
+        shutil.copyfile(base, path)
+        mnt = os.path.join(sub, "mnt")
+        os.makedirs(mnt)
+        p = subprocess.Popen([J.tool("GGUFS"), "-f", "-o", "overlay=" + ov, path, mnt],
+                             env=dict(os.environ, GGUFS_FAULT=str(n)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            E.wait_mounted(mnt, p)
+            subprocess.run(["cp", src, os.path.join(mnt, "tensors", name)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            killed = wait_gone(p, 2)
+        finally:
+            if p.poll() is None:
+                E.ggufs_u(mnt, None, "overlay fault %d" % n)
+                p.wait()
+            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        E.mount(path, mnt, ["-o", "ro,overlay=" + ov])
+        try:
+            with open(os.path.join(mnt, "tensors", name), "rb") as f:
+                got = f.read()
+        finally:
+            J.unmount(mnt, [])
+        state = "new" if got == new else "old" if got == before[off:off + size] else "MIXED"
+        if state == "MIXED" or (not killed and state != "new"):
+            raise Fail("overlay, GGUFS_FAULT=%d (daemon %s): the tensor is %s after a remount"
+                       % (n, "killed" if killed else "alive", state))
+        with open(path, "rb") as f:
+            if f.read() != before:
+                raise Fail("overlay, GGUFS_FAULT=%d: the model file changed" % n)
+        seen.append("%d:%s%s" % (n, state, "" if killed else "(alive)"))
+    if not seen[-1].endswith("(alive)") or "old" not in " ".join(seen):
+        raise Fail("the faults never hit the overlay's write: %s" % " ".join(seen))
+    return " ".join(seen)
+
+
 def main():
     J.require_fuse()
     E.run_sections("ggufs-tensorw-", (
         ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()),
         ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ()),
-        ("overlay mount", sec_overlay, ())),
+        ("overlay mount", sec_overlay, ()), ("overlay kill -9 at every step", sec_overlay_kill, ())),
         errors=(Fail, OSError, subprocess.CalledProcessError))
 
 
