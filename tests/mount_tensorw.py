@@ -228,16 +228,42 @@ def wait_gone(p, timeout=20):
     return p.poll() is not None
 
 
-def sec_kill(d):
+def replace_setup(d):
+    """A fixture orig.gguf, its last tensor (name, offset, size), the file's
+    bytes and new bytes for the tensor in new.bin."""
     base = fixture(d, "orig.gguf")
-    lay = layout(base)
-    name, (off, size) = sorted(lay.items())[-1]
+    name, (off, size) = sorted(layout(base).items())[-1]
     with open(base, "rb") as f:
         before = f.read()
     new = os.urandom(size)
     src = os.path.join(d, "new.bin")
     with open(src, "wb") as f:
         f.write(new)
+    return base, name, off, size, before, new, src
+
+
+def killed_replace(path, mnt, args, n, src, name, wait):
+    """Mounts path with GGUFS_FAULT=n in the daemon, cp's src over tensor
+    name; True if the daemon died within wait seconds (else unmounted).
+    The mount is gone on return."""
+    p = subprocess.Popen([J.tool("GGUFS"), "-f"] + args + [path, mnt],
+                         env=dict(os.environ, GGUFS_FAULT=str(n)),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        E.wait_mounted(mnt, p)
+        subprocess.run(["cp", src, os.path.join(mnt, "tensors", name)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        killed = wait_gone(p, wait)
+    finally:
+        if p.poll() is None:
+            E.ggufs_u(mnt, None, "fault %d" % n)
+            p.wait()
+        subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+    return killed
+
+
+def sec_kill(d):
+    base, name, off, size, before, new, src = replace_setup(d)
     seen = []
     for n in range(1, STEPS + 2):
         sub = os.path.join(d, "f%d" % n)
@@ -246,19 +272,7 @@ def sec_kill(d):
         shutil.copyfile(base, path)
         mnt = os.path.join(sub, "mnt")
         os.makedirs(mnt)
-        env = dict(os.environ, GGUFS_FAULT=str(n))
-        p = subprocess.Popen([J.tool("GGUFS"), "-f", path, mnt], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            E.wait_mounted(mnt, p)
-            subprocess.run(["cp", src, os.path.join(mnt, "tensors", name)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            killed = wait_gone(p, 5 if n <= STEPS else 0.5)
-        finally:
-            if p.poll() is None:
-                E.ggufs_u(mnt, None, "fault %d" % n)
-                p.wait()
-            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        killed = killed_replace(path, mnt, [], n, src, name, 5 if n <= STEPS else 0.5)
         if (n <= STEPS) != killed:
             raise Fail("GGUFS_FAULT=%d: the daemon was %skilled (an apply has %d steps)"
                        % (n, "" if killed else "not ", STEPS))
@@ -389,14 +403,7 @@ def sec_overlay_kill(d):
     """kill -9 at every step of the overlay's write that records a whole
     replace (gguf/overlay.c's fault points): a remount with the overlay
     shows the old tensor or the new one, never a mix; the model untouched."""
-    base = fixture(d, "orig.gguf")
-    name, (off, size) = sorted(layout(base).items())[-1]
-    with open(base, "rb") as f:
-        before = f.read()
-    new = os.urandom(size)
-    src = os.path.join(d, "new.bin")
-    with open(src, "wb") as f:
-        f.write(new)
+    base, name, off, size, before, new, src = replace_setup(d)
     seen = []
     for n in range(1, 8):
         sub = os.path.join(d, "f%d" % n)
@@ -405,19 +412,7 @@ def sec_overlay_kill(d):
         shutil.copyfile(base, path)
         mnt = os.path.join(sub, "mnt")
         os.makedirs(mnt)
-        p = subprocess.Popen([J.tool("GGUFS"), "-f", "-o", "overlay=" + ov, path, mnt],
-                             env=dict(os.environ, GGUFS_FAULT=str(n)),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            E.wait_mounted(mnt, p)
-            subprocess.run(["cp", src, os.path.join(mnt, "tensors", name)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            killed = wait_gone(p, 2)
-        finally:
-            if p.poll() is None:
-                E.ggufs_u(mnt, None, "overlay fault %d" % n)
-                p.wait()
-            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+        killed = killed_replace(path, mnt, ["-o", "overlay=" + ov], n, src, name, 2)
         E.mount(path, mnt, ["-o", "ro,overlay=" + ov])
         try:
             with open(os.path.join(mnt, "tensors", name), "rb") as f:
