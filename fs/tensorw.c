@@ -5,12 +5,12 @@
  * the rest of the mount shows.  ggufs(1), WRITING TENSORS, says it to
  * users.
  *
- * Who may write: a read-write mount whose edits go to the model file (the
- * file store, store/file.c) of a local file; the mount's owner or root
- * only (the core asks gfs_may_commit at open for a row with owner_writes;
- * the files are 0644, owned by the mount's user, and default_permissions
- * is on).  A read-only mount: EROFS; an overlay mount: EROFS (its model
- * is never written; the overlay does not keep tensor bytes yet).
+ * Who may write: a read-write mount, of a local model file whose edits go
+ * into it (the file store, store/file.c), or with an overlay (fs->patch:
+ * the tensors go there, below); the mount's owner or root only (the core
+ * asks gfs_may_commit at open for a row with owner_writes; the files are
+ * 0644, owned by the mount's user, and default_permissions is on).  A
+ * read-only mount: EROFS.
  *
  * Sizes: a tensor's size never changes.  A write past its end is EFBIG,
  * a truncate to another size EINVAL (to its own size: nothing), O_TRUNC
@@ -39,8 +39,15 @@
  * invalidated, and the tensor's hashes and tensors/'s are forgotten
  * (computed again on the next request).
  *
- * The commit (ggufs -u, unmount) syncs the GGUF and names the tensors
- * written since the last one in its report (gfs_tw_commit).
+ * An overlay mount (source/patch.c) never writes the model: the first
+ * open for writing copies the tensor whole into the overlay's data file
+ * and records it (the overlay written again); writes in place go there; a
+ * whole replace writes a new region, recorded at the apply (atomic: the
+ * overlay's rename).  Reads of the model's bytes see them through data.c.
+ *
+ * The commit (ggufs -u, unmount) syncs the GGUF (or the overlay's data
+ * file) and names the tensors written since the last one in its report
+ * (gfs_tw_commit).
  *
  * Locks: writes in place hold fs->lock (read), like reads: a commit never
  * moves the data under them; a stage's writes take fh->mu then fs->lock

@@ -957,16 +957,15 @@ def check_live(ck, gguf, live, ref, check_common):
 
 
 def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, live_name=None,
-                  extra_root=frozenset(), tensors_writable=None):
+                  extra_root=frozenset()):
     """Compares everything the mount at mnt shows with ggml's view of gguf.
     Raises Fail listing every mismatch.  A store's model (tests/
     mount_stores.py): root is its directory in the store mounted at mnt,
     live_name its live view's name; the directory's own times are the
     store's until the model is open, and are not compared; extra_root: the
     other names its root lists (an ollama model's ollama/), judged by the
-    caller.  tensors_writable: tensors/ files are 0644 (a read-write
-    mount, ggufs(1) WRITING TENSORS), else 0444; by default when not
-    readonly."""
+    caller.  tensors/ files are 0644 on a read-write mount (ggufs(1),
+    WRITING TENSORS), else 0444."""
     import hashlib
     import mmap
     import random
@@ -1136,7 +1135,7 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
             what = "tensors/%s" % n.decode(errors="backslashreplace")
             st = check_common(p, what, False)
             if st is not None:
-                want = 0o644 if (not readonly if tensors_writable is None else tensors_writable) else 0o444
+                want = 0o444 if readonly else 0o644
                 if stat.S_IMODE(st.st_mode) != want:
                     ck.bad("%s: mode %o, expected %o" % (what, stat.S_IMODE(st.st_mode), want), "tensor mode")
                 ck.eq("%s: st_size" % what, t.size, st.st_size)

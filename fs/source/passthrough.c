@@ -6,8 +6,9 @@
  *
  * Contract.
  *  - While the view is byte-identical to the GGUF (one local file, not a
- *    remote source; no edit pending: the library's header planner then
- *    serves the file's own header bytes) and the daemon may register backing files (root), opens
+ *    remote source, no overlay's tensor written (patch.c); no edit
+ *    pending: the library's header planner then serves the file's own
+ *    header bytes) and the daemon may register backing files (root), opens
  *    of the view are passthrough opens: the kernel reads and maps the GGUF
  *    itself, no request reaches the daemon.  Otherwise (-o passthrough=off,
  *    not root, edits pending, a shard set's merged view, a kernel without

@@ -177,12 +177,16 @@ int gfs_patch_fd(const struct gfs *fs) {
 
 int gfs_patch_find(const struct gfs *fs, int64_t g, uint64_t *doff) {
     const struct gfs_patch *p = fs->patch;
-    for (size_t k = 0; p && k < p->n; k++)
-        if (p->v[k].g == g) {
-            *doff = p->v[k].doff;
-            return 1;
-        }
-    return 0;
+    int64_t j;
+    int shard;
+    if (!p || !p->n)
+        return 0;
+    gguf_ctx *c = gfs_tensor_ctx(fs, g, &j, &shard);
+    size_t k = lower(p, shard, gguf_tensor_offset(c, j));
+    if (k == p->n || p->v[k].g != g)
+        return 0;
+    *doff = p->v[k].doff;
+    return 1;
 }
 
 /* The first record that may overlap [pos, ...) of shard: records never
