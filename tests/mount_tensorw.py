@@ -6,7 +6,7 @@ ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
    np.memmap mode='r+' when numpy is installed, else Python's mmap, the
    same MAP_SHARED mapping), pwrite into it, and a cp of a whole tensor;
    the tensor files, the live view (served cached: -o passthrough=off, its
-   pages read before the writes) and the hashes show the new bytes; ggufs
+   pages read before the writes), f32/ and the hashes show the new bytes; ggufs
    -u names the written tensors; after unmount ggml reads exactly the new
    bytes and every other byte of the file is unchanged.
 2. Sizes: a write past the end is EFBIG, truncate to another size EINVAL,
@@ -21,8 +21,8 @@ ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
    tensor but cannot open it for writing; -o ro refuses with EROFS.
 5. An overlay mount (-o overlay=PATH) of a 0444 model: the mmap edit and
    the cp go to the overlay; the daemon holds the model O_RDONLY only, its
-   bytes and times never change; the live view and the hash show the new
-   bytes; a remount with the overlay shows them, one without does not;
+   bytes and times never change; the live view, f32/ and the hash show the
+   new bytes; a remount with the overlay shows them, one without does not;
    --overlay-apply writes them into the file (judged as in 1) and removes
    the overlay and its data file.
 6. kill -9 at every step of the overlay write that records a whole
@@ -35,6 +35,7 @@ import errno
 import mmap
 import os
 import shutil
+import struct
 import subprocess
 import time
 
@@ -82,6 +83,23 @@ def expect_file(path, before, changes, label):
         raise Fail("%s: %s differs from the expected bytes at offset %d (size %d, expected %d)"
                    % (label, path, i, len(got), len(want)))
     layout(path)
+
+
+def halves(size):
+    """size bytes of finite float16 values, and their float32 bytes (what
+    f32/ must show: every such value is exact in float32)."""
+    n = size // 2
+    vals = [((i * 7919) % 4001 - 2000) / 64.0 for i in range(n)]
+    return struct.pack("<%de" % n, *vals), struct.pack("<%df" % n, *vals)
+
+
+def check_f32(mnt, name, want, what):
+    """f32/NAME (when the mount has f32/) reads want."""
+    if "f32" not in os.listdir(mnt):
+        return
+    with open(os.path.join(mnt, "f32", name), "rb") as f:
+        if f.read() != want:
+            raise Fail("%s: f32/%s does not show the new values" % (what, name))
 
 
 def mmap_edit(p, size):
@@ -132,8 +150,9 @@ def sec_write(d):
     E.mount(path, mnt, ["-o", "passthrough=off"])
     ta, tb = os.path.join(mnt, "tensors", a), os.path.join(mnt, "tensors", b)
     live = os.path.join(mnt, os.path.basename(path))
-    with open(live, "rb") as f:
-        f.read()  # its pages cached: they must not be served stale
+    for v in [live] + ([os.path.join(mnt, "f32", b)] if "f32" in os.listdir(mnt) else []):
+        with open(v, "rb") as f:
+            f.read()  # their pages cached: they must not be served stale
     sha_before = J.xattr(tb, "user.gguf.sha256")
     # A reader open before the writes, with a read-only mapping: its pages
     # must not stay stale after writes through other opens.
@@ -146,11 +165,12 @@ def sec_write(d):
     os.close(fd)
     new_a = bytearray(mmap_expected(before[aoff:aoff + asz], asz))
     new_a[100:107] = b"pwrite!"
-    new_b = os.urandom(bsz)
+    new_b, new_b32 = halves(bsz)
     src = os.path.join(d, "new.bin")
     with open(src, "wb") as f:
         f.write(new_b)
     subprocess.run(["cp", src, tb], check=True)
+    check_f32(mnt, b, new_b32, "after the cp")
     seen = os.pread(rfd, 4096, 0) + rmap[asz - 4096:]
     rmap.close()
     os.close(rfd)
@@ -354,11 +374,12 @@ def sec_overlay(d):
     ta, tb = os.path.join(mnt, "tensors", a), os.path.join(mnt, "tensors", b)
     how = mmap_edit(ta, asz)
     new_a = mmap_expected(before[aoff:aoff + asz], asz)
-    new_b = os.urandom(bsz)
+    new_b, new_b32 = halves(bsz)
     src = os.path.join(d, "new.bin")
     with open(src, "wb") as f:
         f.write(new_b)
     subprocess.run(["cp", src, tb], check=True)
+    check_f32(mnt, b, new_b32, "overlay")
     flags = model_fds(mnt, path)
     if not flags or any(fl & os.O_ACCMODE != os.O_RDONLY for fl in flags):
         raise Fail("the overlay mount's daemon holds the model open with flags %s"
