@@ -143,6 +143,10 @@ enum gguf_status gguf_stage_new(gguf_ctx *ctx, uint64_t pos, uint64_t len,
     s->len = len;
     s->fd = -1;
     enum gguf_status st = stage_place(ctx, s, err);
+    /* Exactly 0600 whatever the umask: recovery trusts only that (as a
+     * journal's, recover.c). */
+    if (st == GGUF_OK && fchmod(s->fd, 0600) < 0)
+        st = gguf_sys_fail(err, errno, "cannot set the mode of the stage");
     if (st == GGUF_OK && ftruncate(s->fd, (off_t)len) < 0)
         st = gguf_sys_fail(err, errno, "cannot size the staged bytes");
     if (st != GGUF_OK) {
