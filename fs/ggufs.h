@@ -505,6 +505,9 @@ int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
  * (fs->lock write): syncs the GGUF if tensors were written, and appends
  * "; tensors written: NAMES" to what; 0 or EIO with err. */
 int gfs_tw_writable(const struct gfs *fs);
+/* ... and a tensor of shard (a shard set's first file, or any on an
+ * overlay mount). */
+int gfs_tw_tensor_writable(const struct gfs *fs, int shard);
 int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi);
 int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
                  off_t off);

@@ -50,7 +50,10 @@ static int tensor_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     int64_t i = gfs_tensor_index(fs, ino);
     if (i < 0)
         return ENOENT;
-    st->st_mode = S_IFREG | (gfs_tw_writable(fs) ? 0644 : 0444);
+    int shard;
+    int64_t j;
+    (void)gfs_tensor_ctx(fs, i, &j, &shard);
+    st->st_mode = S_IFREG | (gfs_tw_tensor_writable(fs, shard) ? 0644 : 0444);
     st->st_nlink = 1;
     st->st_size = (off_t)gfs_tensor_bytes(fs, i);
     st->st_blocks = (st->st_size + 511) / 512;

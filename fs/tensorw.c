@@ -10,7 +10,9 @@
  * the tensors go there, below); the mount's owner or root only (the core
  * asks gfs_may_commit at open for a row with owner_writes; the files are
  * 0644, owned by the mount's user, and default_permissions is on).  A
- * read-only mount: EROFS.
+ * read-only mount: EROFS.  A shard set's later files are opened read-only
+ * (metadata edits go to the first): their tensors are EROFS but on an
+ * overlay mount.
  *
  * Sizes: a tensor's size never changes.  A write past its end is EFBIG,
  * a truncate to another size EINVAL (to its own size: nothing), O_TRUNC
@@ -156,9 +158,13 @@ static void changed(struct gfs *fs, struct gfs_fh *fh, uint64_t off, uint64_t n,
         fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, fh->ino), 0, 0);
 }
 
+int gfs_tw_tensor_writable(const struct gfs *fs, int shard) {
+    return gfs_tw_writable(fs) && (fs->patch || shard == 0);
+}
+
 int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     struct gguf_error err = {0};
-    if (!gfs_tw_writable(fs))
+    if (!gfs_tw_tensor_writable(fs, fh->shard))
         return EROFS;
     if (!fs->tw_marks) { /* fs->lock held for writing (open_writes) */
         int64_t n = gfs_n_tensors(fs);

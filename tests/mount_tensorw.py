@@ -19,13 +19,15 @@ ggufs(1) WRITING TENSORS), every file judged by ggml's reader (refdump):
    nothing left beside the model.
 4. Who may write: another user (uid 65534, -o allow_other) reads the
    tensor but cannot open it for writing; -o ro refuses with EROFS.
-5. An overlay mount (-o overlay=PATH) of a 0444 model: the mmap edit and
+5. A shard set: the first file's tensors take writes (ggml reads it back),
+   the later files' (opened read-only) are 0444 and EROFS.
+6. An overlay mount (-o overlay=PATH) of a 0444 model: the mmap edit and
    the cp go to the overlay; the daemon holds the model O_RDONLY only, its
    bytes and times never change; the live view, f32/ and the hash show the
    new bytes; a remount with the overlay shows them, one without does not;
    --overlay-apply writes them into the file (judged as in 1) and removes
    the overlay and its data file.
-6. kill -9 at every step of the overlay write that records a whole
+7. kill -9 at every step of the overlay write that records a whole
    replace on an overlay mount: old or new after a remount, never mixed.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.
@@ -453,10 +455,46 @@ def sec_overlay_kill(d):
     return " ".join(seen)
 
 
+def sec_shards(d):
+    """A shard set: the first file's tensors take writes, the later files'
+    (opened read-only) are 0444 and EROFS; ggml reads the first file back."""
+    whole = fixture(d, "whole.gguf")
+    subprocess.run([J.tool("MKSPLIT"), whole, os.path.join(d, "s"), "2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    first, second = (os.path.join(d, "s-0000%d-of-00002.gguf" % k) for k in (1, 2))
+    lay = layout(first)
+    name, (off, size) = sorted(lay.items())[0]
+    with open(first, "rb") as f:
+        before = f.read()
+    with open(second, "rb") as f:
+        before2 = f.read()
+    mnt = os.path.join(d, "mnt")
+    E.mount(first, mnt)
+    later = [n for n in os.listdir(os.path.join(mnt, "tensors")) if n not in lay]
+    if not later:
+        raise Fail("the set's second file has no tensor")
+    t2 = os.path.join(mnt, "tensors", later[0])
+    mode = os.stat(t2).st_mode & 0o777
+    try:
+        os.open(t2, os.O_WRONLY)
+        raise Fail("a tensor of the set's second file opened for writing")
+    except OSError as e:
+        if e.errno != errno.EROFS or mode != 0o444:
+            raise Fail("a tensor of the second file: mode %o, open for writing %s" % (mode, e))
+    new, _ = halves(size)
+    E.write_file(os.path.join(mnt, "tensors", name), new, os.O_WRONLY | os.O_TRUNC)
+    E.ggufs_u(mnt, 0, "shards")
+    expect_file(first, before, {off: new}, "shard set, first file")
+    with open(second, "rb") as f:
+        if f.read() != before2:
+            raise Fail("the set's second file changed")
+    return "first file's tensor replaced (ggml reads it), the second's 0444 and EROFS"
+
+
 def main():
     J.require_fuse()
     E.run_sections("ggufs-tensorw-", (
-        ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()),
+        ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()), ("shard set", sec_shards, ()),
         ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ()),
         ("overlay mount", sec_overlay, ()), ("overlay kill -9 at every step", sec_overlay_kill, ())),
         errors=(Fail, OSError, subprocess.CalledProcessError))
