@@ -178,6 +178,12 @@ void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         return;
     }
     const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    if (row && row->owner_writes && row->write && open_wants_write(fi) &&
+        !gfs_may_commit(fs, req)) {
+        fh_free(fs, fh);
+        fuse_reply_err(req, EACCES);
+        return;
+    }
     if (row && row->open_writes && open_wants_write(fi))
         pthread_rwlock_wrlock(&fs->lock);
     else

@@ -237,6 +237,18 @@ struct gfs_fh {
      * at open, dropped at release (gfs_pt_release). */
     void *pt_epoch;
     void *pt_backing;
+    /* A tensor opened for writing (tensorw.c): in place (tensor_w), or
+     * with O_TRUNC a whole replace, staged until flush, fsync or release
+     * (stage; staged: bytes written since it was last applied).  Guarded
+     * by mu. */
+    int tensor_w;
+    struct gguf_stage *stage;
+    int staged;
+    /* On an overlay mount (source/patch.c): ovl set; a whole replace
+     * (ovl_whole) writes its own new region at ovl_doff, recorded at the
+     * apply. */
+    int ovl, ovl_whole;
+    uint64_t ovl_doff;
 };
 
 /* A rendered meta file: immutable once made, shared by the cache and by
@@ -439,6 +451,14 @@ struct gfs {
     /* The running commit's progress (gfs_progress_cb): bytes done of
      * total, total 0 when none.  No lock. */
     _Atomic uint64_t prog_done, prog_total;
+    /* Tensors written since the last commit (tensorw.c): one mark each,
+     * allocated at the first open of a tensor for writing (fs->lock held
+     * for writing), set by writers (atomic, fs->lock read), read and
+     * cleared by the commit (fs->lock write). */
+    _Atomic unsigned char *tw_marks;
+    atomic_int tw_any;
+    /* A read-write overlay mount's tensors (source/patch.c), or NULL. */
+    struct gfs_patch *patch;
 };
 
 /* The kernel's inode number of this model's inode ino. */
@@ -516,6 +536,30 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 /* The file name of kv i / tensor i into out (reset first). */
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
+
+/* tensorw.c: tensors/NAME written (the contract: its top comment).  The
+ * kinds' row of tensors (tensors.c) calls tw_open for an open that may
+ * write (fs->lock held for writing), and its write, flush, fsync,
+ * release, truncate hooks are these.  gfs_tw_writable: whether tensors of
+ * this mount can be written (no lock).  gfs_tw_commit: at a commit
+ * (fs->lock write): syncs the GGUF if tensors were written, and appends
+ * "; tensors written: NAMES" to what; 0 or EIO with err. */
+int gfs_tw_writable(const struct gfs *fs);
+/* ... and a tensor of shard (a shard set's first file, or any on an
+ * overlay mount). */
+int gfs_tw_tensor_writable(const struct gfs *fs, int shard);
+int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi);
+int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
+                 off_t off);
+int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
+                size_t size);
+int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh);
+int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
+void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh);
+int gfs_tw_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
+                    off_t size);
+int gfs_tw_commit(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
+void gfs_tw_free(struct gfs *fs);
 
 /* liveview.c: the live view.  At mount: gfs_view_number numbers the
  * tensors across shards (t_first); gfs_view_layout (numbering first if

@@ -10,9 +10,11 @@
  *   user.gguf.hash_progress on the same: how far a hash being computed
  *       (or paused) has read, "D of T bytes (P%)", or "done"; ENODATA
  *       before the first request.  Asked by name, never listed.
- * Hashes are computed on first request and kept for the mount's life (the
- * bytes cannot change under a mount: a read-only mount fails once the
- * file changes; a read-write one holds it locked).  The first request on
+ * Hashes are computed on first request and kept until the bytes change:
+ * a write of a tensor (tensorw.c) forgets its hash and tensors/'s
+ * (gfs_hashes_forget; a hash being computed then starts over).  Nothing
+ * else changes them under a mount: a read-only mount fails once the file
+ * changes; a read-write one holds it locked.  The first request on
  * tensors/ computes every tensor's hash in the same pass.
  *
  * A first request may read the whole model (minutes for 40 GB), so:
@@ -173,7 +175,7 @@ static void keep_tensor_hash(struct gfs_views *v, int64_t k,
                              const struct gfs_hash *h) {
     struct gfs_hash *slot = &v->h[k];
     pthread_mutex_lock(&v->mu);
-    if (!slot->have) {
+    if (!slot->have && !v->all.stale) {
         memcpy(slot->sha256, h->sha256, sizeof slot->sha256);
         slot->xxh64 = h->xxh64;
         slot->have = 1;
@@ -237,6 +239,7 @@ static int get_hash(struct gfs *fs, fuse_req_t req, int64_t i,
     struct gfs_hjob *job;
     int err = 0;
     pthread_mutex_lock(&v->mu);
+again:
     while (!slot->have && slot->running && !err) {
         wait_a_while(v);
         err = gave_up(fs, req) ? EINTR : 0;
@@ -262,6 +265,14 @@ static int get_hash(struct gfs *fs, fuse_req_t req, int64_t i,
 
     pthread_mutex_lock(&v->mu);
     slot->running = 0;
+    if (slot->stale) { /* bytes were written meanwhile: start over */
+        slot->stale = 0;
+        job_free(slot->job);
+        slot->job = NULL;
+        pthread_cond_broadcast(&v->hashed);
+        if (!err)
+            goto again;
+    }
     if (!err && !slot->have) {
         memcpy(slot->sha256, out->sha256, sizeof slot->sha256);
         slot->xxh64 = out->xxh64;
@@ -279,6 +290,28 @@ out:
         *out = *slot;
     pthread_mutex_unlock(&v->mu);
     return err;
+}
+
+/* Tensor i's bytes were written (tensorw.c): its hash and tensors/'s are
+ * forgotten; a job reading them now starts over when it ends. */
+static void forget(struct gfs_hash *slot) {
+    slot->have = 0;
+    if (slot->running) {
+        slot->stale = 1;
+    } else {
+        job_free(slot->job);
+        slot->job = NULL;
+    }
+}
+
+void gfs_hashes_forget(struct gfs *fs, int64_t i) {
+    struct gfs_views *v = fs->views;
+    if (!v || !v->h || i < 0 || i >= v->n)
+        return;
+    pthread_mutex_lock(&v->mu);
+    forget(&v->h[i]);
+    forget(&v->all);
+    pthread_mutex_unlock(&v->mu);
 }
 
 void gfs_hashes_init(struct gfs_views *v) {

@@ -49,8 +49,10 @@ struct gfs_kind_ops {
      * a mode change, or a chown to the mounting user, succeeds and is
      * ignored.  commits: fsync of this directory commits every pending
      * edit.  open_writes: an open that may write holds fs->lock for
-     * writing. */
-    unsigned changes : 1, moves : 1, editable : 1, commits : 1, open_writes : 1;
+     * writing.  owner_writes: only the mount's owner or root may open it
+     * for writing (gfs_may_commit; others EACCES). */
+    unsigned changes : 1, moves : 1, editable : 1, commits : 1, open_writes : 1,
+        owner_writes : 1;
     /* Attributes: the core has filled inode, owner, times and st_blksize.
      * 0 or an errno. */
     int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);

@@ -266,7 +266,8 @@ static int serve(struct gfs_main *m) {
      * passthrough, which gfs_pt_start logs. */
     if (m->fs) /* a store's models have none (mounts.h) */
         (void)gfs_pt_start(m->fs, m->se, m->c->o.passthrough,
-                           m->fs->tensor_dio || gfs_views_any(m->fs));
+                           m->fs->tensor_dio || gfs_views_any(m->fs) ||
+                               gfs_tw_writable(m->fs));
     raise_readahead(m->c->o.mnt);
     open_log(m);
     /* Returns in the parent only once the mount is in place. */

@@ -98,6 +98,68 @@ static int apply_remote_refused(const char *file, const char *opt) {
     return EXIT_BADFILE;
 }
 
+/* Writes the tensors t[0, nt) the overlay holds (its data file) into the
+ * set v[0, n), each a crash-safe whole replace (gguf_stage_apply: old or
+ * new after a crash; a second --overlay-apply writes the same bytes
+ * again).  0, or -1 after one line. */
+static int apply_tensors(const char *file, const char *opath, const char *path,
+                         gguf_ctx **v, int n,
+                         const struct gguf_overlay_tensor *t, size_t nt) {
+    struct gguf_error err = {0};
+    char shown[PATH_MAX + 64] = "";
+    gguf_stage *sg = NULL;
+    size_t done = 0;
+    char *buf = NULL;
+    int fd = nt ? gguf_overlay_data_open(opath, path, false, shown,
+                                         sizeof shown, &err)
+                : -1;
+    if (nt && (fd < 0 || !(buf = malloc(1 << 20))))
+        goto out;
+    for (; done < nt; done++) {
+        int64_t j = -1;
+        int s = 0;
+        while (s < n && (j = gguf_find_tensor(v[s], t[done].name,
+                                              strlen(t[done].name))) < 0)
+            s++;
+        if (j < 0 || gguf_tensor_size(v[s], j) != t[done].size) {
+            gguf_fail(&err, GGUF_E_CHANGED,
+                      "the file has no tensor %s of %llu bytes", t[done].name,
+                      (unsigned long long)t[done].size);
+            goto out;
+        }
+        if (gguf_stage_new(v[s], gguf_tensor_offset(v[s], j), t[done].size, &sg,
+                           &err) != GGUF_OK)
+            goto out;
+        for (uint64_t o = 0; o < t[done].size;) {
+            size_t k = t[done].size - o < (1 << 20) ? (size_t)(t[done].size - o)
+                                                    : (size_t)1 << 20;
+            ssize_t r = pread(fd, buf, k, (off_t)(t[done].off + o));
+            if (r != (ssize_t)k) {
+                gguf_fail(&err, GGUF_E_IO, "cannot read %s", shown);
+                goto out;
+            }
+            if (gguf_stage_write(v[s], sg, o, buf, k, &err) != GGUF_OK)
+                goto out;
+            o += k;
+        }
+        if (gguf_stage_apply(v[s], sg, &err) != GGUF_OK)
+            goto out;
+        gguf_stage_free(sg);
+        sg = NULL;
+    }
+out:
+    if (done < nt)
+        fprintf(stderr,
+                "ggufs: %s: writing the overlay's tensors in failed at %s: %s; "
+                "the overlay is kept\n",
+                file, t[done].name, err.msg);
+    gguf_stage_free(sg);
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return done < nt ? -1 : 0;
+}
+
 int gfs_overlay_apply(const char *file, const char *opt) {
     struct gguf_error err = {0};
     struct gguf_commit_info info = {0};
@@ -106,6 +168,8 @@ int gfs_overlay_apply(const char *file, const char *opt) {
     gguf_ctx **v = NULL;
     int n = 0, status = EXIT_BADFILE, lock = -1;
     int64_t set = 0, removed = 0;
+    struct gguf_overlay_tensor *t = NULL;
+    size_t nt = 0;
     if (gfs_remote_is(file))
         return apply_remote_refused(file, opt);
     if (!(path = realpath(file, NULL))) {
@@ -120,13 +184,18 @@ int gfs_overlay_apply(const char *file, const char *opt) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
     }
-    int r =
-        gfs_overlay_load_apply(file, opath, shown, &id, v[0], &set, &removed);
+    int r = gfs_overlay_load_apply(file, opath, shown, &id, v[0], &set,
+                                   &removed, &t, &nt);
     if (r == 0)
         fprintf(stderr, "ggufs: %s: no overlay (none at %s)\n", file, shown);
     if (r <= 0)
         goto out;
     status = EXIT_COMMIT;
+    /* Tensors first: the metadata's commit changes the header, after
+     * which the overlay no longer matches the file (a crash between the
+     * two leaves an overlay that applies again). */
+    if (apply_tensors(file, opath, path, v, n, t, nt) != 0)
+        goto out;
     if (gfs_commit_metered(v[0], 0, &info, &err) != GGUF_OK) {
         fprintf(stderr,
                 "ggufs: %s: committing the overlay %s failed: %s; the overlay "
@@ -141,6 +210,9 @@ int gfs_overlay_apply(const char *file, const char *opt) {
            file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
            gfs_commit_how(&info), (unsigned long long)info.new_data_offset,
            rs == GGUF_OK ? "; the overlay was removed" : "");
+    if (nt)
+        printf("ggufs: %s: %zu tensor%s written in from the overlay\n", file,
+               nt, nt == 1 ? "" : "s");
     if (rs != GGUF_OK) {
         fprintf(stderr,
                 "ggufs: %s: the overlay could not be removed (%s); it no "
@@ -150,6 +222,7 @@ int gfs_overlay_apply(const char *file, const char *opt) {
     }
     status = 0;
 out:
+    gguf_overlay_tensors_free(t, nt);
     gguf_overlay_unlock(opath, path, lock);
     gguf_close_set(v, n);
     free(opath);
@@ -282,14 +355,19 @@ static int rebase_write(const char *file, const char *opath, const char *shown,
         goto out;
     }
     status = EXIT_COMMIT;
+    struct gguf_overlay_tensor *t = NULL;
+    size_t nt = 0; /* its tensors go along (a mount checks they fit) */
     if (gguf_overlay_apply(src, ov, &set, &removed, &err) != GGUF_OK ||
-        gguf_overlay_write(opath, src, disk, id, &err) != GGUF_OK) {
+        gguf_overlay_tensors(ov, &t, &nt, &err) != GGUF_OK ||
+        gguf_overlay_write(opath, src, disk, id, t, nt, &err) != GGUF_OK) {
+        gguf_overlay_tensors_free(t, nt);
         fprintf(stderr,
                 "ggufs: %s: rebasing the overlay %s failed: %s; the overlay "
                 "is as it was\n",
                 file, shown, err.msg);
         goto out;
     }
+    gguf_overlay_tensors_free(t, nt);
     printf("ggufs: %s: overlay %s rebased onto the source's new version "
            "(%lld key%s set, %lld removed%s%.*s)\n",
            file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,

@@ -1,8 +1,9 @@
 /*
  * tensors.c - tensors/ and its files, as rows of the kinds' table
  * (kinds.h): tensors/NAME is tensor NAME's bytes, served from the GGUF's
- * own offsets (by descriptor for a local file: source/source.h), read
- * only, its size ggml's (gfs_tensor_bytes).  Names are the library's
+ * own offsets (by descriptor for a local file: source/source.h), its
+ * size ggml's (gfs_tensor_bytes); written through tensorw.c on a mount
+ * that allows it (gfs_tw_writable: 0644 there, else 0444).  Names are the library's
  * escaped tensor names (tree.c's name index finds them).  Their extended
  * attributes (the hashes are hashes.c's):
  *   user.gguf.type    the ggml type ("q4_K")
@@ -50,7 +51,10 @@ static int tensor_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     int64_t i = gfs_tensor_index(fs, ino);
     if (i < 0)
         return ENOENT;
-    st->st_mode = S_IFREG | 0444;
+    int shard;
+    int64_t j;
+    (void)gfs_tensor_ctx(fs, i, &j, &shard);
+    st->st_mode = S_IFREG | (gfs_tw_tensor_writable(fs, shard) ? 0644 : 0444);
     st->st_nlink = 1;
     st->st_size = (off_t)gfs_tensor_bytes(fs, i);
     st->st_blocks = (st->st_size + 511) / 512;
@@ -59,7 +63,6 @@ static int tensor_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 
 static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
                        struct fuse_file_info *fi, int wants_write) {
-    (void)wants_write; /* read-only: the core refuses writes */
     int64_t i = gfs_tensor_index(fs, fh->ino);
     if (i < 0)
         return ENOENT;
@@ -84,13 +87,19 @@ static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
         fi->keep_cache = 0;
         fh->drop = 0;
     }
-    return 0;
+    return wants_write ? gfs_tw_open(fs, fh, fi) : 0;
 }
 
 /* Holds fs->lock (read) for the reply: a commit must not move the data
  * start or replace the descriptor meanwhile. */
 static void tensor_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
                         off_t off, size_t size) {
+    if (fh->stage || fh->ovl_whole) { /* a whole replace: its own bytes */
+        int err = gfs_tw_read(req, fs, fh, off, size);
+        if (err)
+            fuse_reply_err(req, err);
+        return;
+    }
     uint64_t o = (uint64_t)off < fh->size ? (uint64_t)off : fh->size;
     uint64_t n = fh->size - o < size ? fh->size - o : size;
     pthread_rwlock_rdlock(&fs->lock);
@@ -98,13 +107,6 @@ static void tensor_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     uint64_t pos = gguf_data_offset(c) + fh->rel + o;
     gfs_data_reply(req, fs, fh->shard, NULL, 0, pos, n, fh->drop);
     pthread_rwlock_unlock(&fs->lock);
-}
-
-/* Tensors are never written: truncate is EACCES. */
-static int tensor_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                           off_t size) {
-    (void)fs, (void)fh, (void)ino, (void)size;
-    return EACCES;
 }
 
 static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
@@ -187,10 +189,17 @@ const struct gfs_kind_ops gfs_kind_tensor = {
     .kind = GFS_TENSOR,
     .ino_lo = GFS_INO_TENSOR,
     .ino_hi = GFS_INO_KV,
+    .open_writes = 1,
+    .owner_writes = 1,
     .stat = tensor_stat,
     .open = tensor_open,
     .read = tensor_read,
-    .truncate = tensor_truncate,
+    .write = gfs_tw_write,
+    .truncate = gfs_tw_truncate,
+    .flush = gfs_tw_flush,
+    .release = gfs_tw_release,
+    .fsync = gfs_tw_fsync,
     .getxattr = tensor_getxattr,
     .listxattr = tensor_listxattr,
+    .fini = gfs_tw_free,
 };

@@ -27,6 +27,8 @@ struct gfs_hash {
     int running;          /* a request is reading for it (hashes.c): others
                              wait for it on gfs_views.hashed */
     struct gfs_hjob *job; /* the reading done so far, NULL when none */
+    int stale;            /* bytes were written while a request ran: its
+                             result is dropped (gfs_hashes_forget) */
 };
 
 struct gfs_pool; /* vconv.c */
@@ -71,5 +73,8 @@ void gfs_pool_stop(struct gfs_views *v);
  * (at free: no request runs any more). */
 void gfs_hashes_init(struct gfs_views *v);
 void gfs_hashes_free(struct gfs_views *v);
+/* Tensor i was written: its hashes and tensors/'s are forgotten (v->mu
+ * taken; no other lock needed). */
+void gfs_hashes_forget(struct gfs *fs, int64_t i);
 
 #endif

@@ -337,7 +337,25 @@ uint64_t gguf_free_bytes(int fd);
 enum gguf_jnl_op {
     GGUF_JNL_INPLACE = 1, /* new_hdr replaces [0, old_len); k == 0 */
     GGUF_JNL_INSERT = 2,  /* k bytes inserted at 0, then new_hdr written */
+    GGUF_JNL_PATCH = 3,   /* a stage's bytes copied to k (tensorw.c) */
 };
+
+/* FNV-1a 64: the journal's checksum, and a stage's (journal.c). */
+#define GGUF_FNV_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t gguf_fnv_more(uint64_t h, const uint8_t *p, uint64_t n);
+
+/* Stages (tensorw.c): the staged bytes of a journal JPATH are named
+ * JPATH.data once applied (gguf_stage_path: malloc'ed, NULL out of
+ * memory); gguf_stage_copy_in copies len bytes of sfd into fd at pos and
+ * syncs fd (fault points "tensor write" halves, "fsync file");
+ * gguf_stage_checksum is the FNV-1a 64 of sfd's first len bytes (*ok
+ * false when they cannot be read). */
+#define GGUF_STAGE_SUFFIX ".data"
+char *gguf_stage_path(const char *jpath);
+enum gguf_status gguf_stage_copy_in(int sfd, int fd, uint64_t pos, uint64_t len,
+                                    struct gguf_faults *f,
+                                    struct gguf_error *err);
+uint64_t gguf_stage_checksum(int fd, uint64_t len, bool *ok);
 
 /* One planned header rewrite.  old_hdr is [0, D) before the commit, new_hdr
  * is [0, D + k) after it; orig_size is the file size before. */
@@ -669,3 +687,20 @@ enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
                                     gguf_ctx **edits, struct gguf_error *err);
 
 #endif
+
+/* ---- overlays' tensors (overlay.c, ovtensors.c) ---------------------- */
+
+/* The overlay's directory (path NULL: the state directory, named for
+ * source) opened, its file name into base, its path as shown into shown;
+ * -1 with err (*absent: no state directory yet). */
+int gguf_ovl_open_parent(const char *path, const char *source, bool create,
+                         char *base, size_t bn, char *shown, size_t sn,
+                         bool *absent, struct gguf_error *err);
+/* overlay.c's trust rule on the fstat of a file of the overlay's. */
+enum gguf_status gguf_ovl_check_trusted(const struct stat *sb, const char *what,
+                                        const char *shown,
+                                        struct gguf_error *err);
+/* The key ggufs.overlay.tensors of t[0, nt) appended to out as a KV
+ * record. */
+enum gguf_status gguf_ovl_tensors_kv(const struct gguf_overlay_tensor *t,
+                                     size_t nt, struct gguf_buf *out);

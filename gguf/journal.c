@@ -10,7 +10,8 @@
  *   offset        size     field
  *   0             8        magic "GGUFSJNL"
  *   8             4        journal format version (1)
- *   12            4        op: 1 in place, 2 insert (enum gguf_jnl_op)
+ *   12            4        op: 1 in place, 2 insert, 3 tensor bytes
+ *                          (enum gguf_jnl_op)
  *   16            8        st_dev of the GGUF when the commit began
  *   24            8        st_ino
  *   32            8        file size before the commit
@@ -22,6 +23,10 @@
  *   72+old_len    new_len  the new header bytes [0, D + k)
  *   end-16        8        FNV-1a 64 of every byte before it
  *   end-8         8        end mark "GGUFSEND"
+ *
+ * Op 3 (tensorw.c, a stage applied): k is the offset of the bytes in the
+ * file, old_len 0, new_len 16: the "new header" is the record [length,
+ * FNV-1a 64 of the bytes], the bytes themselves in JOURNAL.data.
  *
  * The trailer is written by a separate, later write, so a journal cut
  * short at any point has no valid trailer, and a torn one (blocks of the
@@ -45,13 +50,16 @@
 
 /* ---- journal layout ------------------------------------------------- */
 
-static uint64_t jnl_hash(const uint8_t *p, uint64_t n) {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
+uint64_t gguf_fnv_more(uint64_t h, const uint8_t *p, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         h ^= p[i];
         h *= UINT64_C(0x100000001b3);
     }
     return h;
+}
+
+static uint64_t jnl_hash(const uint8_t *p, uint64_t n) {
+    return gguf_fnv_more(GGUF_FNV_INIT, p, n);
 }
 
 enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j, struct gguf_buf *out,
@@ -131,6 +139,9 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
     else if (j->op == GGUF_JNL_INSERT)
         ok = j->k > 0 && j->new_len - j->old_len == j->k &&
              j->orig_size <= UINT64_MAX - j->k;
+    else if (j->op == GGUF_JNL_PATCH) /* record: len, checksum */
+        ok = j->old_len == 0 && j->new_len == 16 && j->k <= j->orig_size &&
+             gguf_rd64(p + JNL_FIXED) <= j->orig_size - j->k;
     if (!ok || j->new_len == 0)
         return gguf_fail(err, GGUF_E_FORMAT,
                          "journal plan is inconsistent (op %u, k %llu, "

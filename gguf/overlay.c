@@ -175,9 +175,9 @@ enum gguf_status gguf_overlay_default_path(const char *source, char *out,
  * in it (base), and the whole path for messages (shown).  path NULL: the
  * state directory (created if create) and the default name.  -1 with err
  * set, or -1 with *absent when that directory does not exist and !create. */
-static int open_parent(const char *path, const char *source, bool create,
-                       char *base, size_t bn, char *shown, size_t sn,
-                       bool *absent, struct gguf_error *err) {
+int gguf_ovl_open_parent(const char *path, const char *source, bool create,
+                         char *base, size_t bn, char *shown, size_t sn,
+                         bool *absent, struct gguf_error *err) {
     *absent = false;
     if (!path) {
         default_name(source, base, bn);
@@ -211,9 +211,9 @@ static int open_parent(const char *path, const char *source, bool create,
 /* The trust rule of the header comment, on fstat/lstat sb of the file
  * shown, what it is ("overlay", "overlay lock"); GGUF_OK or GGUF_E_PERM
  * with the reason. */
-static enum gguf_status check_trusted(const struct stat *sb, const char *what,
-                                      const char *shown,
-                                      struct gguf_error *err) {
+enum gguf_status gguf_ovl_check_trusted(const struct stat *sb, const char *what,
+                                        const char *shown,
+                                        struct gguf_error *err) {
     if (S_ISLNK(sb->st_mode))
         return gguf_fail(err, GGUF_E_PERM, "%s %s is a symbolic link: not used",
                          what, shown);
@@ -311,8 +311,8 @@ enum gguf_status gguf_overlay_load(const char *path, const char *source,
 
     *ov = NULL;
     *found = false;
-    int dfd = open_parent(path, source, false, base, sizeof base, shown,
-                          sizeof shown, &absent, err);
+    int dfd = gguf_ovl_open_parent(path, source, false, base, sizeof base,
+                                   shown, sizeof shown, &absent, err);
     if (dfd < 0)
         return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
     /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
@@ -332,7 +332,7 @@ enum gguf_status gguf_overlay_load(const char *path, const char *source,
         st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
         goto out;
     }
-    if ((st = check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
+    if ((st = gguf_ovl_check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
         goto out;
     if ((uint64_t)sb.st_size > GGUF_STATE_MAX) {
         st = gguf_fail(err, GGUF_E_RANGE,
@@ -578,7 +578,9 @@ static enum gguf_status base_list(const gguf_ctx *ctx, const gguf_ctx *disk,
  * writes, changes only: one rule for what an edit is. */
 static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
                                   const struct gguf_overlay_id *id,
-                                  struct gguf_buf *b, struct gguf_error *err) {
+                                  const struct gguf_overlay_tensor *t,
+                                  size_t nt, struct gguf_buf *b,
+                                  struct gguf_error *err) {
     struct own_kv own[6] = {
         {.key = K_VERSION, .type = GGUF_TYPE_UINT32},
         {.key = K_SOURCE, .type = GGUF_TYPE_STRING, .str = id->source},
@@ -613,8 +615,14 @@ static enum gguf_status serialize(const gguf_ctx *ctx, const gguf_ctx *disk,
     gguf_wr64(p + 4, n_base);
     if (list.len)
         memcpy(p + 12, list.p, list.len);
-    st = gguf_edits_serialize_led(ctx, disk, true, lead.p, (size_t)size,
-                                  (uint64_t)n_own + 1, b, err);
+    lead.len = (size_t)size;
+    /* The tensors it holds (ovtensors.c), when it holds any. */
+    if (nt && gguf_ovl_tensors_kv(t, nt, &lead) != GGUF_OK) {
+        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory writing the overlay");
+        goto out;
+    }
+    st = gguf_edits_serialize_led(ctx, disk, true, lead.p, lead.len,
+                                  (uint64_t)n_own + 1 + (nt ? 1 : 0), b, err);
 out:
     gguf_buf_free(&list);
     gguf_buf_free(&lead);
@@ -689,13 +697,14 @@ out:
 enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
                                     const gguf_ctx *disk,
                                     const struct gguf_overlay_id *id,
-                                    struct gguf_error *err) {
+                                    const struct gguf_overlay_tensor *t,
+                                    size_t nt, struct gguf_error *err) {
     char base[256], shown[4096];
     struct gguf_buf b = {0};
     struct stat sb;
     bool absent;
-    int dfd = open_parent(path, id->source, true, base, sizeof base, shown,
-                          sizeof shown, &absent, err);
+    int dfd = gguf_ovl_open_parent(path, id->source, true, base, sizeof base,
+                                   shown, sizeof shown, &absent, err);
     if (dfd < 0)
         return err && err->code ? err->code : GGUF_E_IO;
     /* What is there must be ours to replace: never a rename over a file
@@ -703,11 +712,11 @@ enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
      * hostile name is a sign to stop, not to overwrite). */
     enum gguf_status st = GGUF_OK;
     if (fstatat(dfd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-        st = check_trusted(&sb, "overlay", shown, err);
+        st = gguf_ovl_check_trusted(&sb, "overlay", shown, err);
     else if (errno != ENOENT)
         st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
     if (st == GGUF_OK)
-        st = serialize(ctx, disk, id, &b, err);
+        st = serialize(ctx, disk, id, t, nt, &b, err);
     if (st == GGUF_OK)
         st = replace(dfd, base, shown, &b, err);
     gguf_buf_free(&b);
@@ -721,8 +730,8 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
     struct stat sb;
     bool absent;
     *found = false;
-    int dfd = open_parent(path, source, false, base, sizeof base, shown,
-                          sizeof shown, &absent, err);
+    int dfd = gguf_ovl_open_parent(path, source, false, base, sizeof base,
+                                   shown, sizeof shown, &absent, err);
     if (dfd < 0)
         return absent ? GGUF_OK : (err && err->code ? err->code : GGUF_E_IO);
     enum gguf_status st = GGUF_OK;
@@ -731,7 +740,7 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
             st = gguf_sys_fail(err, errno, "cannot stat overlay %s", shown);
         goto out;
     }
-    if ((st = check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
+    if ((st = gguf_ovl_check_trusted(&sb, "overlay", shown, err)) != GGUF_OK)
         goto out;
     if (unlinkat(dfd, base, 0) < 0) {
         st = gguf_sys_fail(err, errno, "cannot remove overlay %s", shown);
@@ -739,6 +748,8 @@ enum gguf_status gguf_overlay_remove(const char *path, const char *source,
     }
     *found = true;
     st = gguf_fsync_dirfd(dfd, shown, err);
+    if (st == GGUF_OK) /* its tensors' bytes go with it */
+        st = gguf_overlay_data_remove(path, source, err);
 out:
     close(dfd);
     return st;
@@ -776,7 +787,7 @@ static enum gguf_status open_lock(int dfd, const char *lname, const char *shown,
     enum gguf_status st =
         fstat(*fd, &sb) < 0
             ? gguf_sys_fail(err, errno, "cannot stat overlay lock %s", shown)
-            : check_trusted(&sb, "overlay lock", shown, err);
+            : gguf_ovl_check_trusted(&sb, "overlay lock", shown, err);
     if (st != GGUF_OK) {
         close(*fd);
         *fd = -1;
@@ -801,8 +812,8 @@ enum gguf_status gguf_overlay_lock(const char *path, const char *source,
     *fd = -1;
     if (held_by && hn)
         held_by[0] = '\0';
-    int dfd = open_parent(path, source, true, base, sizeof base, shown,
-                          sizeof shown, &absent, err);
+    int dfd = gguf_ovl_open_parent(path, source, true, base, sizeof base, shown,
+                                   sizeof shown, &absent, err);
     if (dfd < 0)
         return err && err->code ? err->code : GGUF_E_IO;
     if (!(lname = gguf_sidecar_path(base, LOCK_SUFFIX)) ||
@@ -859,8 +870,8 @@ void gguf_overlay_unlock(const char *path, const char *source, int fd) {
     bool absent;
     if (fd < 0)
         return;
-    int dfd = open_parent(path, source, false, base, sizeof base, shown,
-                          sizeof shown, &absent, NULL);
+    int dfd = gguf_ovl_open_parent(path, source, false, base, sizeof base,
+                                   shown, sizeof shown, &absent, NULL);
     char *lname = dfd >= 0 ? gguf_sidecar_path(base, LOCK_SUFFIX) : NULL;
     /* Only the file this fd locked: never one planted or taken since. */
     if (lname && same_file(dfd, lname, fd))

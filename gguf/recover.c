@@ -227,6 +227,8 @@ bool gguf_jnl_plausible(const struct gguf_jnl *j, const struct stat *model,
                  (unsigned long long)model->st_ino);
         return false;
     }
+    if (j->op == GGUF_JNL_PATCH) /* no header: its stage is checked */
+        return true;
     /* Nested arrays: a mount may allow them, and its journal must pass. */
     if (gguf_check_header(j->old_hdr, j->old_len, j->orig_size,
                           GGUF_OPEN_ALLOW_NESTED, &e) != GGUF_OK) {
@@ -260,7 +262,8 @@ struct place {
 /* Whether the model (fd) is already exactly j's end state: the size, and
  * the new header in place.  Reads only. */
 static bool at_end_state(const struct place *pl, const struct gguf_jnl *j) {
-    if ((uint64_t)pl->sb.st_size != end_size(j) || j->new_len > SIZE_MAX)
+    if (j->op == GGUF_JNL_PATCH || (uint64_t)pl->sb.st_size != end_size(j) ||
+        j->new_len > SIZE_MAX)
         return false;
     uint8_t *have = malloc(j->new_len ? (size_t)j->new_len : 1);
     bool yes = have &&
@@ -288,6 +291,89 @@ static enum gguf_status unlink_same(const struct place *pl, const char *name,
     if (unlinkat(pl->dfd, name, 0) < 0 && errno != ENOENT)
         return gguf_sys_fail(err, errno, "cannot remove %s", shown);
     return GGUF_OK;
+}
+
+/* The stage of a tensor-bytes journal (tensorw.c): pl's journal name +
+ * GGUF_STAGE_SUFFIX in pl->dfd, opened without following a symlink and
+ * trusted as a journal is (regular, one link, owner, 0600); -1 with err. */
+static int open_stage(const struct place *pl, const char *sname,
+                      const char *shown, struct stat *ssb,
+                      struct gguf_error *err) {
+    char why[400];
+    int sfd =
+        openat(pl->dfd, sname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (sfd < 0) {
+        gguf_sys_fail(err, errno, "cannot open the staged bytes %s", shown);
+        return -1;
+    }
+    if (fstat(sfd, ssb) < 0 ||
+        !gguf_sidecar_trusted(ssb, &pl->sb, geteuid(), true, why, sizeof why)) {
+        gguf_fail(err, GGUF_E_PERM, "%s %s: not applied, left in place", shown,
+                  why);
+        close(sfd);
+        return -1;
+    }
+    return sfd;
+}
+
+/* Redoes a complete tensor-bytes journal j: its stage, of the recorded
+ * length and checksum, copied in again at k and synced.  A stage that
+ * does not match is left in place with the journal (GGUF_E_CHANGED): the
+ * journal was written only after its stage was durable. */
+static enum gguf_status redo_patch(struct place *pl, const struct gguf_jnl *j,
+                                   struct gguf_error *err) {
+    enum gguf_status st = GGUF_OK;
+    char *spath = gguf_stage_path(pl->jpath);
+    struct stat ssb;
+    int sfd = -1;
+    bool ok = false;
+    if (!spath)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    uint64_t len = gguf_rd64(j->new_hdr), want = gguf_rd64(j->new_hdr + 8);
+    sfd = open_stage(pl, spath + (pl->jname - pl->jpath), spath, &ssb, err);
+    if (sfd < 0) {
+        st = err && err->code ? err->code : GGUF_E_IO;
+        goto out;
+    }
+    if ((uint64_t)ssb.st_size != len ||
+        gguf_stage_checksum(sfd, len, &ok) != want || !ok) {
+        st = gguf_fail(err, GGUF_E_CHANGED,
+                       "the staged bytes %s do not match journal %s: not "
+                       "applied, both left in place",
+                       spath, pl->jpath);
+        goto out;
+    }
+    st = gguf_stage_copy_in(sfd, pl->fd, j->k, len, &pl->faults, err);
+out:
+    if (sfd >= 0)
+        close(sfd);
+    free(spath);
+    return st;
+}
+
+/* Removes pl's stage if there is one (a stale one: its journal is gone or
+ * was never complete), if it is trusted. */
+static enum gguf_status drop_stage(struct place *pl, struct gguf_error *err) {
+    char *spath = gguf_stage_path(pl->jpath);
+    if (!spath)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    const char *sname = spath + (pl->jname - pl->jpath);
+    struct stat ssb;
+    char why[400];
+    enum gguf_status st = GGUF_OK;
+    if (fstatat(pl->dfd, sname, &ssb, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            st = gguf_sys_fail(err, errno, "cannot stat %s", spath);
+    } else if (!gguf_sidecar_trusted(&ssb, &pl->sb, geteuid(), true, why,
+                                     sizeof why)) {
+        st = gguf_fail(err, GGUF_E_PERM, "%s %s: not removed, left in place",
+                       spath, why);
+    } else {
+        gguf_fault_point(&pl->faults, "unlink stage");
+        st = unlink_same(pl, sname, spath, &ssb, err);
+    }
+    free(spath);
+    return st;
 }
 
 /* The journal part of recovery: check it may be trusted, redo a complete
@@ -346,7 +432,11 @@ static enum gguf_status recover_journal(struct place *pl, bool *changed,
             goto out;
         }
     }
-    if (complete) {
+    if (complete && j.op == GGUF_JNL_PATCH) {
+        st = redo_patch(pl, &j, err);
+        if (st != GGUF_OK)
+            goto out; /* journal and stage kept */
+    } else if (complete) {
         st = redo(pl->fd, pl->path, &j, &pl->faults, &rolled_back, err);
         if (st != GGUF_OK && !rolled_back)
             goto out; /* journal kept: the file needs it */
@@ -361,6 +451,12 @@ static enum gguf_status recover_journal(struct place *pl, bool *changed,
         goto out;
     }
     *changed = true;
+    /* A stage goes once its journal has (tensorw.c, step 13). */
+    s2 = drop_stage(pl, &e2);
+    if (s2 != GGUF_OK && st == GGUF_OK) {
+        *err = e2;
+        st = s2;
+    }
     /* rolled back: st is still worth reporting, the directory is synced
      * by the caller */
 out:
@@ -468,8 +564,11 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
         gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) == GGUF_OK &&
         gguf_path_exists(sj);
     /* Nothing pending: touch nothing (the file may well be read-only). */
+    char *sp = gguf_stage_path(pl.jpath);
+    bool staged = sp && exists_at(pl.dfd, sp + skip);
+    free(sp);
     if (!exists_at(pl.dfd, pl.jname) && !exists_at(pl.dfd, pl.nname) &&
-        !in_state)
+        !in_state && !staged)
         goto out;
     if (!f->writable) {
         st = gguf_fail(err, GGUF_E_PERM,
@@ -489,6 +588,10 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
         goto out;
     if (exists_at(pl.dfd, pl.jname))
         st = recover_journal(&pl, &changed, err);
+    else if (staged) { /* never relied on: its journal never was */
+        st = drop_stage(&pl, err);
+        changed = true;
+    }
     if (st == GGUF_OK && in_state)
         st = recover_state_journal(&pl, sj, err);
 out:

@@ -964,7 +964,8 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
     live_name its live view's name; the directory's own times are the
     store's until the model is open, and are not compared; extra_root: the
     other names its root lists (an ollama model's ollama/), judged by the
-    caller."""
+    caller.  tensors/ files are 0644 on a read-write mount (ggufs(1),
+    WRITING TENSORS), else 0444."""
     import hashlib
     import mmap
     import random
@@ -1134,8 +1135,9 @@ def compare_mount(gguf, mnt, ref, walk, label, src_stat, readonly, root=None, li
             what = "tensors/%s" % n.decode(errors="backslashreplace")
             st = check_common(p, what, False)
             if st is not None:
-                if stat.S_IMODE(st.st_mode) != 0o444:
-                    ck.bad("%s: mode %o, expected 0444" % (what, stat.S_IMODE(st.st_mode)), "tensor mode")
+                want = 0o444 if readonly else 0o644
+                if stat.S_IMODE(st.st_mode) != want:
+                    ck.bad("%s: mode %o, expected %o" % (what, stat.S_IMODE(st.st_mode), want), "tensor mode")
                 ck.eq("%s: st_size" % what, t.size, st.st_size)
             ck.eq("%s: user.gguf.type" % what, t.ggml_type.encode(), xattr(p, "user.gguf.type"))
             ck.eq("%s: user.gguf.shape" % what, shape, xattr(p, "user.gguf.shape"))

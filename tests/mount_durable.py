@@ -22,9 +22,7 @@ ggml's reader (refdump, through mount_edit's snapshots and models):
 """
 import os
 import struct
-import shutil
 import subprocess
-import tempfile
 import time
 
 import judge as J
@@ -318,32 +316,14 @@ def main():
     state = os.environ.get("XDG_STATE_HOME")
     if not state:
         raise Fail("XDG_STATE_HOME must be set (run through meson test)")
-    root = tempfile.mkdtemp(prefix="ggufs-durable-", dir="/var/tmp")
-    failed = []
-    try:
-        for name, fn, args in (("killed daemon", sec_killed, ()),
-                               ("fusermount3 -u, then mount at once", sec_wait, ()),
-                               ("failed background commit", sec_failed_reported, ()),
-                               ("model moved while mounted", sec_moved, ()),
-                               ("killed inside its commit", sec_killed_in_commit, ()),
-                               ("pending edits, then mtime put back", sec_ctime, ()),
-                               ("hostile state files", sec_hostile_state, (state,))):
-            d = os.path.join(root, name.split()[0] + str(len(failed)) + name.split()[-1])
-            os.makedirs(d)
-            t0 = time.time()
-            try:
-                what = fn(d, *args)
-                J.log("ok   %s (%.1fs): %s" % (name, time.time() - t0, what))
-            except Fail as e:
-                J.log("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
-                failed.append(name)
-            finally:
-                E.cleanup_mounts(d)
-    finally:
-        E.cleanup_mounts(root)
-        shutil.rmtree(root, ignore_errors=True)
-    if failed:
-        raise Fail("failed: " + "; ".join(failed))
+    E.run_sections("ggufs-durable-", (
+        ("killed daemon", sec_killed, ()),
+        ("fusermount3 -u, then mount at once", sec_wait, ()),
+        ("failed background commit", sec_failed_reported, ()),
+        ("model moved while mounted", sec_moved, ()),
+        ("killed inside its commit", sec_killed_in_commit, ()),
+        ("pending edits, then mtime put back", sec_ctime, ()),
+        ("hostile state files", sec_hostile_state, (state,))))
 
 
 if __name__ == "__main__":

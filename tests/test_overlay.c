@@ -129,7 +129,8 @@ static void same_keys(const gguf_ctx *a, const gguf_ctx *b) {
 static void write_ov(const gguf_ctx *edited, const gguf_ctx *disk,
                      const struct gguf_overlay_id *id) {
     struct gguf_error e = {0};
-    ck_assert_msg(gguf_overlay_write(g_ov, edited, disk, id, &e) == GGUF_OK,
+    ck_assert_msg(gguf_overlay_write(g_ov, edited, disk, id, NULL, 0, &e) ==
+                      GGUF_OK,
                   "%s", e.msg);
 }
 
@@ -341,7 +342,7 @@ START_TEST(trust) {
         ck_assert(load(&ov, &made, &found, &e) == GGUF_E_PERM);
         ck_assert_msg(strstr(e.msg, "owned by uid 65534"), "%s", e.msg);
         /* never replaced, never removed */
-        ck_assert(gguf_overlay_write(g_ov, edited, disk, &id, &e) ==
+        ck_assert(gguf_overlay_write(g_ov, edited, disk, &id, NULL, 0, &e) ==
                   GGUF_E_PERM);
         ck_assert(gguf_overlay_remove(g_ov, g_model, &gone, &e) == GGUF_E_PERM);
         struct stat sb;
@@ -391,7 +392,8 @@ START_TEST(faults) {
             snprintf(v, sizeof v, "%d", n);
             setenv("GGUFS_FAULT", v, 1);
             struct gguf_error e = {0};
-            _exit(gguf_overlay_write(g_ov, edited, disk, &id, &e) == GGUF_OK
+            _exit(gguf_overlay_write(g_ov, edited, disk, &id, NULL, 0, &e) ==
+                          GGUF_OK
                       ? 0
                       : 1);
         }

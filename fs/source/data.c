@@ -4,7 +4,10 @@
  * by descriptor for a local file, copied for a remote one).  Views that
  * transform bytes (the merged live view of a shard set, the converted
  * views, the hashes) read through gfs_data_read, so a source other than a
- * local file has these functions to serve.
+ * local file has these functions to serve.  Both are the one choke point
+ * of an overlay's tensors (patch.c): bytes a tensor written on an overlay
+ * mount replaced are read from the overlay's data file, and a reply that
+ * holds any is copied, never served from the model's descriptor.
  */
 #include "source.h"
 
@@ -104,8 +107,9 @@ int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
     return r;
 }
 
-int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
-                  size_t n) {
+/* The model's own bytes (before an overlay's tensors, patch.c). */
+static int read_model(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                      size_t n) {
     if (gfs_remote_file(fs, shard))
         return gfs_remote_read(fs, shard, pos, buf, n);
     int fd, err = data_get(fs, shard, &fd);
@@ -126,6 +130,12 @@ int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
     if (fd >= 0)
         data_put(fs, shard);
     return err;
+}
+
+int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                  size_t n) {
+    int err = read_model(fs, shard, pos, buf, n);
+    return err || !fs->patch ? err : gfs_patch_read(fs, shard, pos, buf, n);
 }
 
 /* Chunk in which the GGUF's pages are dropped after serving: ext4 caches
@@ -227,7 +237,9 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
     int fd, err;
-    if (gfs_remote_file(fs, shard)) {
+    /* A remote file has no descriptor; an overlay's tensors are not the
+     * file's bytes: both are copied (gfs_data_read lays them over). */
+    if (gfs_remote_file(fs, shard) || gfs_patch_overlaps(fs, shard, pos, n)) {
         reply_copy(req, fs, shard, mem, mem_n, pos, n);
         return;
     }
@@ -281,9 +293,12 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
     int by_fd = np <= GFS_MAX_PIECES, pinned = 0, err = 0;
     for (int k = 0; k < np; k++) {
         total += p[k].n;
-        by_fd = by_fd && (p[k].shard < 0 || !gfs_remote_file(fs, p[k].shard));
+        by_fd =
+            by_fd && (p[k].shard < 0 ||
+                      (!gfs_remote_file(fs, p[k].shard) &&
+                       !gfs_patch_overlaps(fs, p[k].shard, p[k].pos, p[k].n)));
     }
-    if (!by_fd) {
+    if (!by_fd) { /* a remote file, an overlay's tensor, many pieces */
         reply_pieces_copy(req, fs, mem, mem_n, p, np, total);
         return;
     }

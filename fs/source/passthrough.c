@@ -6,8 +6,9 @@
  *
  * Contract.
  *  - While the view is byte-identical to the GGUF (one local file, not a
- *    remote source; no edit pending: the library's header planner then
- *    serves the file's own header bytes) and the daemon may register backing files (root), opens
+ *    remote source, no overlay's tensor written (patch.c); no edit
+ *    pending: the library's header planner then serves the file's own
+ *    header bytes) and the daemon may register backing files (root), opens
  *    of the view are passthrough opens: the kernel reads and maps the GGUF
  *    itself, no request reaches the daemon.  Otherwise (-o passthrough=off,
  *    not root, edits pending, a shard set's merged view, a kernel without
@@ -432,7 +433,32 @@ static struct pt_backing *backing(struct gfs *fs) {
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
     return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
-           !gfs_view_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty;
+           !gfs_view_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty &&
+           !gfs_patch_any(fs); /* an overlay's tensors: not the file's */
+}
+
+void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
+                       uint64_t data_rel, uint64_t len) {
+    struct {
+        fuse_ino_t ino;
+        uint64_t off;
+    } v[16];
+    int n = 0, err = 0;
+    if (fs->pt) {
+        pthread_mutex_lock(&fs->pt->mu);
+        for (struct pt_epoch *e = fs->pt->epochs; e && n < 16; e = e->next)
+            if (e->how != PT_PASSTHROUGH && e->hdr)
+                v[n].ino = epoch_ino(e->n), v[n++].off = e->hdr->len + data_rel;
+        pthread_mutex_unlock(&fs->pt->mu);
+    } else {
+        struct gfs_text *hdr = gfs_view_header(fs, &err);
+        if (hdr)
+            v[n].ino = GFS_INO_LIVE, v[n++].off = hdr->len + data_rel;
+        gfs_text_put(hdr);
+    }
+    for (int k = 0; k < n; k++)
+        fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, v[k].ino),
+                                         (off_t)v[k].off, (off_t)len);
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,

@@ -90,6 +90,40 @@ void gfs_fds_free(struct gfs *fs);
 int gfs_fds_get(struct gfs *fs, int i, int *fd);
 void gfs_fds_put(struct gfs *fs, int i);
 
+/* patch.c: bytes of the model replaced by its overlay's tensors (issue
+ * 24; the contract is its top comment).  fs->patch is set on a read-write
+ * overlay mount (gfs_patch_init: the overlay's records t[0, nt) mapped to
+ * tensors; -1 with msg naming the tensor at fault).  Records change under
+ * fs->lock (write) and are read under it (read).
+ *   gfs_patch_any       some tensor is patched (the live view is then not
+ *                       served by passthrough)
+ *   gfs_patch_fd        the overlay's data file, or -1 (not yet opened)
+ *   gfs_patch_find      tensor g's region (*doff), 1; or 0
+ *   gfs_patch_overlaps  [pos, pos + n) of shard has patched bytes
+ *   gfs_patch_read      puts the patched bytes of [pos, pos + n) into buf
+ *                       (buf holds the model's): 0 or errno
+ *   gfs_patch_region    a new region holding tensor g's bytes as they are
+ *                       now, synced (not recorded): *doff; 0 or errno, msg
+ *   gfs_patch_set       records g's region (for the overlay's next write)
+ *   gfs_patch_records   the records as the overlay writes them (malloc'ed;
+ *                       gguf_overlay_tensors_free): 0 or ENOMEM */
+int gfs_patch_init(struct gfs *fs, const char *opath, const char *source,
+                   const struct gguf_overlay_tensor *t, size_t nt, char *msg,
+                   size_t mn);
+void gfs_patch_free(struct gfs *fs);
+int gfs_patch_any(const struct gfs *fs);
+int gfs_patch_fd(const struct gfs *fs);
+int gfs_patch_find(const struct gfs *fs, int64_t g, uint64_t *doff);
+int gfs_patch_overlaps(const struct gfs *fs, int shard, uint64_t pos,
+                       uint64_t n);
+int gfs_patch_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
+                   size_t n);
+int gfs_patch_region(struct gfs *fs, int64_t g, uint64_t *doff, char *msg,
+                     size_t mn);
+int gfs_patch_set(struct gfs *fs, int64_t g, uint64_t doff);
+int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
+                      size_t *nt);
+
 /* passthrough.c: the live view by FUSE passthrough while it is
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
@@ -121,6 +155,13 @@ void gfs_pt_view_size(struct gfs *fs, fuse_ino_t ino, uint64_t *size);
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, struct gfs_text *hdr,
                       uint64_t size, int reopened);
+/* Bytes [data_rel, data_rel + len) of the view's data section changed on
+ * disk (a tensor written, tensorw.c): every version of the view served
+ * from the page cache has them dropped (se's notify; passthrough ones read
+ * the file).  Caller holds fs->lock (read); the kernel is told after
+ * pt->mu is let go. */
+void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
+                       uint64_t data_rel, uint64_t len);
 /* Around fuse_reply_open of fh (same thread): the reply then carries the
  * backing id. */
 void gfs_pt_arm(const struct gfs_fh *fh);

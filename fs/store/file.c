@@ -41,7 +41,7 @@ static int file_keep(struct gfs *fs) {
 }
 
 static int file_uncommitted(struct gfs *fs) {
-    return gguf_dirty(fs->ctx);
+    return gguf_dirty(fs->ctx) || atomic_load(&fs->tw_any);
 }
 
 static int file_commit(struct gfs *fs, char *what, size_t n,
@@ -50,6 +50,16 @@ static int file_commit(struct gfs *fs, char *what, size_t n,
                                       "grown by inserting blocks",
                                       "grown by rewriting the file"};
     struct gguf_commit_info info = {0};
+    char tw[sizeof fs->store.commit_msg / 2] = "";
+    /* Tensors written in place (tensorw.c): synced, their names reported,
+     * and the file's new times taken before gguf_commit checks them. */
+    if (gfs_tw_commit(fs, tw, sizeof tw, err))
+        return GFS_STORE_FAILED;
+    if (!gguf_dirty(fs->ctx) && tw[0]) {
+        fstat(gguf_fd(fs->ctx), &fs->st);
+        snprintf(what, n, "synced, %s", tw);
+        return GFS_STORE_WROTE;
+    }
     if (!gguf_dirty(fs->ctx))
         return GFS_STORE_CLEAN;
     /* The file changes (or may have, if the commit fails half-way): the
@@ -67,8 +77,8 @@ static int file_commit(struct gfs *fs, char *what, size_t n,
     if (info.how == GGUF_COMMIT_REWRITE && (flags & GGUF_COMMIT_NEW_FILE))
         way = "written as a new file: passthrough readers of the live view "
               "keep the old one";
-    snprintf(what, n, "committed (%s), data at %llu", way,
-             (unsigned long long)info.new_data_offset);
+    snprintf(what, n, "committed (%s), data at %llu%s%s", way,
+             (unsigned long long)info.new_data_offset, tw[0] ? "; " : "", tw);
     return GFS_STORE_WROTE;
 }
 

@@ -89,7 +89,8 @@ bool gfs_overlay_same_source(const struct gguf_overlay_id *made,
 
 int gfs_overlay_load_apply(const char *file, const char *opath,
                            const char *shown, const struct gguf_overlay_id *id,
-                           gguf_ctx *ctx, int64_t *set, int64_t *removed) {
+                           gguf_ctx *ctx, int64_t *set, int64_t *removed,
+                           struct gguf_overlay_tensor **t, size_t *nt) {
     struct gguf_error err = {0};
     struct gguf_overlay_id made;
     gguf_ctx *ov = NULL;
@@ -119,7 +120,8 @@ int gfs_overlay_load_apply(const char *file, const char *opath,
                 file, shown, why, rebase, file, sp, op);
         goto out;
     }
-    if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK) {
+    if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK ||
+        (t && gguf_overlay_tensors(ov, t, nt, &err) != GGUF_OK)) {
         fprintf(stderr, "ggufs: %s: the overlay %s cannot be applied: %s\n",
                 file, shown, err.msg);
         goto out;
@@ -302,10 +304,22 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
         fprintf(stderr, "ggufs: %s: %s\n", a->file, err.msg);
         return -1;
     }
+    struct gguf_overlay_tensor *t = NULL;
+    size_t nt = 0;
+    char msg[PATH_MAX + 512];
     int r = gfs_overlay_load_apply(a->file, o->path, o->shown, &o->id,
-                                   fs->shards[0], &set, &removed);
+                                   fs->shards[0], &set, &removed, &t, &nt);
     if (r < 0)
         return -1;
+    /* Its tensors (source/patch.c): read on every overlay mount that has
+     * some, written on a read-write one. */
+    if ((nt || !a->readonly) &&
+        gfs_patch_init(fs, o->path, o->id.source, t, nt, msg, sizeof msg)) {
+        fprintf(stderr, "ggufs: %s: overlay %s: %s\n", a->file, o->shown, msg);
+        gguf_overlay_tensors_free(t, nt);
+        return -1;
+    }
+    gguf_overlay_tensors_free(t, nt);
     if (r > 0)
         fprintf(stderr,
                 "ggufs: %s: overlay %s applied (%lld key%s set, %lld "
@@ -329,6 +343,7 @@ static void overlay_free(struct gfs *fs) {
     if (!o)
         return;
     unrecord_mount(o);
+    gfs_patch_free(fs);
     if (o->lock_fd >= 0) /* after the last write */
         gguf_overlay_unlock(o->path, o->lock_source, o->lock_fd);
     free(o->lock_source);
@@ -352,8 +367,15 @@ static enum gguf_status write_overlay(struct gfs *fs, struct gguf_error *err) {
         if (st != GGUF_OK)
             return st;
     }
-    enum gguf_status st =
-        gguf_overlay_write(o->path, fs->ctx, fs->store.disk, &o->id, err);
+    struct gguf_overlay_tensor *t = NULL;
+    size_t nt = 0;
+    if (gfs_patch_records(fs, &t, &nt)) {
+        gguf_overlay_tensors_free(t, nt);
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    }
+    enum gguf_status st = gguf_overlay_write(o->path, fs->ctx, fs->store.disk,
+                                             &o->id, t, nt, err);
+    gguf_overlay_tensors_free(t, nt);
     if (st == GGUF_OK)
         record_mount(o);
     return st;
@@ -381,6 +403,16 @@ static int overlay_commit(struct gfs *fs, char *what, size_t n,
                           struct gguf_error *err) {
     struct gfs_store *s = &fs->store;
     const char *shown = s->overlay->shown;
+    char tw[sizeof s->commit_msg / 2] = "";
+    if (gfs_tw_commit(fs, tw, sizeof tw, err))
+        return GFS_STORE_FAILED;
+    if (tw[0] && !overlay_uncommitted(fs)) {
+        snprintf(what, n,
+                 "%s kept in the overlay %s (the file is never "
+                 "written)",
+                 tw, shown);
+        return GFS_STORE_WROTE;
+    }
     if (fs->readonly || !overlay_uncommitted(fs)) {
         snprintf(what, n,
                  "the overlay %s holds every edit (written as they were "
@@ -394,8 +426,9 @@ static int overlay_commit(struct gfs *fs, char *what, size_t n,
     }
     s->kept_gen = fs->generation;
     s->kept_failed = 0;
-    snprintf(what, n, "committed to the overlay %s (the file is never written)",
-             shown);
+    snprintf(what, n,
+             "committed to the overlay %s (the file is never written)%s%s",
+             shown, tw[0] ? "; " : "", tw);
     return GFS_STORE_WROTE;
 }
 

@@ -30,11 +30,13 @@ bool gfs_overlay_same_source(const struct gguf_overlay_id *made,
                              const struct gguf_overlay_id *id);
 /* Loads the overlay at opath (NULL: the default; shown in messages) for
  * the source identified by id and applies it to ctx when it belongs
- * there (*set, *removed count the keys).  1 applied, 0 none, -1 refused
- * (one line said why). */
+ * there (*set, *removed count the keys; *t, *nt, unless t is NULL, the
+ * tensors it holds: gguf_overlay_tensors_free).  1 applied, 0 none, -1
+ * refused (one line said why). */
 int gfs_overlay_load_apply(const char *file, const char *opath,
                            const char *shown, const struct gguf_overlay_id *id,
-                           gguf_ctx *ctx, int64_t *set, int64_t *removed);
+                           gguf_ctx *ctx, int64_t *set, int64_t *removed,
+                           struct gguf_overlay_tensor **t, size_t *nt);
 /* The overlay's lock for a writer (a read-write mount, --overlay-apply,
  * --overlay-drop, --overlay-rebase) of source, as mounted at mnt (NULL
  * for a command): the lock's descriptor, or -1 after one line.  A holder

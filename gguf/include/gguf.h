@@ -634,6 +634,33 @@ enum gguf_status gguf_recover(const char *path, bool *did,
  * by a rewrite), f->fd is the new file afterwards. */
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err);
+/* Tensor bytes written (tensorw.c, issue 24; the rules are its top
+ * comment).  In place: gguf_data_pwrite writes n bytes at absolute file
+ * offset pos, which must lie in the data section (GGUF_E_RANGE);
+ * gguf_data_sync makes them durable (fdatasync); gguf_data_adopt takes
+ * the file's times after such writes, so that a commit does not refuse
+ * the file as changed by someone else.  A stage replaces [pos, pos + len)
+ * whole, crash-safely: gguf_stage_new makes its unnamed file (beside the
+ * GGUF, or in the state directory), gguf_stage_write / gguf_stage_read
+ * take off relative to pos (bytes never written are the file's old ones),
+ * gguf_stage_apply copies it in under a journal (op 3) and the commit
+ * lock: after a crash at any step, gguf_recover leaves the old bytes or
+ * the new ones.  A stage may be written and applied again. */
+typedef struct gguf_stage gguf_stage;
+enum gguf_status gguf_data_pwrite(gguf_ctx *ctx, uint64_t pos, const void *p,
+                                  size_t n, struct gguf_error *err);
+enum gguf_status gguf_data_sync(gguf_ctx *ctx, struct gguf_error *err);
+void gguf_data_adopt(gguf_ctx *ctx);
+enum gguf_status gguf_stage_new(gguf_ctx *ctx, uint64_t pos, uint64_t len,
+                                gguf_stage **out, struct gguf_error *err);
+enum gguf_status gguf_stage_write(gguf_ctx *ctx, gguf_stage *s, uint64_t off,
+                                  const void *p, size_t n,
+                                  struct gguf_error *err);
+enum gguf_status gguf_stage_read(gguf_ctx *ctx, gguf_stage *s, uint64_t off,
+                                 void *p, size_t n, struct gguf_error *err);
+enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
+                                  struct gguf_error *err);
+void gguf_stage_free(gguf_stage *s);
 /* True if a journal of an interrupted commit lies beside path, or in the
  * user's state directory for path's device and inode (a commit whose
  * directory was not writable); gguf_recover completes it. */
@@ -802,10 +829,33 @@ enum gguf_status gguf_overlay_conflicts(const gguf_ctx *ov, const gguf_ctx *src,
  * a new file beside it, synced, renamed over it, the directory synced; a
  * kill at any instant leaves the old overlay or the new one whole.  Never
  * writes the source. */
+/* Tensors an overlay holds (ovtensors.c, issue 24): each written tensor's
+ * bytes whole at off in the overlay's data file (the overlay's name +
+ * GGUF_OVERLAY_DATA_SUFFIX, beside it, its trust rule), recorded in the
+ * overlay (key ggufs.overlay.tensors), so they survive remounts.
+ * gguf_overlay_tensors reads ov's records (malloc'ed, *n of them; none:
+ * NULL, 0); gguf_overlay_data_open opens the data file (created 0600 if
+ * create; shown: its path for messages), -1 with err (GGUF_E_NOTFOUND:
+ * none); gguf_overlay_data_remove removes it if there is one. */
+#define GGUF_OVERLAY_DATA_SUFFIX ".ggufs-tensors"
+struct gguf_overlay_tensor {
+    char *name;         /* the tensor's name */
+    uint64_t off, size; /* its bytes in the data file */
+};
+enum gguf_status gguf_overlay_tensors(const gguf_ctx *ov,
+                                      struct gguf_overlay_tensor **v, size_t *n,
+                                      struct gguf_error *err);
+void gguf_overlay_tensors_free(struct gguf_overlay_tensor *v, size_t n);
+int gguf_overlay_data_open(const char *path, const char *source, bool create,
+                           char *shown, size_t sn, struct gguf_error *err);
+enum gguf_status gguf_overlay_data_remove(const char *path, const char *source,
+                                          struct gguf_error *err);
+/* ... and t[0, nt), the tensors it holds, recorded (none: NULL, 0). */
 enum gguf_status gguf_overlay_write(const char *path, const gguf_ctx *ctx,
                                     const gguf_ctx *disk,
                                     const struct gguf_overlay_id *id,
-                                    struct gguf_error *err);
+                                    const struct gguf_overlay_tensor *t,
+                                    size_t nt, struct gguf_error *err);
 /* Removes the overlay at path (NULL: source's default), durably, if it is
  * one the user may trust (as gguf_overlay_load checks, the contents
  * aside); *found false when there is none. */
