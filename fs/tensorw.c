@@ -381,12 +381,12 @@ int gfs_tw_commit(struct gfs *fs, char *what, size_t n,
         report(fs, what, n);
         return 0;
     }
-    for (int s = 0; s < fs->n_shards; s++) {
-        gguf_data_adopt(fs->shards[s]);
-        if (gguf_data_sync(fs->shards[s], err) != GGUF_OK) {
-            atomic_store(&fs->tw_any, 1);
-            return EIO;
-        }
+    /* Only the first file is written (gfs_tw_tensor_writable): a set's
+     * later files are read-only and may hold no descriptor (source/fds.c). */
+    gguf_data_adopt(fs->ctx);
+    if (gguf_data_sync(fs->ctx, err) != GGUF_OK) {
+        atomic_store(&fs->tw_any, 1);
+        return EIO;
     }
     report(fs, what, n);
     return 0;
