@@ -119,6 +119,22 @@ def mmap_edit(p, size):
         return "numpy memmap r+"
     except ImportError:
         pass
+    # Debian's python3 (python3-numpy), when this one has no numpy
+    deb = "/usr/bin/python3"
+    if os.path.exists(deb) and subprocess.run([deb, "-c", "import numpy"],
+                                              stderr=subprocess.DEVNULL).returncode == 0:
+        code = ("import numpy as np, sys\n"
+                "p, size = sys.argv[1], int(sys.argv[2])\n"
+                "w = np.memmap(p, dtype='uint8', mode='r+')\n"
+                "w[0:4] = np.frombuffer(b'MMAP', dtype='uint8')\n"
+                "for k in range(size // 4096):\n"
+                "    w[4096 * k + 8:4096 * k + 12] = np.frombuffer(b'page', dtype='uint8')\n"
+                "w[size - 4:size] = np.frombuffer(b'LAST', dtype='uint8')\n"
+                "w.flush()\n")
+        r = subprocess.run([deb, "-c", code, p, str(size)], stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            raise Fail("numpy memmap r+ of %s: %s" % (p, r.stderr.decode(errors="replace")))
+        return "numpy memmap r+ (Debian's python3)"
     fd = os.open(p, os.O_RDWR)
     try:
         m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
