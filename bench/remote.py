@@ -50,15 +50,7 @@ def group_remote(b, R):
     if not W.exe():
         R.log("bench: remote: nginx is not installed (dev/setup --tests); skipped")
         return
-    mods = os.path.join(R.REPO, ".deps", "node_modules", "@huggingface", "gguf")
-    node = shutil.which("node", path=os.path.join(R.REPO, ".deps", "bin") + ":" + os.environ["PATH"])
-    hf = None
-    if node and os.path.isdir(mods):
-        hf = os.path.join(R.REPO, ".deps", "bench_hf_meta.mjs")
-        with open(hf, "w") as f:
-            f.write(HF_META)
-    else:
-        R.log("bench: remote: @huggingface/gguf or node missing: its row is skipped")
+    node, hf = hf_script(R)
     voc, model = b.models["voc"], b.models["m2g"]
     if os.path.dirname(voc) != os.path.dirname(model):
         raise RuntimeError("models are expected in one directory")
@@ -75,7 +67,21 @@ def group_remote(b, R):
         shutil.rmtree(caches, ignore_errors=True)
 
 
-def _fresh(caches):
+def hf_script(R):
+    """(node, the script printing gguf(url)'s general.architecture), or
+    (node or None, None) when node or @huggingface/gguf is missing."""
+    mods = os.path.join(R.REPO, ".deps", "node_modules", "@huggingface", "gguf")
+    node = shutil.which("node", path=os.path.join(R.REPO, ".deps", "bin") + ":" + os.environ["PATH"])
+    if not node or not os.path.isdir(mods):
+        R.log("bench: @huggingface/gguf or node missing: its rows are skipped")
+        return node, None
+    hf = os.path.join(R.REPO, ".deps", "bench_hf_meta.mjs")
+    with open(hf, "w") as f:
+        f.write(HF_META)
+    return node, hf
+
+
+def fresh(caches):
     shutil.rmtree(caches, ignore_errors=True)
     os.makedirs(caches)
     return ["-o", "cache=" + caches]
@@ -86,7 +92,7 @@ def _start(b, R, ngx, voc, mnt, caches, node, hf):
     arch = os.path.join(mnt, "meta", "general.architecture")
 
     def g():
-        opts = _fresh(caches)
+        opts = fresh(caches)
 
         def go():
             b.m.ggufs(url, mnt, opts=opts)
@@ -128,7 +134,7 @@ def _read(b, R, ngx, model, mnt, caches):
         return [os.path.join(mnt, "tensors", n) for n, _, _ in lst]
 
     def g():
-        b.m.ggufs(url, mnt, opts=_fresh(caches))
+        b.m.ggufs(url, mnt, opts=fresh(caches))
         pid = R.pid_of("ggufs", mnt)
         b.add_rate("rread_g", total, R.read_files(files(tl), pid))
         m0 = ngx.log_mark()
@@ -145,7 +151,7 @@ def _read(b, R, ngx, model, mnt, caches):
             lambda: R.run(["curl", "-sf", "-o", "/dev/null", url])))
 
     def gs():
-        b.m.ggufs(slow, mnt, opts=_fresh(caches))
+        b.m.ggufs(slow, mnt, opts=fresh(caches))
         pid = R.pid_of("ggufs", mnt)
         b.add_rate("rslow_g", p_bytes, R.measure(
             lambda: R.dd(files([first])[0], 0, p_bytes), pid))

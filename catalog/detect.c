@@ -20,18 +20,18 @@
 
 static const char *const kind_names[] = {
     [CAT_OLLAMA] = "ollama", [CAT_HF] = "hf",   [CAT_LMSTUDIO] = "lmstudio",
-    [CAT_DIR] = "dir",       [CAT_HUB] = "hub",
+    [CAT_DIR] = "dir",       [CAT_HUB] = "hub", [CAT_S3] = "s3",
 };
 
 enum cat_kind cat_kind_named(const char *s) {
-    for (size_t k = CAT_OLLAMA; s && k <= CAT_HUB; k++)
+    for (size_t k = CAT_OLLAMA; s && k <= CAT_S3; k++)
         if (strcmp(s, kind_names[k]) == 0)
             return (enum cat_kind)k;
     return CAT_NONE;
 }
 
 const char *cat_kind_name(enum cat_kind k) {
-    return k > CAT_NONE && k <= CAT_HUB ? kind_names[k] : "none";
+    return k > CAT_NONE && k <= CAT_S3 ? kind_names[k] : "none";
 }
 
 static bool is_dir_at(int dirfd, const char *rel) {

@@ -101,25 +101,6 @@ int cat_hub_is_repo(const char *url) {
     return parse_repo(url, &h) == 0;
 }
 
-/* What is wrong with a listed path of len bytes (NULL: nothing). */
-static const char *path_fault(const char *p, size_t len) {
-    if (len != strlen(p))
-        return "holds a NUL byte";
-    if (!len || len > CAT_MAX_PATH)
-        return len ? "is too long" : "is empty";
-    if (p[0] == '/')
-        return "is absolute";
-    for (const char *c = p;;) {
-        size_t k = strcspn(c, "/");
-        if (!k || (k == 1 && c[0] == '.') ||
-            (k == 2 && c[0] == '.' && c[1] == '.'))
-            return "has an empty, '.' or '..' component";
-        if (!c[k])
-            return NULL;
-        c += k + 1;
-    }
-}
-
 /* One line about entry i of the page, skipped (HUB_LOG_MAX at most). */
 static void skip(struct hub *h, size_t i, const char *fmt, ...) {
     char why[600];
@@ -184,7 +165,7 @@ static void take_entry(struct hub *h, size_t i, json_t *e) {
     if (strcmp(json_string_value(type), "file") != 0 || !cat_ends_gguf(p))
         return;
     struct cat_file f = {0};
-    if ((why = path_fault(p, json_string_length(path)))) {
+    if ((why = cat_path_fault(p, json_string_length(path)))) {
         skip(h, i, "the path %.200s %s", p, why);
         return;
     }

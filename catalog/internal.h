@@ -114,6 +114,11 @@ int cat_cand_add(struct cat_scan *s, struct cat_cands *c, const char *rel,
  * is skipped with one log line naming its first file).  Frees c. */
 void cat_cands_group(struct cat_scan *s, struct cat_cands *c,
                      int content_addressed);
+/* What is wrong with a path a remote listing gave (a Hub repo's path, an
+ * S3 key below its prefix), len bytes: NUL inside, empty, longer than
+ * CAT_MAX_PATH, absolute, an empty, "." or ".." component; NULL if
+ * nothing. */
+const char *cat_path_fault(const char *p, size_t len);
 /* Sorts s->out, applies the NAME@model rule, drops duplicate names (one
  * log line each). */
 void cat_list_finish(struct cat_scan *s);

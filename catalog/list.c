@@ -301,3 +301,21 @@ void cat_list_finish(struct cat_scan *s) {
     }
     l->n = o;
 }
+
+const char *cat_path_fault(const char *p, size_t len) {
+    if (len != strlen(p))
+        return "holds a NUL byte";
+    if (!len || len > CAT_MAX_PATH)
+        return len ? "is too long" : "is empty";
+    if (p[0] == '/')
+        return "is absolute";
+    for (const char *c = p;;) {
+        size_t k = strcspn(c, "/");
+        if (!k || (k == 1 && c[0] == '.') ||
+            (k == 2 && c[0] == '.' && c[1] == '.'))
+            return "has an empty, '.' or '..' component";
+        if (!c[k])
+            return NULL;
+        c += k + 1;
+    }
+}

@@ -206,7 +206,7 @@ static void mark_aliases(struct gfs_storefs *st, const struct cat_list *l,
  * 0, or -1 with msg (the old list is kept). */
 static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
     struct cat_list l = {0};
-    if (st->kind == CAT_HUB) {
+    if (gfs_st_remote(st)) {
         if (gfs_remote_list(st->dir, &st->o.remote, gfs_st_log, st, &l, msg,
                             n) != 0)
             return -1;
@@ -265,7 +265,7 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
  * holds st->mu. */
 void gfs_st_refresh(struct gfs_storefs *st) {
     double t = now_s();
-    if (st->kind == CAT_HUB || t - st->checked < RESCAN_EVERY_S)
+    if (gfs_st_remote(st) || t - st->checked < RESCAN_EVERY_S)
         return;
     st->checked = t;
     uint64_t stamp = cat_stamp(st->dirfd, st->kind);
@@ -396,8 +396,8 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
     for (size_t i = 0; i < cm->n_files; i++) {
         const struct cat_file *f = &cm->files[i];
         char *p = NULL;
-        if (st->kind == CAT_HUB ? !(p = strdup(f->path))
-                                : asprintf(&p, "%s/%s", st->dir, f->path) < 0)
+        if (gfs_st_remote(st) ? !(p = strdup(f->path))
+                              : asprintf(&p, "%s/%s", st->dir, f->path) < 0)
             return ENOMEM;
         j->files[i].path = p;
         if (!(j->files[i].name = strdup(f->name)))
@@ -524,7 +524,7 @@ void gfs_store_each(struct gfs_storefs *st, void (*f)(struct gfs *fs, void *u),
 
 int gfs_store_is(const char *source) {
     struct stat sb;
-    if (cat_hub_is_repo(source))
+    if (cat_hub_is_repo(source) || cat_s3_is_store(source))
         return 1;
     return !gfs_remote_is(source) && stat(source, &sb) == 0 &&
            S_ISDIR(sb.st_mode);
@@ -562,15 +562,15 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
     pthread_cond_init(&st->cv, NULL);
     st->max_open = open_bound(o);
     st->kind = o->store ? cat_kind_named(o->store) : CAT_NONE;
-    if (o->store && (st->kind == CAT_NONE || st->kind == CAT_HUB)) {
+    if (o->store && (st->kind == CAT_NONE || st->kind >= CAT_HUB)) {
         fprintf(stderr,
                 "ggufs: -o store=%s: expected ollama, hf, lmstudio or dir\n",
                 o->store);
         *status = EXIT_USAGE;
         goto fail;
     }
-    if (cat_hub_is_repo(o->file)) {
-        st->kind = CAT_HUB;
+    if (cat_hub_is_repo(o->file) || cat_s3_is_store(o->file)) {
+        st->kind = cat_hub_is_repo(o->file) ? CAT_HUB : CAT_S3;
         st->dir = strdup(o->file);
     } else if (!(st->dir = realpath(o->file, NULL)) ||
                (st->dirfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -579,9 +579,9 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         fprintf(stderr, "ggufs: %s: %s\n", o->file, strerror(errno));
         goto fail;
     }
-    if (st->kind == CAT_HUB)
+    if (gfs_st_remote(st))
         clock_gettime(CLOCK_REALTIME, &st->st.st_mtim);
-    if (st->kind == CAT_HUB)
+    if (gfs_st_remote(st))
         st->st.st_atim = st->st.st_ctim = st->st.st_mtim;
     if (st->kind == CAT_NONE)
         st->kind = cat_detect(st->dirfd);
@@ -590,7 +590,7 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         goto fail;
     }
     st->nodes[0].present = 1;
-    st->stamp = st->kind == CAT_HUB ? 0 : cat_stamp(st->dirfd, st->kind);
+    st->stamp = gfs_st_remote(st) ? 0 : cat_stamp(st->dirfd, st->kind);
     st->checked = now_s();
     if (rescan(st, msg, sizeof msg) != 0) {
         fprintf(stderr, "ggufs: %s\n", msg);

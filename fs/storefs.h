@@ -60,7 +60,8 @@ struct gfs_storefs {
     const char *mnt;   /* the mountpoint, absolute when it resolved */
     char *mnt_abs;
     int dirfd; /* the store's directory (local stores) */
-    char *dir; /* its absolute path, or the hf:// URL of a Hub repo */
+    char *dir; /* its absolute path, or the hf:// or s3:// URL of a remote
+                  store (a Hub repo, a bucket prefix) */
     enum cat_kind kind;
     struct stat st; /* of the store's directory at mount: times of its nodes */
     pthread_mutex_t mu;
@@ -74,6 +75,12 @@ struct gfs_storefs {
     size_t n_open, max_open;
     char commit_msg[4096]; /* the last fsync of the root's reports */
 };
+
+/* A remote store (a Hub repo, an S3 bucket prefix): listed by its
+ * server, its files remote URLs (cat_file.path), no directory. */
+static inline int gfs_st_remote(const struct gfs_storefs *st) {
+    return st->kind == CAT_HUB || st->kind == CAT_S3;
+}
 
 /* storefs.c.  Callers hold st->mu. */
 /* The child of dir named base (len bytes), or -1; *at: where it is or

@@ -108,10 +108,10 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
         return nd->line;
     char *src = NULL;
     const struct cat_file *f0 = &nd->cm->files[0];
-    if (st->kind == CAT_HUB ? !(src = strdup(f0->path))
-                            : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
+    if (gfs_st_remote(st) ? !(src = strdup(f0->path))
+                          : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
         return NULL;
-    if (st->kind != CAT_HUB) {
+    if (!gfs_st_remote(st)) {
         local_line(st, nd, src);
         free(src);
         return nd->line;

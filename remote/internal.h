@@ -40,7 +40,6 @@ struct rmt_s3 {
     int path_style; /* 1 yes, 0 no, -1 path style for custom endpoints */
 };
 struct curl_slist;
-struct _xmlDoc;
 /* True if s is an s3:// URL. */
 int rmt_is_s3(const char *s);
 /* Settings from the environment, then the profile (s3conf.c), into c.
@@ -60,14 +59,9 @@ void rmt_s3_free(struct rmt_s3 *c);
 /* The signing headers (x-amz-content-sha256, x-amz-security-token)
  * appended to *l when c signs.  0 or -1. */
 int rmt_s3_headers(const struct rmt_s3 *c, struct curl_slist **l);
-/* s3://BUCKET/KEY[?QUERY] into BUCKET (bn bytes) and *key (into url).
- * 0 or -1. */
-int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key);
 /* The endpoint URL of s3://BUCKET/KEY[?QUERY], malloc'ed; NULL with
  * msg. */
 char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n);
-/* An XML document parsed safely (no network, no entities expanded). */
-struct _xmlDoc *rmt_xml_read(const char *body, size_t len);
 
 /* ---- answer.c ---------------------------------------------------------- */
 

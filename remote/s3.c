@@ -37,7 +37,7 @@
 
 #define EMPTY_SHA256                                                           \
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define BUCKET_MAX 63
+#define BUCKET_MAX RMT_S3_BUCKET_MAX
 #define KEY_ID_MAX 128
 #define SECRET_MAX 256
 #define TOKEN_MAX 8192
@@ -270,7 +270,9 @@ static int append_key(char **out, const char *key, size_t len) {
         size_t seg = strcspn(key + i, "/");
         if (i + seg > len)
             seg = len - i;
-        char *e = curl_easy_escape(NULL, key + i, (int)seg), *t = NULL;
+        /* (a length of 0 would make curl_easy_escape take strlen) */
+        char *e = curl_easy_escape(NULL, seg ? key + i : "", (int)seg),
+             *t = NULL;
         if (!e ||
             asprintf(&t, "%s%s%s", *out, e, i + seg < len ? "/" : "") < 0) {
             curl_free(e);

@@ -12,7 +12,12 @@ a session key is honoured with its token (InvalidToken without it); a
 public bucket is read unsigned; every signed request covered
 x-amz-content-sha256; the secret is in no argument, mount line, log or
 cache file; a shard set by key name; llama.cpp runs a model from the
-bucket (skipped without node-llama-cpp).
+bucket (skipped without node-llama-cpp).  A prefix is a store
+(s3://BUCKET/PREFIX/): 50 models and a 3-shard set listed across pages
+of 7 keys (the checker forces the page size), models.tsv as the test
+laid them out and ggml reads them, a model's meta/ judged by ggml; an
+empty prefix an empty store; a prefix the key may not list refused
+naming the bucket, the prefix and AccessDenied.
 Exit 0 pass, 1 fail, 77 skip (no FUSE, no node, no s3rver).
 """
 
@@ -45,9 +50,10 @@ def modules():
 class S3:
     """s3check.mjs with s3rver, seeded from seed/BUCKET/KEY files."""
 
-    def __init__(self, tmp, seed, page=1000):
+    def __init__(self, tmp, seed, page=1000, nolist=()):
         self.log = os.path.join(tmp, "s3.log")
         cfg = {"dir": os.path.join(tmp, "s3data"), "seed": seed, "log": self.log, "page": page,
+               "nolist": list(nolist),
                "creds": {KEY: {"secret": SECRET}, TMP_KEY: {"secret": TMP_SECRET, "token": TOKEN}},
                "public": ["pub"], "moved": {"far": "eu-west-1"}}
         path = os.path.join(tmp, "s3.json")
@@ -105,7 +111,7 @@ def main():
     try:
         os.makedirs(mnt)
         seed = os.path.join(tmp, "seed")
-        for b in ("models", "pub", "far"):
+        for b in ("models", "pub", "far", "store"):
             os.makedirs(os.path.join(seed, b, "team"))
         local = os.path.join(seed, "models", "team", "m.gguf")
         R.make_model(local, 1, 4)
@@ -116,13 +122,14 @@ def main():
         if p.returncode != 0:
             raise Fail("mksplit: %s" % p.stderr.decode(errors="replace"))
         llama_model(os.path.join(seed, "models", "team", "tiny-llama.gguf"))
-        s3 = S3(tmp, seed)
+        zoo = seed_store(os.path.join(seed, "store"), local)
+        s3 = S3(tmp, seed, page=PAGE, nolist=["store/secret/"])
         os.environ["AWS_ENDPOINT_URL"] = s3.url
         os.environ.pop("AWS_PROFILE", None)
         # no shared files but the test's own (profiles())
         os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(tmp, "no-credentials")
         os.environ["AWS_CONFIG_FILE"] = os.path.join(tmp, "no-config")
-        run(tmp, seed, local, mnt, s3)
+        run(tmp, seed, local, mnt, s3, zoo)
     finally:
         if J.mountinfo_entry(mnt):
             J.unmount(mnt, [])
@@ -131,7 +138,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(tmp, seed, local, mnt, s3):
+def run(tmp, seed, local, mnt, s3, zoo):
     cache = ["-o", "cache=" + os.path.join(tmp, "cache")]
     creds()
     judge(local, "s3://models/team/m.gguf", mnt, cache)
@@ -188,6 +195,7 @@ def run(tmp, seed, local, mnt, s3):
     creds()
     profiles(tmp, mnt, cache, s3)
     creds()
+    check_store(tmp, mnt, s3, zoo)
     check_llama(tmp, seed, s3, mnt)
 
 
@@ -277,6 +285,85 @@ def refusals(tmp, mnt, cache):
     os.environ["AWS_REGION"] = "eu-north-1"  # signed for another region
     refused("s3://models/team/m.gguf", mnt, cache, ["AuthorizationHeaderMalformed", "eu-north-1"])
     del os.environ["AWS_REGION"]
+
+
+PAGE = 7  # keys per listing page: 50 models, a set and a README span 8
+
+
+def seed_store(d, local):
+    """store/zoo/: 50 models (five kinds, m00..m49, ten under sub/), a
+    3-shard set and a README; store/secret/x.gguf (not listable);
+    store/void/ holds nothing.  [(name, [files], [refs])]."""
+    kinds = []
+    for k in range(5):
+        path = os.path.join(d, "kind%d.gguf" % k)
+        R.make_model(path, 1, k + 1)
+        kinds.append((path, J.refdump(path)[1]))
+    zoo, models = os.path.join(d, "zoo"), []
+    os.makedirs(os.path.join(zoo, "sub"))
+    for i in range(50):
+        name = ("sub/m%02d" if i >= 40 else "m%02d") % i
+        path = os.path.join(zoo, name + ".gguf")
+        shutil.copy(kinds[i % 5][0], path)
+        models.append((name, [path], [kinds[i % 5][1]]))
+    p = subprocess.run([J.tool("MKSPLIT"), local, os.path.join(zoo, "big"), "3"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mksplit: %s" % p.stderr.decode(errors="replace"))
+    shards = [os.path.join(zoo, "big-%05d-of-00003.gguf" % i) for i in (1, 2, 3)]
+    models.append(("big", shards, [J.refdump(f)[1] for f in shards]))
+    with open(os.path.join(zoo, "README.md"), "w") as f:
+        f.write("not a model\n")
+    os.makedirs(os.path.join(d, "secret"))
+    shutil.copy(local, os.path.join(d, "secret", "x.gguf"))
+    for k in range(5):
+        os.unlink(kinds[k][0])
+    return models
+
+
+def check_store(tmp, mnt, s3, zoo):
+    """s3://store/zoo/ as a store: listed across pages, models.tsv, meta/
+    judged by ggml; an empty prefix; a prefix the key cannot list."""
+    import mount_stores as S
+    cache = ["-o", "ro,cache=" + os.path.join(tmp, "c-store")]
+    url = "s3://store/zoo/"
+    mark = len(s3.lines())
+    with J.Watchdog(mnt, 300, url), J.Mounted(url, mnt, args=cache):
+        S.check_listing(mnt, [n for n, _, _ in zoo], url)
+        lists = [ln for ln in s3.lines()[mark:] if "list-type=2" in ln["url"]]
+        if len(lists) < (len(zoo) + 2) // PAGE or any(ln["verdict"] != "ok" for ln in lists):
+            raise Fail("%s: %d listing requests (pages of %d), verdicts %s"
+                       % (url, len(lists), PAGE, [ln["verdict"] for ln in lists]))
+        with open(os.path.join(mnt, "models.tsv")) as f:
+            rows = {ln.split("\t")[0]: ln.split("\t") for ln in f.read().splitlines()[1:]}
+        src = {n: "s3://store/zoo/%s%s" % (n.rsplit("/", 1)[0] + "/" if "/" in n else "", os.path.basename(fs[0]))
+               for n, fs, _ in zoo}
+        for n, fs, refs in zoo:
+            r = rows.get(n)
+            want = (S.kv_of(refs[0], b"general.architecture"), sum(os.path.getsize(f) for f in fs),
+                    sum(len(x.tensors) for x in refs), src[n])
+            if not r or len(r) != 8 or (r[1], int(r[4]), int(r[6]), r[7]) != want:
+                raise Fail("%s: models.tsv %s: %r, expected architecture, size, tensors, source %r"
+                           % (url, n, r, want))
+        if len(rows) != len(zoo):
+            raise Fail("%s: models.tsv has %d models, the test put %d" % (url, len(rows), len(zoo)))
+        for n in ("m07", "sub/m42"):
+            f = [fs[0] for m, fs, _ in zoo if m == n][0]
+            J.compare_mount(f, mnt, J.refdump(f)[1], J.walk_gguf(f), "%s: %s" % (url, n), os.stat(f), True,
+                            root=os.path.join(mnt, n), live_name=S.live_name(n))
+        got = R.read_all(os.path.join(mnt, "big"))
+        if "big.gguf" not in got or len([k for k in got if k.startswith("tensors/")]) != 4:
+            raise Fail("%s: the shard set big: %s" % (url, sorted(got)[:8]))
+    J.log("ok   %s: %d models and a 3-shard set listed in %d pages of %d keys, models.tsv right, meta/ "
+          "judged by ggml" % (url, len(zoo) - 1, len(lists), PAGE))
+    with J.Mounted("s3://store/void/", mnt, args=cache):
+        got = set(os.listdir(mnt))
+        with open(os.path.join(mnt, "models.tsv")) as f:
+            lines = f.read().splitlines()
+    if got != {"models.tsv"} or len(lines) != 1:
+        raise Fail("s3://store/void/ (an empty prefix) lists %s, models.tsv %r" % (sorted(got), lines))
+    J.log("ok   s3://store/void/: an empty prefix, an empty store")
+    refused("s3://store/secret/", mnt, cache, ["AccessDenied", "s3://store/secret/"])
 
 
 def llama_model(model):

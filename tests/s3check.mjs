@@ -9,6 +9,8 @@
 // {"secret": S, "token": T (a session's, required when given)}},
 // "public": [buckets anyone may read unsigned], "page": ListObjectsV2's
 // page size (max-keys forced to it, so that listings are paginated),
+// "nolist": ["BUCKET/PREFIX" a signed ListObjectsV2 under which is 403
+// AccessDenied, as an IAM policy without s3:ListBucket there answers],
 // "region": the server's (default us-east-1; another in a request's
 // scope: 400 AuthorizationHeaderMalformed), "moved": {BUCKET: REGION} (answered 301 PermanentRedirect), "log":
 // FILE (one JSON line per request: method, url, verdict, signed headers)}.
@@ -116,6 +118,14 @@ async function verify(req, m) {
   return null;
 }
 
+// cfg.nolist's verdict on a listing: [403, "AccessDenied", ...] or null.
+function listDenied(req, bucket) {
+  const q = new URLSearchParams(req.url.split(/\?(.*)/s)[1] || "");
+  if (q.get("list-type") !== "2") return null;
+  const at = bucket + "/" + (q.get("prefix") || "");
+  return (cfg.nolist || []).some((p) => at.startsWith(p)) ? [403, "AccessDenied", "Access Denied"] : null;
+}
+
 function forward(req, res, port) {
   const headers = { ...req.headers };
   for (const h of ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"])
@@ -182,7 +192,7 @@ const server = http.createServer(async (req, res) => {
       log(req, "unsigned", null);
       return forward(req, res, addr.port);
     }
-    const bad = await verify(req, m);
+    const bad = (await verify(req, m)) || listDenied(req, bucket);
     log(req, bad ? bad[1] : "ok", m[5]);
     if (bad) return xmlError(res, bad[0], bad[1], bad[2]);
     forward(req, res, addr.port);

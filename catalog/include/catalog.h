@@ -29,7 +29,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum cat_kind { CAT_NONE, CAT_OLLAMA, CAT_HF, CAT_LMSTUDIO, CAT_DIR, CAT_HUB };
+enum cat_kind {
+    CAT_NONE,
+    CAT_OLLAMA,
+    CAT_HF,
+    CAT_LMSTUDIO,
+    CAT_DIR,
+    CAT_HUB,
+    CAT_S3
+};
 
 /* Bounds: models in one store, files of one model (a shard set), bytes of
  * one manifest, depth of a folder walk, entries read per directory. */
@@ -92,7 +100,7 @@ typedef void (*cat_log_fn)(void *u, const char *line);
  * else CAT_DIR (LM Studio's tree is a folder of GGUFs: CAT_LMSTUDIO only
  * when forced, the same walk).  Never fails: CAT_DIR when unsure. */
 enum cat_kind cat_detect(int dirfd);
-/* "ollama", "hf", "lmstudio", "dir", "hub" <-> the kind; CAT_NONE if none. */
+/* "ollama", "hf", "lmstudio", "dir", "hub", "s3" <-> the kind; CAT_NONE if none. */
 enum cat_kind cat_kind_named(const char *s);
 const char *cat_kind_name(enum cat_kind k);
 
@@ -127,5 +135,15 @@ int cat_hub_list(const char *url, const struct rmt_opts *opts,
                  struct cat_list *out, char *msg, size_t n);
 /* True if url is hf://OWNER/REPO or hf://OWNER/REPO@REV (no file path). */
 int cat_hub_is_repo(const char *url);
+
+/* An S3 bucket prefix: the GGUF objects under s3://BUCKET/PREFIX/
+ * (catalog/s3.c), by ListObjectsV2 pages (continuation tokens), signed
+ * and sent as s3:// objects are (remote/s3.c).  Files are s3://BUCKET/KEY
+ * URLs.  0, or -1 with msg naming s3://BUCKET/PREFIX/ and what is wrong
+ * (what S3 said). */
+int cat_s3_list(const char *url, const struct rmt_opts *opts,
+                struct cat_list *out, char *msg, size_t n);
+/* True if url is s3://BUCKET/ or s3://BUCKET/PREFIX/ (ending in '/'). */
+int cat_s3_is_store(const char *url);
 
 #endif

@@ -262,8 +262,10 @@ void gfs_remote_close(struct gfs *fs) {
 int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
                     void (*log)(void *u, const char *line), void *log_u,
                     struct cat_list *out, char *msg, size_t n) {
-    struct rmt_opts ro = rmt_opts_of(o, 1, log, log_u);
-    return cat_hub_list(url, &ro, out, msg, n);
+    int s3 = cat_s3_is_store(url);
+    struct rmt_opts ro = rmt_opts_of(o, !s3, log, log_u);
+    return s3 ? cat_s3_list(url, &ro, out, msg, n)
+              : cat_hub_list(url, &ro, out, msg, n);
 }
 
 int gfs_remote_is(const char *source) {

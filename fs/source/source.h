@@ -211,7 +211,8 @@ int gfs_remote_open_more(struct gfs *fs, const char *source,
 int gfs_remote_file(const struct gfs *fs, int file);
 /* Closes the remote sources: the model's and a mix's. */
 void gfs_remote_close(struct gfs *fs);
-/* A Hub repo's models (catalog/hub.c's cat_hub_list) with the remote
+/* A remote store's models: a Hub repo's (catalog/hub.c's cat_hub_list)
+ * or an S3 bucket prefix's (catalog/s3.c's cat_s3_list), with the remote
  * options of the command line; 0, or -1 with msg. */
 struct cat_list;
 int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,

@@ -129,6 +129,16 @@ uint64_t rmt_requests(const struct rmt_src *s);
  * body too large, a malformed Link header, a next link elsewhere). */
 int rmt_get_doc(const char *url, const struct rmt_opts *o, size_t max,
                 char **body, size_t *len, char **next, char *msg, size_t n);
+/* s3://BUCKET/KEY[?QUERY] into BUCKET (bn bytes: RMT_S3_BUCKET_MAX + 1
+ * hold every valid name) and *key (into url).  0, or -1 if url is not
+ * s3:// or BUCKET is not a bucket's name (s3.c). */
+#define RMT_S3_BUCKET_MAX 63
+int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key);
+/* An S3 answer's XML (an error, a listing's page) parsed safely with
+ * libxml2: no network, no entity expanded, no DTD loaded; NULL if it is
+ * not XML or over 1 GiB.  xmlFreeDoc it. */
+struct _xmlDoc;
+struct _xmlDoc *rmt_xml_read(const char *body, size_t len);
 /* $HF_ENDPOINT without its trailing '/'s (https://huggingface.co when
  * unset or empty): *len bytes of the returned string. */
 const char *rmt_hf_endpoint(size_t *len);
