@@ -193,7 +193,8 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
     if (r->a.status < 200 || r->a.status >= 300) {
         /* an error page or a redirect's body: ignored, but S3's says why */
         size_t k = r->ebody && len < EBODY_MAX - r->elen ? len : 0;
-        memcpy(r->ebody + r->elen, p, k);
+        if (k) /* no body kept (not S3): no copy, not even of 0 bytes */
+            memcpy(r->ebody + r->elen, p, k);
         r->elen += k;
         return len;
     }
