@@ -30,7 +30,10 @@ _Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
 /* The file's text now (gfs_text_of_gen's make, one a file). */
 static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
-    if (voc_render(fs->ctx, f, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
+    /* Under text_lock, at the generation present() asked (the caller
+     * holds fs->lock): its mask spares tokenizer.json a second check. */
+    uint32_t known = fs->tok_mask_gen == fs->generation + 1 ? fs->tok_mask : 0;
+    if (voc_render_known(fs->ctx, f, known, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
         return 0;
     if (gerr.code == GGUF_E_RANGE) {
         gfs_log(fs, "%s", gerr.msg);
