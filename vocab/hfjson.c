@@ -2,7 +2,8 @@
  * hfjson.c - hf/tokenizer.json (vocab.h), Hugging Face's tokenizers
  * format, for the tokenizers hfcheck.c lets through.  Every JSON string
  * and value is encoded by libjansson; the document's frame is written
- * here piece by piece, one vocabulary entry and one merge a line, so that
+ * here piece by piece, one vocabulary entry a line and the merges 64 a
+ * line (byte-level BPE; SentencePiece's one a line), so that
  * the memory it costs is the text itself and an index of the vocabulary
  * (24 bytes a token) and of the merges (16 bytes each), not a tree of
  * every token.
@@ -63,6 +64,7 @@ enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
  * checked once, and an invalid one is GGUF_E_INVAL as ever. */
 struct jw {
     json_t *s;
+    json_t *pool[64]; /* jstrs's strings, made at its first call */
 };
 
 static enum gguf_status jstr(struct jw *w, struct gguf_buf *b, const uint8_t *s,
@@ -85,6 +87,40 @@ static enum gguf_status jstr(struct jw *w, struct gguf_buf *b, const uint8_t *s,
 
 static enum gguf_status lit(struct gguf_buf *b, const char *s) {
     return gguf_buf_add(b, s, strlen(s));
+}
+
+/* The k (at most 64) strings s[i] (len[i] bytes each) as JSON strings
+ * separated by commas, in one json_dumpb of an array of the pool's
+ * strings (JSON_EMBED: no brackets): jansson's cost a call spread over k
+ * texts. */
+static enum gguf_status jstrs(struct jw *w, struct gguf_buf *b,
+                              const uint8_t *const *s, const uint64_t *len,
+                              size_t k) {
+    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_EMBED;
+    size_t room = k;
+    for (size_t i = 0; i < k; i++) {
+        if (len[i] > (SIZE_MAX / 2 - room) / 6 - 2)
+            return GGUF_E_NOMEM;
+        room += 6 * (size_t)len[i] + 2;
+    }
+    json_t *arr = json_array();
+    enum gguf_status st = arr ? gguf_buf_reserve(b, room) : GGUF_E_NOMEM;
+    for (size_t i = 0; st == GGUF_OK && i < k; i++) {
+        if (!w->pool[i] && !(w->pool[i] = json_string_nocheck("")))
+            st = GGUF_E_NOMEM;
+        else if (json_string_setn_nocheck(w->pool[i], (const char *)s[i],
+                                          (size_t)len[i]) ||
+                 json_array_append(arr, w->pool[i]))
+            st = GGUF_E_NOMEM;
+    }
+    size_t need =
+        st == GGUF_OK ? json_dumpb(arr, (char *)b->p + b->len, room, flags) : 0;
+    if (st == GGUF_OK && (!need || need > room)) /* not UTF-8 */
+        st = GGUF_E_INVAL;
+    if (st == GGUF_OK)
+        b->len += need;
+    json_decref(arr);
+    return st;
 }
 
 /* The line break before an element of a long array: ",\n", or "\n"
@@ -319,13 +355,16 @@ static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
     if (kind == VOC_HF_BYTE_BPE) {
         if (!voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
             return GGUF_E_NOTFOUND;
-        const uint8_t *pos = a.p, *s;
-        uint64_t len;
-        for (uint64_t i = 0; st == GGUF_OK && i < a.n; i++) {
-            if (!voc_arr_next_str(&a, &pos, &s, &len))
-                return GGUF_E_FORMAT;
+        const uint8_t *pos = a.p, *s[64];
+        uint64_t len[64];
+        /* 64 a line, one json_dumpb each (jstrs) */
+        for (uint64_t i = 0; st == GGUF_OK && i < a.n; i += 64) {
+            size_t k = 0;
+            for (; k < 64 && i + k < a.n; k++)
+                if (!voc_arr_next_str(&a, &pos, &s[k], &len[k]))
+                    return GGUF_E_FORMAT;
             if ((st = next_line(b, i == 0)) == GGUF_OK)
-                st = jstr(w, b, s, len);
+                st = jstrs(w, b, s, len, k);
             if (b->len - mark > max)
                 return GGUF_E_RANGE;
         }
@@ -402,7 +441,7 @@ static enum gguf_status document(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
                                  uint64_t max, struct gguf_buf *b) {
     size_t mark = b->len;
-    struct jw w = {json_string_nocheck("")};
+    struct jw w = {json_string_nocheck(""), {NULL}};
     if (!w.s)
         return GGUF_E_NOMEM;
     enum gguf_status st =
@@ -420,6 +459,8 @@ static enum gguf_status document(const gguf_ctx *ctx,
     if (st == GGUF_OK)
         st = lit(b, "\n]}}\n");
     json_decref(w.s);
+    for (size_t k = 0; k < sizeof w.pool / sizeof *w.pool; k++)
+        json_decref(w.pool[k]);
     if (st == GGUF_OK && b->len - mark > max)
         st = GGUF_E_RANGE;
     return st;
