@@ -49,12 +49,20 @@ int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
         const struct gfs_kind_ops *row = table[r];
         if (row->present && !row->present(fs))
             continue;
+        /* The rows before entry k: their names alone (an inode can
+         * cost a rendering: the live view's header). */
         if (row->root_entry)
-            *name = row->root_entry(fs, ino);
-        else if ((*name = row->root_name))
-            *ino = row->ino_lo;
+            *name = row->root_entry(fs, NULL);
+        else
+            *name = row->root_name;
         if (!*name || k-- > 0)
             continue;
+        if (ino && row->root_entry)
+            *name = row->root_entry(fs, ino);
+        else if (ino)
+            *ino = row->ino_lo;
+        if (!*name)
+            return ENOENT;
         *mode = row->root_mode;
         return 0;
     }

@@ -36,7 +36,8 @@ struct gfs_kind_ops {
                                     later versions), or none */
     /* A kind that is one entry of the root: its name and file type there,
      * listed in table order; root_entry instead when its name and inode
-     * change (the live view: NULL while there is none). */
+     * change (the live view: NULL while there is none; ino NULL: the name
+     * alone, without the work its inode costs). */
     const char *root_name;
     mode_t root_mode;
     const char *(*root_entry)(struct gfs *fs, fuse_ino_t *ino);
@@ -117,8 +118,9 @@ const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k);
 /* The kind whose inode ranges hold ino, or GFS_NONE. */
 enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
 /* Entry k (0-based) of the root of fs, from the rows that are root
- * entries and present: its name, inode and file type; 0, or ENOENT past
- * the last.  Caller holds fs->lock (read). */
+ * entries and present: its name, inode (ino NULL: the name and type only,
+ * which a lookup compares before it asks the one inode) and file type;
+ * 0, or ENOENT past the last.  Caller holds fs->lock (read). */
 int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
 /* Every row's fini, at the model's close (tree.c's gfs_texts_free). */

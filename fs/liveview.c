@@ -242,8 +242,8 @@ int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
 static const char *live_root_entry(struct gfs *fs, fuse_ino_t *ino) {
     int err = 0;
     uint64_t size = 0;
-    if (!fs->live_name)
-        return NULL;
+    if (!fs->live_name || !ino)
+        return fs->live_name; /* the header is made for the inode only */
     struct gfs_text *hdr = gfs_view_header(fs, &err);
     if (hdr && gfs_view_size(fs, &size) != 0) {
         gfs_text_put(hdr);

@@ -30,8 +30,12 @@ static int root_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
     const char *nm;
     fuse_ino_t ino;
     mode_t mode;
-    for (int64_t k = 0; !gfs_kind_root_entry(fs, k, &nm, &ino, &mode); k++)
+    /* Names first: an entry's inode can cost a rendering (the live view's
+     * header), made only for the entry looked up. */
+    for (int64_t k = 0; !gfs_kind_root_entry(fs, k, &nm, NULL, &mode); k++)
         if (strcmp(nm, name) == 0) {
+            if (gfs_kind_root_entry(fs, k, &nm, &ino, &mode))
+                return ENOENT;
             *out = ino;
             return 0;
         }
@@ -41,10 +45,9 @@ static int root_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
 static int64_t root_n(struct gfs *fs, fuse_ino_t dir) {
     (void)dir;
     const char *nm;
-    fuse_ino_t ino;
     mode_t mode;
     int64_t k = 0;
-    while (!gfs_kind_root_entry(fs, k, &nm, &ino, &mode))
+    while (!gfs_kind_root_entry(fs, k, &nm, NULL, &mode))
         k++;
     return k;
 }

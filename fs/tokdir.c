@@ -14,7 +14,8 @@
  * cached under text_lock, so pending edits of meta/ show), and an open
  * serves the text of its open.  Bounded: a file past GFS_MAX_TEXT is
  * EFBIG (said in the log); a text is held while cached or open, and made
- * again only after an edit.  Read-write mounts open them in direct I/O
+ * again only after an edit, but one longer than GFS_TEXT_WHOLE is dropped
+ * from the cache at the release of an open of it (file_release).  Read-write mounts open them in direct I/O
  * with attributes never cached (a size taken before an edit never cuts
  * the text read after it).  Read-only.
  */
@@ -30,7 +31,10 @@ _Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
 /* The file's text now (gfs_text_of_gen's make, one a file). */
 static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
-    if (voc_render(fs->ctx, f, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
+    /* Under text_lock, at the generation present() asked (the caller
+     * holds fs->lock): its mask spares tokenizer.json a second check. */
+    uint32_t known = fs->tok_mask_gen == fs->generation + 1 ? fs->tok_mask : 0;
+    if (voc_render_known(fs->ctx, f, known, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
         return 0;
     if (gerr.code == GGUF_E_RANGE) {
         gfs_log(fs, "%s", gerr.msg);
@@ -153,6 +157,28 @@ static int file_open(struct gfs *fs, struct gfs_fh *fh,
     return gfs_kind_text_open(fs, fh, fi, t, err);
 }
 
+/* A text longer than GFS_TEXT_WHOLE (the size past which meta/ holds no
+ * value's text either) is held from its making until the release of an
+ * open of it, not for the mount's life: the cache's reference and the
+ * handle's go at the release, the memory back to the system (tens of MB
+ * for a large tokenizer.json; a later open makes it again). */
+static void file_release(struct gfs *fs, struct gfs_fh *fh) {
+    enum voc_file f = (enum voc_file)(fh->ino - GFS_INO_TOKFILE);
+    struct gfs_text *t = fh->text, *cached = NULL;
+    if (!t || t->len <= GFS_TEXT_WHOLE || (unsigned)f >= VOC_N_FILES)
+        return;
+    pthread_mutex_lock(&fs->text_lock);
+    if (fs->tok[f] == t) {
+        cached = t;
+        fs->tok[f] = NULL;
+    }
+    pthread_mutex_unlock(&fs->text_lock);
+    gfs_text_put(cached);
+    gfs_text_put(t);
+    fh->text = NULL;
+    malloc_trim(0); /* see tok_text */
+}
+
 static void file_fini(struct gfs *fs) {
     for (int f = 0; f < VOC_N_FILES; f++) {
         gfs_text_put(fs->tok[f]);
@@ -180,5 +206,6 @@ const struct gfs_kind_ops gfs_kind_tokfile = {
     .stat = file_stat,
     .open = file_open,
     .read = gfs_read_text,
+    .release = file_release,
     .fini = file_fini,
 };

@@ -336,6 +336,48 @@ def sec_edit(d, voc):
     J.log("ok   tokenizer/ follows the edits of meta/, pending and committed")
 
 
+def rss_of(mnt):
+    pid = int(os.getxattr(mnt, "user.ggufs.pid"))
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+
+def sec_big(d):
+    """A text past 1 MB (tokens.tsv of 60k tokens) is held while open,
+    not after: two opens at once read the same bytes though the first's
+    release drops it, a later open makes it again, and the daemon's RSS
+    falls by most of the text once no open holds it."""
+    voc = os.path.join(d, "vocab60k.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "model", voc, "--tensor-mb", "1", "--n-tensors", "2",
+                        "--vocab", "60000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture model: %s" % p.stderr.decode(errors="replace"))
+    mnt = os.path.join(d, "mnt")
+    for opts in (["-o", "ro"], []):
+        E.mount(voc, mnt, opts)
+        try:
+            path = os.path.join(mnt, "tokenizer", "tokens.tsv")
+            with open(path, "rb") as a, open(path, "rb") as b:
+                first = a.read()
+                a.close()
+                second = b.read()
+                held = rss_of(mnt)
+            if len(first) <= 1 << 20 or first != second:
+                raise Fail("tokens.tsv of 60k tokens: %d bytes, two opens %s" % (
+                    len(first), "agree" if first == second else "differ"))
+            dropped = held - rss_of(mnt)
+            if dropped < len(first) // 2:
+                raise Fail("%s: the daemon's RSS fell by %d bytes once tokens.tsv (%d bytes) was "
+                           "closed: the text is still held" % (" ".join(opts) or "rw", dropped, len(first)))
+            with open(path, "rb") as c:
+                if c.read() != first:
+                    raise Fail("tokens.tsv made again differs")
+            check("60k tokens, made again", mnt, voc)
+        finally:
+            J.unmount(mnt, [])
+    J.log("ok   a text past 1 MB is held while open only, the same bytes made again")
+
+
 CHATML = (b"{# a comment: \"quotes\" \\ backslash \t tab caf\xc3\xa9 \xf0\x9f\x98\x80 #}"
           b"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
           b"message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
@@ -409,6 +451,7 @@ def main():
             mods = None
         sec_read(root, files + real, mods)
         sec_edit(root, voc)
+        sec_big(root)
         if mods:
             sec_chat(root, voc, mods)
     finally:

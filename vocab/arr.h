@@ -52,8 +52,12 @@ enum gguf_status voc_special(const gguf_ctx *ctx, struct gguf_buf *b,
                              struct gguf_error *err);
 enum gguf_status voc_merges_txt(const gguf_ctx *ctx, uint64_t max,
                                 struct gguf_buf *b, struct gguf_error *err);
+/* checked: the caller has seen voc_present include tokenizer.json for
+ * this very state of ctx (its pass over the vocabulary is not made
+ * again). */
 enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
-                                  struct gguf_buf *b, struct gguf_error *err);
+                                  bool checked, struct gguf_buf *b,
+                                  struct gguf_error *err);
 /* tokenizer_config.json, or special_tokens_map.json (map). */
 enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
                                struct gguf_buf *b);
@@ -71,8 +75,11 @@ struct voc_index {
     uint32_t *slot;
     int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };
-/* Made from the tokens array (false: out of memory or a bad element). */
-bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix);
+/* Made from the tokens array (false: out of memory or a bad element);
+ * by_text: with the table (voc_index_find, voc_index_duplicate), else
+ * the texts by id alone (cap 0: nothing is found by text). */
+bool voc_index_make(const struct voc_arr *toks, bool by_text,
+                    struct voc_index *ix);
 void voc_index_free(struct voc_index *ix);
 /* The id of the token whose text is s (the first of those), or -1. */
 int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,

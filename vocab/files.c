@@ -81,6 +81,13 @@ uint32_t voc_present(const gguf_ctx *ctx) {
 
 enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
                             struct gguf_buf *out, struct gguf_error *err) {
+    return voc_render_known(ctx, f, 0, max, out, err);
+}
+
+enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
+                                  uint32_t present, uint64_t max,
+                                  struct gguf_buf *out,
+                                  struct gguf_error *err) {
     size_t mark = out->len;
     enum gguf_status st;
     if (!voc_has(ctx, f))
@@ -97,7 +104,7 @@ enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
         st = voc_merges_txt(ctx, max, out, err);
         break;
     case VOC_HF_TOKENIZER:
-        st = voc_hf_tokenizer(ctx, max, out, err);
+        st = voc_hf_tokenizer(ctx, max, present >> f & 1, out, err);
         break;
     case VOC_HF_MODEL:
         st = voc_hf_model_config(ctx, out);

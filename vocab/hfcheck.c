@@ -186,7 +186,7 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
         return why;
     if (toks.n > UINT32_MAX)
         return "more tokens than ids of 32 bits";
-    if (!voc_index_make(&toks, &ix))
+    if (!voc_index_make(&toks, true, &ix))
         return "out of memory, or a token past the value's end";
     for (size_t i = 0; i < ix.n && !why; i++)
         if (!gguf_utf8_valid(ix.text[i], ix.len[i])) {

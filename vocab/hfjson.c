@@ -2,7 +2,8 @@
  * hfjson.c - hf/tokenizer.json (vocab.h), Hugging Face's tokenizers
  * format, for the tokenizers hfcheck.c lets through.  Every JSON string
  * and value is encoded by libjansson; the document's frame is written
- * here piece by piece, one vocabulary entry and one merge a line, so that
+ * here piece by piece, one vocabulary entry a line and the merges 64 a
+ * line (byte-level BPE; SentencePiece's one a line), so that
  * the memory it costs is the text itself and an index of the vocabulary
  * (24 bytes a token) and of the merges (16 bytes each), not a tree of
  * every token.
@@ -56,12 +57,76 @@ enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
     return st;
 }
 
-static enum gguf_status jstr(struct gguf_buf *b, const uint8_t *s, uint64_t n) {
-    return voc_json(b, json_stringn((const char *)s, (size_t)n));
+/* The JSON strings of the vocabulary and merges, one at a time through a
+ * string value of libjansson's reused for each (no json_t made a token).
+ * Its text is set without jansson's UTF-8 check: json_dumpb decodes it as
+ * it escapes and fails (0) on a byte that is not UTF-8, so a text is
+ * checked once, and an invalid one is GGUF_E_INVAL as ever. */
+struct jw {
+    json_t *s;
+    json_t *pool[64]; /* jstrs's strings, made at its first call */
+};
+
+static enum gguf_status jstr(struct jw *w, struct gguf_buf *b, const uint8_t *s,
+                             uint64_t n) {
+    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+    if (n > (SIZE_MAX - 2) / 6)
+        return GGUF_E_NOMEM;
+    size_t room = 6 * (size_t)n + 2; /* \u00XX at most a byte, quotes */
+    enum gguf_status st = gguf_buf_reserve(b, room);
+    if (st != GGUF_OK)
+        return st;
+    if (json_string_setn_nocheck(w->s, (const char *)s, (size_t)n))
+        return GGUF_E_NOMEM;
+    size_t need = json_dumpb(w->s, (char *)b->p + b->len, room, flags);
+    if (!need || need > room) /* not UTF-8 (the room is jansson's most) */
+        return GGUF_E_INVAL;
+    b->len += need;
+    return GGUF_OK;
 }
 
 static enum gguf_status lit(struct gguf_buf *b, const char *s) {
     return gguf_buf_add(b, s, strlen(s));
+}
+
+/* The k (at most 64) strings s[i] (len[i] bytes each) as JSON strings
+ * separated by commas, in one json_dumpb of an array of the pool's
+ * strings (JSON_EMBED: no brackets): jansson's cost a call spread over k
+ * texts. */
+static enum gguf_status jstrs(struct jw *w, struct gguf_buf *b,
+                              const uint8_t *const *s, const uint64_t *len,
+                              size_t k) {
+    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_EMBED;
+    size_t room = k;
+    for (size_t i = 0; i < k; i++) {
+        if (len[i] > (SIZE_MAX / 2 - room) / 6 - 2)
+            return GGUF_E_NOMEM;
+        room += 6 * (size_t)len[i] + 2;
+    }
+    json_t *arr = json_array();
+    enum gguf_status st = arr ? gguf_buf_reserve(b, room) : GGUF_E_NOMEM;
+    for (size_t i = 0; st == GGUF_OK && i < k; i++) {
+        if (!w->pool[i] && !(w->pool[i] = json_string_nocheck("")))
+            st = GGUF_E_NOMEM;
+        else if (json_string_setn_nocheck(w->pool[i], (const char *)s[i],
+                                          (size_t)len[i]) ||
+                 json_array_append(arr, w->pool[i]))
+            st = GGUF_E_NOMEM;
+    }
+    size_t need =
+        st == GGUF_OK ? json_dumpb(arr, (char *)b->p + b->len, room, flags) : 0;
+    if (st == GGUF_OK && (!need || need > room)) /* not UTF-8 */
+        st = GGUF_E_INVAL;
+    if (st == GGUF_OK)
+        b->len += need;
+    json_decref(arr);
+    return st;
+}
+
+/* The line break before an element of a long array: ",\n", or "\n"
+ * before the first (no strlen a token). */
+static enum gguf_status next_line(struct gguf_buf *b, bool first) {
+    return first ? gguf_buf_add(b, "\n", 1) : gguf_buf_add(b, ",\n", 2);
 }
 
 /* A merge of the SentencePiece vocabulary (make_merges). */
@@ -249,17 +314,31 @@ static enum gguf_status pipeline(const gguf_ctx *ctx,
     return st == GGUF_OK ? lit(b, ",\n") : st;
 }
 
+/* ":ID" then ",\n" unless last, in p (32 bytes); its length.  By hand:
+ * snprintf was a tenth of a large vocabulary's time. */
+static size_t id_tail(char *p, size_t id, bool last) {
+    char d[24];
+    size_t n = 0, k = 0;
+    do
+        d[n++] = (char)('0' + id % 10);
+    while ((id /= 10) != 0);
+    p[k++] = ':';
+    while (n)
+        p[k++] = d[--n];
+    if (!last)
+        p[k++] = ',', p[k++] = '\n';
+    return k;
+}
+
 /* "vocab":{...}: one "text":id a line. */
-static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
-                              size_t mark, struct gguf_buf *b) {
-    enum gguf_status st = lit(b, "\"vocab\":{");
-    char num[32];
+static enum gguf_status vocab(struct jw *w, const struct voc_index *ix,
+                              uint64_t max, size_t mark, struct gguf_buf *b) {
+    enum gguf_status st = lit(b, "\"vocab\":{\n");
+    char tail[32];
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
-        if ((st = lit(b, i ? ",\n" : "\n")) != GGUF_OK ||
-            (st = jstr(b, ix->text[i], ix->len[i])) != GGUF_OK)
+        if ((st = jstr(w, b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
-        snprintf(num, sizeof num, ":%zu", i);
-        st = lit(b, num);
+        st = gguf_buf_add(b, tail, id_tail(tail, i, i + 1 == ix->n));
         if (b->len - mark > max)
             return GGUF_E_RANGE;
     }
@@ -268,21 +347,24 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
 
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
  * SentencePiece ones made from the scores, as ["left","right"]. */
-static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
-                               enum voc_hf kind, uint64_t max, size_t mark,
-                               struct gguf_buf *b) {
+static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
+                               const struct voc_index *ix, enum voc_hf kind,
+                               uint64_t max, size_t mark, struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
     if (kind == VOC_HF_BYTE_BPE) {
         if (!voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
             return GGUF_E_NOTFOUND;
-        const uint8_t *pos = a.p, *s;
-        uint64_t len;
-        for (uint64_t i = 0; st == GGUF_OK && i < a.n; i++) {
-            if (!voc_arr_next_str(&a, &pos, &s, &len))
-                return GGUF_E_FORMAT;
-            if ((st = lit(b, i ? ",\n" : "\n")) == GGUF_OK)
-                st = jstr(b, s, len);
+        const uint8_t *pos = a.p, *s[64];
+        uint64_t len[64];
+        /* 64 a line, one json_dumpb each (jstrs) */
+        for (uint64_t i = 0; st == GGUF_OK && i < a.n; i += 64) {
+            size_t k = 0;
+            for (; k < 64 && i + k < a.n; k++)
+                if (!voc_arr_next_str(&a, &pos, &s[k], &len[k]))
+                    return GGUF_E_FORMAT;
+            if ((st = next_line(b, i == 0)) == GGUF_OK)
+                st = jstrs(w, b, s, len, k);
             if (b->len - mark > max)
                 return GGUF_E_RANGE;
         }
@@ -295,12 +377,13 @@ static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
     if ((st = make_merges(ix, &a, &m, &n)) != GGUF_OK)
         return st;
     for (size_t i = 0; st == GGUF_OK && i < n; i++) {
-        st = lit(b, i ? ",\n" : "\n");
-        if (st == GGUF_OK)
-            st =
-                voc_json(b, json_pack("[s%s%]", ix->text[m[i].l],
-                                      (size_t)ix->len[m[i].l], ix->text[m[i].r],
-                                      (size_t)ix->len[m[i].r]));
+        uint32_t l = m[i].l, r = m[i].r;
+        st = next_line(b, i == 0);
+        if (st == GGUF_OK && (st = lit(b, "[")) == GGUF_OK &&
+            (st = jstr(w, b, ix->text[l], ix->len[l])) == GGUF_OK &&
+            (st = lit(b, ",")) == GGUF_OK &&
+            (st = jstr(w, b, ix->text[r], ix->len[r])) == GGUF_OK)
+            st = lit(b, "]");
         if (b->len - mark > max)
             st = GGUF_E_RANGE;
     }
@@ -337,36 +420,70 @@ static enum gguf_status model_head(const gguf_ctx *ctx,
                         "\"byte_fallback\":false,\"ignore_merges\":false,\n");
 }
 
+/* Room for the whole file at once (one growth of b, not a doubling each
+ * time it fills): the texts of the vocabulary and of the byte-level
+ * merges (their payloads: each text with 8 bytes, more than the quotes,
+ * id and separators most take), twice the vocabulary's for SentencePiece's
+ * merges.  An estimate: b grows past it as ever. */
+static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
+                                enum voc_hf kind, uint64_t max,
+                                struct gguf_buf *b) {
+    struct voc_arr m;
+    uint64_t est = 4096 + 2 * (uint64_t)(toks->end - toks->p);
+    if (kind == VOC_HF_BYTE_BPE &&
+        voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &m))
+        est = 4096 + (uint64_t)(toks->end - toks->p) + (uint64_t)(m.end - m.p);
+    return gguf_buf_reserve(b, (size_t)(est < max ? est : max));
+}
+
+/* The document after the checks, from the vocabulary's index ix. */
+static enum gguf_status document(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, enum voc_hf kind,
+                                 uint64_t max, struct gguf_buf *b) {
+    size_t mark = b->len;
+    struct jw w = {json_string_nocheck(""), {NULL}};
+    if (!w.s)
+        return GGUF_E_NOMEM;
+    enum gguf_status st =
+        lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
+    if (st == GGUF_OK)
+        st = added_tokens(ctx, ix, b);
+    if (st == GGUF_OK)
+        st = pipeline(ctx, ix, kind, b);
+    if (st == GGUF_OK)
+        st = model_head(ctx, ix, kind, b);
+    if (st == GGUF_OK)
+        st = vocab(&w, ix, max, mark, b);
+    if (st == GGUF_OK)
+        st = merges(&w, ctx, ix, kind, max, mark, b);
+    if (st == GGUF_OK)
+        st = lit(b, "\n]}}\n");
+    json_decref(w.s);
+    for (size_t k = 0; k < sizeof w.pool / sizeof *w.pool; k++)
+        json_decref(w.pool[k]);
+    if (st == GGUF_OK && b->len - mark > max)
+        st = GGUF_E_RANGE;
+    return st;
+}
+
 enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
-                                  struct gguf_buf *b, struct gguf_error *err) {
+                                  bool checked, struct gguf_buf *b,
+                                  struct gguf_error *err) {
     char why[256];
-    const char *no = voc_hf_reason(ctx, why, sizeof why);
+    const char *no = checked ? NULL : voc_hf_reason(ctx, why, sizeof why);
     if (no)
         return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     enum voc_hf kind = voc_hf_kind(ctx);
     struct voc_arr toks;
     struct voc_index ix;
-    size_t mark = b->len;
+    /* The table by text only for SentencePiece's merges (make_merges). */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
-        !voc_index_make(&toks, &ix))
+        !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))
         return gguf_fail(err, GGUF_E_NOMEM, "hf/tokenizer.json: out of memory");
-    enum gguf_status st =
-        lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
+    enum gguf_status st = reserve(ctx, &toks, kind, max, b);
     if (st == GGUF_OK)
-        st = added_tokens(ctx, &ix, b);
-    if (st == GGUF_OK)
-        st = pipeline(ctx, &ix, kind, b);
-    if (st == GGUF_OK)
-        st = model_head(ctx, &ix, kind, b);
-    if (st == GGUF_OK)
-        st = vocab(&ix, max, mark, b);
-    if (st == GGUF_OK)
-        st = merges(ctx, &ix, kind, max, mark, b);
-    if (st == GGUF_OK)
-        st = lit(b, "\n]}}\n");
+        st = document(ctx, &ix, kind, max, b);
     voc_index_free(&ix);
-    if (st == GGUF_OK && b->len - mark > max)
-        st = GGUF_E_RANGE;
     if (st == GGUF_E_RANGE)
         return gguf_fail(err, st, "hf/tokenizer.json would pass %llu bytes",
                          (unsigned long long)max);

@@ -7,6 +7,7 @@
  * bytes a token in one mapping of its own, handed back to the system by
  * voc_index_free (the allocator would keep a freed block of this size in
  * its arena: a daemon that checked a 150k vocabulary held 7 MB more).
+ * Without by_text, the texts by id alone (no table: 16 bytes a token).
  */
 #include "arr.h"
 
@@ -34,17 +35,20 @@ static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n) {
     return k;
 }
 
-bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix) {
+bool voc_index_make(const struct voc_arr *toks, bool by_text,
+                    struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
     ix->dup = -1;
     if (toks->n > UINT32_MAX - 1 || toks->n > SIZE_MAX / 64)
         return false;
     ix->n = (size_t)toks->n;
-    ix->cap = 16;
-    while (ix->cap < 2 * ix->n)
+    ix->cap = by_text ? 16 : 0;
+    while (by_text && ix->cap < 2 * ix->n)
         ix->cap *= 2;
     ix->bytes = ix->n * (sizeof *ix->text + sizeof *ix->len) +
                 ix->cap * sizeof *ix->slot;
+    if (!ix->bytes) /* no tokens, no table */
+        return true;
     void *m = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
@@ -60,6 +64,8 @@ bool voc_index_make(const struct voc_arr *toks, struct voc_index *ix) {
             voc_index_free(ix);
             return false;
         }
+        if (!by_text)
+            continue;
         size_t k = probe(ix, ix->text[i], ix->len[i]);
         if (!ix->slot[k])
             ix->slot[k] = (uint32_t)i + 1;

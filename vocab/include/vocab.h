@@ -54,5 +54,12 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n);
  * it was on failure. */
 enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
                             struct gguf_buf *out, struct gguf_error *err);
+/* voc_render, for a caller that holds present = voc_present(ctx) of this
+ * very state of the metadata: a file whose bit is set is made without
+ * its pass over the vocabulary again (tokenizer.json's check, which
+ * voc_present made).  voc_render is voc_render_known with present 0. */
+enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
+                                  uint32_t present, uint64_t max,
+                                  struct gguf_buf *out, struct gguf_error *err);
 
 #endif
