@@ -108,6 +108,34 @@ def refuse(ck, base, mnt, recipe_text, rdir, want, what):
         J.log("ok   refused, %s: %s" % (what, lines[0]))
 
 
+def written_tensor(ck, tmp, mnt, base, recipe, files):
+    """A tensor of a mix taken from a source, written whole through tensors/
+    (cp): kept in the mix's overlay (here -o overlay=PATH), shown by the
+    next mount of the mix; the base and the sources unchanged."""
+    before = stamp(files)
+    ov = os.path.join(tmp, "mix-ov.gguf")
+    name = "blk.1.ffn_up.weight"  # from donor-q8 by the recipe
+    with J.Mounted(base, mnt, args=["-o", "mix=" + recipe, "-o", "overlay=" + ov]):
+        t = os.path.join(mnt, "tensors", name)
+        newb = os.urandom(os.path.getsize(t))
+        with open(t, "wb") as f:
+            f.write(newb)
+        ck.eq("tensors/%s of a mix after cp" % name, newb, open(t, "rb").read())
+    with J.Mounted(base, mnt, args=["-o", "mix=" + recipe + ",ro", "-o", "overlay=" + ov]):
+        got, _ = tensors_of(os.path.join(mnt, "base.gguf"))
+        ck.eq("the mix's live view after a remount: %s" % name, newb,
+              region(os.path.join(mnt, "base.gguf"), got[name]))
+    ck.eq("stamps of the base and sources after a tensor of the mix was written", before,
+          stamp(files))
+    J.log("ok   a tensor of a mix written by cp: kept in the mix's overlay, the files unchanged")
+
+
+def region(path, t):
+    with open(path, "rb") as f:
+        f.seek(t.offset)
+        return f.read(t.size)
+
+
 def many_sources(ck, tmp, mnt):
     """A recipe over a set of mount_fds.N one-tensor shards, mounted with a
     soft limit of 256 descriptors: every tensor read back as the shard
@@ -313,6 +341,7 @@ def main():
             refuse(ck, base, mnt, "# x\nblk(\\.0 %s\n" % d1, tmp, ["bad.recipe:2"], "a bad regex")
             refuse(ck, base, mnt, "blk\\.0\\.ffn_up\\.weight missing.gguf\n", tmp,
                    ["bad.recipe:1", "missing.gguf"], "a missing source")
+            written_tensor(ck, tmp, mnt, base, recipe, [base, d1, d2, d2set])
         ck.done()
     finally:
         J.cleanup(mnt, tmp)
