@@ -107,6 +107,9 @@ enum filler_mode { FILL_NONE, FILL_VERBATIM, FILL_STRING, FILL_U8 };
  *  - otherwise GGUF_E_RANGE: the caller must move the data (grow the file).
  * The data start is always the padded end of the tensor infos, so target
  * must be a multiple of the alignment. */
+/* The largest header ggufs makes (a real model's is tens of MiB). */
+#define GGUF_MAX_HEADER_WRITE ((uint64_t)1 << 30)
+
 static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                              enum filler_mode *mode, int64_t *filler,
                              uint64_t *str_len, struct gguf_error *err) {
@@ -178,6 +181,15 @@ static enum gguf_status plan(const gguf_ctx *ctx, uint64_t *target,
                          (unsigned)FILLER_STR_MIN);
     }
 check:
+    /* The header is made in memory: a file may not drive that past
+     * GGUF_MAX_HEADER_WRITE (a general.alignment of 2^31 pads even an empty
+     * header to 2 GiB; found by fuzz_header). */
+    if (*target > GGUF_MAX_HEADER_WRITE)
+        return gguf_fail(err, GGUF_E_RANGE,
+                         "a header of %llu bytes (alignment %u) is more than "
+                         "ggufs writes (%llu)",
+                         (unsigned long long)*target, a,
+                         (unsigned long long)GGUF_MAX_HEADER_WRITE);
     if (*target > SIZE_MAX)
         return gguf_fail(err, GGUF_E_NOMEM,
                          "header of %llu bytes does not fit in memory",

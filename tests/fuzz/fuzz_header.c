@@ -271,6 +271,13 @@ static void roundtrip(const gguf_ctx *ctx, const uint8_t *data, size_t size,
         st = gguf_write_header(ctx, 0, &hdr, &err);
         check_err(st, &err, "write_header(0)");
     }
+    /* A header ggufs does not make: its padding to the alignment alone
+     * passes the writer's bound (write.c, GGUF_MAX_HEADER_WRITE: 1 GiB). */
+    if (st == GGUF_E_RANGE &&
+        gguf_alignment(ctx) > (UINT64_C(1) << 30) - 4096) {
+        gguf_buf_free(&hdr);
+        return;
+    }
     if (st != GGUF_OK)
         bug("write_header: %s: %s", gguf_status_name(st), err.msg);
     if (hdr.len % gguf_alignment(ctx))
