@@ -25,17 +25,10 @@ import shutil
 import statistics
 
 from shards import _tests  # tests/mount_fds.py: the set's writer, the soft limit
+from stores import _status  # a /proc/PID/status field in bytes
 
 N_SHARDS = 1155
 MB = 1 << 20
-
-
-def _status(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def _make(b, R, top):

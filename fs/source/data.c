@@ -215,23 +215,15 @@ static void reply_file(fuse_req_t req, const char *mem, size_t mem_n, int fd,
 /* A remote source's reply: mem_n bytes at mem, then n bytes of shard's
  * file from pos, copied through gfs_data_read (there is no descriptor to
  * serve them from).  Caller holds fs->lock (read). */
+static void reply_pieces_copy(fuse_req_t req, struct gfs *fs, const char *mem,
+                              size_t mem_n, const struct gfs_data_piece *p,
+                              int np, size_t total);
+
 static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
                        const char *mem, size_t mem_n, uint64_t pos,
                        uint64_t n) {
-    char *buf = gfs_tbuf(GFS_TBUF_REPLY, mem_n + n ? mem_n + n : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    int err = 0;
-    if (mem_n)
-        memcpy(buf, mem, mem_n);
-    if (n)
-        err = gfs_data_read(fs, shard, pos, buf + mem_n, (size_t)n);
-    if (err)
-        fuse_reply_err(req, err);
-    else
-        fuse_reply_buf(req, buf, mem_n + n);
+    struct gfs_data_piece one = {shard, pos, n};
+    reply_pieces_copy(req, fs, mem, mem_n, &one, n ? 1 : 0, mem_n + n);
 }
 
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
