@@ -394,10 +394,26 @@ static void verify(struct rmt_src *s, uint64_t b) {
         s->state[b] = ok ? PRESENT : ABSENT;
 }
 
+/* Adds [p, p + len) to v, after its last piece if they touch.  pin: the
+ * hot run it holds (a reference the caller took), or NULL (spill). */
+static void view_add(struct rmt_view *v, uint8_t *p, size_t len, void *pin) {
+    struct iovec *last = v->n ? &v->iov[v->n - 1] : NULL;
+    if (last && !pin && !v->pin[v->n - 1] &&
+        (uint8_t *)last->iov_base + last->iov_len == p) {
+        last->iov_len += len;
+        return;
+    }
+    v->iov[v->n] = (struct iovec){p, len};
+    v->pin[v->n++] = pin;
+}
+
 /* Copies [off, off + n), every block of it PRESENT, into buf: pieces in
- * hot runs from memory, the rest from the cache file.  Caller holds evict
- * (read) and mu; mu is dropped during each copy. */
-static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
+ * hot runs from memory, the rest from the cache file.  With v, pieces in
+ * hot runs are not copied but held in v (while it has room for them and
+ * for a last spill piece); buf gets the rest.  Caller holds evict (read)
+ * and mu; mu is dropped during each copy. */
+static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n,
+                    struct rmt_view *v) {
     uint64_t at = off, end = off + n;
     int err = 0;
     while (!err && at < end) {
@@ -415,22 +431,38 @@ static int copy_out(struct rmt_src *s, uint64_t off, uint8_t *buf, size_t n) {
         pthread_mutex_unlock(&pool.mu);
         if (to > end)
             to = end;
+        uint8_t *dst = buf + (at - off),
+                *src = h ? h->buf + (at - h->b0 * RMT_BLOCK) : NULL;
+        if (v && h && v->n < RMT_VIEW_MAX - 2) { /* held, not copied */
+            view_add(v, src, (size_t)(to - at), h);
+            at = to;
+            continue;
+        }
         pthread_mutex_unlock(&s->mu);
         if (h)
-            memcpy(buf + (at - off), h->buf + (at - h->b0 * RMT_BLOCK),
-                   (size_t)(to - at));
+            memcpy(dst, src, (size_t)(to - at));
         else
-            err = rmt_cache_pread(s->cache, at, buf + (at - off),
-                                  (size_t)(to - at));
+            err = rmt_cache_pread(s->cache, at, dst, (size_t)(to - at));
         pthread_mutex_lock(&s->mu);
         if (h) {
             pthread_mutex_lock(&pool.mu);
             hot_unref(h);
             pthread_mutex_unlock(&pool.mu);
         }
+        if (v)
+            view_add(v, dst, (size_t)(to - at), NULL);
         at = to;
     }
     return err;
+}
+
+void rmt_view_release(struct rmt_view *v) {
+    pthread_mutex_lock(&pool.mu);
+    for (int i = 0; i < v->n; i++)
+        if (v->pin[i])
+            hot_unref(v->pin[i]);
+    pthread_mutex_unlock(&pool.mu);
+    v->n = 0;
 }
 
 /* EIO if a fetch of s failed within FAILED_FOR seconds (last_error says
@@ -445,8 +477,10 @@ static int failed_lately(struct rmt_src *s) {
     return EIO;
 }
 
-int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
-             uint64_t ahead) {
+/* rmt_read and rmt_read_view: v NULL, or the view to fill (buf its
+ * spill). */
+static int read_common(struct rmt_src *s, uint64_t off, void *buf, size_t n,
+                       uint64_t ahead, struct rmt_view *v) {
     if (n == 0)
         return 0;
     if (off > s->size || n > s->size - off)
@@ -515,12 +549,25 @@ int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
         }
     }
     if (!err)
-        err = copy_out(s, off, buf, n);
+        err = copy_out(s, off, buf, n, v);
     pthread_mutex_unlock(&s->mu);
     pthread_rwlock_unlock(&s->evict);
+    if (err && v)
+        rmt_view_release(v);
     if (!err && s->max)
         maybe_evict(s); /* after the pread: never the blocks just read */
     return err;
+}
+
+int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
+             uint64_t ahead) {
+    return read_common(s, off, buf, n, ahead, NULL);
+}
+
+int rmt_read_view(struct rmt_src *s, uint64_t off, size_t n, uint64_t ahead,
+                  void *spill, struct rmt_view *v) {
+    v->n = 0;
+    return read_common(s, off, spill, n, ahead, v);
 }
 
 static void log_stderr(void *u, const char *line) {

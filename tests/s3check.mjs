@@ -146,15 +146,17 @@ async function seed(port) {
   const root = cfg.seed;
   if (!root) return;
   const put = (bucket, key, file) => new Promise((ok, bad) => {
-    const body = fs.readFileSync(file);
+    // Streamed: a bench model passes node's 2 GiB limit of one Buffer.
     const r = http.request({ host: "127.0.0.1", port, method: "PUT",
                              path: "/" + bucket + "/" + key.split("/").map(encodeURIComponent).join("/"),
-                             headers: { "content-length": body.length } }, (res) => {
+                             headers: { "content-length": fs.statSync(file).size } }, (res) => {
       res.resume();
       res.statusCode === 200 ? ok() : bad(new Error(`seed ${bucket}/${key}: HTTP ${res.statusCode}`));
     });
     r.on("error", bad);
-    r.end(body);
+    const body = fs.createReadStream(file);
+    body.on("error", bad);
+    body.pipe(r);
   });
   for (const bucket of fs.readdirSync(root)) {
     const walk = async (dir, pre) => {

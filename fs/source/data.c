@@ -10,6 +10,7 @@
  * holds any is copied, never served from the model's descriptor.
  */
 #include "source.h"
+#include "remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -226,13 +227,43 @@ static void reply_copy(fuse_req_t req, struct gfs *fs, int shard,
     reply_pieces_copy(req, fs, mem, mem_n, &one, n ? 1 : 0, mem_n + n);
 }
 
+/* A remote file's reply: mem_n bytes at mem, then n bytes of shard's file
+ * from pos written to the device from where the source holds them (the
+ * run a fetch received: no copy by the daemon), what it does not hold
+ * read into a buffer.  Caller holds fs->lock (read). */
+static void reply_remote(fuse_req_t req, struct gfs *fs, int shard,
+                         const char *mem, size_t mem_n, uint64_t pos,
+                         uint64_t n) {
+    struct rmt_view v;
+    struct iovec iov[RMT_VIEW_MAX + 1];
+    char *spill = gfs_tbuf(GFS_TBUF_REPLY, n ? n : 1);
+    int err = spill ? 0 : ENOMEM, k = 0;
+    if (!err && n)
+        err = gfs_remote_view(fs, shard, pos, (size_t)n, spill, &v);
+    if (err) { /* the source logged it */
+        fuse_reply_err(req, err);
+        return;
+    }
+    if (mem_n)
+        iov[k++] = (struct iovec){(void *)mem, mem_n};
+    for (int i = 0; n && i < v.n; i++)
+        iov[k++] = v.iov[i];
+    fuse_reply_iov(req, iov, k);
+    if (n)
+        rmt_view_release(&v);
+}
+
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
     int fd, err;
     /* A remote file has no descriptor; an overlay's tensors are not the
      * file's bytes: both are copied (gfs_data_read lays them over). */
-    if (gfs_remote_file(fs, shard) || gfs_patch_overlaps(fs, shard, pos, n)) {
+    if (gfs_patch_overlaps(fs, shard, pos, n)) {
         reply_copy(req, fs, shard, mem, mem_n, pos, n);
+        return;
+    }
+    if (gfs_remote_file(fs, shard)) {
+        reply_remote(req, fs, shard, mem, mem_n, pos, n);
         return;
     }
     if ((err = data_get(fs, shard, &fd)) != 0) {

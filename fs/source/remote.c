@@ -318,6 +318,16 @@ int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
     return rmt_read(r->src[k], pos, buf, n, ahead ? ahead : 1);
 }
 
+int gfs_remote_view(struct gfs *fs, int shard, uint64_t pos, size_t n,
+                    void *spill, struct rmt_view *v) {
+    if (!gfs_remote_file(fs, shard))
+        return EIO;
+    struct gfs_remote *r = fs->rfiles[shard].r;
+    int k = fs->rfiles[shard].k;
+    uint64_t ahead = ahead_of(r, k, pos);
+    return rmt_read_view(r->src[k], pos, n, ahead ? ahead : 1, spill, v);
+}
+
 void gfs_remote_stat(const struct gfs *fs, struct stat *st) {
     struct rmt_src *s = fs->remote->src[0];
     memset(st, 0, sizeof *st);

@@ -223,6 +223,12 @@ int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
 int gfs_remote_xattr_list(const struct gfs *fs, struct gguf_buf *out);
 int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                     size_t n);
+/* As gfs_remote_read, but the bytes held in memory are not copied: v's
+ * pieces (rmt_read_view: spill takes the rest); the caller calls
+ * rmt_view_release(v) after a success. */
+struct rmt_view;
+int gfs_remote_view(struct gfs *fs, int shard, uint64_t pos, size_t n,
+                    void *spill, struct rmt_view *v);
 /* The times and size every file of the tree shows (fs->st). */
 void gfs_remote_stat(const struct gfs *fs, struct stat *st);
 /* The version of the source the mount reads, for its overlay's identity:

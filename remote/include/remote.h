@@ -48,6 +48,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct rmt_opts {
     const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/ggufs, ~/.cache/ggufs */
@@ -110,6 +111,27 @@ const char *rmt_identity(const struct rmt_src *s);
  * no log line for a failure: the caller reports rmt_error(). */
 int rmt_read(struct rmt_src *s, uint64_t off, void *buf, size_t n,
              uint64_t ahead);
+
+/* A read served where the bytes are (rmt_read_view): up to RMT_VIEW_MAX
+ * pieces, each in a run fetched in this mount (held in memory until
+ * rmt_view_release) or in the caller's spill buffer.  Saves the copy of
+ * every byte of a first read that rmt_read makes (a reply can be written
+ * to the FUSE device straight from the pieces). */
+#define RMT_VIEW_MAX 24
+struct rmt_view {
+    int n;
+    struct iovec iov[RMT_VIEW_MAX];
+    void *pin[RMT_VIEW_MAX]; /* what each piece holds, NULL for spill */
+};
+
+/* As rmt_read, but the bytes are left where they are: v's pieces, in
+ * order, make [off, off + n); bytes read from the cache file go into
+ * spill (n bytes, at their offset from off).  On success the caller calls
+ * rmt_view_release(v) once it is done with the pieces (soon: a piece
+ * holds a run's memory).  On failure v holds nothing. */
+int rmt_read_view(struct rmt_src *s, uint64_t off, size_t n, uint64_t ahead,
+                  void *spill, struct rmt_view *v);
+void rmt_view_release(struct rmt_view *v);
 
 /* Why the calling thread's last failed rmt_read failed (one line). */
 const char *rmt_error(void);
