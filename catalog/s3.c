@@ -21,8 +21,9 @@
  * Bounds and hostile answers.  A page over S3_PAGE_MAX bytes or with more
  * than S3_PAGE_TAGS tags, more than S3_MAX_PAGES pages or S3_MAX_KEYS keys
  * in all, a page that is not a ListBucketResult, a truncated page without
- * a next token (or with the token it was asked with, or one longer than
- * S3_TOKEN_MAX): the listing fails with one line naming
+ * a next token (or with the token it was asked with, one an earlier page
+ * gave, or one longer than S3_TOKEN_MAX), a page with a DTD
+ * (rmt_xml_read): the listing fails with one line naming
  * s3://BUCKET/PREFIX/, the page and the bound or fault.  A key outside
  * the prefix, one that cat_path_fault refuses below it, one with a
  * control character, '?' or '#' (an s3:// URL could not name it), or a
@@ -40,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define S3_PAGE_MAX ((size_t)16 << 20) /* bytes of one page */
 #define S3_PAGE_TAGS (1 << 18)         /* '<' of one page: its tree's size */
@@ -53,10 +55,13 @@ struct s3ls {
     struct cat_scan s;
     struct cat_cands c;
     char bucket[RMT_S3_BUCKET_MAX + 1];
-    char *prefix; /* as given, ends in '/' or is "" */
-    char *shown;  /* s3://BUCKET/PREFIX */
-    char *token;  /* the next page's continuation token, or NULL */
-    int page;     /* 1-based */
+    char *prefix;   /* as given, ends in '/' or is "" */
+    char *shown;    /* s3://BUCKET/PREFIX */
+    char *token;    /* the next page's continuation token, or NULL */
+    uint64_t *seen; /* hashes of the tokens given so far, by page: a
+                       server's cycle of tokens is refused at its first
+                       repeat, not after S3_MAX_PAGES requests */
+    int page;       /* 1-based */
     size_t keys, skipped, files;
 };
 
@@ -146,6 +151,27 @@ out:
     xmlFree(xs);
 }
 
+/* Whether page l->page's next token t was given by an earlier page
+ * (msg says which; also on out of memory); else records it. */
+static int token_seen(struct s3ls *l, const char *t, char *msg, size_t n) {
+    uint64_t h = XXH3_64bits(t, strlen(t));
+    if (!l->seen && !(l->seen = calloc(S3_MAX_PAGES + 1, sizeof *l->seen))) {
+        snprintf(msg, n, "%s: out of memory", l->shown);
+        return 1;
+    }
+    for (int p = 1; p < l->page && p <= S3_MAX_PAGES; p++)
+        if (l->seen[p] == h) {
+            snprintf(msg, n,
+                     "%s: page %d's next continuation token was given before "
+                     "(by page %d): the listing goes round",
+                     l->shown, l->page, p);
+            return 1;
+        }
+    if (l->page <= S3_MAX_PAGES)
+        l->seen[l->page] = h;
+    return 0;
+}
+
 /* The page's IsTruncated and NextContinuationToken into l->token (NULL at
  * the last page).  0, or -1 with msg. */
 static int take_next(struct s3ls *l, xmlNode *root, char *msg, size_t n) {
@@ -165,6 +191,8 @@ static int take_next(struct s3ls *l, xmlNode *root, char *msg, size_t n) {
     } else if (l->token && !strcmp(l->token, t)) {
         snprintf(msg, n, "%s: page %d's next continuation token is its own",
                  l->shown, l->page);
+    } else if (token_seen(l, t, msg, n)) {
+        /* msg says which page gave it */
     } else {
         free(l->token);
         l->token = strdup(t);
@@ -308,6 +336,7 @@ int cat_s3_list(const char *url, const struct rmt_opts *opts,
     if (r != 0)
         cat_list_free(out);
     free(l.token);
+    free(l.seen);
     free(l.prefix);
     free(l.shown);
     return r;

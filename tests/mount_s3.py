@@ -172,6 +172,7 @@ def run(tmp, seed, local, mnt, s3, zoo):
     J.log("ok   a shard set by key name, merged")
 
     refusals(tmp, mnt, cache)
+    virtual_hosted(tmp, local, mnt, s3)
 
     # a session's key with its token; without it, InvalidToken
     creds(TMP_KEY, TMP_SECRET, TOKEN)
@@ -196,7 +197,158 @@ def run(tmp, seed, local, mnt, s3, zoo):
     profiles(tmp, mnt, cache, s3)
     creds()
     check_store(tmp, mnt, s3, zoo)
+    hostile_listings(tmp, local, mnt)
     check_llama(tmp, seed, s3, mnt)
+
+
+def virtual_hosted(tmp, local, mnt, s3):
+    """-o s3_path_style=no with a custom endpoint: the bucket in the host
+    name (http://models.localhost:PORT/team/m.gguf; curl resolves
+    *.localhost to loopback), signed over that host; judged by ggml."""
+    port = s3.url.rsplit(":", 1)[1]
+    saved = os.environ["AWS_ENDPOINT_URL"]
+    os.environ["AWS_ENDPOINT_URL"] = "http://localhost:" + port
+    mark = len(s3.lines())
+    try:
+        judge(local, "s3://models/team/m.gguf", mnt,
+              ["-o", "cache=" + os.path.join(tmp, "cvh"), "-o", "s3_path_style=no"])
+    finally:
+        os.environ["AWS_ENDPOINT_URL"] = saved
+    got = s3.lines()[mark:]
+    want_host = "models.localhost:" + port
+    if not got or any(ln["host"] != want_host or not ln["url"].startswith("/models/team/m.gguf")
+                      or ln["verdict"] != "ok" or not ln["signed"] for ln in got):
+        raise Fail("virtual-hosted requests not all signed, good and to %s: %s" % (want_host, got[:3]))
+    J.log("ok   virtual-hosted style (-o s3_path_style=no): %d signed requests to %s" % (len(got), want_host))
+
+
+LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE l [<!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">'
+          + "".join('<!ENTITY %s "%s">' % (chr(98 + i), ("&%s;" % chr(97 + i)) * 10) for i in range(8))
+          + ']>\n<ListBucketResult><Name>laughs</Name><IsTruncated>false</IsTruncated>'
+          '<Contents><Key>&i;.gguf</Key><Size>1</Size></Contents></ListBucketResult>')
+
+
+def _page(keys, token=None):
+    """A ListBucketResult of (key, size) pairs (size a string: as given),
+    truncated with NextContinuationToken token if given ("" for none)."""
+    from xml.sax.saxutils import escape
+    c = "".join("<Contents><Key>%s</Key><Size>%s</Size></Contents>" % (escape(k), z) for k, z in keys)
+    t = ("<IsTruncated>true</IsTruncated>" + ("<NextContinuationToken>%s</NextContinuationToken>" % token
+                                               if token else "")) if token is not None else \
+        "<IsTruncated>false</IsTruncated>"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>b</Name>%s%s</ListBucketResult>'
+            % (t, c))
+
+
+class Hostile:
+    """A server on loopback that answers ListObjectsV2 as a hostile or
+    broken S3 would, per bucket: pages[bucket][token or ""] is the body
+    (a str; None: 404), and serves objects[(bucket, key)] (bytes, with
+    Range) unsigned."""
+
+    def __init__(self, pages, objects):
+        import http.server
+        import threading
+        import urllib.parse
+        hs = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                u = urllib.parse.urlsplit(self.path)
+                bucket, _, key = u.path.lstrip("/").partition("/")
+                key = urllib.parse.unquote(key)
+                q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
+                hs.requests += 1
+                if q.get("list-type") == "2":
+                    body = pages.get(bucket, {}).get(q.get("continuation-token", ""))
+                    if body is None:
+                        return self.send_error(404)
+                    b = body.encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(b)))
+                    self.end_headers()
+                    return self.wfile.write(b)
+                data = objects.get((bucket, key))
+                if data is None:
+                    return self.send_error(404)
+                lo, hi = 0, len(data) - 1
+                rng = self.headers.get("Range", "")
+                if rng.startswith("bytes="):
+                    a, _, z = rng[6:].partition("-")
+                    lo, hi = int(a), min(int(z) if z else hi, hi)
+                self.send_response(206 if rng else 200)
+                self.send_header("ETag", '"e1"')
+                self.send_header("Content-Length", str(hi - lo + 1))
+                if rng:
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (lo, hi, len(data)))
+                self.end_headers()
+                self.wfile.write(data[lo:hi + 1])
+
+        self.requests = 0
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def hostile_listings(tmp, local, mnt):
+    """Listing pages no S3 sends: each store mount is refused with one line
+    naming s3://BUCKET/PREFIX/ and the fault, within a few requests (a
+    token cycle too), or (hostile keys) mounts with only the good model."""
+    with open(local, "rb") as f:
+        model = f.read()
+    good = [("pre/good.gguf", str(len(model)))]
+    pages = {
+        "cycle": {"": _page(good, "A"), "A": _page([], "B"), "B": _page([], "A")},
+        "notoken": {"": _page(good, "")},
+        "own": {"": _page(good, "A"), "A": _page([], "A")},
+        "notxml": {"": "hello, not XML"},
+        "other": {"": '<?xml version="1.0"?><Error><Code>Nope</Code></Error>'},
+        "laughs": {"": LAUGHS},
+        "dtd": {"": _page(good).replace("<ListBucketResult>", '<!DOCTYPE l [<!ENTITY k "pre/x">]><ListBucketResult>')
+                .replace("pre/good.gguf", "&k;.gguf")},
+        "longtok": {"": _page(good, "t" * 5000)},
+        "keys": {"": _page(good + [("pre/../../etc/x.gguf", "1"), ("elsewhere/x.gguf", "1"),
+                                   ("pre/q?x.gguf", "1"), ("pre/neg.gguf", "-5"), ("pre/nan.gguf", "many"),
+                                   ("pre/.hidden/../x.gguf", "1")])},
+    }
+    objects = {("keys", "pre/good.gguf"): model}
+    srv = Hostile(pages, objects)
+    saved = os.environ["AWS_ENDPOINT_URL"]
+    os.environ["AWS_ENDPOINT_URL"] = srv.url
+    creds(None)
+    args = ["-o", "ro,cache=" + os.path.join(tmp, "c-hostile")]
+    try:
+        for bucket, want in (("cycle", "given before"), ("notoken", "without a next continuation token"),
+                             ("own", "its own"), ("notxml", "not a ListBucketResult"),
+                             ("other", "not a ListBucketResult"), ("laughs", "not a ListBucketResult"),
+                             ("dtd", "not a ListBucketResult"),
+                             ("longtok", "without a next continuation token")):
+            before = srv.requests
+            refused("s3://%s/pre/" % bucket, mnt, args, ["page", want])
+            if srv.requests - before > 4:
+                raise Fail("s3://%s/pre/: %d requests before the refusal" % (bucket, srv.requests - before))
+        url = "s3://keys/pre/"
+        with J.Watchdog(mnt, 120, url), J.Mounted(url, mnt, args=args):
+            with open(os.path.join(mnt, "models.tsv")) as f:
+                names = [ln.split("\t")[0] for ln in f.read().splitlines()[1:]]
+            if names != ["good"]:
+                raise Fail("%s: models.tsv names %s, expected only good" % (url, names))
+            with open(os.path.join(mnt, "good", "meta", "general.architecture")) as f:
+                if f.read().strip() != "llama":
+                    raise Fail("%s: good/meta/general.architecture" % url)
+        J.log("ok   hostile listing pages refused in a few requests each; hostile keys skipped")
+    finally:
+        os.environ["AWS_ENDPOINT_URL"] = saved
+        creds()
+        srv.stop()
 
 
 def profiles(tmp, mnt, cache, s3):

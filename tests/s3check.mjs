@@ -60,7 +60,8 @@ function xmlError(res, status, code, message, extra = "", headers = {}) {
 
 function log(req, verdict, signed) {
   if (logf !== null)
-    fs.writeSync(logf, JSON.stringify({ method: req.method, url: req.url, verdict, signed }) + "\n");
+    fs.writeSync(logf, JSON.stringify({ method: req.method, url: req.url, host: req.headers.host,
+                                        verdict, signed }) + "\n");
 }
 
 const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/;
@@ -84,7 +85,7 @@ function queryOf(raw) {
 }
 
 // The verdict on a signed request: null if good, else [status, code, message].
-async function verify(req, m) {
+async function verify(req, m, sent) {
   const [, ak, , region, service, signedList, sig] = m;
   const c = creds[ak];
   if (!c) return [403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records."];
@@ -100,7 +101,7 @@ async function verify(req, m) {
     return [403, "SignatureDoesNotMatch", "x-amz-security-token is not signed"];
   const headers = {};
   for (const h of signed) headers[h] = req.headers[h] ?? "";
-  const [p, raw] = req.url.split(/\?(.*)/s);
+  const [p, raw] = sent.split(/\?(.*)/s);
   const [host, port] = (req.headers.host || "").split(":");
   const signer = new SignatureV4({
     credentials: { accessKeyId: ak, secretAccessKey: c.secret, sessionToken: c.token },
@@ -130,6 +131,7 @@ function forward(req, res, port) {
   const headers = { ...req.headers };
   for (const h of ["authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"])
     delete headers[h];
+  headers.host = `127.0.0.1:${port}`; // path-style to s3rver (no vhost of its own)
   let url = req.url;
   const [p, raw] = url.split(/\?(.*)/s);
   if (cfg.page && raw && /(^|&)list-type=2(&|$)/.test(raw))
@@ -175,8 +177,21 @@ const s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: 
 const addr = await s3.run();
 await seed(addr.port);
 
+// A virtual-hosted request (Host: BUCKET.localhost[:PORT], as a client
+// addresses a bucket by name; curl resolves *.localhost to loopback): its
+// bucket, or null for a path-style one.
+function vhostBucket(req) {
+  const m = /^([a-z0-9][a-z0-9.-]*)\.localhost(:\d+)?$/.exec(req.headers.host || "");
+  return m ? m[1] : null;
+}
+
 const server = http.createServer(async (req, res) => {
   try {
+    // The signature covers the request as sent (verify); s3rver and the
+    // rules below see it path-style.
+    const vb = vhostBucket(req);
+    const sent = req.url;
+    if (vb !== null) req.url = "/" + vb + (req.url.startsWith("/") ? req.url : "/" + req.url);
     const bucket = decodeURIComponent(req.url.split("?")[0].split("/")[1] || "");
     const m = AUTH.exec(req.headers.authorization || "");
     if (moved[bucket]) {
@@ -194,7 +209,7 @@ const server = http.createServer(async (req, res) => {
       log(req, "unsigned", null);
       return forward(req, res, addr.port);
     }
-    const bad = (await verify(req, m)) || listDenied(req, bucket);
+    const bad = (await verify(req, m, sent)) || listDenied(req, bucket);
     log(req, bad ? bad[1] : "ok", m[5]);
     if (bad) return xmlError(res, bad[0], bad[1], bad[2]);
     forward(req, res, addr.port);
