@@ -8,6 +8,10 @@ Rows:
                    gguf(url) and printing general.architecture
   first read       every tensor file read once (empty cache) vs
                    `curl -o /dev/null URL` of the whole file, loopback
+  first read CPU   the daemon's CPU per GB of the first read against
+                   curl's (goal <= 2x), and against curl downloading into a
+                   file on tmpfs (which fills the page cache, as every FUSE
+                   read must; report)
   limited          the first PART_MB of the first tensor with nginx's
                    limit_rate per connection, vs curl of the same range:
                    what parallel requests gain.  nginx lets each request
@@ -150,6 +154,10 @@ def _read(b, R, ngx, model, mnt, caches):
         b.add_rate("rread_n", fsize, R.measure(
             lambda: R.run(["curl", "-sf", "-o", "/dev/null", url])))
 
+    def nf():  # the download a user would make instead: into a file (tmpfs)
+        b.add_rate("rread_f", fsize, R.measure(lambda: R.run(["curl", "-sf", "-o", DL_FILE, url])))
+        os.unlink(DL_FILE)
+
     def gs():
         b.m.ggufs(slow, mnt, opts=fresh(caches))
         pid = R.pid_of("ggufs", mnt)
@@ -163,7 +171,7 @@ def _read(b, R, ngx, model, mnt, caches):
                            "%d-%d" % (p_off, p_off + p_bytes - 1), slow])))
 
     for i in range(b.runs):
-        for f in ([g, n, gs, ns] if i % 2 == 0 else [n, g, ns, gs]):
+        for f in ([g, n, nf, gs, ns] if i % 2 == 0 else [nf, n, g, ns, gs]):
             f()
         R.log("bench: remote %d/%d  ggufs %.2f  curl %.2f GB/s;  limited: ggufs %.4f  curl %.4f GB/s;"
               "  ranged requests on 2nd read + remount: %d"
@@ -181,6 +189,7 @@ def rows(b, row, rows_out, gbps, ms):
         row("by URL: read every tensor once (%.1f GB, empty cache, loopback)"
             % (info["remote_bytes"] / R_GB), "rread_g", "rread_n", "curl -o /dev/null",
             ">= 0.5x (ggufs/curl GB/s)", 0.5)
+        cpu_rows(b, row, "by URL", "rread")
         row("first %d MiB of a tensor, nginx limit_rate %s per connection"
             % (info["remote_part"] >> 20, LIMIT), "rslow_g", "rslow_n",
             "curl (one connection)", ">= 2x (parallel requests)", 2.0)
@@ -191,3 +200,21 @@ def rows(b, row, rows_out, gbps, ms):
 
 
 R_GB = 1e9
+# curl's download into a file, for the CPU a first read's page-cache fill
+# costs (tmpfs: no disk in the way; removed after each run)
+DL_FILE = "/dev/shm/ggufs-bench-download"
+
+
+def cpu_rows(b, row, what, k):
+    """The CPU rows of a first read (keys k_g, k_n, k_f): the daemon's CPU
+    per GB against curl -o /dev/null's (the goal) and against curl's
+    download into a file (which fills the page cache as a FUSE read
+    must)."""
+    import statistics
+
+    def cpu(key):
+        return "%.2f CPU-s/GB" % statistics.median(b.s[key])
+    row("%s: first read, the daemon's CPU per GB" % what, k + "_g_dcpu", k + "_n_cpu",
+        "curl -o /dev/null", "<= 2x (daemon/curl CPU, lower better)", 2.0, higher=False, fmt=cpu)
+    row("same, against curl downloading into a file (tmpfs: the page cache filled)", k + "_g_dcpu",
+        k + "_f_cpu", "curl -o FILE", "report (no goal)", 0.0, higher=False, fmt=cpu)

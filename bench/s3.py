@@ -14,6 +14,10 @@ Rows:
                    -H "x-amz-content-sha256: <empty body's>"` downloading
                    the object from the same server; CPU s/GB of each (the
                    daemon's and curl's) beside the ratio
+  s3 CPU           the daemon's CPU per GB of that first read against
+                   curl's (goal <= 2x), and against curl downloading the
+                   object into a file on tmpfs (which fills the page cache,
+                   as every FUSE read must; report)
 """
 import os
 import shutil
@@ -117,8 +121,13 @@ def _read(b, R, T, s3, model, caches):
     def n():
         b.add_rate("s3read_n", fsize, R.measure(lambda: R.run(curl)))
 
+    def nf():  # the download a user would make instead: into a file (tmpfs)
+        dl = [remote.DL_FILE if a == "/dev/null" else a for a in curl]
+        b.add_rate("s3read_f", fsize, R.measure(lambda: R.run(dl)))
+        os.unlink(remote.DL_FILE)
+
     for i in range(b.runs):
-        for f in ([g, n] if i % 2 == 0 else [n, g]):
+        for f in ([g, n, nf] if i % 2 == 0 else [nf, n, g]):
             f()
         R.log("bench: s3 %d/%d  ggufs %.2f  curl --aws-sigv4 %.2f GB/s"
               % (i + 1, b.runs, b.s["s3read_g"][-1] / R.GB, b.s["s3read_n"][-1] / R.GB))
@@ -134,3 +143,5 @@ def rows(b, row, ms):
         row("s3://: read every tensor once (%.1f GB, signed, empty cache, loopback)"
             % (b.info["s3_bytes"] / 1e9), "s3read_g", "s3read_n", "curl --aws-sigv4 -o /dev/null",
             ">= 0.5x (ggufs/curl GB/s)", 0.5)
+        import remote
+        remote.cpu_rows(b, row, "s3://", "s3read")
