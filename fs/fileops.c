@@ -291,6 +291,10 @@ void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, const char *p,
     (void)ino; /* fh->ino was resolved at open */
     struct gfs_fh *fh = fh_of(fi);
     const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    if (row->write_req) {
+        row->write_req(fs, req, fh, p, n, off);
+        return;
+    }
     int err = row->write                       ? row->write(fs, fh, p, n, off)
               : gfs_write_over_cap(fs, off, n) ? EFBIG
                                                : EBADF;

@@ -93,6 +93,11 @@ struct gfs_kind_ops {
      * one line into line saying what, else 0. */
     int (*write)(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
                  off_t off);
+    /* A write that answers req itself (it may answer before the bytes are
+     * written: tensorw.c, Pipelining); when set, the core calls it instead
+     * of write. */
+    void (*write_req)(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
+                      const char *p, size_t n, off_t off);
     int (*truncate)(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
                     off_t size);
     int (*flush)(struct gfs *fs, struct gfs_fh *fh);

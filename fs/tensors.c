@@ -195,6 +195,7 @@ const struct gfs_kind_ops gfs_kind_tensor = {
     .open = tensor_open,
     .read = tensor_read,
     .write = gfs_tw_write,
+    .write_req = gfs_tw_write_req,
     .truncate = gfs_tw_truncate,
     .flush = gfs_tw_flush,
     .release = gfs_tw_release,

@@ -34,6 +34,31 @@
  *    before they are applied); reads of that handle see its own bytes,
  *    others the file's until the apply.
  *
+ * Pipelining.  An in-place write is answered before its bytes are
+ * written: the writer's next write is read (by another thread) while this
+ * one's pwrite runs, so a writer waits for one copy, not two (bench/run
+ * twrite).  What keeps it a file:
+ *  - a write first waits for the writes in flight that overlap its bytes
+ *    (of any handle): writes of the same bytes land in the order they
+ *    were answered;
+ *  - every read the daemon serves (source/data.c: tensors/, f32/, npy/,
+ *    the hashes, the live view but by passthrough) first waits for the
+ *    writes in flight that overlap what it reads: a read after write(2)
+ *    returned sees the bytes;
+ *  - flush (each close(2)) and fsync of a tensor file wait for the
+ *    tensor's writes in flight (of any handle: the kernel writes a shared
+ *    mapping back through any writable open), release for the handle's;
+ *    a write holds fs->lock (read) from before its
+ *    answer to the end of its pwrite, so a commit (fs->lock for writing)
+ *    never runs between them;
+ *  - an error of a write already answered is kept in the handle (werr)
+ *    and returned by its next write, flush or fsync, as a regular file's
+ *    writeback error is.
+ * A passthrough open of the live view reads the file itself: while
+ * another process is still writing a tensor, it may see a write's old
+ * bytes for the length of one pwrite (never once the writer's close(2)
+ * returned).
+ *
  * What the rest shows: the file's bytes as they are.  After each write or
  * apply, the kernel's cached pages of the live view's versions served
  * from the page cache (passthrough ones read the file itself), f32/ and
@@ -52,7 +77,8 @@
  * (gfs_tw_commit).
  *
  * Locks: writes in place hold fs->lock (read), like reads: a commit never
- * moves the data under them; a stage's writes take fh->mu then fs->lock
+ * moves the data under them; the queue of writes in flight (twq.mu) is a
+ * leaf, never held while waiting for anything but its own condition; a stage's writes take fh->mu then fs->lock
  * (read); an apply holds fs->lock for writing (one at a time, none during
  * a commit).  The kernel is told to drop pages with no lock held.
  */
@@ -122,6 +148,97 @@ static int ovl_pwrite(struct gfs *fs, struct gfs_fh *fh, const char *p,
 
 /* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
  * (read). */
+/* ---- writes in flight (Pipelining) ------------------------------------ */
+
+#define TWQ_MAX 16 /* writes answered and not yet written, at most */
+
+struct gfs_twq {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* an entry left */
+    atomic_int n;      /* entries in use (read without mu: none, no wait) */
+    struct {
+        const struct gfs_fh *fh; /* NULL: a free slot */
+        int shard;
+        uint64_t lo, hi; /* bytes [lo, hi) of shard's file */
+    } v[TWQ_MAX];
+};
+
+static struct gfs_twq *twq_new(void) {
+    struct gfs_twq *q = calloc(1, sizeof *q);
+    if (q) {
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+    }
+    return q;
+}
+
+/* Whether an entry is in the way: of fh (any range) when fh is given,
+ * else overlapping [lo, hi) of shard.  Caller holds q->mu. */
+static int twq_busy(const struct gfs_twq *q, const struct gfs_fh *fh, int shard,
+                    uint64_t lo, uint64_t hi) {
+    for (int i = 0; i < TWQ_MAX; i++) {
+        if (!q->v[i].fh)
+            continue;
+        if (fh ? q->v[i].fh == fh
+               : q->v[i].shard == shard && q->v[i].lo < hi && lo < q->v[i].hi)
+            return 1;
+    }
+    return 0;
+}
+
+void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+    struct gfs_twq *q = fs->twq;
+    if (!q || !atomic_load(&q->n) || n == 0)
+        return;
+    pthread_mutex_lock(&q->mu);
+    while (twq_busy(q, NULL, shard, pos, pos + n))
+        pthread_cond_wait(&q->cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Waits until fh has no write in flight. */
+static void twq_wait_fh(struct gfs *fs, const struct gfs_fh *fh) {
+    struct gfs_twq *q = fs->twq;
+    if (!q || !atomic_load(&q->n))
+        return;
+    pthread_mutex_lock(&q->mu);
+    while (twq_busy(q, fh, -1, 0, 0))
+        pthread_cond_wait(&q->cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Enters a write of [lo, hi) of fh's file, once nothing overlaps it and a
+ * slot is free; its slot. */
+static int twq_enter(struct gfs_twq *q, const struct gfs_fh *fh, uint64_t lo,
+                     uint64_t hi) {
+    int slot = -1;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        slot = -1;
+        for (int i = 0; i < TWQ_MAX && slot < 0; i++)
+            if (!q->v[i].fh)
+                slot = i;
+        if (slot >= 0 && !twq_busy(q, NULL, fh->shard, lo, hi))
+            break;
+        pthread_cond_wait(&q->cv, &q->mu);
+    }
+    q->v[slot].fh = fh;
+    q->v[slot].shard = fh->shard;
+    q->v[slot].lo = lo;
+    q->v[slot].hi = hi;
+    atomic_fetch_add(&q->n, 1);
+    pthread_mutex_unlock(&q->mu);
+    return slot;
+}
+
+static void twq_leave(struct gfs_twq *q, int slot) {
+    pthread_mutex_lock(&q->mu);
+    q->v[slot].fh = NULL;
+    atomic_fetch_sub(&q->n, 1);
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
 static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
                        uint64_t off) {
     return gguf_data_offset(fs->shards[fh->shard]) + fh->rel + off;
@@ -172,6 +289,9 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
         if (!fs->tw_marks)
             return ENOMEM;
     }
+    if (!fs->twq && !(fs->twq = twq_new()))
+        return ENOMEM;
+    atomic_store(&fh->werr, 0);
     fh->tensor_w = 1;
     fi->noflush = 0;
     fh->drop = 0;
@@ -231,6 +351,66 @@ int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
     if (!fh->stage && !fh->ovl_whole)
         changed(fs, fh, (uint64_t)off, n, 0);
     return 0;
+}
+
+/* Tests only: GGUFS_TEST_TW_DELAY_US=N sleeps N microseconds between a
+ * pipelined write's answer and its pwrite, so that the rules above are
+ * seen to hold (tests/mount_tensorw.py); unset: 0. */
+static unsigned test_delay_us(void) {
+    static atomic_int v = -1;
+    int x = atomic_load(&v);
+    if (x < 0) {
+        const char *e = getenv("GGUFS_TEST_TW_DELAY_US");
+        long d = e ? strtol(e, NULL, 10) : 0;
+        x = d > 0 && d < 1000000 ? (int)d : 0;
+        atomic_store(&v, x);
+    }
+    return (unsigned)x;
+}
+
+void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
+                      const char *p, size_t n, off_t off) {
+    struct gguf_error err = {0};
+    int e = atomic_exchange(&fh->werr, 0);
+    if (!e &&
+        (off < 0 || (uint64_t)off > fh->size || n > fh->size - (uint64_t)off))
+        e = EFBIG;
+    if (e || n == 0 || fh->stage || fh->ovl || fh->ovl_whole || !fs->twq) {
+        if (!e)
+            e = gfs_tw_write(fs, fh, p, n, off);
+        if (e)
+            fuse_reply_err(req, e);
+        else
+            fuse_reply_write(req, n);
+        return;
+    }
+    /* In place (Pipelining): answered, then written.  What other files
+     * cached of these bytes is dropped before the answer (a read after
+     * write(2) returned finds no old page; one made meanwhile is served
+     * after the pwrite: gfs_tw_wait) and again after the pwrite (pages a
+     * reader cached before the write entered the queue).  Never while in
+     * the queue: a reader holding a page lock may be waiting for it. */
+    changed(fs, fh, (uint64_t)off, n, 0);
+    uint64_t at = pos_of(fs, fh, (uint64_t)off);
+    int slot = twq_enter(fs->twq, fh, at, at + n);
+    pthread_rwlock_rdlock(&fs->lock);
+    fuse_reply_write(req, n);
+    if (test_delay_us())
+        usleep(test_delay_us());
+    enum gguf_status st =
+        gguf_data_pwrite(fs->shards[fh->shard], at, p, n, &err);
+    pthread_rwlock_unlock(&fs->lock);
+    if (st != GGUF_OK) {
+        int zero = 0;
+        atomic_compare_exchange_strong(&fh->werr, &zero, gfs_errno(&err));
+        gfs_log(fs,
+                "%s: a write of a tensor failed (returned by the next "
+                "write, close or fsync): %s",
+                fs->path, err.msg);
+    }
+    twq_leave(fs->twq, slot);
+    if (st == GGUF_OK)
+        changed(fs, fh, (uint64_t)off, n, 0);
 }
 
 /* A stage's handle reads its own bytes (the file's where not written). */
@@ -303,10 +483,14 @@ static int apply(struct gfs *fs, struct gfs_fh *fh) {
 }
 
 int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh) {
+    /* the tensor's writes in flight, of any handle: the kernel writes a
+     * shared mapping's pages back through any writable open */
+    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    int werr = atomic_exchange(&fh->werr, 0);
     pthread_mutex_lock(&fh->mu);
     int err = apply(fs, fh);
     pthread_mutex_unlock(&fh->mu);
-    return err;
+    return werr ? werr : err;
 }
 
 int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
@@ -316,6 +500,12 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
         return 0;
     if (fh->stage || fh->ovl_whole)
         return gfs_tw_flush(fs, fh);
+    /* the tensor's writes in flight, of any handle: the kernel writes a
+     * shared mapping's pages back through any writable open */
+    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    int werr = atomic_exchange(&fh->werr, 0);
+    if (werr)
+        return werr;
     if (fh->ovl)
         return fdatasync(gfs_patch_fd(fs)) < 0 ? errno : 0;
     pthread_rwlock_rdlock(&fs->lock);
@@ -325,6 +515,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
 }
 
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh) {
+    twq_wait_fh(fs, fh); /* the core frees fh after */
     pthread_mutex_lock(&fh->mu);
     (void)apply(fs, fh); /* a failure is logged */
     gguf_stage_free(fh->stage);
@@ -395,4 +586,10 @@ int gfs_tw_commit(struct gfs *fs, char *what, size_t n,
 void gfs_tw_free(struct gfs *fs) {
     free((void *)fs->tw_marks);
     fs->tw_marks = NULL;
+    if (fs->twq) {
+        pthread_mutex_destroy(&fs->twq->mu);
+        pthread_cond_destroy(&fs->twq->cv);
+        free(fs->twq);
+        fs->twq = NULL;
+    }
 }

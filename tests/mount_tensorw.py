@@ -215,6 +215,88 @@ def sec_write(d):
         how, out.strip().split(": ", 2)[-1])
 
 
+def sec_pipeline(d):
+    """Writes in place are answered before their pwrite (tensorw.c,
+    Pipelining): a read right after each write, through another open of
+    the tensor and through the live view (both served by the daemon),
+    returns the new bytes; a pwrite that fails after its answer (ENOSPC: a
+    hole of the tensor on a full tmpfs) is returned by a later write or
+    close(2), never dropped."""
+    import random
+    path = fixture(d)
+    lay = layout(path)
+    (a, (aoff, asz)), _ = sorted(lay.items())
+    mnt = os.path.join(d, "mnt")
+    # each pwrite 20 ms after its answer (a test knob of tensorw.c): a
+    # read that did not wait for it would get the old bytes
+    os.environ["GGUFS_TEST_TW_DELAY_US"] = "20000"
+    try:
+        E.mount(path, mnt, ["-o", "passthrough=off"])
+    finally:
+        del os.environ["GGUFS_TEST_TW_DELAY_US"]
+    ta, live = os.path.join(mnt, "tensors", a), os.path.join(mnt, os.path.basename(path))
+    rng = random.Random(7)
+    wfd, rfd, lfd = os.open(ta, os.O_WRONLY), os.open(ta, os.O_RDONLY), os.open(live, os.O_RDONLY)
+    try:
+        for i in range(150):
+            n = rng.choice((4096, 65536, asz // 2))
+            off = rng.randrange(0, asz - n + 1) // 4096 * 4096
+            data = rng.randbytes(n)
+            if os.pwrite(wfd, data, off) != n:
+                raise Fail("a short write")
+            got = os.pread(rfd, n, off) if i % 2 == 0 else os.pread(lfd, n, aoff + off)
+            if got != data:
+                raise Fail("write %d (%d bytes at %d): the read right after it (%s) has other bytes"
+                           % (i, n, off, "tensor" if i % 2 == 0 else "live view"))
+    finally:
+        for fd in (wfd, rfd, lfd):
+            os.close(fd)
+    J.unmount(mnt)
+    # ENOSPC after the answer: the model on a small tmpfs, tensor a's
+    # bytes a hole, the tmpfs filled once mounted.
+    tm = os.path.join(d, "tm")
+    os.makedirs(tm)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", tm], check=True)
+    try:
+        small = fixture(tm, "hole.gguf")
+        (a, (aoff, asz)), _ = sorted(layout(small).items())
+        subprocess.run(["fallocate", "--punch-hole", "--offset", str(aoff), "--length", str(asz), small],
+                       check=True)
+        E.mount(small, mnt, ["-o", "passthrough=off"])
+        with open(os.path.join(tm, "fill"), "wb") as f:  # bounded by the tmpfs's size
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+        fd, seen, wrote = os.open(os.path.join(mnt, "tensors", a), os.O_WRONLY), None, 0
+        try:
+            for off in range(0, asz, 65536):
+                os.pwrite(fd, b"\x5a" * 65536, off)
+                wrote += 1
+        except OSError as e:
+            seen = "write %d: %s" % (wrote + 1, e.strerror)
+            if e.errno != errno.ENOSPC:
+                raise Fail("a write into a full tmpfs: %s, expected ENOSPC" % e)
+        try:
+            os.close(fd)
+        except OSError as e:
+            seen = seen or "close: %s" % e.strerror
+            if e.errno != errno.ENOSPC:
+                raise Fail("close after a failed write: %s, expected ENOSPC" % e)
+        if seen is None:
+            raise Fail("%d writes into a hole of a full tmpfs and the close all succeeded" % wrote)
+        os.unlink(os.path.join(tm, "fill"))
+        J.unmount(mnt)
+    finally:
+        if J.mountinfo_entry(mnt):
+            J.unmount(mnt, [])
+        subprocess.run(["umount", tm])
+    return "150 writes (each pwrite 20 ms after its answer) each read back at once (tensor, live view); ENOSPC after the answer returned by %s" % seen
+
+
 def sec_sizes(d):
     path = fixture(d)
     lay = layout(path)
@@ -510,7 +592,8 @@ def sec_shards(d):
 def main():
     J.require_fuse()
     E.run_sections("ggufs-tensorw-", (
-        ("writes in place and whole", sec_write, ()), ("sizes", sec_sizes, ()), ("shard set", sec_shards, ()),
+        ("writes in place and whole", sec_write, ()), ("pipelined writes", sec_pipeline, ()),
+        ("sizes", sec_sizes, ()), ("shard set", sec_shards, ()),
         ("kill -9 at every step of a replace", sec_kill, ()), ("who may write", sec_who, ()),
         ("overlay mount", sec_overlay, ()), ("overlay kill -9 at every step", sec_overlay_kill, ())),
         errors=(Fail, OSError, subprocess.CalledProcessError))
