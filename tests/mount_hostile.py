@@ -363,8 +363,15 @@ def unmount_during_hash(tmp, url, mnt, how, attr, who=()):
     time.sleep(1.5)
     td = os.path.join(mnt, "tensors")
     seen = [os.getxattr(td, "user.gguf.hash_progress").decode()]
-    time.sleep(0.5)
-    seen.append(os.getxattr(td, "user.gguf.hash_progress").decode())
+    # It moves by the hash's 4 MiB chunks: on a loaded machine (ASan, two
+    # suites on two cores) a chunk can take over half a second.
+    t1 = time.time()
+    while time.time() - t1 < 6 and g.poll() is None:
+        time.sleep(0.25)
+        now = os.getxattr(td, "user.gguf.hash_progress").decode()
+        if now != seen[0]:
+            break
+    seen.append(now)
     if g.poll() is not None:
         raise Fail("the hash ended before the %s (the model downloads too fast to test?): %s"
                    % (how, g.stderr.read().decode(errors="replace").strip()))
