@@ -292,20 +292,8 @@ int cat_hub_list(const char *url, const struct rmt_opts *opts,
         return -1;
     }
     int r = take_pages(&h, api, &o, msg, n); /* takes api */
-    if (r != 0)
-        h.s.log = NULL; /* the listing failed: nothing more to say */
-    cat_cands_group(&h.s, &h.c, 0);
-    if (h.skipped > HUB_LOG_MAX)
-        cat_logf(&h.s, "%s: %zu more entries skipped", h.shown,
-                 h.skipped - HUB_LOG_MAX);
-    if (r == 0 && !h.s.oom)
-        cat_list_finish(&h.s);
-    if (r == 0 && h.s.oom) {
-        snprintf(msg, n, "%s: out of memory while listing", h.shown);
-        r = -1;
-    }
-    if (r != 0)
-        cat_list_free(out);
+    r = cat_remote_done(&h.s, &h.c, r, h.shown, h.skipped, HUB_LOG_MAX,
+                        "entries", msg, n);
     free(h.shown);
     return r;
 }

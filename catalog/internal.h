@@ -122,6 +122,14 @@ const char *cat_path_fault(const char *p, size_t len);
 /* Sorts s->out, applies the NAME@model rule, drops duplicate names (one
  * log line each). */
 void cat_list_finish(struct cat_scan *s);
+/* The end of a remote listing (hub.c, s3.c), r its pages' result (0 or
+ * -1 with msg): c grouped (its log lines only if r is 0), one line
+ * counting the skipped entries past the logged first ones ("N more WHAT
+ * skipped"), the list finished; on failure, or out of memory (msg names
+ * shown), s->out freed.  0 or -1. */
+int cat_remote_done(struct cat_scan *s, struct cat_cands *c, int r,
+                    const char *shown, size_t skipped, size_t logged,
+                    const char *what, char *msg, size_t n);
 
 /* A file the folder walk found (cat_walk's file function, folder.c):
  * a *.gguf file is resolved beneath the store (a symlink leaving it, a

@@ -302,6 +302,25 @@ void cat_list_finish(struct cat_scan *s) {
     l->n = o;
 }
 
+int cat_remote_done(struct cat_scan *s, struct cat_cands *c, int r,
+                    const char *shown, size_t skipped, size_t logged,
+                    const char *what, char *msg, size_t n) {
+    if (r != 0)
+        s->log = NULL; /* the listing failed: nothing more to say */
+    cat_cands_group(s, c, 0);
+    if (skipped > logged)
+        cat_logf(s, "%s: %zu more %s skipped", shown, skipped - logged, what);
+    if (r == 0 && !s->oom)
+        cat_list_finish(s);
+    if (r == 0 && s->oom) {
+        snprintf(msg, n, "%s: out of memory while listing", shown);
+        r = -1;
+    }
+    if (r != 0)
+        cat_list_free(s->out);
+    return r;
+}
+
 const char *cat_path_fault(const char *p, size_t len) {
     if (len != strlen(p))
         return "holds a NUL byte";

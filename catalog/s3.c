@@ -321,20 +321,8 @@ int cat_s3_list(const char *url, const struct rmt_opts *opts,
         return -1;
     }
     int r = take_pages(&l, &o, msg, n);
-    if (r != 0)
-        l.s.log = NULL; /* the listing failed: nothing more to say */
-    cat_cands_group(&l.s, &l.c, 0);
-    if (l.skipped > S3_LOG_MAX)
-        cat_logf(&l.s, "%s: %zu more keys skipped", l.shown,
-                 l.skipped - S3_LOG_MAX);
-    if (r == 0 && !l.s.oom)
-        cat_list_finish(&l.s);
-    if (r == 0 && l.s.oom) {
-        snprintf(msg, n, "%s: out of memory while listing", l.shown);
-        r = -1;
-    }
-    if (r != 0)
-        cat_list_free(out);
+    r = cat_remote_done(&l.s, &l.c, r, l.shown, l.skipped, S3_LOG_MAX, "keys",
+                        msg, n);
     free(l.token);
     free(l.seen);
     free(l.prefix);

@@ -77,6 +77,16 @@ def evaluate(mods, model, what):
     return r
 
 
+def make_model(model):
+    """mkfixture's tiny llama at model, with the shared llama-spm
+    vocabulary when there is one (else mkfixture's generated one)."""
+    vocab = [s for s in J.shared_models() if os.path.basename(s) == "ggml-vocab-llama-spm.gguf"]
+    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != 0:
+        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+
+
 def same_math(a, b):
     return a["tokens"] == b["tokens"] and a["confidences"] == b["confidences"]
 

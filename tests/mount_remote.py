@@ -759,11 +759,7 @@ def check_llama(tmp, ngx, www, mnt):
         J.log("note: llama.cpp part skipped: %s" % e)
         return
     model = os.path.join(www, "tiny-llama.gguf")
-    vocab = [s for s in J.shared_models() if s.endswith("ggml-vocab-llama-spm.gguf")]
-    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+    L.make_model(model)
     base = L.evaluate(mods, model, "local file")
     with J.Watchdog(mnt, 300, "llama remote"):
         with J.Mounted(ngx.url("tiny-llama.gguf"), mnt, args=["-o", "cache=" + tmp + "/c-llama"]):

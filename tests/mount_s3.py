@@ -121,7 +121,8 @@ def main():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if p.returncode != 0:
             raise Fail("mksplit: %s" % p.stderr.decode(errors="replace"))
-        llama_model(os.path.join(seed, "models", "team", "tiny-llama.gguf"))
+        import mount_llama as L
+        L.make_model(os.path.join(seed, "models", "team", "tiny-llama.gguf"))
         zoo = seed_store(os.path.join(seed, "store"), local)
         s3 = S3(tmp, seed, page=PAGE, nolist=["store/secret/"])
         os.environ["AWS_ENDPOINT_URL"] = s3.url
@@ -516,15 +517,6 @@ def check_store(tmp, mnt, s3, zoo):
         raise Fail("s3://store/void/ (an empty prefix) lists %s, models.tsv %r" % (sorted(got), lines))
     J.log("ok   s3://store/void/: an empty prefix, an empty store")
     refused("s3://store/secret/", mnt, cache, ["AccessDenied", "s3://store/secret/"])
-
-
-def llama_model(model):
-    """mkfixture's tiny llama (with a real vocabulary when one is at hand)."""
-    vocab = [s for s in J.shared_models() if s.endswith("ggml-vocab-llama-spm.gguf")]
-    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
 
 
 def check_llama(tmp, seed, s3, mnt):

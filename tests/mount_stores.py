@@ -367,14 +367,8 @@ def check_llama(tmp):
     except J.Skip as e:
         J.log("note: %s; llama.cpp through stores skipped" % e)
         return
-    vocab = [m for m in J.shared_models() if os.path.basename(m) == "ggml-vocab-llama-spm.gguf"]
-    if not vocab:
-        J.log("note: no shared ggml-vocab-llama-spm.gguf: mkfixture's generated vocabulary")
     model = os.path.join(tmp, "tl.gguf")
-    p = subprocess.run([J.tool("MKFIXTURE"), "llama", model] + (["--vocab-from", vocab[0]] if vocab else []),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+    L.make_model(model)
     base = L.evaluate(mods, model, "the model itself")
     mnt = os.path.join(tmp, "mnt")
     for kind in KINDS:
