@@ -79,11 +79,6 @@ uint32_t voc_present(const gguf_ctx *ctx) {
     return m;
 }
 
-enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
-                            struct gguf_buf *out, struct gguf_error *err) {
-    return voc_render_known(ctx, f, 0, max, out, err);
-}
-
 enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
                                   uint32_t present, uint64_t max,
                                   struct gguf_buf *out,

@@ -36,7 +36,7 @@
 
 /* Appends v's JSON (compact) and drops the reference; GGUF_E_INVAL when v
  * is NULL (jansson refused a string that is not UTF-8). */
-enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
+static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
     const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
     if (!v)
         return GGUF_E_INVAL;

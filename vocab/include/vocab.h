@@ -51,13 +51,9 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n);
 /* Appends file f's bytes to out: GGUF_OK; GGUF_E_NOTFOUND when ctx does
  * not make f; GGUF_E_RANGE past max bytes; GGUF_E_NOMEM.  out is left as
- * it was on failure. */
-enum gguf_status voc_render(const gguf_ctx *ctx, enum voc_file f, uint64_t max,
-                            struct gguf_buf *out, struct gguf_error *err);
-/* voc_render, for a caller that holds present = voc_present(ctx) of this
- * very state of the metadata: a file whose bit is set is made without
- * its pass over the vocabulary again (tokenizer.json's check, which
- * voc_present made).  voc_render is voc_render_known with present 0. */
+ * it was on failure.  present: voc_present(ctx) of this very state of the
+ * metadata, or 0: a file whose bit is set is made without its pass over
+ * the vocabulary again (tokenizer.json's check, which voc_present made). */
 enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
                                   uint32_t present, uint64_t max,
                                   struct gguf_buf *out, struct gguf_error *err);
