@@ -138,6 +138,13 @@ static int setup_overlay(struct gfs_model *m) {
  * is no file to recover, lock or keep pending edits of.  0, or -1 after
  * one line on stderr naming the source (or the shard at fault). */
 static int open_remote(struct gfs_model *m) {
+    if (m->a.o.mix) { /* mix.c plans a local base's header only */
+        say(m,
+            "%s: -o mix needs a local base model (a file or a set's first "
+            "shard); the recipe's sources may be URLs",
+            m->a.file);
+        return -1;
+    }
     struct gguf_error gerr = {0};
     char bad[PATH_MAX + 64], msg[512];
     m->a.o.remote.hf = strncmp(m->a.file, "hf://", 5) == 0;

@@ -341,6 +341,8 @@ def main():
             refuse(ck, base, mnt, "# x\nblk(\\.0 %s\n" % d1, tmp, ["bad.recipe:2"], "a bad regex")
             refuse(ck, base, mnt, "blk\\.0\\.ffn_up\\.weight missing.gguf\n", tmp,
                    ["bad.recipe:1", "missing.gguf"], "a missing source")
+            refuse(ck, "http://127.0.0.1:9/base.gguf", mnt, "blk\\.0\\.ffn_up\\.weight %s\n" % d1, tmp,
+                   ["http://127.0.0.1:9/base.gguf", "-o mix needs a local base"], "a remote base")
             written_tensor(ck, tmp, mnt, base, recipe, [base, d1, d2, d2set])
         ck.done()
     finally:
