@@ -48,5 +48,8 @@ gguf_ctx *cli_open_model(const char *file, char **path);
  * status, or -1 when argv is none of them. */
 int cli_commands(int argc, char **argv);
 int cli_overlay_cmd(int argc, char **argv);
+/* edit.c: ggufs get|set|ls|tensors FILE ... without a mount (issue 37);
+ * the exit status, or -1 when argv[1] is none of them. */
+int cli_edit_cmd(int argc, char **argv);
 
 #endif

@@ -44,7 +44,9 @@ static const struct {
 /* The command argv names, run: its exit status, or -1 if argv names
  * none (a mount). */
 static int command(int argc, char *argv[]) {
-    int ov = cli_overlay_cmd(argc, argv);
+    int ov = cli_edit_cmd(argc, argv);
+    if (ov < 0)
+        ov = cli_overlay_cmd(argc, argv);
     if (ov < 0)
         ov = cli_commands(argc, argv);
     if (ov >= 0)

@@ -136,6 +136,27 @@ int gfs_overlay_drop(const char *file, const char *opt);
 int gfs_overlay_rebase(const char *file, const char *opt, int take);
 int gfs_overlay_dead_note(const char *source, const char *mnt);
 
+/* nomount.c: the commands that read or edit a model without a mount
+ * (ggufs get|ls|tensors|set, issue 37), through the mount's own code: o
+ * as a mount's (o->file the model; -o overlay, ro, allow_nested, ggml).
+ * gfs_nomount_show prints meta/NAME of each name (GFS_NM_GET), meta.tsv
+ * (GFS_NM_LS) or index.tsv (GFS_NM_TENSORS) as the mount serves them.
+ * gfs_nomount_set makes the edits in order as meta/ makes them (name: a
+ * file name of meta/; type: user.gguf.type's text, or NULL; text: the
+ * bytes written, or NULL for none; remove: rm) and commits them once;
+ * the first refused edit stops it with nothing written.  Each returns
+ * its exit status (status.h), after one line on stderr if not 0. */
+enum gfs_nm_show { GFS_NM_GET, GFS_NM_LS, GFS_NM_TENSORS };
+struct gfs_nm_edit {
+    const char *name, *type, *text;
+    size_t len;
+    int remove;
+};
+int gfs_nomount_show(const struct gfs_opts *o, enum gfs_nm_show what,
+                     char *const *names, int n);
+int gfs_nomount_set(const struct gfs_opts *o, const struct gfs_nm_edit *edits,
+                    int n);
+
 /* status.c: the progress of a long command on a terminal (stderr a tty),
  * drawn once the work has taken a second: gfs_meter_show with bytes done
  * of total (total 0: over, the line is cleared).  gfs_meter_watch: a

@@ -312,6 +312,28 @@ void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     fuse_reply_err(req, row->flush ? row->flush(fs, fh) : 0);
 }
 
+struct gfs_text *gfs_open_text(struct gfs *fs, fuse_ino_t ino, int *err) {
+    struct fuse_file_info fi = {.flags = O_RDONLY};
+    struct gfs_fh *fh = fh_new(fs, ino);
+    struct gfs_text *t = NULL;
+    if (!fh) {
+        *err = ENOMEM;
+        return NULL;
+    }
+    pthread_rwlock_rdlock(&fs->lock);
+    *err = fh_open(fs, fh, &fi);
+    pthread_rwlock_unlock(&fs->lock);
+    if (!*err && !(t = fh->text))
+        *err = EISDIR; /* bytes that are no text (a tensor, a view) */
+    if (t)
+        atomic_fetch_add(&t->refs, 1);
+    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    if (!*err && row->release)
+        row->release(fs, fh);
+    fh_free(fs, fh);
+    return t;
+}
+
 void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
     (void)ino;

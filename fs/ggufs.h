@@ -495,6 +495,12 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
 int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 /* How long the kernel may trust ino's attributes, seconds.  No lock. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
+/* fileops.c: the text a read-only open of ino serves, as gfs_op_open
+ * opens it (the row's open), with a reference for the caller
+ * (gfs_text_put); NULL and *err for a file that is not a text (a tensor,
+ * a view: EISDIR) or cannot be opened.  For the commands that run
+ * without a mount (nomount.c).  Takes fs->lock (read). */
+struct gfs_text *gfs_open_text(struct gfs *fs, fuse_ino_t ino, int *err);
 /* Resolves a name in a directory to an inode; 0 or errno. */
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out);
