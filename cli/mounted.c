@@ -138,6 +138,32 @@ static int unmount_idle(const char *mnt, pid_t daemon) {
     return fusermount_once(mnt, 1);
 }
 
+/* ggufs -u of a mount the kernel would not let go (EBUSY: a program has
+ * a file or directory of it open, or its working directory there): what
+ * the commit did (our fsync, before the unmount), that the mount stays,
+ * and how to find the holder.  EXIT_BUSY when the commit succeeded (the
+ * edits are in: only the unmount is left), else EXIT_COMMIT. */
+static int busy(const char *arg, const char *mnt, const char *msg,
+                int commit_err) {
+    if (commit_err) {
+        fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        fprintf(stderr,
+                "ggufs: %s: and the unmount failed (busy: 'fuser -vm "
+                "%s' names the programs holding it)\n",
+                arg, mnt);
+        return EXIT_COMMIT;
+    }
+    if (msg[0])
+        printf("ggufs: %s\n", msg);
+    fprintf(stderr,
+            "ggufs: %s: the edits were committed, but the unmount failed "
+            "and the mount stays (busy: 'fuser -vm %s' names the programs "
+            "holding it; close them or leave the directory, then 'ggufs -u "
+            "%s' again)\n",
+            arg, mnt, mnt);
+    return EXIT_BUSY;
+}
+
 /* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
  * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
  * commit succeeded. */
@@ -184,7 +210,7 @@ int cli_unmount_cmd(const char *arg) {
         close(dfd);
     dfd = -1;
     if (unmount_idle(mnt, daemon) != 0) {
-        fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
+        status = busy(arg, mnt, msg, commit_err);
         goto out;
     }
     /* The daemon commits whatever came after our fsync when it sees the

@@ -324,6 +324,7 @@ struct gfs_log {
  *   2. lock           rwlock: what the library contexts hold, the edits
  *   3. fh_lock        the list of open handles     } leaves: nothing is
  *      text_lock      the rendered-text caches     } taken while held
+ *      alias_mu       a store's alias names        }
  *      pt->mu         the view's versions and      } (pt->mu after
  *                     backing ids (passthrough.c)  }  text_lock is freed)
  *
@@ -361,6 +362,14 @@ struct gfs {
     const char *mnt;       /* the mountpoint, for messages */
     const char *live_name; /* file name of the live view in the root, or
                               NULL */
+    /* A store's other names of this model (its aliases, storefs.c), so
+     * that MNT/NAME/NAME.gguf is the live view for every name: the
+     * "BASE.gguf" of each alias whose last component differs, NUL
+     * separated, n_alias_names of them; set by the store at each scan.
+     * Guarded by alias_mu, a leaf (rootdir.c reads them with lock held). */
+    pthread_mutex_t alias_mu;
+    char *alias_names;
+    size_t n_alias_names;
     uid_t uid;
     gid_t gid;
     int readonly;

@@ -433,6 +433,7 @@ static void init_state(struct gfs_model *m) {
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
+    pthread_mutex_init(&m->fs.alias_mu, NULL);
     gguf_set_progress(m->fs.ctx, gfs_progress_cb, &m->fs);
     m->locks = 1;
 }
@@ -462,6 +463,15 @@ fail:
     return NULL;
 }
 
+void gfs_model_set_aliases(struct gfs *fs, char *names, size_t n) {
+    pthread_mutex_lock(&fs->alias_mu);
+    char *old = fs->alias_names;
+    fs->alias_names = names;
+    fs->n_alias_names = names ? n : 0;
+    pthread_mutex_unlock(&fs->alias_mu);
+    free(old);
+}
+
 const struct gfs_opts *gfs_model_opts(const struct gfs *fs) {
     return &((const struct gfs_model *)fs)->a.o;
 }
@@ -478,8 +488,10 @@ void gfs_model_close(struct gfs *fs) {
         gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
+        pthread_mutex_destroy(&m->fs.alias_mu);
         pthread_rwlock_destroy(&m->fs.lock);
     }
+    free(m->fs.alias_names);
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);
