@@ -245,7 +245,31 @@ out:
     return status;
 }
 
-/* ggufs --status MOUNTPOINT. */
+/* Whether mnt (resolved) is a model's directory inside a ggufs mount (a
+ * store's MNT/MODEL, whose root has the model's user.ggufs.status); else
+ * one line saying what it is.  The mount is the nearest ggufs mount
+ * point above it. */
+static int in_store(const char *arg, const char *mnt) {
+    char up[4096], src[4096];
+    snprintf(up, sizeof up, "%s", mnt);
+    for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
+        *slash = '\0';
+        if (!gfs_find_mount(up, 0, src, sizeof src))
+            continue;
+        if (getxattr(mnt, "user.ggufs.status", NULL, 0) >= 0 ||
+            errno != ENODATA)
+            return 1; /* a model's root (or an error the read will say) */
+        fprintf(stderr,
+                "ggufs: %s: not a model's directory of the ggufs mount %s "
+                "('ggufs --status %s' is the mount's)\n",
+                arg, up, up);
+        return 0;
+    }
+    fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
+    return 0;
+}
+
+/* ggufs --status MOUNTPOINT (or a store's MOUNTPOINT/MODEL). */
 int cli_status_cmd(const char *arg) {
     char *mnt = realpath(arg, NULL), src[4096];
     int status = EXIT_MOUNT; /* not a mount we can ask */
@@ -258,10 +282,8 @@ int cli_status_cmd(const char *arg) {
                                   : "");
         goto out;
     }
-    if (!gfs_find_mount(mnt, 0, src, sizeof src)) {
-        fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
+    if (!gfs_find_mount(mnt, 0, src, sizeof src) && !in_store(arg, mnt))
         goto out;
-    }
     ssize_t n = getxattr(mnt, "user.ggufs.status", NULL, 0);
     if (n > 0 && (buf = malloc((size_t)n + 1)))
         n = getxattr(mnt, "user.ggufs.status", buf, (size_t)n);

@@ -743,6 +743,11 @@ void gfs_logfile_close(struct gfs_log *l);
 int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                      const char *name, struct gguf_buf *out);
 void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
+/* A store's status (storeops.c): "model NAME: " and the model's pending
+ * edits as its own status has them, nothing when it has none; takes
+ * fs->lock (read).  0 or ENOMEM. */
+int gfs_status_model_edits(struct gfs *fs, const char *name,
+                           struct gguf_buf *b);
 /* The meter and gfs_commit_metered: daemon.h. */
 
 /* errno.c: the one place library statuses become errno values. */

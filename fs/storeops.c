@@ -462,6 +462,25 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     fuse_reply_err(req, c.err);
 }
 
+/* The status's models: each open model's pending edits (its own
+ * status's lines, after its name), then where those of the others are.
+ * Caller holds st->mu (a model's lock is taken after it). */
+static int status_models(struct gfs_storefs *st, struct gguf_buf *b) {
+    int err = 0;
+    size_t shown = b->len;
+    for (size_t k = 1; !err && k < st->n_nodes; k++)
+        if (st->nodes[k].fs && st->nodes[k].present)
+            err = gfs_status_model_edits(st->nodes[k].fs, st->nodes[k].path, b);
+    if (!err && b->len == shown)
+        err = gfs_add_str(b, "pending edits: none in the models open now\n");
+    if (!err && st->n_open < st->list.n)
+        err = gfs_add_str(b, "(models not open now have no edits pending; "
+                             "those of ollama and HF stores keep theirs in "
+                             "overlays: 'ggufs --status MNT/MODEL' opens one "
+                             "and shows them)\n");
+    return err;
+}
+
 /* The root's attributes, as a single-file mount's root has them:
  * user.ggufs.pid (ggufs -u waits for the daemon), user.ggufs.commit (the
  * last fsync's reports), user.ggufs.status (the store, its models, the
@@ -496,6 +515,8 @@ static int root_xattr(struct gfs_storefs *st, fuse_req_t req, const char *name,
                       gfs_add_str(b, line)
                   ? ENOMEM
                   : 0;
+        if (!err)
+            err = status_models(st, b);
     }
     pthread_mutex_unlock(&st->mu);
     return err;
