@@ -138,6 +138,17 @@ static int unmount_idle(const char *mnt, pid_t daemon) {
     return fusermount_once(mnt, 1);
 }
 
+/* A report (user.ggufs.commit: a store's has a line per model), each
+ * line after "ggufs: ". */
+static void say_lines(FILE *f, const char *msg) {
+    for (const char *p = msg, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        fprintf(f, "ggufs: %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
+        if (!nl)
+            break;
+    }
+}
+
 /* ggufs -u of a mount the kernel would not let go (EBUSY: a program has
  * a file or directory of it open, or its working directory there): what
  * the commit did (our fsync, before the unmount), that the mount stays,
@@ -146,15 +157,14 @@ static int unmount_idle(const char *mnt, pid_t daemon) {
 static int busy(const char *arg, const char *mnt, const char *msg,
                 int commit_err) {
     if (commit_err) {
-        fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        say_lines(stderr, msg[0] ? msg : strerror(commit_err));
         fprintf(stderr,
                 "ggufs: %s: and the unmount failed (busy: 'fuser -vm "
                 "%s' names the programs holding it)\n",
                 arg, mnt);
         return EXIT_COMMIT;
     }
-    if (msg[0])
-        printf("ggufs: %s\n", msg);
+    say_lines(stdout, msg);
     fprintf(stderr,
             "ggufs: %s: the edits were committed, but the unmount failed "
             "and the mount stays (busy: 'fuser -vm %s' names the programs "
@@ -222,14 +232,13 @@ int cli_unmount_cmd(const char *arg) {
     }
 
     if (commit_err) {
-        fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        say_lines(stderr, msg[0] ? msg : strerror(commit_err));
         /* The daemon's last try failed the same way: told already. */
         (void)gguf_state_remove(src, GGUF_STATE_STATUS, NULL);
         status = EXIT_COMMIT;
         goto out;
     }
-    if (msg[0])
-        printf("ggufs: %s\n", msg);
+    say_lines(stdout, msg);
     /* Edits made between our fsync and the unmount were committed by the
      * daemon as it stopped: their outcome too. */
     status = gfs_print_outcome(src)         ? EXIT_COMMIT

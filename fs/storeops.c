@@ -412,14 +412,17 @@ static void store_release(fuse_req_t req, fuse_ino_t ino,
 
 /* fsync of the store's root: every open model's edits committed (ggufs
  * -u); only the mount's owner or root.  The first failure is the answer;
- * the reports of the models that had something to commit, "; "
- * separated, are the root's user.ggufs.commit. */
+ * the reports of the models that had something to commit, one line each
+ * named by the model ("NAME: what", not the blob's path), are the root's
+ * user.ggufs.commit. */
 struct commit_all {
     int err;
     struct gguf_buf report;
+    const struct gfs_storefs *st; /* its st->mu held: gfs_store_each */
 };
 static void commit_one(struct gfs *fs, void *u) {
     struct commit_all *c = u;
+    const char *name = c->st->nodes[fs->ino_base >> GFS_INO_SLOT_SHIFT].path;
     if (fs->readonly)
         return;
     /* A model edited since it was opened: its report (an overlay holds
@@ -433,7 +436,12 @@ static void commit_one(struct gfs *fs, void *u) {
     if (err && !c->err)
         c->err = err;
     const char *msg = fs->store.commit_msg; /* the commit's, just made */
-    if ((c->report.len && gguf_buf_add(&c->report, "; ", 2) != GGUF_OK) ||
+    size_t pl = strlen(fs->path);
+    if (!strncmp(msg, fs->path, pl) && !strncmp(msg + pl, ": ", 2))
+        msg += pl + 2; /* "PATH: what" (store.c): the name says it */
+    if ((c->report.len && gguf_buf_add(&c->report, "\n", 1) != GGUF_OK) ||
+        gguf_buf_add(&c->report, name, strlen(name)) != GGUF_OK ||
+        gguf_buf_add(&c->report, ": ", 2) != GGUF_OK ||
         gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK)
         c->err = c->err ? c->err : ENOMEM;
 }
@@ -443,7 +451,7 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)datasync;
     (void)fi;
     struct gfs_storefs *st = gfs_st_of(req);
-    struct commit_all c = {0};
+    struct commit_all c = {.st = st};
     uid_t uid = fuse_req_ctx(req)->uid;
     if (ino == FUSE_ROOT_ID && uid != 0 && uid != getuid()) {
         c.err = EACCES;
