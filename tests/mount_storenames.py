@@ -331,15 +331,20 @@ def case_s3(tmp, mnt):
         finally:
             if J.mountinfo_entry(mnt):
                 J.unmount(mnt)
+        bad = []  # both checked, whatever the first says
         if got != ["models.tsv", "team", "top"] or team != ["m"]:
-            raise Fail("s3://bk (a bucket): exit %d, lists %s, team/ %s: %r" % (rc, got, team, err))
-        J.log("ok   s3: s3://bk is the bucket's store: %s, team/%s" % (got, team))
+            bad.append("s3://bk (a bucket): exit %d, lists %s, team/ %s: %r" % (rc, got, team, err))
+        else:
+            J.log("ok   s3: s3://bk is the bucket's store: %s, team/%s" % (got, team))
         rc, out, err = ggufs(*(cache + ["s3://bk/team", mnt]))
         if J.mountinfo_entry(mnt):
             J.unmount(mnt)
         if rc == 0 or "s3://BUCKET/PREFIX/" not in err:
-            raise Fail("s3://bk/team (a prefix without '/'): exit %d, no hint at the prefix form: %r" % (rc, err))
-        J.log("ok   s3: s3://bk/team: %s" % err.strip())
+            bad.append("s3://bk/team (a prefix without '/'): exit %d, no hint at the prefix form: %r" % (rc, err))
+        else:
+            J.log("ok   s3: s3://bk/team: %s" % err.strip())
+        if bad:
+            raise Fail("; ".join(bad))
     finally:
         os.environ.clear()
         os.environ.update(saved)
