@@ -288,15 +288,20 @@ def case_grep(tmp, mnt):
     mount(store, mnt)
     try:
         plain, _ = rchar(["grep", "-r", "zz-no-such-text-zz", mnt])
-        # README and ggufs(1), STORES: the recipe as written there.
-        excl, rc = rchar(["grep", "-r", "--exclude-dir=f32", "--exclude-dir=npy", "--exclude-dir=tensors",
-                          "--exclude=*.gguf", "general.architecture", mnt])
-        found = subprocess.run(["grep", "-rl", "--exclude-dir=f32", "--exclude-dir=npy", "--exclude-dir=tensors",
-                                "--exclude=*.gguf", "general.architecture", mnt], stdout=subprocess.PIPE).stdout
+        # README and ggufs(1), STORES: the recipe as written there (the
+        # shell's '*.gguf' is *.gguf; the text sought is this model's
+        # architecture, llama there), and its second form.
+        recipe = ["grep", "-r", "--exclude-dir=f32", "--exclude-dir=npy", "--exclude-dir=tensors",
+                  "--exclude=*.gguf", "quants", mnt]
+        excl, rc = rchar(recipe)
+        found = subprocess.run(recipe[:1] + ["-l"] + recipe[1:], stdout=subprocess.PIPE).stdout
+        found += subprocess.run("grep -H . %s/*/meta/general.architecture" % mnt, shell=True,
+                                stdout=subprocess.PIPE).stdout
     finally:
         J.unmount(mnt)
     size = os.path.getsize(model)
-    if plain < 5 * size or excl > size // 20 or rc != 0 or b"meta.tsv" not in found:
+    if (plain < 5 * size or excl > size // 20 or rc != 0 or b"meta/general.architecture" not in found
+            or b"q/meta/general.architecture:quants" not in found):
         raise Fail("grep -r at a store root read %d bytes (model %d); with the excludes %d, exit %d, found %r"
                    % (plain, size, excl, rc, found))
     J.log("ok   grep: grep -r at a store root reads %.1f MB for a %.1f MB model (%.1fx: tensors/, f32/, npy/, "
