@@ -1,7 +1,10 @@
 /*
  * rootdir.c - a model's root directory, as a row of the kinds' table
  * (kinds.h): its entries are the rows that are root entries (meta/,
- * tensors/, the live view, meta.tsv, the views), in the table's order.
+ * tensors/, the live view, meta.tsv, the views), in the table's order,
+ * then, for a store's model, the live view again under each of its
+ * aliases' names (ALIAS.gguf: MNT/ALIAS/ALIAS.gguf through the alias's
+ * link is the view; struct gfs, alias_names).
  * fsync of it commits every pending edit (ggufs -u).  Its extended
  * attributes:
  *   user.ggufs.commit  the report of the last commit
