@@ -202,7 +202,7 @@ int cli_unmount_cmd(const char *arg) {
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct gfs_meter meter; /* the commit's progress, on a terminal */
     gfs_meter_watch(&meter, mnt);
-    int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno;
+    int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno, asked = dfd >= 0;
     gfs_meter_stop(&meter);
     if (fr != 0 && (fe == ECONNABORTED || fe == ENOTCONN)) {
         /* The daemon died in the commit (killed, crashed). */
@@ -220,7 +220,10 @@ int cli_unmount_cmd(const char *arg) {
         close(dfd);
     dfd = -1;
     if (unmount_idle(mnt, daemon) != 0) {
-        status = busy(arg, mnt, msg, commit_err);
+        if (asked) /* our fsync committed (or said why not) */
+            status = busy(arg, mnt, msg, commit_err);
+        else
+            fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
         goto out;
     }
     /* The daemon commits whatever came after our fsync when it sees the
