@@ -111,12 +111,21 @@ int gfs_status_model_edits(struct gfs *fs, const char *name,
     pthread_rwlock_rdlock(&fs->lock);
     int e = status_edits(fs, &m, &n);
     pthread_rwlock_unlock(&fs->lock);
+    size_t from = b->len;
     if (!e && n)
         e = addf(b, "model %s: ", name) ||
                     gguf_buf_add(b, m.p, m.len) != GGUF_OK
                 ? ENOMEM
                 : 0;
     gguf_buf_free(&m);
+    /* A store's names are the store's files' (hostile): no control byte
+     * reaches a terminal, a name's newline breaks no line. */
+    size_t name_end = from + 6 + strlen(name);
+    for (size_t i = from; !e && i < b->len; i++)
+        if ((b->p[i] < 0x20 &&
+             ((b->p[i] != '\n' && b->p[i] != '\t') || i < name_end)) ||
+            b->p[i] == 0x7f)
+            b->p[i] = '?';
     return e;
 }
 

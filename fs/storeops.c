@@ -439,11 +439,18 @@ static void commit_one(struct gfs *fs, void *u) {
     size_t pl = strlen(fs->path);
     if (!strncmp(msg, fs->path, pl) && !strncmp(msg + pl, ": ", 2))
         msg += pl + 2; /* "PATH: what" (store.c): the name says it */
+    size_t at = c->report.len + (c->report.len ? 1 : 0);
     if ((c->report.len && gguf_buf_add(&c->report, "\n", 1) != GGUF_OK) ||
         gguf_buf_add(&c->report, name, strlen(name)) != GGUF_OK ||
         gguf_buf_add(&c->report, ": ", 2) != GGUF_OK ||
-        gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK)
+        gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK) {
         c->err = c->err ? c->err : ENOMEM;
+        return;
+    }
+    /* One line per model, whatever the store's (hostile) names hold. */
+    for (size_t i = at; i < c->report.len; i++)
+        if (c->report.p[i] < 0x20 || c->report.p[i] == 0x7f)
+            c->report.p[i] = '?';
 }
 
 static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -16,7 +16,8 @@ ollama and huggingface_hub lay them out.  Checked:
               `--status MNT/MODEL` (and through an alias) is the model's;
               MNT/MODEL/meta is refused naming the mount;
   reports     `ggufs -u` of a store: one line per model, named by the
-              model, no blob path;
+              model, no blob path; names holding a newline or an escape
+              sequence keep a line each, no control byte printed;
   mix         a mix with no edit does not report an overlay that does
               not exist;
   copy        `cp` of a live view makes a file its owner can write;
@@ -205,6 +206,31 @@ def case_reports(tmp, mnt):
     J.log("ok   reports: %s" % " | ".join(lines))
 
 
+def case_hostile_names(tmp, mnt):
+    """Names of a store's files with a newline and an escape sequence:
+    --status and the commit report keep one line per model, no control
+    byte reaches the terminal."""
+    store = os.path.join(tmp, "dir-hostile")
+    made = dict(S.mkstore("dir", store))
+    for bad in ("evil\nname", "esc\x1b[31mred"):
+        shutil.copyfile(made["tiny-a"], os.path.join(store, bad + ".gguf"))
+    mount(store, mnt)
+    try:
+        for bad in ("evil\nname", "esc\x1b[31mred"):
+            with open(os.path.join(mnt, bad, "meta", "general.name"), "w") as f:
+                f.write("hostile\n")
+        rc1, status, _ = ggufs("--status", mnt)
+        rc, out, err = ggufs("-u", mnt)
+    finally:
+        J.cleanup(mnt, os.path.join(tmp, "nothing"))
+    ctl = [c for c in status + out if ord(c) < 0x20 and c not in "\n\t"]
+    lines = [ln for ln in out.splitlines() if ln.startswith("ggufs: ")]
+    named = "model evil?name: pending" in status and "model esc?[31mred: pending" in status
+    if rc1 != 0 or rc != 0 or ctl or len(lines) != 2 or len(out.splitlines()) != 2 or not named:
+        raise Fail("hostile names: --status exit %d %r; -u exit %d %r" % (rc1, status, rc, out))
+    J.log("ok   hostile names: %s" % " | ".join(lines))
+
+
 def case_mix(tmp, mnt):
     d = os.path.join(tmp, "mix")
     os.makedirs(d)
@@ -356,8 +382,8 @@ def case_s3(tmp, mnt):
         s3.stop()
 
 
-CASES = [case_aliases, case_busy, case_homes, case_status, case_reports, case_mix, case_copy, case_help,
-         case_pretok, case_grep, case_s3]
+CASES = [case_aliases, case_busy, case_homes, case_status, case_reports, case_hostile_names, case_mix,
+         case_copy, case_help, case_pretok, case_grep, case_s3]
 
 
 def main():
