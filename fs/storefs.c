@@ -214,15 +214,15 @@ static void aliases_give(struct gfs_storefs *st, size_t k) {
         if (!a->present || a->alias != (int64_t)k ||
             !strcmp(a->base, nd->base) || strlen(a->base) > 250)
             continue;
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s.gguf", a->base);
         int seen = 0; /* two aliases of one last component: one name */
         for (size_t i = 0, at = 0; !seen && i < n;
              i++, at += strlen((char *)b.p + at) + 1)
-            seen = !strncmp((char *)b.p + at, a->base, strlen(a->base)) &&
-                   !strcmp((char *)b.p + at + strlen(a->base), ".gguf");
+            seen = !strcmp((char *)b.p + at, nm);
         if (seen)
             continue;
-        if (gguf_buf_add(&b, a->base, strlen(a->base)) != GGUF_OK ||
-            gguf_buf_add(&b, ".gguf", 6) != GGUF_OK)
+        if (gguf_buf_add(&b, nm, strlen(nm) + 1) != GGUF_OK)
             break; /* out of memory: the names made so far */
         n++;
     }
