@@ -13,7 +13,10 @@
  *   4 a commit failed (the edits were saved beside the GGUF), or -u of a
  *     mount whose daemon had died;
  *   5 ggufs -u committed, but files in meta/ were not (FILEs, not keys):
- *     the report names them (issue 21).
+ *     the report names them (issue 21);
+ *   6 ggufs -u committed, but the mount stays: a program holds a file or
+ *     directory of it open (EBUSY); the message says how to find it
+ *     (fuser -m) and that the edits are in (issue 32).
  */
 #ifndef GGUFS_STATUS_H
 #define GGUFS_STATUS_H
@@ -23,7 +26,8 @@ enum gfs_exit {
     EXIT_USAGE = 2,
     EXIT_MOUNT = 3,
     EXIT_COMMIT = 4,
-    EXIT_UNCOMMITTED = 5
+    EXIT_UNCOMMITTED = 5,
+    EXIT_BUSY = 6
 };
 
 #endif

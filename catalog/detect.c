@@ -66,6 +66,26 @@ enum cat_kind cat_detect(int dirfd) {
     return k;
 }
 
+enum cat_kind cat_detect_below(int dirfd, const char **sub) {
+    static const struct {
+        const char *name;
+        enum cat_kind kind;
+    } homes[] = {{"models", CAT_OLLAMA}, {"hub", CAT_HF}};
+    if (cat_detect(dirfd) != CAT_DIR)
+        return CAT_NONE;
+    for (size_t i = 0; i < sizeof homes / sizeof *homes; i++) {
+        int fd = cat_open_plain(dirfd, homes[i].name, O_RDONLY | O_DIRECTORY);
+        enum cat_kind k = fd >= 0 ? cat_detect(fd) : CAT_NONE;
+        if (fd >= 0)
+            close(fd);
+        if (k == homes[i].kind) {
+            *sub = homes[i].name;
+            return k;
+        }
+    }
+    return CAT_NONE;
+}
+
 /* ---- the stamp -------------------------------------------------------- */
 
 static void mix(uint64_t *h, const void *p, size_t n) {

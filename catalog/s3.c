@@ -65,14 +65,15 @@ struct s3ls {
     size_t keys, skipped, files;
 };
 
-/* s3://BUCKET/ followed by a prefix ending in '/' (or nothing), no query:
+/* s3://BUCKET/ followed by a prefix ending in '/' (or nothing), no query,
+ * or s3://BUCKET alone (the whole bucket: no object has an empty key):
  * the prefix into *prefix (into url).  0 or -1. */
 static int parse_store(const char *url, char *bucket, size_t bn,
                        const char **prefix) {
     const char *key;
     size_t len = url ? strlen(url) : 0;
     if (rmt_s3_split(url, bucket, bn, &key) != 0 || strpbrk(url, "?#") ||
-        url[len - 1] != '/')
+        (url[len - 1] != '/' && *key))
         return -1;
     *prefix = key;
     return 0;

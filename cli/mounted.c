@@ -138,6 +138,42 @@ static int unmount_idle(const char *mnt, pid_t daemon) {
     return fusermount_once(mnt, 1);
 }
 
+/* A report (user.ggufs.commit: a store's has a line per model), each
+ * line after "ggufs: ". */
+static void say_lines(FILE *f, const char *msg) {
+    for (const char *p = msg, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        fprintf(f, "ggufs: %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
+        if (!nl)
+            break;
+    }
+}
+
+/* ggufs -u of a mount the kernel would not let go (EBUSY: a program has
+ * a file or directory of it open, or its working directory there): what
+ * the commit did (our fsync, before the unmount), that the mount stays,
+ * and how to find the holder.  EXIT_BUSY when the commit succeeded (the
+ * edits are in: only the unmount is left), else EXIT_COMMIT. */
+static int busy(const char *arg, const char *mnt, const char *msg,
+                int commit_err) {
+    if (commit_err) {
+        say_lines(stderr, msg[0] ? msg : strerror(commit_err));
+        fprintf(stderr,
+                "ggufs: %s: and the unmount failed (busy: 'fuser -vm "
+                "%s' names the programs holding it)\n",
+                arg, mnt);
+        return EXIT_COMMIT;
+    }
+    say_lines(stdout, msg);
+    fprintf(stderr,
+            "ggufs: %s: the edits were committed, but the unmount failed "
+            "and the mount stays (busy: 'fuser -vm %s' names the programs "
+            "holding it; close them or leave the directory, then 'ggufs -u "
+            "%s' again)\n",
+            arg, mnt, mnt);
+    return EXIT_BUSY;
+}
+
 /* ggufs -u MOUNTPOINT: commits pending edits (fsync of the root), unmounts,
  * and waits until the daemon has let go of the GGUF.  Exit 0 only if the
  * commit succeeded. */
@@ -166,7 +202,7 @@ int cli_unmount_cmd(const char *arg) {
     dfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct gfs_meter meter; /* the commit's progress, on a terminal */
     gfs_meter_watch(&meter, mnt);
-    int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno;
+    int fr = dfd >= 0 ? fsync(dfd) : 0, fe = errno, asked = dfd >= 0;
     gfs_meter_stop(&meter);
     if (fr != 0 && (fe == ECONNABORTED || fe == ENOTCONN)) {
         /* The daemon died in the commit (killed, crashed). */
@@ -184,7 +220,10 @@ int cli_unmount_cmd(const char *arg) {
         close(dfd);
     dfd = -1;
     if (unmount_idle(mnt, daemon) != 0) {
-        fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
+        if (asked) /* our fsync committed (or said why not) */
+            status = busy(arg, mnt, msg, commit_err);
+        else
+            fprintf(stderr, "ggufs: %s: unmount failed\n", arg);
         goto out;
     }
     /* The daemon commits whatever came after our fsync when it sees the
@@ -196,14 +235,13 @@ int cli_unmount_cmd(const char *arg) {
     }
 
     if (commit_err) {
-        fprintf(stderr, "ggufs: %s\n", msg[0] ? msg : strerror(commit_err));
+        say_lines(stderr, msg[0] ? msg : strerror(commit_err));
         /* The daemon's last try failed the same way: told already. */
         (void)gguf_state_remove(src, GGUF_STATE_STATUS, NULL);
         status = EXIT_COMMIT;
         goto out;
     }
-    if (msg[0])
-        printf("ggufs: %s\n", msg);
+    say_lines(stdout, msg);
     /* Edits made between our fsync and the unmount were committed by the
      * daemon as it stopped: their outcome too. */
     status = gfs_print_outcome(src)         ? EXIT_COMMIT
@@ -219,7 +257,31 @@ out:
     return status;
 }
 
-/* ggufs --status MOUNTPOINT. */
+/* Whether mnt (resolved) is a model's directory inside a ggufs mount (a
+ * store's MNT/MODEL, whose root has the model's user.ggufs.status); else
+ * one line saying what it is.  The mount is the nearest ggufs mount
+ * point above it. */
+static int in_store(const char *arg, const char *mnt) {
+    char up[4096], src[4096];
+    snprintf(up, sizeof up, "%s", mnt);
+    for (char *slash; (slash = strrchr(up, '/')) && slash > up;) {
+        *slash = '\0';
+        if (!gfs_find_mount(up, 0, src, sizeof src))
+            continue;
+        if (getxattr(mnt, "user.ggufs.status", NULL, 0) >= 0 ||
+            errno != ENODATA)
+            return 1; /* a model's root (or an error the read will say) */
+        fprintf(stderr,
+                "ggufs: %s: not a model's directory of the ggufs mount %s "
+                "('ggufs --status %s' is the mount's)\n",
+                arg, up, up);
+        return 0;
+    }
+    fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
+    return 0;
+}
+
+/* ggufs --status MOUNTPOINT (or a store's MOUNTPOINT/MODEL). */
 int cli_status_cmd(const char *arg) {
     char *mnt = realpath(arg, NULL), src[4096];
     int status = EXIT_MOUNT; /* not a mount we can ask */
@@ -232,10 +294,8 @@ int cli_status_cmd(const char *arg) {
                                   : "");
         goto out;
     }
-    if (!gfs_find_mount(mnt, 0, src, sizeof src)) {
-        fprintf(stderr, "ggufs: %s: not a ggufs mount\n", arg);
+    if (!gfs_find_mount(mnt, 0, src, sizeof src) && !in_store(arg, mnt))
         goto out;
-    }
     ssize_t n = getxattr(mnt, "user.ggufs.status", NULL, 0);
     if (n > 0 && (buf = malloc((size_t)n + 1)))
         n = getxattr(mnt, "user.ggufs.status", buf, (size_t)n);

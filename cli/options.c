@@ -293,7 +293,8 @@ static void usage(const char *prog) {
     printf(
         "usage: %s [options] FILE.gguf|URL|DIR MOUNTPOINT\n"
         "       %s -u MOUNTPOINT        commit, unmount, report\n"
-        "       ggufs --status MOUNTPOINT  source, pending edits, refusals, last commit\n"
+        "       ggufs --status MOUNTPOINT[/MODEL]  source, pending edits, refusals,\n"
+        "                              last commit (a store's MODEL: its own)\n"
         "       %s --recover FILE.gguf  finish an interrupted commit\n"
         "       %s --apply-pending FILE.gguf   commit the edits a dead mount left\n"
         "       %s --drop-pending FILE.gguf    forget them\n"
@@ -333,6 +334,8 @@ static void usage(const char *prog) {
         "                           places; none: ggufs's own converters only)\n"
         "    -o overlay[=PATH]      keep the edits in an overlay, never in the\n"
         "                           file (default PATH in ~/.local/state/ggufs)\n"
+        "    -o mix=RECIPE          a model's tensors taken from other files:\n"
+        "                           lines 'REGEX SOURCE' (ggufs(1), MIXES)\n"
         "    -o over                mount even where something is mounted already\n\n"
         "Remote sources (http://, https://, hf://OWNER/REPO/PATH[@REVISION],\n"
         "s3://BUCKET/KEY),\n"
@@ -348,13 +351,12 @@ static void usage(const char *prog) {
         "                           BUCKET.HOST/KEY (default: path style for\n"
         "                           a custom endpoint, not for AWS)\n\n"
         "Stores (DIR: ollama's models, the Hugging Face cache, LM Studio's\n"
-        "models, any folder of GGUFs; hf://OWNER/REPO[@REVISION]: a Hub repo):\n"
+        "models, any folder of GGUFs; hf://OWNER/REPO[@REVISION]: a Hub repo;\n"
+        "s3://BUCKET/PREFIX/ or s3://BUCKET: a bucket's GGUFs):\n"
         "one directory per model, each the tree of a single-file mount:\n"
         "    -o store=KIND          ollama, hf, lmstudio or dir (default: from\n"
         "                           the layout)\n"
-        "    -o max_models=N        models open at once (default 32)\n"
-        "    -o mix=RECIPE          tensors taken from other files: lines\n"
-        "                           'REGEX SOURCE' (ggufs(1), MIXES)\n\n",
+        "    -o max_models=N        models open at once (default 32)\n\n",
         prog, prog, prog, prog, prog);
 }
 

@@ -324,6 +324,7 @@ struct gfs_log {
  *   2. lock           rwlock: what the library contexts hold, the edits
  *   3. fh_lock        the list of open handles     } leaves: nothing is
  *      text_lock      the rendered-text caches     } taken while held
+ *      alias_mu       a store's alias names        }
  *      pt->mu         the view's versions and      } (pt->mu after
  *                     backing ids (passthrough.c)  }  text_lock is freed)
  *
@@ -361,6 +362,14 @@ struct gfs {
     const char *mnt;       /* the mountpoint, for messages */
     const char *live_name; /* file name of the live view in the root, or
                               NULL */
+    /* A store's other names of this model (its aliases, storefs.c), so
+     * that MNT/NAME/NAME.gguf is the live view for every name: the
+     * "BASE.gguf" of each alias whose last component differs, NUL
+     * separated, n_alias_names of them; set by the store at each scan.
+     * Guarded by alias_mu, a leaf (rootdir.c reads them with lock held). */
+    pthread_mutex_t alias_mu;
+    char *alias_names;
+    size_t n_alias_names;
     uid_t uid;
     gid_t gid;
     int readonly;
@@ -740,6 +749,11 @@ void gfs_logfile_close(struct gfs_log *l);
 int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
                      const char *name, struct gguf_buf *out);
 void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
+/* A store's status (storeops.c): "model NAME: " and the model's pending
+ * edits as its own status has them, nothing when it has none; takes
+ * fs->lock (read).  0 or ENOMEM. */
+int gfs_status_model_edits(struct gfs *fs, const char *name,
+                           struct gguf_buf *b);
 /* The meter and gfs_commit_metered: daemon.h. */
 
 /* errno.c: the one place library statuses become errno values. */

@@ -260,7 +260,9 @@ static int live_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     if (err)
         return err;
     gfs_pt_view_size(fs, ino, &size);
-    st->st_mode = S_IFREG | 0444;
+    /* Never written through (an open for writing is refused), but 0644:
+     * the mode a copy of it gets (cp), the user's own model file. */
+    st->st_mode = S_IFREG | 0644;
     st->st_nlink = 1;
     st->st_size = (off_t)size;
     st->st_blocks = (st->st_size + 511) / 512;

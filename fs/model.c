@@ -137,6 +137,18 @@ static int setup_overlay(struct gfs_model *m) {
  * overlay has its own lock and is the durable store of the edits); there
  * is no file to recover, lock or keep pending edits of.  0, or -1 after
  * one line on stderr naming the source (or the shard at fault). */
+/* An s3:// object that is not there, named without the trailing '/' of
+ * a prefix: the store form (catalog/s3.c), as a hint; else "". */
+static const char *s3_prefix_hint(const char *url, const char *msg) {
+    size_t n = strlen(url);
+    if (strncmp(url, "s3://", 5) ||
+        (!strstr(msg, "NoSuchKey") && !strstr(msg, "HTTP 404")) ||
+        (n > 5 && !strcmp(url + n - 5, ".gguf")))
+        return "";
+    return " (for every GGUF under a prefix, name it with its trailing '/': "
+           "s3://BUCKET/PREFIX/)";
+}
+
 static int open_remote(struct gfs_model *m) {
     if (m->a.o.mix) { /* mix.c plans a local base's header only */
         say(m,
@@ -167,8 +179,9 @@ static int open_remote(struct gfs_model *m) {
          * is a wrong owner, repository, revision or path. */
         int first = strcmp(bad, m->path) == 0;
         int hf = first && strcmp(m->a.file, m->path) != 0;
-        say(m, "%s: %s%s%s%s", first ? m->a.file : bad, gerr.msg,
-            hf ? " (at " : "", hf ? m->shown : "", hf ? ")" : "");
+        say(m, "%s: %s%s%s%s%s", first ? m->a.file : bad, gerr.msg,
+            hf ? " (at " : "", hf ? m->shown : "", hf ? ")" : "",
+            first ? s3_prefix_hint(m->a.file, gerr.msg) : "");
         return -1;
     }
     m->fs.ctx = m->fs.shards[0];
@@ -433,6 +446,7 @@ static void init_state(struct gfs_model *m) {
     pthread_rwlock_init(&m->fs.lock, NULL);
     pthread_mutex_init(&m->fs.text_lock, NULL);
     pthread_mutex_init(&m->fs.fh_lock, NULL);
+    pthread_mutex_init(&m->fs.alias_mu, NULL);
     gguf_set_progress(m->fs.ctx, gfs_progress_cb, &m->fs);
     m->locks = 1;
 }
@@ -462,6 +476,15 @@ fail:
     return NULL;
 }
 
+void gfs_model_set_aliases(struct gfs *fs, char *names, size_t n) {
+    pthread_mutex_lock(&fs->alias_mu);
+    char *old = fs->alias_names;
+    fs->alias_names = names;
+    fs->n_alias_names = names ? n : 0;
+    pthread_mutex_unlock(&fs->alias_mu);
+    free(old);
+}
+
 const struct gfs_opts *gfs_model_opts(const struct gfs *fs) {
     return &((const struct gfs_model *)fs)->a.o;
 }
@@ -478,8 +501,10 @@ void gfs_model_close(struct gfs *fs) {
         gfs_lnames_free(&m->fs);
         gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
+        pthread_mutex_destroy(&m->fs.alias_mu);
         pthread_rwlock_destroy(&m->fs.lock);
     }
+    free(m->fs.alias_names);
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
     gfs_overlay_free(&m->fs);

@@ -46,6 +46,10 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status);
 /* The model's last state freed (after gfs_model_destroy's commit at
  * unmount, or once a store let it go). */
 void gfs_model_close(struct gfs *fs);
+/* A store model's alias names (struct gfs, alias_names): names, n of
+ * them NUL separated, taken (freed with the model or the next set); NULL
+ * for none.  Takes alias_mu. */
+void gfs_model_set_aliases(struct gfs *fs, char *names, size_t n);
 /* The options after opening (read-only when the file was not writable). */
 const struct gfs_opts *gfs_model_opts(const struct gfs *fs);
 

@@ -355,11 +355,12 @@ static int open_store(struct gfs_main *m) {
             return EXIT_MOUNT;
     }
     m->c->o.remote.hf = hub;
-    if (!gfs_store_open(&m->mount, &m->c->o, mnt, &status))
+    struct gfs_storefs *st = gfs_store_open(&m->mount, &m->c->o, mnt, &status);
+    if (!st)
         return status;
     char msg[300];
     m->shown = hub ? gfs_remote_shown(m->c->o.file, msg, sizeof msg)
-                   : realpath(m->c->o.file, NULL);
+                   : strdup(gfs_store_dir(st));
     if (!m->shown) {
         fprintf(stderr, "ggufs: %s: out of memory\n", m->c->o.file);
         return EXIT_BADFILE;

@@ -78,6 +78,9 @@ int gfs_store_is(const char *source);
 struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
                                    const struct gfs_opts *o, const char *mnt,
                                    int *status);
+/* The store's directory (absolute: the one mounted, which may be below
+ * the one named, storefs.c descend_home) or URL. */
+const char *gfs_store_dir(const struct gfs_storefs *st);
 /* Its kind's name and how many models it lists (the mount's report). */
 const char *gfs_store_kind(const struct gfs_storefs *st);
 size_t gfs_store_n_models(const struct gfs_storefs *st);

@@ -68,10 +68,12 @@ static gguf_ctx *before_edits(struct gfs *fs) {
                : NULL;
 }
 
-/* The pending edits: lines of gguf_diff_summary.  Caller holds lock. */
-static int status_edits(struct gfs *fs, struct gguf_buf *b) {
+/* The pending edits: lines of gguf_diff_summary; how many keys in *np
+ * (0 if unknown).  Caller holds lock. */
+static int status_edits(struct gfs *fs, struct gguf_buf *b, uint64_t *np) {
     struct gguf_error err = {0};
     uint64_t n = 0;
+    *np = 0;
     struct gguf_buf d = {0};
     gguf_ctx *before = before_edits(fs);
     if (!before)
@@ -98,6 +100,32 @@ static int status_edits(struct gfs *fs, struct gguf_buf *b) {
     }
     gguf_buf_free(&d);
     gguf_close(before);
+    *np = n;
+    return e;
+}
+
+int gfs_status_model_edits(struct gfs *fs, const char *name,
+                           struct gguf_buf *b) {
+    struct gguf_buf m = {0};
+    uint64_t n = 0;
+    pthread_rwlock_rdlock(&fs->lock);
+    int e = status_edits(fs, &m, &n);
+    pthread_rwlock_unlock(&fs->lock);
+    size_t from = b->len;
+    if (!e && n)
+        e = addf(b, "model %s: ", name) ||
+                    gguf_buf_add(b, m.p, m.len) != GGUF_OK
+                ? ENOMEM
+                : 0;
+    gguf_buf_free(&m);
+    /* A store's names are the store's files' (hostile): no control byte
+     * reaches a terminal, a name's newline breaks no line. */
+    size_t name_end = from + 6 + strlen(name);
+    for (size_t i = from; !e && i < b->len; i++)
+        if ((b->p[i] < 0x20 &&
+             ((b->p[i] != '\n' && b->p[i] != '\t') || i < name_end)) ||
+            b->p[i] == 0x7f)
+            b->p[i] = '?';
     return e;
 }
 
@@ -120,8 +148,9 @@ static int status_text(struct gfs *fs, struct gguf_buf *b) {
     int e = addf(b, "source: %s\nmount: %s (%s%s%s)\n", fs->path, fs->mnt,
                  fs->readonly ? "read-only" : "read-write",
                  ov ? ", overlay " : "", ov ? ov : "");
+    uint64_t n;
     if (!e)
-        e = status_edits(fs, b);
+        e = status_edits(fs, b, &n);
     if (!e)
         e = addf(b, "last commit: %s\n",
                  fs->store.commit_msg[0] ? fs->store.commit_msg

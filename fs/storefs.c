@@ -202,6 +202,36 @@ static void mark_aliases(struct gfs_storefs *st, const struct cat_list *l,
     free(v);
 }
 
+/* Gives open model k the live views' names of its aliases present now
+ * (struct gfs, alias_names): "BASE.gguf" of each alias whose last
+ * component is not the model's own, once each.  Caller holds st->mu. */
+static void aliases_give(struct gfs_storefs *st, size_t k) {
+    struct gguf_buf b = {0};
+    size_t n = 0;
+    struct node *nd = &st->nodes[k];
+    for (size_t j = 1; nd->fs && j < st->n_nodes; j++) {
+        const struct node *a = &st->nodes[j];
+        if (!a->present || a->alias != (int64_t)k ||
+            !strcmp(a->base, nd->base) || strlen(a->base) > 250)
+            continue;
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s.gguf", a->base);
+        int seen = 0; /* two aliases of one last component: one name */
+        for (size_t i = 0, at = 0; !seen && i < n;
+             i++, at += strlen((char *)b.p + at) + 1)
+            seen = !strcmp((char *)b.p + at, nm);
+        if (seen)
+            continue;
+        if (gguf_buf_add(&b, nm, strlen(nm) + 1) != GGUF_OK)
+            break; /* out of memory: the names made so far */
+        n++;
+    }
+    if (nd->fs)
+        gfs_model_set_aliases(nd->fs, n ? (char *)b.p : NULL, n);
+    if (!n || !nd->fs)
+        gguf_buf_free(&b);
+}
+
 /* Scans the store again and marks what it holds.  Caller holds st->mu.
  * 0, or -1 with msg (the old list is kept). */
 static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
@@ -245,6 +275,8 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
         }
     }
     mark_aliases(st, &l, node_of);
+    for (size_t k = 1; k < st->n_nodes; k++)
+        aliases_give(st, k);
     /* Children no longer present leave their directory's listing. */
     for (size_t k = 0; k < st->n_nodes; k++) {
         struct node *d = &st->nodes[k];
@@ -444,9 +476,10 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     pthread_mutex_lock(&st->mu);
     struct node *nd = &st->nodes[k]; /* nodes may have moved */
     nd->fs = fs;
-    if (fs)
+    if (fs) {
         st->n_open++;
-    else
+        aliases_give(st, k);
+    } else
         nd->failed = now_s();
     return err;
 }
@@ -544,6 +577,53 @@ static size_t open_bound(const struct gfs_opts *o) {
     return max;
 }
 
+/* A store that lists no model is mounted (models may come), with one
+ * line saying so and, for a folder, where the tools keep theirs. */
+static void empty_note(const struct gfs_storefs *st) {
+    int folder = st->kind == CAT_DIR || st->kind == CAT_LMSTUDIO;
+    fprintf(stderr, "ggufs: %s: no models found (an empty %s store)%s\n",
+            st->dir, cat_kind_name(st->kind),
+            folder ? "; ollama's store is the directory with manifests/ and "
+                     "blobs/ (~/.ollama/models), the Hugging Face cache the "
+                     "one with models--*/ (~/.cache/huggingface/hub)"
+                   : "");
+}
+
+/* The kind of the store st->dirfd, detected; a tool's home directory
+ * (~/.ollama, ~/.cache/huggingface: what their docs name) is no store but
+ * holds one: that one is mounted, and the command says so (one line); a
+ * folder without one is the folder.  0, or -1 after one line. */
+static int descend_home(struct gfs_storefs *st) {
+    const char *sub = NULL;
+    st->kind = cat_detect(st->dirfd);
+    enum cat_kind k = cat_detect_below(st->dirfd, &sub);
+    if (k == CAT_NONE)
+        return 0;
+    char *dir = NULL;
+    int fd = -1;
+    if (asprintf(&dir, "%s/%s", st->dir, sub) < 0) {
+        fprintf(stderr, "ggufs: %s: out of memory\n", st->o.file);
+        return -1;
+    }
+    if ((fd = openat(st->dirfd, sub,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fstat(fd, &st->st) != 0) {
+        fprintf(stderr, "ggufs: %s: %s\n", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(dir);
+        return -1;
+    }
+    fprintf(stderr,
+            "ggufs: %s holds the %s store %s: mounting that one (-o "
+            "store=dir mounts the folder itself)\n",
+            st->o.file, cat_kind_name(k), dir);
+    close(st->dirfd);
+    free(st->dir);
+    st->dirfd = fd, st->dir = dir, st->kind = k;
+    return 0;
+}
+
 struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
                                    const struct gfs_opts *o, const char *mnt,
                                    int *status) {
@@ -583,8 +663,8 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         clock_gettime(CLOCK_REALTIME, &st->st.st_mtim);
     if (gfs_st_remote(st))
         st->st.st_atim = st->st.st_ctim = st->st.st_mtim;
-    if (st->kind == CAT_NONE)
-        st->kind = cat_detect(st->dirfd);
+    if (st->kind == CAT_NONE && descend_home(st) != 0)
+        goto fail;
     if (!st->dir || node_new(st, 0, "", 0, 0) != 0) {
         fprintf(stderr, "ggufs: %s: out of memory\n", o->file);
         goto fail;
@@ -596,11 +676,17 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         fprintf(stderr, "ggufs: %s\n", msg);
         goto fail;
     }
+    if (!st->list.n)
+        empty_note(st);
     mount->store = st;
     return st;
 fail:
     gfs_store_close(st);
     return NULL;
+}
+
+const char *gfs_store_dir(const struct gfs_storefs *st) {
+    return st->dir;
 }
 
 const char *gfs_store_kind(const struct gfs_storefs *st) {

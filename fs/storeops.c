@@ -412,14 +412,17 @@ static void store_release(fuse_req_t req, fuse_ino_t ino,
 
 /* fsync of the store's root: every open model's edits committed (ggufs
  * -u); only the mount's owner or root.  The first failure is the answer;
- * the reports of the models that had something to commit, "; "
- * separated, are the root's user.ggufs.commit. */
+ * the reports of the models that had something to commit, one line each
+ * named by the model ("NAME: what", not the blob's path), are the root's
+ * user.ggufs.commit. */
 struct commit_all {
     int err;
     struct gguf_buf report;
+    const struct gfs_storefs *st; /* its st->mu held: gfs_store_each */
 };
 static void commit_one(struct gfs *fs, void *u) {
     struct commit_all *c = u;
+    const char *name = c->st->nodes[fs->ino_base >> GFS_INO_SLOT_SHIFT].path;
     if (fs->readonly)
         return;
     /* A model edited since it was opened: its report (an overlay holds
@@ -433,9 +436,21 @@ static void commit_one(struct gfs *fs, void *u) {
     if (err && !c->err)
         c->err = err;
     const char *msg = fs->store.commit_msg; /* the commit's, just made */
-    if ((c->report.len && gguf_buf_add(&c->report, "; ", 2) != GGUF_OK) ||
-        gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK)
+    size_t pl = strlen(fs->path);
+    if (!strncmp(msg, fs->path, pl) && !strncmp(msg + pl, ": ", 2))
+        msg += pl + 2; /* "PATH: what" (store.c): the name says it */
+    size_t at = c->report.len + (c->report.len ? 1 : 0);
+    if ((c->report.len && gguf_buf_add(&c->report, "\n", 1) != GGUF_OK) ||
+        gguf_buf_add(&c->report, name, strlen(name)) != GGUF_OK ||
+        gguf_buf_add(&c->report, ": ", 2) != GGUF_OK ||
+        gguf_buf_add(&c->report, msg, strlen(msg)) != GGUF_OK) {
         c->err = c->err ? c->err : ENOMEM;
+        return;
+    }
+    /* One line per model, whatever the store's (hostile) names hold. */
+    for (size_t i = at; i < c->report.len; i++)
+        if (c->report.p[i] < 0x20 || c->report.p[i] == 0x7f)
+            c->report.p[i] = '?';
 }
 
 static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -443,7 +458,7 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)datasync;
     (void)fi;
     struct gfs_storefs *st = gfs_st_of(req);
-    struct commit_all c = {0};
+    struct commit_all c = {.st = st};
     uid_t uid = fuse_req_ctx(req)->uid;
     if (ino == FUSE_ROOT_ID && uid != 0 && uid != getuid()) {
         c.err = EACCES;
@@ -460,6 +475,25 @@ static void store_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
     }
     gguf_buf_free(&c.report);
     fuse_reply_err(req, c.err);
+}
+
+/* The status's models: each open model's pending edits (its own
+ * status's lines, after its name), then where those of the others are.
+ * Caller holds st->mu (a model's lock is taken after it). */
+static int status_models(struct gfs_storefs *st, struct gguf_buf *b) {
+    int err = 0;
+    size_t shown = b->len;
+    for (size_t k = 1; !err && k < st->n_nodes; k++)
+        if (st->nodes[k].fs && st->nodes[k].present)
+            err = gfs_status_model_edits(st->nodes[k].fs, st->nodes[k].path, b);
+    if (!err && b->len == shown)
+        err = gfs_add_str(b, "pending edits: none in the models open now\n");
+    if (!err && st->n_open < st->list.n)
+        err = gfs_add_str(b, "(models not open now have no edits pending; "
+                             "those of ollama and HF stores keep theirs in "
+                             "overlays: 'ggufs --status MNT/MODEL' opens one "
+                             "and shows them)\n");
+    return err;
 }
 
 /* The root's attributes, as a single-file mount's root has them:
@@ -496,6 +530,8 @@ static int root_xattr(struct gfs_storefs *st, fuse_req_t req, const char *name,
                       gfs_add_str(b, line)
                   ? ENOMEM
                   : 0;
+        if (!err)
+            err = status_models(st, b);
     }
     pthread_mutex_unlock(&st->mu);
     return err;

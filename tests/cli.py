@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge as J  # noqa: E402
 
 Fail = J.Fail
-USAGE, BADFILE, MOUNT, UNCOMMITTED = 2, 1, 3, 5
+USAGE, BADFILE, MOUNT, UNCOMMITTED, BUSY = 2, 1, 3, 5, 6
 
 
 def run(args, cwd):
@@ -184,6 +184,26 @@ def uncommitted_status(gguf, mnt):
         J.log("ok: ggufs -u with%s a FILE left in meta/: exit %d" % ("" if leave else "out", rc))
 
 
+def busy_status(gguf, mnt):
+    """ggufs -u of a mount a program holds (its working directory there)
+    exits 6 (man EXIT STATUS), saying the edits were committed; the mount
+    stays (issue 32)."""
+    if J.run_ggufs([gguf, mnt]).returncode != 0:
+        raise Fail("ggufs %s %s did not mount" % (gguf, mnt))
+    holder = subprocess.Popen(["sleep", "60"], cwd=mnt)
+    try:
+        rc, out, err = run(["-u", mnt], None)
+    finally:
+        holder.kill()
+        holder.wait()
+    still = J.mountinfo_entry(mnt) is not None
+    J.unmount(mnt, [])
+    if rc != BUSY or not still or "committed" not in err or "fuser" not in err:
+        raise Fail("ggufs -u of a busy mount: exit %d (expected %d), mounted after: %s, %r"
+                   % (rc, BUSY, still, err))
+    J.log("ok: ggufs -u of a busy mount: exit %d" % rc)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ggufs-cli-") as tmp:
         gguf = os.path.join(tmp, "model.gguf")
@@ -203,6 +223,7 @@ def main():
             return
         good_options(gguf, mnt)
         uncommitted_status(gguf, mnt)
+        busy_status(gguf, mnt)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE, no ggml).
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -295,9 +296,12 @@ def check_kind(kind, tmp):
                 check_alias(mnt, name, blobs[files[0]], label)
                 continue
             blobs[files[0]] = name
-            extra = set()
+            # Its aliases' live views are in its root too (issue 32: each
+            # name's directory holds its own NAME.gguf).
+            extra = {live_name(n).encode() for n, fs, _ in models
+                     if fs[0] == files[0] and live_name(n) != live_name(name)}
             if kind == "ollama" and check_layers(store, mnt, name, label):
-                extra = {b"ollama"}
+                extra |= {b"ollama"}
             if len(files) > 1:
                 check_set(mnt, name, files, refs, tmp, label)
             else:
@@ -406,14 +410,15 @@ def live_kv(mnt, name, key, tmp):
 
 
 def commit_unmount(mnt, names=None):
-    """ggufs -u: exit 0, unmounted; its report names the file of each model
-    edited (names: those files) and says how the edits were kept."""
+    """ggufs -u: exit 0, unmounted; its report names each model edited
+    (names: their names in the store, a line each, issue 32) and says how
+    the edits were kept."""
     p = J.run_ggufs(["-u", mnt])
     if p.returncode != 0 or J.mountinfo_entry(mnt) is not None:
         raise Fail("ggufs -u %s: status %d: %s" % (mnt, p.returncode, p.stderr.decode(errors="replace")))
     out = p.stdout.decode(errors="replace")
     for f in names or ():
-        if os.path.realpath(f) not in out or not ("overlay" in out or "committed" in out):
+        if not re.search(r"^ggufs: %s: .*(overlay|committed)" % re.escape(f), out, re.M):
             raise Fail("ggufs -u %s reports %r: it does not name %s and how its edits were kept" % (mnt, out, f))
 
 
@@ -436,7 +441,7 @@ def check_edits(tmp):
             except BaseException:
                 J.unmount(mnt, [])
                 raise
-            commit_unmount(mnt, [blob])
+            commit_unmount(mnt, [name])
         after = J.refdump(blob)[1]
         if kind == "dir":
             if kv_of(after, b"general.name") != value.rstrip("\n"):

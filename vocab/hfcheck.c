@@ -60,7 +60,13 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     if (kp < 0 || !gguf_kv_get_str(ctx, kp, &p, &pl))
         p = "", pl = 0;
     if (voc_hf_kind(ctx) == VOC_HF_NONE) {
-        if (sl == 4 && !memcmp(s, "gpt2", 4))
+        if (sl == 4 && !memcmp(s, "gpt2", 4) && kp < 0)
+            snprintf(buf, n,
+                     "a byte-level BPE vocabulary without " TOK
+                     "pre (llama.cpp then splits by its 'default' "
+                     "expressions): only gpt-2 has been checked "
+                     "against llama.cpp");
+        else if (sl == 4 && !memcmp(s, "gpt2", 4))
             snprintf(buf, n,
                      "the byte-level BPE pre-tokenizer '%.*s' (llama.cpp's "
                      "regular expressions for it) is not mapped yet: only "

@@ -100,6 +100,12 @@ typedef void (*cat_log_fn)(void *u, const char *line);
  * else CAT_DIR (LM Studio's tree is a folder of GGUFs: CAT_LMSTUDIO only
  * when forced, the same walk).  Never fails: CAT_DIR when unsure. */
 enum cat_kind cat_detect(int dirfd);
+/* The store a tool's home directory holds, when dirfd is one and no store
+ * itself (CAT_DIR): ollama's ~/.ollama holds models/ (an ollama store),
+ * huggingface_hub's ~/.cache/huggingface holds hub/ (an HF cache).  Its
+ * kind, its name below dirfd into *sub (static); CAT_NONE when neither.
+ * Real directories only (no symbolic link followed). */
+enum cat_kind cat_detect_below(int dirfd, const char **sub);
 /* "ollama", "hf", "lmstudio", "dir", "hub", "s3" <-> the kind; CAT_NONE if none. */
 enum cat_kind cat_kind_named(const char *s);
 const char *cat_kind_name(enum cat_kind k);

@@ -413,6 +413,11 @@ static int overlay_commit(struct gfs *fs, char *what, size_t n,
                  tw, shown);
         return GFS_STORE_WROTE;
     }
+    struct stat sb; /* no edit and no overlay (a mix, a fresh model) */
+    if (!fs->generation && lstat(shown, &sb) != 0 && errno == ENOENT) {
+        snprintf(what, n, "nothing to commit (no edit, no overlay)");
+        return GFS_STORE_HELD;
+    }
     if (fs->readonly || !overlay_uncommitted(fs)) {
         snprintf(what, n,
                  "the overlay %s holds every edit (written as they were "
