@@ -754,6 +754,13 @@ int gfs_mount_point_of(const char *real, char *what, size_t n);
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gfs_log_line(struct gfs_log *l, const char *line);
+/* What the code shared by the commands and the mounts says on stderr
+ * ("ggufs: ...\n", as fprintf would) goes to the log l instead, on this
+ * thread, while l is set (gfs_say_to(l) ... gfs_say_to(NULL)): a store
+ * opens its models after the daemon detached, when stderr is /dev/null
+ * (issue 32: an overlay refused there was said to nobody). */
+void gfs_say_to(struct gfs_log *l);
+void gfs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The model's handlers (ops.c: the tree; fileops.c: open files): as
  * libfuse's low-level handlers, with the model first and inode numbers
@@ -881,6 +888,8 @@ struct gfs_overlay_args {
     const char *file;      /* the source as the user named it (messages) */
     const char *mnt;       /* the mountpoint, absolute, or NULL */
     int readonly;          /* -o ro: no lock, no record, never written */
+    const char *name_key;  /* a store's model: "STORE\nNAME", its edits
+                              follow the name (store/carry.c); else NULL */
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
 void gfs_overlay_free(struct gfs *fs);

@@ -345,7 +345,7 @@ int gfs_st_make_room(struct gfs_storefs *st) {
 struct open_job {
     struct gfs_model_args a;
     struct gfs_model_file *files;
-    char *live, *first;
+    char *live, *first, *name_key;
 };
 
 static void job_free(struct open_job *j) {
@@ -356,6 +356,7 @@ static void job_free(struct open_job *j) {
     free(j->files);
     free(j->live);
     free(j->first);
+    free(j->name_key);
 }
 
 /* A copy of an ollama model's other layers, for the model (extras.c);
@@ -410,9 +411,18 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
         return ENOMEM;
     j->a.file = j->first;
     j->a.o = st->o;
-    /* Named by its hash: never written; edits go to an overlay. */
-    if (cm->content_addressed && !st->o.readonly)
+    /* Named by its hash: never written; edits go to its blob's overlay,
+     * which a read-only mount shows too (as -o ro,overlay), and follow
+     * its name to a new blob (store/carry.c). */
+    if (cm->content_addressed) {
         j->a.o.overlay = 1;
+        if (!gfs_st_remote(st) &&
+            asprintf(&j->name_key, "%s\n%s", st->dir, cm->name) < 0) {
+            j->name_key = NULL;
+            return ENOMEM;
+        }
+        j->a.name_key = j->name_key;
+    }
     j->a.mnt = st->mnt;
     j->a.mount = st->mount;
     j->a.ino_base = (fuse_ino_t)(nd - st->nodes) << GFS_INO_SLOT_SHIFT;
