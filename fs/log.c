@@ -106,6 +106,5 @@ void gfs_say(const char *fmt, ...) {
     size_t n = strlen(line);
     if (n && line[n - 1] == '\n')
         line[--n] = '\0';
-    gfs_log_line(say_sink,
-                 strncmp(line, "ggufs: ", 7) == 0 ? line + 7 : line);
+    gfs_log_line(say_sink, strncmp(line, "ggufs: ", 7) == 0 ? line + 7 : line);
 }

@@ -136,8 +136,8 @@ bool gguf_name_is_hash(const char *path) {
         b--;
     const char *name = path + b;
     size_t nlen = len - b;
-    if (nlen > 7 && (strncmp(name, "sha256-", 7) == 0 ||
-                     strncmp(name, "sha256:", 7) == 0))
+    if (nlen > 7 &&
+        (strncmp(name, "sha256-", 7) == 0 || strncmp(name, "sha256:", 7) == 0))
         name += 7, nlen -= 7;
     if ((nlen == 40 || nlen == 64 || nlen == 128) && all_hex(name, nlen))
         return true;

@@ -64,8 +64,8 @@ void gfs_carry_record(const char *key, const char *source) {
     char *body = NULL;
     int n = asprintf(&body, "%s\n", source);
     struct gguf_error err = {0};
-    if (n > 0 && gguf_state_write(key, GGUF_STATE_OVERLAY_NAME, body,
-                                  (size_t)n, &err) != GGUF_OK)
+    if (n > 0 && gguf_state_write(key, GGUF_STATE_OVERLAY_NAME, body, (size_t)n,
+                                  &err) != GGUF_OK)
         gfs_say("ggufs: %s: cannot record which overlay holds its edits: "
                 "%s\n",
                 name_of(key), err.msg);
@@ -84,8 +84,7 @@ static int carry_check(const char *key, const char *file, const char *old,
     int64_t nc = 0;
     bool based = false;
     int r = -1;
-    if (gguf_overlay_conflicts(ov, src, &names, &nc, &based, &err) !=
-            GGUF_OK ||
+    if (gguf_overlay_conflicts(ov, src, &names, &nc, &based, &err) != GGUF_OK ||
         gguf_overlay_tensors(ov, &t, &nt, &err) != GGUF_OK) {
         gfs_say("ggufs: %s: the overlay %s: %s\n", name_of(key), shown,
                 err.msg);
@@ -94,7 +93,8 @@ static int carry_check(const char *key, const char *file, const char *old,
     if (nc || nt) {
         char why[512];
         if (nc)
-            snprintf(why, sizeof why, "%lld key%s it edits changed in the new "
+            snprintf(why, sizeof why,
+                     "%lld key%s it edits changed in the new "
                      "file too%s: %.*s",
                      (long long)nc, nc == 1 ? "" : "s",
                      based ? "" : " (or may have: it predates base records)",
@@ -119,8 +119,8 @@ out:
 }
 
 int gfs_carry_find(struct gfs *fs, const char *key, const char *file,
-                   const struct gguf_overlay_id *id, int readonly,
-                   int64_t *set, int64_t *removed) {
+                   const struct gguf_overlay_id *id, int readonly, int64_t *set,
+                   int64_t *removed) {
     struct gguf_error err = {0};
     struct gguf_overlay_id made;
     char old[PATH_MAX + 1], shown[PATH_MAX + 64];
@@ -141,9 +141,8 @@ int gfs_carry_find(struct gfs *fs, const char *key, const char *file,
     if (gguf_open_original(&disk, fs->shards[0], GGUF_OPEN_ALLOW_NESTED,
                            &err) != GGUF_OK ||
         gguf_overlay_apply(fs->shards[0], ov, set, removed, &err) != GGUF_OK ||
-        (!readonly &&
-         gguf_overlay_write(NULL, fs->shards[0], disk, id, NULL, 0, &err) !=
-             GGUF_OK)) {
+        (!readonly && gguf_overlay_write(NULL, fs->shards[0], disk, id, NULL, 0,
+                                         &err) != GGUF_OK)) {
         gfs_say("ggufs: %s: carrying the overlay %s to its new file %s "
                 "failed: %s\n",
                 name_of(key), shown, file, err.msg);

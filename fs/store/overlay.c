@@ -75,8 +75,7 @@ int gfs_overlay_locate(const char *file, const char *source, const char *opt,
         return 0;
     }
     if (gguf_overlay_default_path(source, shown, n, &err) != GGUF_OK) {
-        gfs_say("ggufs: %s: no place for an overlay: %s\n", file,
-                err.msg);
+        gfs_say("ggufs: %s: no place for an overlay: %s\n", file, err.msg);
         return -1;
     }
     return 0;
@@ -115,16 +114,15 @@ int gfs_overlay_load_apply(const char *file, const char *opath,
                      "'ggufs --overlay-rebase %s%s%s' carries its edits onto "
                      "the new version, ",
                      file, sp, op);
-        gfs_say(
-                "ggufs: %s: the overlay %s does not belong to this file (%s): "
+        gfs_say("ggufs: %s: the overlay %s does not belong to this file (%s): "
                 "not applied; %s'ggufs --overlay-drop %s%s%s' forgets it\n",
                 file, shown, why, rebase, file, sp, op);
         goto out;
     }
     if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK ||
         (t && gguf_overlay_tensors(ov, t, nt, &err) != GGUF_OK)) {
-        gfs_say("ggufs: %s: the overlay %s cannot be applied: %s\n",
-                file, shown, err.msg);
+        gfs_say("ggufs: %s: the overlay %s cannot be applied: %s\n", file,
+                shown, err.msg);
         goto out;
     }
     r = 1;
@@ -173,8 +171,7 @@ int gfs_overlay_take_lock(const char *file, const char *source,
         holder_fields(held, &hsrc, &hmnt);
         int mounted = hmnt[0] && gfs_find_mount(hmnt, 0, where, sizeof where);
         if (mounted || !wait || ms >= WAIT_MS) {
-            gfs_say(
-                    "ggufs: %s: the overlay %s is in use by %s%s%s%s%s\n", file,
+            gfs_say("ggufs: %s: the overlay %s is in use by %s%s%s%s%s\n", file,
                     shown, mounted ? "the mount of " : "another ggufs",
                     mounted || !hsrc[0] ? "" : " on ", hsrc,
                     mounted ? " at " : (wait ? " (still after 60 s)" : ""),
@@ -182,8 +179,7 @@ int gfs_overlay_take_lock(const char *file, const char *source,
             break;
         }
         if (!said++)
-            gfs_say(
-                    "ggufs: %s: waiting for an earlier mount to finish "
+            gfs_say("ggufs: %s: waiting for an earlier mount to finish "
                     "writing the overlay %s\n",
                     file, shown);
         usleep(50000);
@@ -253,8 +249,7 @@ int gfs_overlay_dead_note(const char *source, const char *mnt) {
     int is_default =
         gguf_overlay_default_path(source, def, sizeof def, NULL) == GGUF_OK &&
         strcmp(def, where) == 0;
-    gfs_say(
-            "ggufs: %s: the edits of this mount are in the overlay %s "
+    gfs_say("ggufs: %s: the edits of this mount are in the overlay %s "
             "(written after every edit; the file was never written): "
             "'ggufs -o overlay%s%s %s MOUNTPOINT' shows them again\n",
             source, where, is_default ? "" : "=", is_default ? "" : where,
@@ -281,8 +276,7 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     /* Recovery writes the file, which an overlay mount never does; until
      * it has run the header may be half old, half new. */
     if (!a->remote_id && gguf_commit_interrupted(a->path)) {
-        gfs_say(
-                "ggufs: %s: a commit of this file was interrupted: 'ggufs "
+        gfs_say("ggufs: %s: a commit of this file was interrupted: 'ggufs "
                 "--recover %s' completes it (an overlay mount never writes "
                 "the file)\n",
                 a->file, a->file);
@@ -331,8 +325,7 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     }
     gguf_overlay_tensors_free(t, nt);
     if (r > 0)
-        gfs_say(
-                "ggufs: %s: overlay %s applied (%lld key%s set, %lld "
+        gfs_say("ggufs: %s: overlay %s applied (%lld key%s set, %lld "
                 "removed)\n",
                 a->file, o->shown, (long long)set, set == 1 ? "" : "s",
                 (long long)removed);
@@ -466,8 +459,7 @@ void gfs_overlay_note(const char *path, const char *file) {
     struct stat sb;
     if (gguf_overlay_default_path(path, where, sizeof where, NULL) == GGUF_OK &&
         lstat(where, &sb) == 0)
-        gfs_say(
-                "ggufs: %s: note: the overlay %s holds edits of this file; "
+        gfs_say("ggufs: %s: note: the overlay %s holds edits of this file; "
                 "this mount shows the file without them (-o overlay "
                 "applies them%s)\n",
                 file, where,

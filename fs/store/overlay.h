@@ -60,7 +60,7 @@ struct gfs;
  * line). */
 void gfs_carry_record(const char *key, const char *source);
 int gfs_carry_find(struct gfs *fs, const char *key, const char *file,
-                   const struct gguf_overlay_id *id, int readonly,
-                   int64_t *set, int64_t *removed);
+                   const struct gguf_overlay_id *id, int readonly, int64_t *set,
+                   int64_t *removed);
 
 #endif
