@@ -900,5 +900,14 @@ const char *gfs_overlay_where(const struct gfs *fs);
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
+/* store/carry.c, at a store's mount (stderr still the user's): one line per model of
+ * store whose name's record names another file than the name leads to
+ * now (now_of: its first file, resolved, into buf; NULL if the store has
+ * no such name) while the new file has no overlay and the old one's is
+ * there: its edits are carried when it is first opened. */
+void gfs_carry_notes(const char *store,
+                     const char *(*now_of)(void *u, const char *name, char *buf,
+                                           size_t n),
+                     void *u);
 
 #endif

@@ -554,6 +554,25 @@ static size_t open_bound(const struct gfs_opts *o) {
     return max;
 }
 
+/* The file a model name of the store leads to now, resolved (gfs_carry_
+ * notes); NULL when the store has no such name. */
+static const char *name_now(void *u, const char *name, char *buf, size_t n) {
+    const struct gfs_storefs *st = u;
+    char *p = NULL, *real = NULL;
+    for (size_t i = 0; i < st->list.n; i++) {
+        const struct cat_model *cm = &st->list.models[i];
+        if (strcmp(cm->name, name) != 0 || !cm->content_addressed)
+            continue;
+        if (asprintf(&p, "%s/%s", st->dir, cm->files[0].path) > 0 &&
+            (real = realpath(p, NULL)))
+            snprintf(buf, n, "%s", real);
+        free(p);
+        free(real);
+        return real ? buf : NULL;
+    }
+    return NULL;
+}
+
 struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
                                    const struct gfs_opts *o, const char *mnt,
                                    int *status) {
@@ -606,6 +625,10 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         fprintf(stderr, "ggufs: %s\n", msg);
         goto fail;
     }
+    /* Models whose names lead to new files: said while stderr is the
+     * user's (their edits are carried when first opened). */
+    if (!gfs_st_remote(st))
+        gfs_carry_notes(st->dir, name_now, st);
     mount->store = st;
     return st;
 fail:

@@ -123,6 +123,14 @@ int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err) {
     return open_dir(create, absent, err);
 }
 
+int gguf_state_dir_fd(struct gguf_error *err) {
+    bool absent = false;
+    int fd = open_dir(false, &absent, err);
+    if (fd < 0 && absent)
+        gguf_fail(err, GGUF_E_NOTFOUND, "no state directory yet");
+    return fd;
+}
+
 /* The state directory for reading or removing: its fd, or -1 with *st
  * GGUF_OK when it does not exist (nothing to read) or an error. */
 static int open_existing(enum gguf_status *st, struct gguf_error *err) {

@@ -15,11 +15,12 @@ Stores are laid out by tests/mkstore exactly as their tools do.  Checked:
   2. a read-only store mount (-o ro, as README's fstab line) shows the
      edits made through a read-write one: meta/ and the live view (ggml);
   3. the model is updated as `ollama pull` does (a new blob for the same
-     tag, the manifest rewritten, the old blob removed): its edits are
-     carried to the new blob (the upstream change of another key kept),
-     the new blob never written; when upstream changed the edited key
-     too, the edit is not carried and the log names the model and the
-     key; `ggufs --overlays` lists each overlay, its source, whether the
+     tag, the manifest rewritten, the old blob removed): the store's mount
+     says so; a read-only mount shows the edits, writing nothing; a
+     read-write one carries them to the new blob's overlay (the upstream
+     change of another key kept), the new blob never written; when upstream changed the edited key
+     too, the edit is not carried and the log names the model, the key
+     and the command (run as written, the next mount carries them); `ggufs --overlays` lists each overlay, its source, whether the
      source is still there and its keys;
   4. a tensor written through a store model's overlay: user.gguf.source
      and user.gguf.offset name the overlay's data file, whose bytes there
@@ -202,6 +203,17 @@ def check_carry(tmp):
     up = new_version(tmp, old_blob, "general.description", "new upstream version")
     new_blob = pull(store, name, up)
     new_sha = S.sha(new_blob)
+    # A read-only mount first: said at mount, shown, nothing written.
+    with S.Fg(store, mnt, args=["-o", "ro"]) as fg:
+        at_mount = fg.log()
+        got = shown_name(mnt, name, tmp, S.live_name(name))
+    if name not in at_mount or "carried" not in at_mount:
+        raise Fail("the store's mount did not say that %s's file changed and its edits are carried: %r"
+                   % (name, at_mount))
+    if got != (value, value.rstrip("\n")):
+        raise Fail("a read-only mount after the pull shows general.name %r, not the edit" % (got,))
+    if any(r[1] == new_blob for r in overlays()):
+        raise Fail("a read-only mount wrote an overlay for the new blob")
     with S.Fg(store, mnt) as fg:
         got = shown_name(mnt, name, tmp, S.live_name(name))
         desc = S.meta(mnt, name, "general.description")
@@ -224,7 +236,7 @@ def check_carry(tmp):
         raise Fail("ggufs --overlays does not list the new blob's overlay (applies, general.name): %r" % rows)
     # Upstream changes the edited key too: not carried, said by name.
     up2 = new_version(tmp, new_blob, "general.name", "upstream's own name\n")
-    pull(store, name, up2)
+    newer = pull(store, name, up2)
     with S.Fg(store, mnt) as fg:
         got = S.meta(mnt, name, "general.name")
         log = fg.log()
@@ -232,6 +244,18 @@ def check_carry(tmp):
         raise Fail("a conflicting edit was applied over upstream's new value: %r" % got)
     if "no longer apply" not in log or "general.name" not in log or name not in log:
         raise Fail("the log does not name %s and general.name as edits that no longer apply: %r" % (name, log))
+    # The way out the line names, run as written: the next mount carries.
+    line = [ln for ln in log.splitlines() if "no longer apply" in ln][0]
+    cmd = line.split("('", 1)[1].split("' with", 1)[0].split()
+    if cmd[:2] != ["ggufs", "--overlay-rebase"] or newer not in cmd:
+        raise Fail("the line does not name --overlay-rebase of the new blob: %r" % line)
+    p = J.run_ggufs(cmd[1:])
+    if p.returncode != 0:
+        raise Fail("%s: status %d: %s" % (" ".join(cmd), p.returncode, p.stderr.decode(errors="replace")))
+    with S.Fg(store, mnt):
+        got = shown_name(mnt, name, tmp, S.live_name(name))
+    if got != (value, value.rstrip("\n")):
+        raise Fail("after %s the store shows general.name %r, not the edit" % (" ".join(cmd), got))
     J.log("ok   ollama pull of a new blob: the edits carried by name (upstream's other change kept, the new "
           "blob unwritten), a conflicting key refused by name in the log; --overlays lists source, state, keys")
 

@@ -29,10 +29,14 @@
 
 #include "../ggufs.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The model's name, for messages: what follows the store in the key. */
 static const char *name_of(const char *key) {
@@ -163,4 +167,71 @@ out:
     gguf_close(disk);
     gguf_close(ov);
     return r;
+}
+
+/* ---- at a store's mount ------------------------------------------------ */
+
+#define NOTE_MAX 65536 /* a name record: a store, a name, a path */
+
+/* The record named ent in the state directory dfd, if it is one of
+ * store's: the key ("STORE\nNAME") into key (kn bytes), 1; read raw only
+ * to learn the key (gguf_state_read then reads it checked). */
+static int record_key(int dfd, const char *ent, const char *store, char *key,
+                      size_t kn) {
+    static const char magic[] = "ggufs-state 1\n";
+    char buf[NOTE_MAX];
+    struct stat sb;
+    int fd = openat(dfd, ent, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    ssize_t n = -1;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        sb.st_uid == geteuid() && !(sb.st_mode & 022) && sb.st_size < NOTE_MAX)
+        n = pread(fd, buf, sizeof buf - 1, 0);
+    if (fd >= 0)
+        close(fd);
+    size_t sl = strlen(store), ml = sizeof magic - 1;
+    if (n < (ssize_t)(ml + sl + 2) || memcmp(buf, magic, ml) != 0 ||
+        memcmp(buf + ml, store, sl) != 0 || buf[ml + sl] != '\n' ||
+        buf[n - 1] != '\n')
+        return 0;
+    buf[n - 1] = '\0'; /* the source is the last line: the key is before */
+    char *last = strrchr(buf + ml + sl + 1, '\n');
+    if (!last || (size_t)(last - (buf + ml)) >= kn)
+        return 0;
+    memcpy(key, buf + ml, (size_t)(last - (buf + ml)));
+    key[last - (buf + ml)] = '\0';
+    return 1;
+}
+
+void gfs_carry_notes(const char *store,
+                     const char *(*now_of)(void *u, const char *name, char *buf,
+                                           size_t n),
+                     void *u) {
+    int dfd = gguf_state_dir_fd(NULL);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    struct dirent *e;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    while ((e = readdir(d))) {
+        char key[NOTE_MAX], old[PATH_MAX + 1], now[PATH_MAX], shown[PATH_MAX];
+        char mine[PATH_MAX];
+        struct stat sb;
+        size_t l = strlen(e->d_name);
+        if (l < 13 || strcmp(e->d_name + l - 13, ".overlay-name") != 0 ||
+            !record_key(dirfd(d), e->d_name, store, key, sizeof key) ||
+            !record_read(key, old, sizeof old) ||
+            !now_of(u, name_of(key), now, sizeof now) || !strcmp(now, old) ||
+            gguf_overlay_default_path(old, shown, sizeof shown, NULL) ||
+            gguf_overlay_default_path(now, mine, sizeof mine, NULL) ||
+            lstat(shown, &sb) != 0 || lstat(mine, &sb) == 0)
+            continue;
+        gfs_say("ggufs: %s: its file changed since its edits were made (they "
+                "are in the overlay %s, of %s): they are carried to its new "
+                "file %s when the model is first opened (the log says so, or "
+                "why not)\n",
+                name_of(key), shown, old, now);
+    }
+    closedir(d);
 }

@@ -737,6 +737,12 @@ enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
                                  struct gguf_error *err);
 enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
                                    struct gguf_error *err);
+/* The state directory opened for listing (checked as the state's: a
+ * directory owned by the effective user, writable by nobody else; never
+ * created): its descriptor, or -1 with err (GGUF_E_NOTFOUND: none yet).
+ * Its files are read by gguf_state_read (or gguf_overlay_load), which
+ * check them. */
+int gguf_state_dir_fd(struct gguf_error *err);
 /* Saves ctx's edits (the keys that differ from the file and the removed
  * ones, with the identity of the file they were made against) as the
  * model's pending record.  disk, if not NULL, caches the file as it is on
