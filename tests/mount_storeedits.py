@@ -86,8 +86,13 @@ def check_direct(tmp):
     loose = os.path.join(tmp, "d-dir", "blobs", "model.gguf")
     os.makedirs(os.path.dirname(loose))
     shutil.copyfile(om["tiny-a:latest"], loose)
+    snaps = os.path.join(h, "models--tiny--Tiny-GGUF", "snapshots")
+    link = [os.path.join(snaps, r, "tiny-a.gguf") for r in os.listdir(snaps)
+            if os.path.islink(os.path.join(snaps, r, "tiny-a.gguf"))][0]
+    if os.path.realpath(link) != os.path.realpath(hm["tiny/Tiny-GGUF/tiny-a"]):
+        raise Fail("mkstore's snapshot link %s does not lead to the blob" % link)
     cases = [("ollama blob", om["tiny-b:q4"], o, "tiny-b:q4"),
-             ("HF snapshot link", hm["tiny/Tiny-GGUF/tiny-a"], h, "tiny/Tiny-GGUF/tiny-a"),
+             ("HF snapshot link", link, h, "tiny/Tiny-GGUF/tiny-a"),
              ("file in blobs/", loose, None, None)]
     for label, src, store, name in cases:
         blob = os.path.realpath(src)
