@@ -563,12 +563,15 @@ static const char *name_now(void *u, const char *name, char *buf, size_t n) {
         const struct cat_model *cm = &st->list.models[i];
         if (strcmp(cm->name, name) != 0 || !cm->content_addressed)
             continue;
-        if (asprintf(&p, "%s/%s", st->dir, cm->files[0].path) > 0 &&
-            (real = realpath(p, NULL)))
-            snprintf(buf, n, "%s", real);
+        if (asprintf(&p, "%s/%s", st->dir, cm->files[0].path) < 0)
+            return NULL;
+        real = realpath(p, NULL);
         free(p);
+        if (!real)
+            return NULL;
+        snprintf(buf, n, "%s", real);
         free(real);
-        return real ? buf : NULL;
+        return buf;
     }
     return NULL;
 }

@@ -138,10 +138,12 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
     }
     /* Where the bytes the mount shows are: a tensor written through an
      * overlay is whole in the overlay's data file, not in the model. */
-    uint64_t off = gguf_tensor_offset(c, i);
+    uint64_t off = gguf_tensor_offset(c, i), doff;
     const char *file = gguf_path(c);
-    if (gfs_patch_find(fs, g, &off) && gfs_patch_where(fs))
+    if (gfs_patch_find(fs, g, &doff) && gfs_patch_where(fs)) {
         file = gfs_patch_where(fs);
+        off = doff;
+    }
     if (strcmp(name, "user.gguf.offset") == 0) {
         snprintf(tmp, sizeof tmp, "%" PRIu64, off);
         return gfs_add_str(out, tmp);
