@@ -904,7 +904,8 @@ void gfs_overlay_note(const char *path, const char *file);
  * store whose name's record names another file than the name leads to
  * now (now_of: its first file, resolved, into buf; NULL if the store has
  * no such name) while the new file has no overlay and the old one's is
- * there: its edits are carried when it is first opened. */
+ * there: its edits are carried when it is first opened, or (asked of
+ * the two headers now) why they no longer apply. */
 void gfs_carry_notes(const char *store,
                      const char *(*now_of)(void *u, const char *name, char *buf,
                                            size_t n),

@@ -243,8 +243,11 @@ def check_carry(tmp):
     up2 = new_version(tmp, new_blob, "general.name", "upstream's own name\n")
     newer = pull(store, name, up2)
     with S.Fg(store, mnt) as fg:
+        at_mount = fg.log()
         got = S.meta(mnt, name, "general.name")
         log = fg.log()
+    if "no longer apply" not in at_mount or "general.name" not in at_mount:
+        raise Fail("the store's mount did not say that %s's edits no longer apply: %r" % (name, at_mount))
     if got != "upstream's own name\n":
         raise Fail("a conflicting edit was applied over upstream's new value: %r" % got)
     if "no longer apply" not in log or "general.name" not in log or name not in log:

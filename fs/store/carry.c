@@ -21,8 +21,12 @@
  * applied, and on a read-write mount written as the new blob's overlay
  * (a read-only mount shows it, writing nothing).  The old overlay is
  * kept: its blob may still be another name's, and `ggufs --overlays`
- * lists it with whether its source is still there.  Lines go through
- * gfs_say (the mount's log in a store).  Prefix gfs_carry_.
+ * lists it with whether its source is still there.  A store's mount
+ * says, while stderr is still the user's, which models' names lead to
+ * new files and whether their edits will be carried (gfs_carry_notes:
+ * the records of that store, found by the key each record starts with).
+ * Lines go through gfs_say (the mount's log in a store).  Prefix
+ * gfs_carry_.
  */
 #include "overlay.h"
 #include "store.h"
@@ -202,6 +206,29 @@ static int record_key(int dfd, const char *ent, const char *store, char *key,
     return 1;
 }
 
+/* Whether the overlay of old (shown) can be carried onto now, asked of
+ * their headers (read only): 0, or -1 after carry_check's line (or one
+ * of its own when a file cannot be read). */
+static int carry_ahead(const char *key, const char *old, const char *now,
+                       const char *shown) {
+    struct gguf_error err = {0};
+    struct gguf_overlay_id made;
+    struct gguf_file f;
+    gguf_ctx *ov = NULL, *src = NULL;
+    bool found = false;
+    int r = -1;
+    if (gguf_file_open(&f, now, 0, &err) != GGUF_OK ||
+        gguf_open_file(&src, &f, 0, &err) != GGUF_OK ||
+        gguf_overlay_load(NULL, old, &ov, &made, &found, &err) != GGUF_OK)
+        gfs_say("ggufs: %s: %s\n", name_of(key), err.msg);
+    else if (found)
+        r = carry_check(key, now, old, shown, ov, src);
+    gguf_close(ov);
+    gguf_close(src);
+    gguf_file_close(&f);
+    return r;
+}
+
 void gfs_carry_notes(const char *store,
                      const char *(*now_of)(void *u, const char *name, char *buf,
                                            size_t n),
@@ -227,11 +254,11 @@ void gfs_carry_notes(const char *store,
             gguf_overlay_default_path(now, mine, sizeof mine, NULL) ||
             lstat(shown, &sb) != 0 || lstat(mine, &sb) == 0)
             continue;
-        gfs_say("ggufs: %s: its file changed since its edits were made (they "
-                "are in the overlay %s, of %s): they are carried to its new "
-                "file %s when the model is first opened (the log says so, or "
-                "why not)\n",
-                name_of(key), shown, old, now);
+        if (carry_ahead(key, old, now, shown) == 0)
+            gfs_say("ggufs: %s: its file changed since its edits were made "
+                    "(they are in the overlay %s, of %s): they are carried to "
+                    "its new file %s when the model is first opened\n",
+                    name_of(key), shown, old, now);
     }
     closedir(d);
 }
