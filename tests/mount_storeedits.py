@@ -246,6 +246,9 @@ def check_carry(tmp):
         at_mount = fg.log()
         got = S.meta(mnt, name, "general.name")
         log = fg.log()
+        status = os.getxattr(os.path.join(mnt, name), "user.ggufs.status").decode(errors="replace")
+    if "no longer apply" not in status or "general.name" not in status:
+        raise Fail("the model's status (user.ggufs.status) does not say its edits no longer apply: %r" % status)
     if "no longer apply" not in at_mount or "general.name" not in at_mount:
         raise Fail("the store's mount did not say that %s's edits no longer apply: %r" % (name, at_mount))
     if got != "upstream's own name\n":
