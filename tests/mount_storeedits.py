@@ -212,11 +212,11 @@ def check_carry(tmp):
     with S.Fg(store, mnt, args=["-o", "ro"]) as fg:
         at_mount = fg.log()
         got = shown_name(mnt, name, tmp, S.live_name(name))
+    if got != (value, value.rstrip("\n")):
+        raise Fail("a read-only mount after the pull shows general.name %r, not the edit" % (got,))
     if name not in at_mount or "carried" not in at_mount:
         raise Fail("the store's mount did not say that %s's file changed and its edits are carried: %r"
                    % (name, at_mount))
-    if got != (value, value.rstrip("\n")):
-        raise Fail("a read-only mount after the pull shows general.name %r, not the edit" % (got,))
     if any(r[1] == new_blob for r in overlays()):
         raise Fail("a read-only mount wrote an overlay for the new blob")
     with S.Fg(store, mnt) as fg:
