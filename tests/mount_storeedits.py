@@ -14,6 +14,8 @@ Stores are laid out by tests/mkstore exactly as their tools do.  Checked:
      file not named by its hash is still committed in place;
   2. a read-only store mount (-o ro, as README's fstab line) shows the
      edits made through a read-write one: meta/ and the live view (ggml);
+     a folder's model with an overlay (-o overlay) is shown as on disk and
+     its status says so;
   3. the model is updated as `ollama pull` does (a new blob for the same
      tag, the manifest rewritten, the old blob removed): the store's mount
      says so; a read-only mount shows the edits, writing nothing; a
@@ -146,7 +148,21 @@ def check_ro_store(tmp):
                        "made through a read-write one" % (kind, got))
         if S.sha(os.path.realpath(made[name])) != before:
             raise Fail("%s: the blob changed" % kind)
-    J.log("ok   a read-only store mount (ollama, HF cache) shows the edits in meta/ and the live view (ggml)")
+    # A folder's model edited with -o overlay: shown as it is on disk, and
+    # the model's status (the mount's log) says which overlay it lacks.
+    store = os.path.join(tmp, "ro-dir")
+    made = dict(S.mkstore("dir", store))
+    edit_unmount(made["sub/tiny-b"], mnt, "", "kept aside\n", args=["-o", "overlay"])
+    with S.Fg(store, mnt, args=["-o", "ro"]):
+        got = S.meta(mnt, "sub/tiny-b", "general.name")
+        status = os.getxattr(os.path.join(mnt, "sub/tiny-b"), "user.ggufs.status").decode(errors="replace")
+    if got == "kept aside\n":
+        raise Fail("a folder model's -o overlay edit shown by a plain read-only store mount")
+    if "holds edits of this file" not in status or os.path.realpath(made["sub/tiny-b"]) not in status:
+        raise Fail("a read-only store mount does not say that sub/tiny-b is shown without its overlay's "
+                   "edits (user.ggufs.status): %r" % status)
+    J.log("ok   a read-only store mount (ollama, HF cache) shows the edits in meta/ and the live view (ggml); "
+          "a folder model's overlay not shown, and said in its status")
 
 
 # ---------------------------------------------------------------------------
