@@ -142,6 +142,8 @@ int cli_commands(int argc, char **argv) {
  * FILE|URL [OVERLAY] [--take-overlay]: the arguments checked, the command
  * run by the overlay's own code (fs/overlay.c, through daemon.h). */
 int cli_overlay_cmd(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--overlays") == 0)
+        return gfs_overlays_list();
     if (argc >= 2 && strcmp(argv[1], "--overlay-rebase") == 0) {
         int take = argc >= 3 && strcmp(argv[argc - 1], "--take-overlay") == 0;
         if (argc - take != 3 && argc - take != 4) {

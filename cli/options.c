@@ -301,6 +301,7 @@ static void usage(const char *prog) {
         "       ggufs --show-pending FILE.gguf    name them and their values\n"
         "       ggufs --overlay-apply FILE.gguf [OVERLAY]  commit an overlay into the file\n"
         "       ggufs --overlay-drop FILE.gguf|URL [OVERLAY]  forget it\n"
+        "       ggufs --overlays    list the overlays: source, still there, keys\n"
         "       ggufs --overlay-rebase FILE.gguf|URL [OVERLAY] [--take-overlay]\n"
         "                              carry it onto the source's new version\n"
         "       ggufs --apply-saved EDITS FILE.gguf  commit edits a failed commit saved\n"

@@ -135,6 +135,10 @@ int gfs_overlay_apply(const char *file, const char *opt);
 int gfs_overlay_drop(const char *file, const char *opt);
 int gfs_overlay_rebase(const char *file, const char *opt, int take);
 int gfs_overlay_dead_note(const char *source, const char *mnt);
+/* overlays.c: `ggufs --overlays`, every overlay of the state directory
+ * with its source, whether that is still there, and its keys; the exit
+ * status. */
+int gfs_overlays_list(void);
 
 /* nomount.c: the commands that read or edit a model without a mount
  * (ggufs get|ls|tensors|set, issue 37), through the mount's own code: o

@@ -774,6 +774,13 @@ int gfs_mount_point_of(const char *real, char *what, size_t n);
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gfs_log_line(struct gfs_log *l, const char *line);
+/* What the code shared by the commands and the mounts says on stderr
+ * ("ggufs: ...\n", as fprintf would) goes to the log l instead, on this
+ * thread, while l is set (gfs_say_to(l) ... gfs_say_to(NULL)): a store
+ * opens its models after the daemon detached, when stderr is /dev/null
+ * (issue 32: an overlay refused there was said to nobody). */
+void gfs_say_to(struct gfs_log *l);
+void gfs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The model's handlers (ops.c: the tree; fileops.c: open files): as
  * libfuse's low-level handlers, with the model first and inode numbers
@@ -901,6 +908,8 @@ struct gfs_overlay_args {
     const char *file;      /* the source as the user named it (messages) */
     const char *mnt;       /* the mountpoint, absolute, or NULL */
     int readonly;          /* -o ro: no lock, no record, never written */
+    const char *name_key;  /* a store's model: "STORE\nNAME", its edits
+                              follow the name (store/carry.c); else NULL */
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
 void gfs_overlay_free(struct gfs *fs);
@@ -911,5 +920,15 @@ const char *gfs_overlay_where(const struct gfs *fs);
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
+/* store/carry.c, at a store's mount (stderr still the user's): one line per model of
+ * store whose name's record names another file than the name leads to
+ * now (now_of: its first file, resolved, into buf; NULL if the store has
+ * no such name) while the new file has no overlay and the old one's is
+ * there: its edits are carried when it is first opened, or (asked of
+ * the two headers now) why they no longer apply. */
+void gfs_carry_notes(const char *store,
+                     const char *(*now_of)(void *u, const char *name, char *buf,
+                                           size_t n),
+                     void *u);
 
 #endif

@@ -86,3 +86,25 @@ void gfs_log(struct gfs *fs, const char *fmt, ...) {
     va_end(ap);
     gfs_log_line(fs->log, line);
 }
+
+static __thread struct gfs_log *say_sink;
+
+void gfs_say_to(struct gfs_log *l) {
+    say_sink = l;
+}
+
+void gfs_say(const char *fmt, ...) {
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (!say_sink) {
+        fputs(line, stderr);
+        return;
+    }
+    size_t n = strlen(line);
+    if (n && line[n - 1] == '\n')
+        line[--n] = '\0';
+    gfs_log_line(say_sink, strncmp(line, "ggufs: ", 7) == 0 ? line + 7 : line);
+}

@@ -38,6 +38,7 @@ struct gfs_model {
     char *live_name;       /* fs.live_name when made here */
     char *mnt_abs;         /* fs.mnt resolved, when it could be */
     int locks;             /* fs's locks are initialised */
+    int hash_named;        /* named by its hash: edits to an overlay */
 };
 
 static void say(struct gfs_model *m, const char *fmt, ...)
@@ -97,6 +98,26 @@ static int overlay_rdwr(const struct gfs_model *m) {
     return m->a.o.readonly || overlay_wanted(m) ? 0 : -1;
 }
 
+/* A file named by its hash (gguf_file_hash_named: an ollama blob, an HF
+ * cache blob through its snapshot's link, any file in a blobs/) is never
+ * written by any mount: its edits go to its overlay as with -o overlay
+ * (a read-only mount shows the overlay's edits, as -o ro,overlay does).
+ * Decided on the descriptor opened, which is made read-only.  0 or -1. */
+static int hash_named(struct gfs_model *m) {
+    struct gguf_error gerr = {0};
+    char real[PATH_MAX];
+    if (overlay_wanted(m) || gfs_remote_is(m->a.file) ||
+        !gguf_file_hash_named(&m->file, real, sizeof real))
+        return 0;
+    if (gguf_file_drop_write(&m->file, &gerr) != GGUF_OK) {
+        say(m, "%s: %s", m->a.file, gerr.msg);
+        return -1;
+    }
+    m->a.o.overlay = 1;
+    m->hash_named = !m->a.o.readonly && !m->a.store;
+    return 0;
+}
+
 /* -o overlay: the overlay found and applied once the GGUF is open
  * (fs/overlay.c); a remote source's is known by URL and the server's
  * version.  0 or -1 after one line. */
@@ -126,9 +147,17 @@ static int setup_overlay(struct gfs_model *m) {
                                  .opt = m->a.o.overlay_path,
                                  .file = m->a.file,
                                  .mnt = mnt,
-                                 .readonly = m->a.o.readonly};
+                                 .readonly = m->a.o.readonly,
+                                 .name_key = m->a.name_key};
     int r = gfs_overlay_setup(&m->fs, &a);
     free(mnt);
+    if (r == 0 && m->hash_named)
+        say(m,
+            "%s: note: named by its hash%s%s%s, so never written by any "
+            "mount: its edits go to the overlay %s, as with -o overlay",
+            m->a.file, strcmp(m->path, m->a.file) ? " (" : "",
+            strcmp(m->path, m->a.file) ? m->path : "",
+            strcmp(m->path, m->a.file) ? ")" : "", gfs_overlay_where(&m->fs));
     return r;
 }
 
@@ -332,7 +361,7 @@ static int open_gguf(struct gfs_model *m) {
         say(m, "%s: %s", m->a.file, gerr.msg);
         return -1;
     }
-    if (store_file_swapped(m))
+    if (store_file_swapped(m) || hash_named(m) != 0)
         return -1;
     if (!m->a.o.readonly && !overlay_wanted(m) && !m->file.writable) {
         fallback_ro = 1;
@@ -466,7 +495,12 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     m->fs.log = &a->mount->log;
     m->fs.ino_base = a->ino_base;
     m->fs.parent = a->parent;
-    if (open_gguf(m) != 0 || setup_overlay(m) != 0)
+    /* A store's model is opened after the daemon detached: what the
+     * overlay's code says goes to the mount's log. */
+    gfs_say_to(a->store ? m->fs.log : NULL);
+    int bad = open_gguf(m) != 0 || setup_overlay(m) != 0;
+    gfs_say_to(NULL);
+    if (bad)
         goto fail;
     name_live_view(m);
     init_state(m);

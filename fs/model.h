@@ -26,6 +26,9 @@ struct gfs_model_args {
      * is read-only when the store is or the file cannot be written. */
     int store;
     const char *live_name; /* the live view's name, or NULL: the source's */
+    /* A content-addressed store's model: "STORE\nNAME", the key its
+     * edits follow (store/carry.c); else NULL. */
+    const char *name_key;
     /* A store's model: its files (NULL: the source alone, shards found
      * beside it by name). */
     const struct gfs_model_file *files;

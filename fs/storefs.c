@@ -377,7 +377,7 @@ int gfs_st_make_room(struct gfs_storefs *st) {
 struct open_job {
     struct gfs_model_args a;
     struct gfs_model_file *files;
-    char *live, *first;
+    char *live, *first, *name_key;
 };
 
 static void job_free(struct open_job *j) {
@@ -388,6 +388,7 @@ static void job_free(struct open_job *j) {
     free(j->files);
     free(j->live);
     free(j->first);
+    free(j->name_key);
 }
 
 /* A copy of an ollama model's other layers, for the model (extras.c);
@@ -442,9 +443,18 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
         return ENOMEM;
     j->a.file = j->first;
     j->a.o = st->o;
-    /* Named by its hash: never written; edits go to an overlay. */
-    if (cm->content_addressed && !st->o.readonly)
+    /* Named by its hash: never written; edits go to its blob's overlay,
+     * which a read-only mount shows too (as -o ro,overlay), and follow
+     * its name to a new blob (store/carry.c). */
+    if (cm->content_addressed) {
         j->a.o.overlay = 1;
+        if (!gfs_st_remote(st) &&
+            asprintf(&j->name_key, "%s\n%s", st->dir, cm->name) < 0) {
+            j->name_key = NULL;
+            return ENOMEM;
+        }
+        j->a.name_key = j->name_key;
+    }
     j->a.mnt = st->mnt;
     j->a.mount = st->mount;
     j->a.ino_base = (fuse_ino_t)(nd - st->nodes) << GFS_INO_SLOT_SHIFT;
@@ -624,6 +634,28 @@ static int descend_home(struct gfs_storefs *st) {
     return 0;
 }
 
+/* The file a model name of the store leads to now, resolved (gfs_carry_
+ * notes); NULL when the store has no such name. */
+static const char *name_now(void *u, const char *name, char *buf, size_t n) {
+    const struct gfs_storefs *st = u;
+    char *p = NULL, *real = NULL;
+    for (size_t i = 0; i < st->list.n; i++) {
+        const struct cat_model *cm = &st->list.models[i];
+        if (strcmp(cm->name, name) != 0 || !cm->content_addressed)
+            continue;
+        if (asprintf(&p, "%s/%s", st->dir, cm->files[0].path) < 0)
+            return NULL;
+        real = realpath(p, NULL);
+        free(p);
+        if (!real)
+            return NULL;
+        snprintf(buf, n, "%s", real);
+        free(real);
+        return buf;
+    }
+    return NULL;
+}
+
 struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
                                    const struct gfs_opts *o, const char *mnt,
                                    int *status) {
@@ -678,6 +710,10 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
     }
     if (!st->list.n)
         empty_note(st);
+    /* Models whose names lead to new files: said while stderr is the
+     * user's (their edits are carried when first opened). */
+    if (!gfs_st_remote(st))
+        gfs_carry_notes(st->dir, name_now, st);
     mount->store = st;
     return st;
 fail:

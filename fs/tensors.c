@@ -8,9 +8,11 @@
  * attributes (the hashes are hashes.c's):
  *   user.gguf.type    the ggml type ("q4_K")
  *   user.gguf.shape   dimensions in file order, "4096,32000"
- *   user.gguf.offset  absolute offset of the data in the GGUF
+ *   user.gguf.offset  absolute offset of the data in the GGUF (or, for a
+ *                     tensor written through an overlay, in its data file)
  *   user.gguf.size    bytes of data
- *   user.gguf.file    a shard set's or a mix's: the file holding it
+ *   user.gguf.file    a shard set's or a mix's: the file holding it; an
+ *                     overlay's data file for a tensor written there
  *   user.gguf.source  that file (or URL) and the offset there, "PATH@OFF"
  */
 #include "kinds.h"
@@ -134,16 +136,24 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
         }
         return 0;
     }
+    /* Where the bytes the mount shows are: a tensor written through an
+     * overlay is whole in the overlay's data file, not in the model. */
+    uint64_t off = gguf_tensor_offset(c, i), doff;
+    const char *file = gguf_path(c);
+    if (gfs_patch_find(fs, g, &doff) && gfs_patch_where(fs)) {
+        file = gfs_patch_where(fs);
+        off = doff;
+    }
     if (strcmp(name, "user.gguf.offset") == 0) {
-        snprintf(tmp, sizeof tmp, "%" PRIu64, gguf_tensor_offset(c, i));
+        snprintf(tmp, sizeof tmp, "%" PRIu64, off);
         return gfs_add_str(out, tmp);
     }
-    if (strcmp(name, "user.gguf.file") == 0 && gfs_view_merged(fs))
-        return gfs_add_str(out, gguf_path(c));
+    if (strcmp(name, "user.gguf.file") == 0 &&
+        (gfs_view_merged(fs) || file != gguf_path(c)))
+        return gfs_add_str(out, file);
     if (strcmp(name, "user.gguf.source") == 0) {
-        snprintf(tmp, sizeof tmp, "@%" PRIu64, gguf_tensor_offset(c, i));
-        return gfs_add_str(out, gguf_path(c)) || gfs_add_str(out, tmp) ? ENOMEM
-                                                                       : 0;
+        snprintf(tmp, sizeof tmp, "@%" PRIu64, off);
+        return gfs_add_str(out, file) || gfs_add_str(out, tmp) ? ENOMEM : 0;
     }
     if (strcmp(name, "user.gguf.size") == 0) {
         snprintf(tmp, sizeof tmp, "%" PRIu64, gfs_tensor_bytes(fs, g));
@@ -167,7 +177,9 @@ static int tensor_listxattr(struct gfs *fs, fuse_ino_t ino,
         return ENOENT;
     if (gguf_buf_add(out, names, sizeof names) != GGUF_OK)
         return ENOMEM;
-    if (gfs_view_merged(fs) &&
+    uint64_t off;
+    if ((gfs_view_merged(fs) ||
+         gfs_patch_find(fs, gfs_tensor_index(fs, ino), &off)) &&
         gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
         return ENOMEM;
     return 0;

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,4 +114,67 @@ out:
 
 enum gguf_status gguf_file_reopen(struct gguf_file *f, struct gguf_error *err) {
     return open_in_dir(f, f->writable ? 1 : 0, err);
+}
+
+/* n hex digits exactly at s (either case). */
+static bool all_hex(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+              (c >= 'A' && c <= 'F')))
+            return false;
+    }
+    return true;
+}
+
+bool gguf_name_is_hash(const char *path) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t b = len;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    const char *name = path + b;
+    size_t nlen = len - b;
+    if (nlen > 7 &&
+        (strncmp(name, "sha256-", 7) == 0 || strncmp(name, "sha256:", 7) == 0))
+        name += 7, nlen -= 7;
+    if ((nlen == 40 || nlen == 64 || nlen == 128) && all_hex(name, nlen))
+        return true;
+    /* The directory it sits in: "blobs". */
+    size_t d = b > 0 ? b - 1 : 0, ds = d;
+    while (ds > 0 && path[ds - 1] != '/')
+        ds--;
+    return b > 0 && d - ds == 5 && strncmp(path + ds, "blobs", 5) == 0;
+}
+
+bool gguf_file_hash_named(const struct gguf_file *f, char *real, size_t n) {
+    char link[64], buf[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", f->fd);
+    ssize_t k = f->fd >= 0 ? readlink(link, buf, sizeof buf - 1) : -1;
+    if (k > 0 && buf[0] == '/') {
+        buf[k] = '\0';
+        /* A file unlinked since: its name as it was. */
+        if ((size_t)k > 10 && strcmp(buf + k - 10, " (deleted)") == 0)
+            buf[k - 10] = '\0';
+    } else {
+        snprintf(buf, sizeof buf, "%s", f->path ? f->path : "");
+    }
+    if (real && n)
+        snprintf(real, n, "%s", buf);
+    return gguf_name_is_hash(buf);
+}
+
+enum gguf_status gguf_file_drop_write(struct gguf_file *f,
+                                      struct gguf_error *err) {
+    if (!f->writable)
+        return GGUF_OK;
+    struct stat was = f->sb;
+    enum gguf_status st = open_in_dir(f, 0, err);
+    if (st != GGUF_OK)
+        return st;
+    if (f->sb.st_dev != was.st_dev || f->sb.st_ino != was.st_ino)
+        return gguf_fail(err, GGUF_E_CHANGED,
+                         "%s was replaced while it was opened", f->path);
+    return GGUF_OK;
 }

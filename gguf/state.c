@@ -10,7 +10,8 @@
  * user's home from the password database (created 0700 as needed).
  * One model's files are named by a 64-bit FNV-1a hash of its absolute path
  * (16 hex digits) and a kind: HASH.pending, HASH.status, HASH.pending.old,
- * HASH.overlay-mount.  Each file starts
+ * HASH.overlay-mount, HASH.overlay-name (keyed by a store and a model's
+ * name, not a path).  Each file starts
  * with the model's path, so a hash collision is recognised, not obeyed.
  *
  * Trust: the directory and its files may have been prepared by someone
@@ -41,7 +42,7 @@
 #include <unistd.h>
 
 static const char *const kind_name[] = {"pending", "status", "pending.old",
-                                        "overlay-mount"};
+                                        "overlay-mount", "overlay-name"};
 
 /* The state directory's path into out: 0 or an errno.  The home is the
  * effective user's from the password database, not $HOME: root running
@@ -120,6 +121,14 @@ static int open_dir(bool create, bool *absent, struct gguf_error *err) {
 
 int gguf_state_dir_open(bool create, bool *absent, struct gguf_error *err) {
     return open_dir(create, absent, err);
+}
+
+int gguf_state_dir_fd(struct gguf_error *err) {
+    bool absent = false;
+    int fd = open_dir(false, &absent, err);
+    if (fd < 0 && absent)
+        gguf_fail(err, GGUF_E_NOTFOUND, "no state directory yet");
+    return fd;
 }
 
 /* The state directory for reading or removing: its fd, or -1 with *st

@@ -510,6 +510,35 @@ START_TEST(sidecar_utf8)
 }
 END_TEST
 
+/* Content-addressed names (issue 32): a hash as the name, with or
+ * without ollama's prefix, or a file in a blobs/ directory. */
+START_TEST(hash_named) {
+    const char *h64 =
+        "48e55b5ee98178fb736a752095efa244e6f51994f5de4f992c67a8b04e573091";
+    char p[512];
+    snprintf(p, sizeof p, "/o/blobs/sha256-%s", h64);
+    ck_assert(gguf_name_is_hash(p));
+    snprintf(p, sizeof p, "/x/sha256:%s", h64);
+    ck_assert(gguf_name_is_hash(p));
+    snprintf(p, sizeof p, "/hub/models--a--b/blobs/%s", h64);
+    ck_assert(gguf_name_is_hash(p));
+    snprintf(p, sizeof p, "/anywhere/%s", h64);
+    ck_assert(gguf_name_is_hash(p));
+    ck_assert(gguf_name_is_hash("/x/0123456789abcdef0123456789abcdef01234567"));
+    ck_assert(gguf_name_is_hash("/store/blobs/model.gguf"));
+    ck_assert(gguf_name_is_hash("blobs/m"));
+    ck_assert(!gguf_name_is_hash("/models/qwen3-8b.gguf"));
+    ck_assert(!gguf_name_is_hash("/x/myblobs/m.gguf"));
+    ck_assert(!gguf_name_is_hash("/x/blobs"));
+    snprintf(p, sizeof p, "/x/sha256-%.63s", h64); /* one digit short */
+    ck_assert(!gguf_name_is_hash(p));
+    snprintf(p, sizeof p, "/x/%.63sg", h64); /* not hex */
+    ck_assert(!gguf_name_is_hash(p));
+    snprintf(p, sizeof p, "/x/%s.gguf", h64);
+    ck_assert(!gguf_name_is_hash(p));
+}
+END_TEST
+
 START_TEST(sidecar_distinct)
 {
     /* long names that differ only after the cut get different names;
@@ -547,6 +576,7 @@ int main(void)
     tcase_add_test(tc, sidecar_limit);
     tcase_add_test(tc, sidecar_utf8);
     tcase_add_test(tc, sidecar_distinct);
+    tcase_add_test(tc, hash_named);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -175,6 +175,10 @@ int gfs_patch_fd(const struct gfs *fs) {
     return fs->patch ? fs->patch->fd : -1;
 }
 
+const char *gfs_patch_where(const struct gfs *fs) {
+    return fs->patch && fs->patch->fd >= 0 ? fs->patch->shown : NULL;
+}
+
 int gfs_patch_find(const struct gfs *fs, int64_t g, uint64_t *doff) {
     const struct gfs_patch *p = fs->patch;
     int64_t j;

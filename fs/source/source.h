@@ -114,6 +114,8 @@ void gfs_patch_free(struct gfs *fs);
 int gfs_patch_any(const struct gfs *fs);
 int gfs_patch_fd(const struct gfs *fs);
 int gfs_patch_find(const struct gfs *fs, int64_t g, uint64_t *doff);
+/* The overlay's data file's path (for user.gguf.source), or NULL. */
+const char *gfs_patch_where(const struct gfs *fs);
 int gfs_patch_overlaps(const struct gfs *fs, int shard, uint64_t pos,
                        uint64_t n);
 int gfs_patch_read(struct gfs *fs, int shard, uint64_t pos, void *buf,

@@ -48,6 +48,7 @@ struct gfs_overlay {
     char *lock_source; /* the source it was taken for (its default name) */
     char *source;      /* the record's key and mountpoint (record_mount): */
     char *mnt;         /* read-write mounts; else NULL */
+    char *name_key;    /* a store model's name (carry.c), read-write mounts */
     int recorded;      /* the record was written (at the first overlay write) */
 };
 
@@ -66,7 +67,7 @@ int gfs_overlay_locate(const char *file, const char *source, const char *opt,
     *path = NULL;
     if (opt) {
         if (!*opt || !(*path = gfs_overlay_absolute(opt))) {
-            fprintf(stderr, "ggufs: %s: -o overlay=%s: %s\n", file, opt,
+            gfs_say("ggufs: %s: -o overlay=%s: %s\n", file, opt,
                     *opt ? strerror(errno) : "the PATH is empty");
             return -1;
         }
@@ -74,8 +75,7 @@ int gfs_overlay_locate(const char *file, const char *source, const char *opt,
         return 0;
     }
     if (gguf_overlay_default_path(source, shown, n, &err) != GGUF_OK) {
-        fprintf(stderr, "ggufs: %s: no place for an overlay: %s\n", file,
-                err.msg);
+        gfs_say("ggufs: %s: no place for an overlay: %s\n", file, err.msg);
         return -1;
     }
     return 0;
@@ -99,7 +99,7 @@ int gfs_overlay_load_apply(const char *file, const char *opath,
     int r = -1;
     if (gguf_overlay_load(opath, id->source, &ov, &made, &found, &err) !=
         GGUF_OK) {
-        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        gfs_say("ggufs: %s: %s\n", file, err.msg);
         goto out;
     }
     if (!found) {
@@ -114,16 +114,15 @@ int gfs_overlay_load_apply(const char *file, const char *opath,
                      "'ggufs --overlay-rebase %s%s%s' carries its edits onto "
                      "the new version, ",
                      file, sp, op);
-        fprintf(stderr,
-                "ggufs: %s: the overlay %s does not belong to this file (%s): "
+        gfs_say("ggufs: %s: the overlay %s does not belong to this file (%s): "
                 "not applied; %s'ggufs --overlay-drop %s%s%s' forgets it\n",
                 file, shown, why, rebase, file, sp, op);
         goto out;
     }
     if (gguf_overlay_apply(ctx, ov, set, removed, &err) != GGUF_OK ||
         (t && gguf_overlay_tensors(ov, t, nt, &err) != GGUF_OK)) {
-        fprintf(stderr, "ggufs: %s: the overlay %s cannot be applied: %s\n",
-                file, shown, err.msg);
+        gfs_say("ggufs: %s: the overlay %s cannot be applied: %s\n", file,
+                shown, err.msg);
         goto out;
     }
     r = 1;
@@ -156,7 +155,7 @@ int gfs_overlay_take_lock(const char *file, const char *source,
     char *holder = NULL, held[2048], where[4096];
     int fd = -1, said = 0;
     if (asprintf(&holder, "%s\n%s\n", source, mnt ? mnt : "") < 0) {
-        fprintf(stderr, "ggufs: %s: out of memory\n", file);
+        gfs_say("ggufs: %s: out of memory\n", file);
         return -1;
     }
     for (int ms = 0;; ms += 50) {
@@ -166,14 +165,13 @@ int gfs_overlay_take_lock(const char *file, const char *source,
                                                 held, sizeof held, &err);
         if (st != GGUF_E_BUSY) {
             if (st != GGUF_OK)
-                fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+                gfs_say("ggufs: %s: %s\n", file, err.msg);
             break;
         }
         holder_fields(held, &hsrc, &hmnt);
         int mounted = hmnt[0] && gfs_find_mount(hmnt, 0, where, sizeof where);
         if (mounted || !wait || ms >= WAIT_MS) {
-            fprintf(stderr,
-                    "ggufs: %s: the overlay %s is in use by %s%s%s%s%s\n", file,
+            gfs_say("ggufs: %s: the overlay %s is in use by %s%s%s%s%s\n", file,
                     shown, mounted ? "the mount of " : "another ggufs",
                     mounted || !hsrc[0] ? "" : " on ", hsrc,
                     mounted ? " at " : (wait ? " (still after 60 s)" : ""),
@@ -181,8 +179,7 @@ int gfs_overlay_take_lock(const char *file, const char *source,
             break;
         }
         if (!said++)
-            fprintf(stderr,
-                    "ggufs: %s: waiting for an earlier mount to finish "
+            gfs_say("ggufs: %s: waiting for an earlier mount to finish "
                     "writing the overlay %s\n",
                     file, shown);
         usleep(50000);
@@ -227,6 +224,7 @@ static void record_mount(struct gfs_overlay *o) {
     o->recorded = n > 0 && gguf_state_write(o->source, GGUF_STATE_OVERLAY_MOUNT,
                                             body, (size_t)n, NULL) == GGUF_OK;
     free(body);
+    gfs_carry_record(o->name_key, o->source);
 }
 
 /* At the daemon's end: its record goes, unless a later mount of the same
@@ -239,7 +237,8 @@ static void unrecord_mount(struct gfs_overlay *o) {
         (void)gguf_state_remove(o->source, GGUF_STATE_OVERLAY_MOUNT, NULL);
     free(o->source);
     free(o->mnt);
-    o->source = o->mnt = NULL;
+    free(o->name_key);
+    o->source = o->mnt = o->name_key = NULL;
 }
 
 int gfs_overlay_dead_note(const char *source, const char *mnt) {
@@ -250,8 +249,7 @@ int gfs_overlay_dead_note(const char *source, const char *mnt) {
     int is_default =
         gguf_overlay_default_path(source, def, sizeof def, NULL) == GGUF_OK &&
         strcmp(def, where) == 0;
-    fprintf(stderr,
-            "ggufs: %s: the edits of this mount are in the overlay %s "
+    gfs_say("ggufs: %s: the edits of this mount are in the overlay %s "
             "(written after every edit; the file was never written): "
             "'ggufs -o overlay%s%s %s MOUNTPOINT' shows them again\n",
             source, where, is_default ? "" : "=", is_default ? "" : where,
@@ -269,7 +267,7 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     struct gfs_overlay *o = calloc(1, sizeof *o);
     int64_t set = 0, removed = 0;
     if (!o) {
-        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        gfs_say("ggufs: %s: out of memory\n", a->file);
         return -1;
     }
     o->lock_fd = -1;
@@ -278,8 +276,7 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     /* Recovery writes the file, which an overlay mount never does; until
      * it has run the header may be half old, half new. */
     if (!a->remote_id && gguf_commit_interrupted(a->path)) {
-        fprintf(stderr,
-                "ggufs: %s: a commit of this file was interrupted: 'ggufs "
+        gfs_say("ggufs: %s: a commit of this file was interrupted: 'ggufs "
                 "--recover %s' completes it (an overlay mount never writes "
                 "the file)\n",
                 a->file, a->file);
@@ -295,13 +292,13 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
                                             a->mnt, 1)) < 0)
         return -1;
     if (o->lock_fd >= 0 && !(o->lock_source = strdup(a->path))) {
-        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        gfs_say("ggufs: %s: out of memory\n", a->file);
         return -1;
     }
     if (gguf_overlay_identify(fs->shards, fs->n_shards, a->path,
                               a->remote_id != NULL, a->remote_id, &o->id,
                               &err) != GGUF_OK) {
-        fprintf(stderr, "ggufs: %s: %s\n", a->file, err.msg);
+        gfs_say("ggufs: %s: %s\n", a->file, err.msg);
         return -1;
     }
     struct gguf_overlay_tensor *t = NULL;
@@ -309,26 +306,33 @@ int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a) {
     char msg[PATH_MAX + 512];
     int r = gfs_overlay_load_apply(a->file, o->path, o->shown, &o->id,
                                    fs->shards[0], &set, &removed, &t, &nt);
-    if (r < 0)
+    /* A store model's blob without one: the overlay its name had. */
+    int carried = r == 0 && !a->opt
+                      ? gfs_carry_find(fs, a->name_key, a->file, &o->id,
+                                       a->readonly, &set, &removed)
+                      : 0;
+    if (r < 0 || carried < 0)
         return -1;
+    if (r > 0 && !a->readonly)
+        gfs_carry_record(a->name_key, a->path);
     /* Its tensors (source/patch.c): read on every overlay mount that has
      * some, written on a read-write one. */
     if ((nt || !a->readonly) &&
         gfs_patch_init(fs, o->path, o->id.source, t, nt, msg, sizeof msg)) {
-        fprintf(stderr, "ggufs: %s: overlay %s: %s\n", a->file, o->shown, msg);
+        gfs_say("ggufs: %s: overlay %s: %s\n", a->file, o->shown, msg);
         gguf_overlay_tensors_free(t, nt);
         return -1;
     }
     gguf_overlay_tensors_free(t, nt);
     if (r > 0)
-        fprintf(stderr,
-                "ggufs: %s: overlay %s applied (%lld key%s set, %lld "
+        gfs_say("ggufs: %s: overlay %s applied (%lld key%s set, %lld "
                 "removed)\n",
                 a->file, o->shown, (long long)set, set == 1 ? "" : "s",
                 (long long)removed);
     if (!a->readonly && a->mnt &&
-        (!(o->source = strdup(a->path)) || !(o->mnt = strdup(a->mnt)))) {
-        fprintf(stderr, "ggufs: %s: out of memory\n", a->file);
+        (!(o->source = strdup(a->path)) || !(o->mnt = strdup(a->mnt)) ||
+         (a->name_key && !(o->name_key = strdup(a->name_key))))) {
+        gfs_say("ggufs: %s: out of memory\n", a->file);
         return -1;
     }
     return 0;
@@ -460,8 +464,7 @@ void gfs_overlay_note(const char *path, const char *file) {
     struct stat sb;
     if (gguf_overlay_default_path(path, where, sizeof where, NULL) == GGUF_OK &&
         lstat(where, &sb) == 0)
-        fprintf(stderr,
-                "ggufs: %s: note: the overlay %s holds edits of this file; "
+        gfs_say("ggufs: %s: note: the overlay %s holds edits of this file; "
                 "this mount shows the file without them (-o overlay "
                 "applies them%s)\n",
                 file, where,

@@ -48,4 +48,19 @@ int gfs_overlay_take_lock(const char *file, const char *source,
                           const char *opath, const char *shown, const char *mnt,
                           int wait);
 
+struct gfs;
+/* carry.c: a store model's edits follow its name.  key is "STORE\nNAME"
+ * (gfs_overlay_args.name_key).  gfs_carry_record: the source whose
+ * overlay holds the name's edits is now source (written only if it
+ * changed; a failure said).  gfs_carry_find: the blob file (identified by
+ * id) has no overlay: the overlay of the source the name's record names,
+ * if another, applied to fs->shards[0] and, unless readonly, written as
+ * id's default overlay; 1 carried (*set, *removed counted), 0 none or
+ * refused (one line: conflicting keys by name, tensors), -1 failed (one
+ * line). */
+void gfs_carry_record(const char *key, const char *source);
+int gfs_carry_find(struct gfs *fs, const char *key, const char *file,
+                   const struct gguf_overlay_id *id, int readonly, int64_t *set,
+                   int64_t *removed);
+
 #endif

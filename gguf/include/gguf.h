@@ -209,6 +209,27 @@ enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
                                 struct gguf_error *err);
 /* Opens f->base in f->dfd again (after recovery replaced the inode). */
 enum gguf_status gguf_file_reopen(struct gguf_file *f, struct gguf_error *err);
+/* Content-addressed files (issue 32): a file whose name is its hash is
+ * never written by any mount, since a write makes the name a lie (an
+ * ollama blob, a Hugging Face cache blob reached through its snapshot's
+ * symbolic link).  The rule, on a path's last two components: the name
+ * is 40, 64 or 128 hex digits (sha1, sha256, sha512: the HF cache's
+ * blobs/HASH), optionally after "sha256-" or "sha256:" (ollama's
+ * blobs/sha256-HEX, older ollamas' sha256:HEX), or the file sits in a
+ * directory named "blobs" (a store's blob directory, whatever its names).
+ * The hash is not checked (that reads the whole file): the name decides.
+ * gguf_name_is_hash applies it to a path; gguf_file_hash_named to the file
+ * f has open, by the name the kernel gives its descriptor
+ * (/proc/self/fd/N: every symbolic link resolved, so a snapshot's link
+ * counts as its blob), else f->path; the name used into real (n bytes)
+ * when real is not NULL. */
+bool gguf_name_is_hash(const char *path);
+bool gguf_file_hash_named(const struct gguf_file *f, char *real, size_t n);
+/* f open read-write becomes read-only: f->base opened again read-only in
+ * f->dfd and checked to be the same file (device, inode); GGUF_E_CHANGED
+ * when the name now leads elsewhere. */
+enum gguf_status gguf_file_drop_write(struct gguf_file *f,
+                                      struct gguf_error *err);
 void gguf_file_close(struct gguf_file *f);
 /* gguf_open on a file already open: the context gets its own duplicate of
  * f->fd (same open file description: a flock taken on either holds for
@@ -696,8 +717,11 @@ enum gguf_state_kind {
     GGUF_STATE_PENDING,
     GGUF_STATE_STATUS,
     GGUF_STATE_PENDING_OLD,
-    GGUF_STATE_OVERLAY_MOUNT /* a read-write overlay mount's mountpoint and
-                                overlay, while it runs (fs/overlay.c) */
+    GGUF_STATE_OVERLAY_MOUNT, /* a read-write overlay mount's mountpoint and
+                                 overlay, while it runs (fs/overlay.c) */
+    GGUF_STATE_OVERLAY_NAME   /* keyed by a store model's name: the source
+                                 whose overlay holds its edits
+                                 (fs/store/carry.c) */
 };
 #define GGUF_STATE_MAX (UINT64_C(1) << 31)
 /* Where the file of that kind for model (an absolute path) is. */
@@ -713,6 +737,12 @@ enum gguf_status gguf_state_read(const char *model, enum gguf_state_kind kind,
                                  struct gguf_error *err);
 enum gguf_status gguf_state_remove(const char *model, enum gguf_state_kind kind,
                                    struct gguf_error *err);
+/* The state directory opened for listing (checked as the state's: a
+ * directory owned by the effective user, writable by nobody else; never
+ * created): its descriptor, or -1 with err (GGUF_E_NOTFOUND: none yet).
+ * Its files are read by gguf_state_read (or gguf_overlay_load), which
+ * check them. */
+int gguf_state_dir_fd(struct gguf_error *err);
 /* Saves ctx's edits (the keys that differ from the file and the removed
  * ones, with the identity of the file they were made against) as the
  * model's pending record.  disk, if not NULL, caches the file as it is on
