@@ -116,8 +116,9 @@ void cat_cands_group(struct cat_scan *s, struct cat_cands *c,
                      int content_addressed);
 /* What is wrong with a path a remote listing gave (a Hub repo's path, an
  * S3 key below its prefix), len bytes: NUL inside, empty, longer than
- * CAT_MAX_PATH, absolute, an empty, "." or ".." component; NULL if
- * nothing. */
+ * CAT_MAX_PATH, absolute, a control character (below 0x20, 0x7f: a name
+ * shown in a listing or a log line must not forge lines or send escape
+ * sequences), an empty, "." or ".." component; NULL if nothing. */
 const char *cat_path_fault(const char *p, size_t len);
 /* Sorts s->out, applies the NAME@model rule, drops duplicate names (one
  * log line each). */

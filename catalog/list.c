@@ -328,6 +328,9 @@ const char *cat_path_fault(const char *p, size_t len) {
         return len ? "is too long" : "is empty";
     if (p[0] == '/')
         return "is absolute";
+    for (const char *c = p; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return "holds a control character";
     for (const char *c = p;;) {
         size_t k = strcspn(c, "/");
         if (!k || (k == 1 && c[0] == '.') ||
