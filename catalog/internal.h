@@ -27,7 +27,8 @@ struct cat_scan {
     cat_log_fn log;
     void *log_u;
     int oom;
-    int full; /* CAT_MAX_MODELS reached (logged once) */
+    int full;     /* CAT_MAX_MODELS reached (logged once) */
+    size_t bytes; /* of the candidates' paths (CAT_MAX_LIST_BYTES) */
 };
 
 /* One log line, printf-style; the file at fault is named by the caller. */
@@ -106,7 +107,9 @@ struct cat_cands {
 };
 /* Adds a file at relative name rel (ending in .gguf) whose resolved file
  * is f (taken: freed on failure); suffix (may be NULL) is appended to the
- * model's name ("@REV").  -1 on out of memory. */
+ * model's name ("@REV").  Past CAT_MAX_LIST_BYTES of paths (rel's and
+ * f's) the file is left out (the first one logged).  -1 on out of
+ * memory. */
 int cat_cand_add(struct cat_scan *s, struct cat_cands *c, const char *rel,
                  const char *suffix, struct cat_file *f);
 /* Turns the candidates into models: single files as they are, a shard set

@@ -41,12 +41,19 @@ enum cat_kind {
 };
 
 /* Bounds: models in one store, files of one model (a shard set), bytes of
- * one manifest, depth of a folder walk, entries read per directory. */
+ * one manifest, depth of a folder walk, entries read per directory, bytes
+ * of the paths of one listing. */
 #define CAT_MAX_MODELS 100000
 #define CAT_MAX_FILES 4096
 #define CAT_MAX_MANIFEST (4u << 20)
 #define CAT_MAX_DEPTH 16
 #define CAT_MAX_DIRENTS 1000000
+/* Bytes of the paths one listing keeps (each GGUF's path in the store
+ * and its file's path or URL): a hostile Hub listing of 100 000 entries
+ * of 4000-byte paths would be 800 MB of names before the daemon's copies
+ * of them; past the bound the rest is left out (one log line).  The
+ * Hub's and the stores' real listings are a few MB. */
+#define CAT_MAX_LIST_BYTES (16u << 20)
 
 /* One file of a model.  Local stores: path is relative to the store
  * directory, every symlink resolved (it names the file itself, beneath
