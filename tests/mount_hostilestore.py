@@ -393,8 +393,54 @@ def check_hub_memory(tmp, mnt):
           % (HOSTILE_ENTRIES, limit >> 20, len(got) - 1, peak >> 20, said[0][:160]))
 
 
+# ---------------------------------------------------------------------------
+# 6: a recipe's REGEX that would cost regcomp gigabytes
+
+
+def check_recipe(tmp, mnt):
+    base = os.path.join(tmp, "mixbase.gguf")
+    p = subprocess.run([J.tool("MKFIXTURE"), "llama", base], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise Fail("mkfixture llama failed: %s" % p.stderr.decode(errors="replace"))
+    shutil.copyfile(base, os.path.join(tmp, "mixsrc.gguf"))
+    recipe = os.path.join(tmp, "hostile.recipe")
+    usual = ["blk\\.[0-9]+\\.ffn_(up|down|gate)\\.weight", "blk\\.(1[0-9]|2[0-3])\\.attn_.*\\.weight",
+             "token_embd\\.weight", "[a-z_]+\\.[0-9]{1,3}\\..*"]
+    limit = 256 << 20
+    for lines, bad in ((usual, None), (usual + ["(.{1,255}){1,255}{1,255}"], len(usual) + 1),
+                       (["((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))"], 1)):
+        with open(recipe, "w") as f:
+            f.write("# a comment\n" + "".join("%s mixsrc.gguf\n" % ln for ln in lines))
+        cmd, cg = cgroup_limited([J.tool("GGUFS"), "-o", "mix=%s,ro" % recipe, base, mnt], limit)
+        if cmd is None:
+            J.log("note: no memory cgroup (v1) can be made here: the recipe runs without a limit")
+            cmd = [J.tool("GGUFS"), "-o", "mix=%s,ro" % recipe, base, mnt]
+        try:
+            t0 = time.time()
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            dt = time.time() - t0
+        except subprocess.TimeoutExpired:
+            raise Fail("a recipe of %d lines: ggufs did not return within 60 s" % len(lines))
+        finally:
+            if J.mountinfo_entry(mnt) is not None:
+                J.unmount(mnt, [])
+            if cg:
+                cgroup_remove(cg)
+        err = p.stderr.decode(errors="replace").strip()
+        if bad is None:
+            if p.returncode != 0:
+                raise Fail("usual rules refused: %s" % err)
+            continue
+        where = "%s:%d:" % (recipe, bad + 1)  # + the comment line
+        if p.returncode != 1 or len(err.splitlines()) != 1 or where + " " not in err:
+            raise Fail("recipe line %d %r: exit %d in %.2f s, %r (want 1 and one line naming %s)"
+                       % (bad + 1, lines[bad - 1], p.returncode, dt, err, where))
+        J.log("ok   recipe line %r refused in %.2f s, the daemon in %d MiB: %s" % (lines[bad - 1][:40], dt,
+                                                                                 limit >> 20, err))
+
+
 CHECKS = [check_fifo_refs, check_fifo_manifest, check_fifo_layer, check_fifo_tsv, check_control_names,
-          check_hub_control, check_hub_memory]
+          check_hub_control, check_hub_memory, check_recipe]
 
 
 def run():
