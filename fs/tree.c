@@ -307,7 +307,11 @@ struct gfs_text *gfs_text_of_gen(
         atomic_fetch_add(&t->refs, 1);
     } else if (!(*err = make(fs, &b)) && !(t = gfs_text_new(&b))) {
         *err = ENOMEM;
+    } else if (t && (*err = gfs_texts_grant(fs, t->len)) != 0) {
+        gfs_text_put(t);
+        t = NULL;
     } else if (t) {
+        t->held = t->len;
         atomic_store(&t->refs, 2); /* the cache's and the caller's */
         gfs_text_put(*slot);
         *slot = t;
@@ -333,6 +337,7 @@ struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
 
 void gfs_text_put(struct gfs_text *t) {
     if (t && atomic_fetch_sub(&t->refs, 1) == 1) {
+        gfs_texts_release(t->held);
         gguf_text_map_free(&t->map);
         if (t->kept)
             (void)gfs_mem_grant(t->owner, &t->kept_granted, 0);

@@ -27,6 +27,7 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE).
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -439,8 +440,86 @@ def check_recipe(tmp, mnt):
                                                                                  limit >> 20, err))
 
 
+# ---------------------------------------------------------------------------
+# 7: tokenizer texts of a hostile vocabulary
+
+
+def gguf_str(b):
+    return struct.pack("<Q", len(b)) + b
+
+
+def hostile_vocab(path, n, ln):
+    """A GGUF of no tensors whose vocabulary is n tokens and n merges of ln
+    bytes, all control bytes but a number: each byte is 4 in tokens.tsv
+    and merges.txt (\\xHH).  No scores: no hf/tokenizer.json (its check
+    of a SentencePiece vocabulary is vocab/'s, issue 36)."""
+    toks = [bytes([1 + (i % 30)]) * (ln - 6) + b"%06d" % i for i in range(n)]
+    arr = lambda key, t, items: gguf_str(key) + struct.pack("<IIQ", 9, t, n) + items  # noqa: E731
+    kvs = [gguf_str(b"general.architecture") + struct.pack("<I", 8) + gguf_str(b"llama"),
+           gguf_str(b"tokenizer.ggml.model") + struct.pack("<I", 8) + gguf_str(b"llama"),
+           arr(b"tokenizer.ggml.tokens", 8, b"".join(gguf_str(t) for t in toks)),
+           arr(b"tokenizer.ggml.token_type", 5, struct.pack("<%di" % n, *([1] * n))),
+           arr(b"tokenizer.ggml.merges", 8, b"".join(gguf_str(t[:ln // 2] + b" " + t[ln // 2:]) for t in toks))]
+    hdr = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+    with open(path, "wb") as f:
+        f.write(hdr + b"\0" * (-len(hdr) % 32))
+
+
+HOLD = """
+import os, sys, time
+got = []
+for p in sys.argv[1:]:
+    try:
+        fd = os.open(p, os.O_RDONLY)
+        n = 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            n += len(b)
+        got.append("%s %d" % (os.path.basename(p), n))
+    except OSError as e:
+        got.append("%s %s" % (os.path.basename(p), os.strerror(e.errno)))
+print(";".join(got), flush=True)
+"""
+
+
+def check_tokenizer(tmp, mnt):
+    limit = 400 << 20
+    for n, label in ((160000, "each text past the bound"), (80000, "two texts past the bound together")):
+        gguf = os.path.join(tmp, "vocab%d.gguf" % n)
+        hostile_vocab(gguf, n, 250)
+        cmd, cg = cgroup_limited([J.tool("GGUFS")], limit)
+        if cmd is None:
+            J.log("note: no memory cgroup (v1) can be made here: the tokenizer texts' check skipped")
+            return
+        try:
+            with Fg(gguf, mnt, ["-o", "ro"], cmd=cmd) as fg:
+                files = [os.path.join(mnt, "tokenizer", "tokens.tsv"), os.path.join(mnt, "tokenizer", "merges.txt")]
+                t0 = time.time()
+                rc, out, err = bounded(fg, [sys.executable, "-c", HOLD] + files, "reading " + label)
+                dt = time.time() - t0
+                if fg.proc.poll() is not None:
+                    raise Fail("%s: the daemon died (status %d) reading the tokenizer's files"
+                               % (label, fg.proc.returncode))
+                peak = cgroup_peak(cg)
+                log = fg.log()
+        finally:
+            cgroup_remove(cg)
+        got = out.decode().strip()
+        sizes = [int(x.split()[1]) for x in got.split(";") if x.split()[1].isdigit()]
+        if sum(sizes) > 128 << 20 or len(sizes) == 2:
+            raise Fail("%s: %s: more than the bound read together" % (label, got))
+        said = [ln for ln in log.splitlines() if "may hold together" in ln]
+        if not said:
+            raise Fail("%s: the log does not say why: %r" % (label, log[-600:]))
+        J.log("ok   a vocabulary of %d control-byte tokens (%d MB), %s: %s in %.1f s, daemon peak %d MiB "
+              "(limit %d MiB); %s" % (n, os.path.getsize(gguf) >> 20, label, got, dt, peak >> 20, limit >> 20,
+                                      said[0][:200]))
+
+
 CHECKS = [check_fifo_refs, check_fifo_manifest, check_fifo_layer, check_fifo_tsv, check_control_names,
-          check_hub_control, check_hub_memory, check_recipe]
+          check_hub_control, check_hub_memory, check_recipe, check_tokenizer]
 
 
 def run():
