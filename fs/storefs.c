@@ -155,9 +155,21 @@ static int64_t node_put(struct gfs_storefs *st, const char *name, int model) {
     }
 }
 
+/* The store's lines (the catalog's, storeops.c's) name the store's files,
+ * whose names anyone who can write in it chooses: a control byte is
+ * written \xHH, so that no name forges a line or drives a terminal. */
 void gfs_st_log(void *u, const char *line) {
     struct gfs_storefs *st = u;
-    gfs_log_line(&st->mount->log, line);
+    char out[4 * 1024 + 1];
+    size_t o = 0;
+    for (const char *p = line; *p && o + 5 <= sizeof out; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x",
+                                  (unsigned char)*p);
+        else
+            out[o++] = *p;
+    out[o] = 0;
+    gfs_log_line(&st->mount->log, out);
 }
 
 /* Marks each model whose first file is another's as an alias of it (a

@@ -235,10 +235,12 @@ def check_control_names(tmp, mnt):
     made = mkstore("dir", store)
     evil = "ev\nil\tx\x1b[31mred"
     shutil.copyfile(os.path.join(store, "tiny-a.gguf"), os.path.join(store, evil + ".gguf"))
+    os.mkfifo(os.path.join(store, "x\nggufs: forged\x1b[2J.gguf"))  # logged: not a regular file
     with Fg(store, mnt, ["-o", "ro"]) as fg:
         if evil not in ls(fg, mnt, "root") and not os.path.isdir(os.path.join(mnt, evil)):
             raise Fail("the model named %r is not listed" % evil)
         rc, out, err = cat(fg, os.path.join(mnt, "models.tsv"), "models.tsv")
+        log = fg.log()
     rows = out.split(b"\n")[1:-1]
     if len(rows) != len(made) + 1:
         raise Fail("models.tsv of %d models has %d rows: %r" % (len(made) + 1, len(rows), out))
@@ -246,10 +248,15 @@ def check_control_names(tmp, mnt):
         f = r.split(b"\t")
         if len(f) != TSV_FIELDS or any(b < 0x20 for b in r if b != 0x09):
             raise Fail("models.tsv row %r: %d fields or a control byte" % (r, len(f)))
+    if "\x1b" in log or any(ln.startswith("ggufs: forged") for ln in log.splitlines()):
+        raise Fail("a file named with a newline and an ESC forged a log line or wrote an escape: %r" % log[-600:])
+    if "x\\x0aggufs: forged\\x1b[2J.gguf: not a regular file" not in log:
+        raise Fail("the log does not name the FIFO with its control bytes escaped: %r" % log[-600:])
     want = b"ev\\nil\\tx\\x1b[31mred\t"
     if not any(r.startswith(want) for r in rows):
         raise Fail("models.tsv: no row starts with %r: %r" % (want, rows))
-    J.log("ok   a model named with a newline, a tab and an ESC: one models.tsv row, escaped: %r"
+    J.log("ok   a model named with a newline, a tab and an ESC: one models.tsv row, escaped, and the log's "
+          "lines escape them too: %r"
           % [r for r in rows if r.startswith(want)][0][:40])
 
 
