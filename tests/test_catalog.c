@@ -427,8 +427,7 @@ START_TEST(fifo_files) {
     cleanup();
     /* refs/main a FIFO: every snapshot as @REV, one line */
     make("hf");
-    sh("cd '%s'/models--tiny--Tiny-GGUF/refs && rm main && mkfifo main",
-       store);
+    sh("cd '%s'/models--tiny--Tiny-GGUF/refs && rm main && mkfifo main", store);
     ck_assert_int_eq(scan(CAT_HF, &l, &lg), 0);
     ck_assert(find(&l, "tiny/Tiny-GGUF/"
                        "tiny-a@0123456789abcdef0123456789abcdef01234567"));
