@@ -190,9 +190,9 @@ struct gfs_extras {
  * are kept for later opens while all kept texts stay under GFS_TEXT_CACHE
  * bytes. */
 #define GFS_MAX_TEXT ((uint64_t)256 << 20)
-/* The texts made whole at each edit generation (gfs_text_of_gen: the
- * tokenizer's files, meta.tsv) that the daemon holds at once, all models
- * together (memcap.c, gfs_texts_grant): a hostile vocabulary of 42 MB
+/* The texts of the tokenizer's files (tokdir.c, made whole at each edit
+ * generation by gfs_text_of_gen) that the daemon holds at once, all
+ * models together (memcap.c, gfs_texts_grant): a hostile vocabulary of 42 MB
  * rendered 360 MB of texts (escapes: \xHH, \u00HH).  A text is made with
  * what is left of it as its bound, so that one past it stops early; the
  * largest real tokenizer.json (a 256k vocabulary) is about 33 MB. */
@@ -529,13 +529,14 @@ void gfs_text_put(struct gfs_text *t);
 /* A text made again at each edit generation (the live view's header,
  * meta.tsv): *slot if it was made at fs->generation (a new reference),
  * else make fills b, and the text is made, kept in *slot (for *gen) and
- * returned, counted in the daemon's GFS_TEXTS_MAX while it lives (make
- * bounds what it makes by gfs_texts_room).  NULL with *err (make's
- * errno, or ENOMEM: out of memory or past GFS_TEXTS_MAX).  Caller holds
- * fs->lock (read at least); takes text_lock. */
+ * returned; when counted (the tokenizer's files), counted in the daemon's
+ * GFS_TEXTS_MAX while it lives (make bounds what it makes by
+ * gfs_texts_room).  NULL with *err (make's errno, or ENOMEM: out of
+ * memory or past GFS_TEXTS_MAX).  Caller holds fs->lock (read at least);
+ * takes text_lock. */
 struct gfs_text *gfs_text_of_gen(
     struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
-    int (*make)(struct gfs *fs, struct gguf_buf *b), int *err);
+    int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err);
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);

@@ -9,9 +9,9 @@
  * per-file cap (-o max_value, EFBIG) bounds one file, this bounds all of
  * them (4096 FILEs of 64 MiB would be 256 GiB).
  *
- * And the bound on the texts made whole at an edit generation (the
- * tokenizer's files, meta.tsv: gfs_text_of_gen), all the daemon's models
- * together: GFS_TEXTS_MAX, counted from a text's making to its last put.
+ * And the bound on the texts of the tokenizer's files (made whole at an
+ * edit generation, gfs_text_of_gen), all the daemon's models together:
+ * GFS_TEXTS_MAX, counted from a text's making to its last put.
  */
 #include "ggufs.h"
 
@@ -56,9 +56,9 @@ int gfs_texts_grant(struct gfs *fs, size_t n) {
     static atomic_int said;
     if (!atomic_exchange(&said, 1))
         gfs_log(fs,
-                "%s: the texts made of the models' metadata (tokenizer/, hf/, "
-                "meta.tsv) would hold more than %zu bytes together: such "
-                "opens fail with ENOMEM until others are closed",
+                "%s: the tokenizer's files of the models (tokenizer/, hf/) "
+                "would hold more than %zu bytes together: such opens fail "
+                "with ENOMEM until others are closed",
                 fs->path, GFS_TEXTS_MAX);
     return ENOMEM;
 }

@@ -86,8 +86,8 @@ static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
         return 0;
     if (gerr.code == GGUF_E_RANGE) {
         gfs_log(fs,
-                "%s: %s (%zu bytes left of the %zu that the texts made of "
-                "the models' metadata may hold together)",
+                "%s: %s (%zu bytes left of the %zu that the tokenizer's "
+                "files of all models may hold together)",
                 fs->path, gerr.msg, max, GFS_TEXTS_MAX);
         return max < GFS_TEXTS_MAX ? ENOMEM : EFBIG;
     }
@@ -150,7 +150,7 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
     struct gfs_text *old = fs->tok[f];
     pthread_mutex_unlock(&fs->text_lock);
     struct gfs_text *t =
-        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], 1, err);
     /* A text made now (tens of MB for a large vocabulary) leaves its
      * buffer and the renderer's index freed but held by the allocator's
      * arena of this thread: handed back, so that the daemon holds the
