@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,10 +24,15 @@
  * (logged unless absent). */
 static int main_rev(struct cat_scan *s, const char *dir, char rev[65]) {
     char rel[300], buf[80];
+    struct stat st;
     snprintf(rel, sizeof rel, "%s/refs/main", dir);
-    int fd = cat_open_plain(s->dirfd, rel, O_RDONLY);
-    if (fd < 0)
+    int fd = cat_open_regular(s->dirfd, rel, O_RDONLY, &st);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            cat_logf(s, "%s: %s, every snapshot listed as @REV", rel,
+                     cat_strerror(errno));
         return -1;
+    }
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))

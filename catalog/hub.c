@@ -21,8 +21,9 @@
  * than HUB_MAX_PAGES pages, a next page that is the page itself or on
  * another origin: the listing fails with one line naming the URL (the
  * page's number when not the first).  An entry that is not an object, lacks a string type or path,
- * has a path that is absolute, empty, holds an empty, "." or ".."
- * component or is longer than CAT_MAX_PATH, or a GGUF without a
+ * has a path that is absolute, empty, holds a control character, an
+ * empty, "." or ".." component or is longer than CAT_MAX_PATH, or a GGUF
+ * without a
  * non-negative integer size: skipped with one log line (HUB_LOG_MAX of
  * them, then one line counting the rest).
  */

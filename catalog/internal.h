@@ -27,7 +27,8 @@ struct cat_scan {
     cat_log_fn log;
     void *log_u;
     int oom;
-    int full; /* CAT_MAX_MODELS reached (logged once) */
+    int full;     /* CAT_MAX_MODELS reached (logged once) */
+    size_t bytes; /* of the candidates' paths (CAT_MAX_LIST_BYTES) */
 };
 
 /* One log line, printf-style; the file at fault is named by the caller. */
@@ -106,7 +107,9 @@ struct cat_cands {
 };
 /* Adds a file at relative name rel (ending in .gguf) whose resolved file
  * is f (taken: freed on failure); suffix (may be NULL) is appended to the
- * model's name ("@REV").  -1 on out of memory. */
+ * model's name ("@REV").  Past CAT_MAX_LIST_BYTES of paths (rel's and
+ * f's) the file is left out (the first one logged).  -1 on out of
+ * memory. */
 int cat_cand_add(struct cat_scan *s, struct cat_cands *c, const char *rel,
                  const char *suffix, struct cat_file *f);
 /* Turns the candidates into models: single files as they are, a shard set
@@ -116,8 +119,9 @@ void cat_cands_group(struct cat_scan *s, struct cat_cands *c,
                      int content_addressed);
 /* What is wrong with a path a remote listing gave (a Hub repo's path, an
  * S3 key below its prefix), len bytes: NUL inside, empty, longer than
- * CAT_MAX_PATH, absolute, an empty, "." or ".." component; NULL if
- * nothing. */
+ * CAT_MAX_PATH, absolute, a control character (below 0x20, 0x7f: a name
+ * shown in a listing or a log line must not forge lines or send escape
+ * sequences), an empty, "." or ".." component; NULL if nothing. */
 const char *cat_path_fault(const char *p, size_t len);
 /* Sorts s->out, applies the NAME@model rule, drops duplicate names (one
  * log line each). */

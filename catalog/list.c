@@ -131,10 +131,35 @@ void cat_list_free(struct cat_list *l) {
 
 /* ---- shard sets ------------------------------------------------------- */
 
+/* What a file at rel costs a listing (CAT_MAX_LIST_BYTES): its paths,
+ * and the name's every directory level as the daemon holds it (one node
+ * per level, each with its whole path: a name of many short levels costs
+ * the sum of its prefixes). */
+static size_t list_cost(const char *rel, const struct cat_file *f,
+                        const char *suffix) {
+    size_t cost = strlen(rel) + (f->path ? strlen(f->path) : 0) +
+                  (suffix ? strlen(suffix) : 0);
+    for (const char *p = rel; (p = strchr(p, '/')); p++)
+        cost += (size_t)(p - rel) + 64; /* + a node's own size */
+    return cost;
+}
+
 int cat_cand_add(struct cat_scan *s, struct cat_cands *c, const char *rel,
                  const char *suffix, struct cat_file *f) {
     struct cat_cand k = {.file = *f};
-    size_t len = strlen(rel) - 5; /* without .gguf */
+    size_t len = strlen(rel) - 5, /* without .gguf */
+        cost = list_cost(rel, f, suffix);
+    if (s->bytes > CAT_MAX_LIST_BYTES || cost > CAT_MAX_LIST_BYTES - s->bytes) {
+        if (s->bytes <= CAT_MAX_LIST_BYTES)
+            cat_logf(s,
+                     "the paths listed pass %u bytes: the rest left out "
+                     "(%.200s, ...)",
+                     CAT_MAX_LIST_BYTES, rel);
+        s->bytes = CAT_MAX_LIST_BYTES + 1;
+        cat_file_free(f);
+        return 0;
+    }
+    s->bytes += cost;
     const char *slash = strrchr(rel, '/');
     size_t dir = slash ? (size_t)(slash - rel) + 1 : 0;
     char *base = NULL;
@@ -328,6 +353,9 @@ const char *cat_path_fault(const char *p, size_t len) {
         return len ? "is too long" : "is empty";
     if (p[0] == '/')
         return "is absolute";
+    for (const char *c = p; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return "holds a control character";
     for (const char *c = p;;) {
         size_t k = strcspn(c, "/");
         if (!k || (k == 1 && c[0] == '.') ||

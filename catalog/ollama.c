@@ -157,13 +157,13 @@ static const char *manifest_layers(struct cat_scan *s, json_t *root,
 /* Reads the manifest at rel (bounded) and parses it; NULL with *why. */
 static json_t *manifest_load(int dirfd, const char *rel, const char **why,
                              char *jmsg, size_t jn) {
-    int fd = cat_open_plain(dirfd, rel, O_RDONLY);
     struct stat st;
+    int fd = cat_open_regular(dirfd, rel, O_RDONLY, &st);
     json_t *root = NULL;
     char *buf = NULL;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        *why = fd < 0 && errno == ELOOP ? "a symlink, not a manifest"
-                                        : "not a readable regular file";
+    if (fd < 0) {
+        *why = errno == ELOOP ? "a symlink, not a manifest"
+                              : "not a readable regular file";
         goto out;
     }
     if ((uint64_t)st.st_size > CAT_MAX_MANIFEST) {

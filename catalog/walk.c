@@ -84,12 +84,36 @@ int cat_open_plain(int dirfd, const char *rel, int flags) {
     return open_plain_by_hand(dirfd, rel, flags);
 }
 
-int cat_open_file(int dirfd, const struct cat_file *f, int flags) {
-    int fd = cat_open_plain(dirfd, f->path, flags);
-    struct stat st;
+int cat_open_regular(int dirfd, const char *rel, int flags, struct stat *st) {
+    /* O_NONBLOCK: a FIFO's open returns at once (and a device's cannot
+     * wait), so that a planted one cannot hang the daemon; cleared again
+     * once the file is known to be regular. */
+    int fd = cat_open_plain(dirfd, rel, flags | O_NONBLOCK);
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) != 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
+    int fl = -1, e = EINVAL;
+    if (fstat(fd, st) != 0)
+        e = errno;
+    else if (S_ISREG(st->st_mode) && (fl = fcntl(fd, F_GETFL)) >= 0 &&
+             fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+        return fd;
+    else if (S_ISREG(st->st_mode))
+        e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+const char *cat_strerror(int e) {
+    return e == EINVAL ? "not a regular file" : strerror(e);
+}
+
+int cat_open_file(int dirfd, const struct cat_file *f, int flags) {
+    struct stat st;
+    int fd = cat_open_regular(dirfd, f->path, flags, &st);
+    if (fd < 0)
+        return -1;
+    if (st.st_dev != f->dev || st.st_ino != f->ino) {
         close(fd);
         errno = ESTALE;
         return -1;

@@ -190,6 +190,13 @@ struct gfs_extras {
  * are kept for later opens while all kept texts stay under GFS_TEXT_CACHE
  * bytes. */
 #define GFS_MAX_TEXT ((uint64_t)256 << 20)
+/* The texts of the tokenizer's files (tokdir.c, made whole at each edit
+ * generation by gfs_text_of_gen) that the daemon holds at once, all
+ * models together (memcap.c, gfs_texts_grant): a hostile vocabulary of 42 MB
+ * rendered 360 MB of texts (escapes: \xHH, \u00HH).  A text is made with
+ * what is left of it as its bound, so that one past it stops early; the
+ * largest real tokenizer.json (a 256k vocabulary) is about 33 MB. */
+#define GFS_TEXTS_MAX ((size_t)128 << 20)
 #define GFS_TEXT_CACHE ((size_t)64 << 20)
 /* Files in meta/ whose text is longer than this are opened windowed (see
  * struct gfs_text): an open costs a scan and 24 bytes of marks per 64 KiB
@@ -278,6 +285,7 @@ struct gfs_text {
     enum gguf_type kept_type;
     struct gfs *owner; /* for the grant's release at the last put */
     size_t cost;       /* bytes counted in fs->texts_bytes while cached */
+    size_t held;       /* bytes counted in GFS_TEXTS_MAX (gfs_text_of_gen) */
     char data[];       /* whole texts: the len bytes */
 };
 
@@ -536,11 +544,14 @@ void gfs_text_put(struct gfs_text *t);
 /* A text made again at each edit generation (the live view's header,
  * meta.tsv): *slot if it was made at fs->generation (a new reference),
  * else make fills b, and the text is made, kept in *slot (for *gen) and
- * returned.  NULL with *err (make's errno, or ENOMEM).  Caller holds
- * fs->lock (read at least); takes text_lock. */
+ * returned; when counted (the tokenizer's files), counted in the daemon's
+ * GFS_TEXTS_MAX while it lives (make bounds what it makes by
+ * gfs_texts_room).  NULL with *err (make's errno, or ENOMEM: out of
+ * memory or past GFS_TEXTS_MAX).  Caller holds fs->lock (read at least);
+ * takes text_lock. */
 struct gfs_text *gfs_text_of_gen(
     struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
-    int (*make)(struct gfs *fs, struct gguf_buf *b), int *err);
+    int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err);
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);
@@ -763,6 +774,14 @@ int gfs_errno(const struct gguf_error *err);
  * it grows past *granted, and with the new size after it shrinks or is
  * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
 int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
+/* The daemon's texts made at an edit generation (GFS_TEXTS_MAX, all
+ * models together): room is what is left now (the bound to make the next
+ * one with); grant counts n more bytes (0, or ENOMEM past the bound,
+ * nothing counted, one log line naming fs the first time); release
+ * uncounts them.  No lock. */
+size_t gfs_texts_room(void);
+int gfs_texts_grant(struct gfs *fs, size_t n);
+void gfs_texts_release(size_t n);
 
 /* mountinfo.c: gfs_find_mount: daemon.h.  gfs_mount_point_of: whether
  * the directory at real (a resolved path) is a mount point: 1 with its

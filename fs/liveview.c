@@ -184,7 +184,7 @@ static int view_make(struct gfs *fs, struct gguf_buf *b) {
 
 struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
     /* every gfs_text through gfs_text_new: fields zeroed */
-    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, err);
+    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, 0, err);
 }
 
 /* Bytes of the view's data section: a shard set's merged one, else the

@@ -36,7 +36,7 @@ static int metatsv_make(struct gfs *fs, struct gguf_buf *b) {
 
 /* The text now: caller holds fs->lock (read at least); takes text_lock. */
 static struct gfs_text *metatsv_text(struct gfs *fs, int *err) {
-    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make,
+    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make, 0,
                            err);
 }
 

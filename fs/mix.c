@@ -21,7 +21,16 @@
  * files and both shapes.
  *
  * Bounds: the recipe is read whole up to GFS_MIX_MAX_BYTES, at most
- * GFS_MIX_MAX_RULES rules, GFS_MIX_MAX_SOURCES distinct sources.
+ * GFS_MIX_MAX_RULES rules, GFS_MIX_MAX_SOURCES distinct sources.  A REGEX
+ * is compiled only if what it may cost is known to be small (re_cost):
+ * glibc's regcomp copies a repeated part once per repetition ({m,n}, and
+ * nested repetitions multiply), and the closures of optional copies grow
+ * as the square of their count: `(.{1,255}){1,255}{1,255}` took more
+ * than 512 MiB.  A REGEX of more than GFS_MIX_MAX_REGEX bytes, nested
+ * deeper than GFS_MIX_MAX_NEST groups, of more than GFS_MIX_MAX_COST
+ * positions once its repetitions are counted out, or whose square brings
+ * the recipe's sum of squares past GFS_MIX_MAX_COST2, is refused with
+ * RECIPE:LINE before regcomp sees it.
  */
 #include "ggufs.h"
 #include "source/source.h"
@@ -40,6 +49,14 @@
 #define GFS_MIX_MAX_BYTES (1 << 20)
 #define GFS_MIX_MAX_RULES 4096
 #define GFS_MIX_MAX_SOURCES 256
+#define GFS_MIX_MAX_REGEX 1024
+#define GFS_MIX_MAX_NEST 32
+/* Positions of one REGEX, repetitions counted out (a name's usual rule,
+ * `blk\.[0-9]+\.ffn_.*`, is about 20), and the recipe's sum of their
+ * squares (measured: about 18 bytes of regcomp's a square position at
+ * worst, so 4 Mi is about 75 MB; 4096 rules of 32 positions fit). */
+#define GFS_MIX_MAX_COST 1024
+#define GFS_MIX_MAX_COST2 ((uint64_t)1 << 22)
 
 struct rule {
     regex_t re;
@@ -55,6 +72,7 @@ struct recipe {
     int first[GFS_MIX_MAX_SOURCES]; /* its first file in fs->shards */
     int count[GFS_MIX_MAX_SOURCES]; /* and how many */
     int n_src;
+    uint64_t cost2; /* the rules' REGEX costs' squares summed (re_cost) */
 };
 
 static void recipe_free(struct recipe *r) {
@@ -162,6 +180,154 @@ static int resolve(const char *dir, const char *s, char *path,
     return 0;
 }
 
+/* ---- what a REGEX may cost regcomp ------------------------------------ */
+
+/* Saturating arithmetic of costs: past the bound they only need to stay
+ * past it. */
+#define COST_CAP ((uint64_t)1 << 40)
+static uint64_t cost_mul(uint64_t a, uint64_t b) {
+    return b && a > COST_CAP / b ? COST_CAP : a * b;
+}
+
+/* After an atom at re[i] ('{' of an interval): its largest count (m for
+ * {m}, n for {m,n}, m + 1 for {m,}); *i past the '}'.  0 if re[i] does
+ * not start a well-formed interval (regcomp judges it then). */
+static uint64_t interval(const char *re, size_t *i) {
+    size_t j = *i + 1;
+    uint64_t m = 0, k = 0;
+    int digits = 0, comma = 0;
+    for (; re[j] && re[j] != '}'; j++) {
+        if (re[j] == ',' && !comma) {
+            comma = 1, k = m, m = 0, digits = 0;
+            continue;
+        }
+        if (re[j] < '0' || re[j] > '9' || m > 100000)
+            return 0;
+        m = m * 10 + (uint64_t)(re[j] - '0'), digits = 1;
+    }
+    if (!re[j] || (!digits && !comma))
+        return 0;
+    *i = j;
+    return !comma ? m : digits ? (m > k ? m : k) : k + 1;
+}
+
+/* The end of the bracket expression at re[i] ('['): the index of its ']'
+ * (a ']' first, after '^', is a member; "[:alpha:]" and the like are
+ * skipped whole), or the string's end. */
+static size_t bracket_end(const char *re, size_t i) {
+    size_t j = i + 1;
+    if (re[j] == '^')
+        j++;
+    if (re[j] == ']')
+        j++;
+    for (; re[j] && re[j] != ']'; j++)
+        if (re[j] == '[' &&
+            (re[j + 1] == ':' || re[j + 1] == '.' || re[j + 1] == '=')) {
+            const char *close = strchr(re + j + 2, re[j + 1]);
+            while (close && close[1] != ']')
+                close = strchr(close + 1, re[j + 1]);
+            if (!close)
+                return strlen(re);
+            j = (size_t)(close + 1 - re);
+        }
+    return re[j] ? j : strlen(re);
+}
+
+/* The positions REGEX re may make in regcomp, its repetitions counted
+ * out (an atom repeated {m,n} costs n times itself, '*', '+' and '?'
+ * twice); -1 when its groups nest deeper than GFS_MIX_MAX_NEST. */
+static int64_t re_cost(const char *re) {
+    struct {
+        uint64_t alts, cur;
+    } st[GFS_MIX_MAX_NEST + 1] = {{0, 0}};
+    int depth = 0;
+    uint64_t last = 0; /* the cost of the atom just ended */
+    for (size_t i = 0; re[i]; i++) {
+        uint64_t k;
+        switch (re[i]) {
+        case '(':
+            if (++depth > GFS_MIX_MAX_NEST)
+                return -1;
+            st[depth].alts = st[depth].cur = 0;
+            last = 0;
+            continue;
+        case ')':
+            if (depth == 0) {
+                last = 1;
+                break;
+            }
+            last = st[depth].alts + st[depth].cur;
+            depth--;
+            st[depth].cur += last;
+            continue;
+        case '|':
+            st[depth].alts += st[depth].cur;
+            st[depth].cur = last = 0;
+            continue;
+        case '*':
+        case '+':
+        case '?':
+            st[depth].cur += last, last *= 2;
+            continue;
+        case '{':
+            if ((k = interval(re, &i)) != 0 || re[i] == '}') {
+                uint64_t now = cost_mul(last, k ? k : 1);
+                st[depth].cur = st[depth].cur - last + now;
+                last = now;
+                continue;
+            }
+            last = 1;
+            break;
+        case '[':
+            i = bracket_end(re, i) - (re[bracket_end(re, i)] ? 0 : 1);
+            last = 1;
+            break;
+        case '\\':
+            i += re[i + 1] ? 1 : 0;
+            last = 1;
+            break;
+        default:
+            last = 1;
+        }
+        st[depth].cur += last;
+        if (st[depth].cur > COST_CAP)
+            st[depth].cur = COST_CAP;
+    }
+    while (depth > 0) { /* unbalanced: regcomp refuses it */
+        st[depth - 1].cur += st[depth].alts + st[depth].cur;
+        depth--;
+    }
+    uint64_t total = st[0].alts + st[0].cur;
+    return total > COST_CAP ? (int64_t)COST_CAP : (int64_t)total;
+}
+
+/* Whether REGEX re of the rule at where may be compiled: 0, or -1 with
+ * msg (one line naming where and the bound).  *sum2: the recipe's sum of
+ * squares so far. */
+static int re_bounded(const char *re, const char *where, uint64_t *sum2,
+                      char *msg, size_t n) {
+    int64_t c = strlen(re) > GFS_MIX_MAX_REGEX ? 0 : re_cost(re);
+    if (strlen(re) > GFS_MIX_MAX_REGEX)
+        snprintf(msg, n, "%s: the REGEX is over %d bytes", where,
+                 GFS_MIX_MAX_REGEX);
+    else if (c < 0)
+        snprintf(msg, n, "%s: the REGEX nests groups deeper than %d", where,
+                 GFS_MIX_MAX_NEST);
+    else if (c > GFS_MIX_MAX_COST)
+        snprintf(msg, n,
+                 "%s: the REGEX repeats too much (%" PRId64 "%s positions "
+                 "once its repetitions are counted out, at most %d)",
+                 where, c, c >= (int64_t)COST_CAP ? "+" : "", GFS_MIX_MAX_COST);
+    else if ((*sum2 += (uint64_t)(c * c)) > GFS_MIX_MAX_COST2)
+        snprintf(msg, n,
+                 "%s: the recipe's REGEXes together repeat too much (their "
+                 "positions' squares sum past %" PRIu64 ")",
+                 where, GFS_MIX_MAX_COST2);
+    else
+        return 0;
+    return -1;
+}
+
 /* One line of the recipe (NUL-terminated, no newline) into r; 0, or -1
  * with msg. */
 static int parse_line(struct recipe *r, const char *file, const char *dir,
@@ -187,7 +353,8 @@ static int parse_line(struct recipe *r, const char *file, const char *dir,
         return -1;
     }
     struct rule *ru = &r->rules[r->n_rules];
-    if ((ru->src = add_source(r, dir, p, where, msg, n)) < 0)
+    if (re_bounded(re, where, &r->cost2, msg, n) != 0 ||
+        (ru->src = add_source(r, dir, p, where, msg, n)) < 0)
         return -1;
     /* A whole name: anchored at both ends. */
     size_t rl = strlen(re);

@@ -155,9 +155,21 @@ static int64_t node_put(struct gfs_storefs *st, const char *name, int model) {
     }
 }
 
+/* The store's lines (the catalog's, storeops.c's) name the store's files,
+ * whose names anyone who can write in it chooses: a control byte is
+ * written \xHH, so that no name forges a line or drives a terminal. */
 void gfs_st_log(void *u, const char *line) {
     struct gfs_storefs *st = u;
-    gfs_log_line(&st->mount->log, line);
+    char out[4 * 1024 + 1];
+    size_t o = 0;
+    for (const char *p = line; *p && o + 5 <= sizeof out; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x",
+                                  (unsigned char)*p);
+        else
+            out[o++] = *p;
+    out[o] = 0;
+    gfs_log_line(&st->mount->log, out);
 }
 
 /* Marks each model whose first file is another's as an alias of it (a
@@ -232,17 +244,23 @@ static void aliases_give(struct gfs_storefs *st, size_t k) {
         gguf_buf_free(&b);
 }
 
-/* Scans the store again and marks what it holds.  Caller holds st->mu.
+/* The store's list read anew into l: its files (manifests, refs) or its
+ * server's pages.  No lock needed, none held: a store's file is read
+ * without st->mu (a slow or hostile one holds this request only).  0, or
+ * -1 with msg. */
+static int list_read(struct gfs_storefs *st, struct cat_list *l, char *msg,
+                     size_t n) {
+    memset(l, 0, sizeof *l);
+    if (gfs_st_remote(st))
+        return gfs_remote_list(st->dir, &st->o.remote, gfs_st_log, st, l, msg,
+                               n);
+    return cat_scan(st->dirfd, st->kind, l, gfs_st_log, st, msg, n);
+}
+
+/* Marks what list l (taken) holds as the store's.  Caller holds st->mu.
  * 0, or -1 with msg (the old list is kept). */
-static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
-    struct cat_list l = {0};
-    if (gfs_st_remote(st)) {
-        if (gfs_remote_list(st->dir, &st->o.remote, gfs_st_log, st, &l, msg,
-                            n) != 0)
-            return -1;
-    } else if (cat_scan(st->dirfd, st->kind, &l, gfs_st_log, st, msg, n) != 0) {
-        return -1;
-    }
+static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
+                        size_t n) {
     for (size_t k = 0; k < st->n_nodes; k++) {
         st->nodes[k].present = 0;
         st->nodes[k].cm = NULL;
@@ -293,21 +311,37 @@ static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
     return 0;
 }
 
+/* Reads the store and marks what it holds (at mount: no lock).  0, or -1
+ * with msg. */
+static int rescan(struct gfs_storefs *st, char *msg, size_t n) {
+    struct cat_list l;
+    return list_read(st, &l, msg, n) ? -1 : list_install(st, l, msg, n);
+}
+
 /* At most once a second: scan again if the store's stamp moved.  Caller
- * holds st->mu. */
+ * holds st->mu, which is let go while the store is read (the stamp's
+ * stats, the scan): one request scans at a time (scanning), the others
+ * answer from the list they have meanwhile. */
 void gfs_st_refresh(struct gfs_storefs *st) {
     double t = now_s();
-    if (gfs_st_remote(st) || t - st->checked < RESCAN_EVERY_S)
+    if (gfs_st_remote(st) || st->scanning || t - st->checked < RESCAN_EVERY_S)
         return;
     st->checked = t;
+    st->scanning = 1;
+    uint64_t old = st->stamp;
+    pthread_mutex_unlock(&st->mu);
     uint64_t stamp = cat_stamp(st->dirfd, st->kind);
-    if (stamp && stamp == st->stamp)
-        return;
+    struct cat_list l;
     char msg[512];
-    if (rescan(st, msg, sizeof msg) != 0)
+    int r = stamp && stamp == old ? 1 : list_read(st, &l, msg, sizeof msg);
+    pthread_mutex_lock(&st->mu);
+    if (r == 0)
+        r = list_install(st, l, msg, sizeof msg);
+    if (r < 0)
         gfs_st_log(st, msg);
-    else
+    else if (r == 0)
         st->stamp = stamp;
+    st->scanning = 0;
 }
 
 /* ---- models ----------------------------------------------------------- */

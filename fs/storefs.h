@@ -72,6 +72,7 @@ struct gfs_storefs {
     size_t n_nodes, cap_nodes;
     uint64_t stamp, tick;
     double checked;
+    int scanning; /* a request reads the store, st->mu let go */
     size_t n_open, max_open;
     char commit_msg[4096]; /* the last fsync of the root's reports */
 };
@@ -87,7 +88,8 @@ static inline int gfs_st_remote(const struct gfs_storefs *st) {
  * would go in dir's sorted children. */
 int64_t gfs_st_kid_find(const struct gfs_storefs *st, const struct node *dir,
                         const char *base, size_t len, size_t *at);
-/* At most once a second: the store read again if its stamp moved. */
+/* At most once a second: the store read again if its stamp moved
+ * (st->mu let go while it is read: nodes may move). */
 void gfs_st_refresh(struct gfs_storefs *st);
 /* Room for one more open model (the least recently used closed); 0 or
  * EMFILE. */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,26 @@
 
 /* ---- models.tsv --------------------------------------------------------- */
 
-/* Value of key (a string, or a number printed) of ctx into out, or "-". */
+/* s[0, len) as a field of models.tsv, escaped as meta.tsv escapes a
+ * string (gguf_escape_line: \\ \n \r \t \xHH), so that no name, path or
+ * value can add a row or a column or write a raw escape sequence; cut
+ * (before an escape, never inside one) to at most n - 1 bytes. */
+static void tsv_esc(const char *s, size_t len, char *out, size_t n) {
+    struct gguf_buf b = {0};
+    for (size_t l = len < n - 1 ? len : n - 1;; l--) {
+        b.len = 0;
+        if (gguf_escape_line((const uint8_t *)s, l, &b) != GGUF_OK)
+            b.len = 0, l = 0;
+        if (b.len <= n - 1 || l == 0)
+            break;
+    }
+    snprintf(out, n, "%.*s", b.len <= n - 1 ? (int)b.len : 0,
+             b.p ? (const char *)b.p : "");
+    gguf_buf_free(&b);
+}
+
+/* Value of key (a string, escaped, or a number printed) of ctx into out,
+ * or "-". */
 static void kv_text(const gguf_ctx *ctx, const char *key, char *out, size_t n) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
     const char *s;
@@ -31,21 +51,19 @@ static void kv_text(const gguf_ctx *ctx, const char *key, char *out, size_t n) {
     if (i < 0)
         return;
     if (gguf_kv_get_str(ctx, i, &s, &len))
-        snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+        tsv_esc(s, len, out, n);
     else if (gguf_kv_get_u64(ctx, i, &u))
         snprintf(out, n, "%" PRIu64, u);
     else if (gguf_kv_get_i64(ctx, i, &v))
         snprintf(out, n, "%" PRId64, v);
-    /* Tabs and newlines would break the line: one space each. */
-    for (char *p = out; *p; p++)
-        if (*p == '\t' || *p == '\n' || *p == '\r')
-            *p = ' ';
 }
 
-/* The models.tsv line of a model from its (first) header. */
-static char *tsv_line(const struct node *nd, const gguf_ctx *ctx,
+/* The models.tsv line of a model named name (size: its files' bytes)
+ * from its (first) header. */
+static char *tsv_line(const char *name, uint64_t size, const gguf_ctx *ctx,
                       int64_t n_tensors, const char *source) {
     char arch[128], params[64], ft[64], ctxlen[64], key[200];
+    char ename[4 * PATH_MAX + 1], esrc[4 * PATH_MAX + 1];
     kv_text(ctx, "general.architecture", arch, sizeof arch);
     kv_text(ctx, "general.size_label", params, sizeof params);
     kv_text(ctx, "general.file_type", ft, sizeof ft);
@@ -54,30 +72,42 @@ static char *tsv_line(const struct node *nd, const gguf_ctx *ctx,
         snprintf(ft, sizeof ft, "%s", ftn);
     snprintf(key, sizeof key, "%s.context_length", arch);
     kv_text(ctx, key, ctxlen, sizeof ctxlen);
+    tsv_esc(name, strlen(name), ename, sizeof ename);
+    tsv_esc(source, strlen(source), esrc, sizeof esrc);
     char *line = NULL;
     if (asprintf(&line, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%" PRId64 "\t%s\n",
-                 nd->path, arch, params, ft, nd->cm ? nd->cm->size : 0, ctxlen,
-                 n_tensors, source) < 0)
+                 ename, arch, params, ft, size, ctxlen, n_tensors, esrc) < 0)
         return NULL;
     return line;
 }
 
+/* A local model whose line is not made yet: what reading its header
+ * needs, copied under st->mu (the header is read without it), and the
+ * line made. */
+struct line_job {
+    size_t k;
+    struct cat_file f0; /* path: the copy's own */
+    char *name, *line;
+    uint64_t size;
+    size_t n_files;
+};
+
 /* A local model's line: its first file's header parsed alone, read-only,
  * through the descriptor the store's check opens (cat_open_file: beneath
- * the store, the file the scan saw), never by path again.  src names it
- * in the line and in a failure's log line. */
-static void local_line(struct gfs_storefs *st, struct node *nd,
+ * the store, a regular file, the file the scan saw), never by path
+ * again.  src names it in the line and in a failure's log line.  No lock
+ * held. */
+static void local_line(struct gfs_storefs *st, struct line_job *j,
                        const char *src) {
-    const struct cat_file *f0 = &nd->cm->files[0];
     struct gguf_error err = {0};
     struct gguf_file gf;
     gguf_ctx *ctx = NULL;
     gguf_file_init(&gf);
-    gf.fd = cat_open_file(st->dirfd, f0, O_RDONLY);
+    gf.fd = cat_open_file(st->dirfd, &j->f0, O_RDONLY);
     gf.path = (char *)src;
     if (gf.fd < 0) {
         char line[600];
-        snprintf(line, sizeof line, "%s: %s", src, strerror(errno));
+        snprintf(line, sizeof line, "%s: %s", src, cat_strerror(errno));
         gfs_st_log(st, line);
         return;
     }
@@ -85,12 +115,10 @@ static void local_line(struct gfs_storefs *st, struct node *nd,
         int64_t nt = gguf_n_tensors(ctx);
         int64_t i = gguf_find_key(ctx, "split.tensors.count", 19);
         int64_t total; /* llama.cpp's gguf-split writes an int32 */
-        if (nd->cm->n_files > 1 && i >= 0 && gguf_kv_get_i64(ctx, i, &total) &&
+        if (j->n_files > 1 && i >= 0 && gguf_kv_get_i64(ctx, i, &total) &&
             total >= 0)
             nt = total;
-        nd->line = tsv_line(nd, ctx, nt, src);
-        nd->line_dev = f0->dev, nd->line_ino = f0->ino;
-        nd->line_size = nd->cm->size;
+        j->line = tsv_line(j->name, j->size, ctx, nt, src);
         gguf_close(ctx);
     } else {
         gfs_st_log(st, err.msg);
@@ -98,31 +126,82 @@ static void local_line(struct gfs_storefs *st, struct node *nd,
     close(gf.fd);
 }
 
+/* The lines of the local models that have none yet, their headers read
+ * with st->mu let go (a slow file holds this request only); kept by each
+ * node whose first file is still the one read.  Caller holds st->mu
+ * (let go and taken again: nodes may move).  0 or ENOMEM. */
+static int local_lines(struct gfs_storefs *st) {
+    struct line_job *v = NULL;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    for (size_t i = 0; i < st->list.n && !err; i++) {
+        struct node *nd = &st->nodes[st->node_of[i]];
+        if (nd->line || !nd->cm)
+            continue;
+        struct line_job *w =
+            n < cap ? v : realloc(v, (cap = cap * 2 + 16) * sizeof *v);
+        if (!w) {
+            err = ENOMEM;
+            break;
+        }
+        v = w;
+        struct line_job *j = &v[n++];
+        *j = (struct line_job){.k = st->node_of[i],
+                               .f0 = nd->cm->files[0],
+                               .size = nd->cm->size,
+                               .n_files = nd->cm->n_files};
+        j->f0.name = NULL;
+        if (!(j->f0.path = strdup(nd->cm->files[0].path)) ||
+            !(j->name = strdup(nd->path)))
+            err = ENOMEM;
+    }
+    pthread_mutex_unlock(&st->mu);
+    for (size_t i = 0; i < n && !err; i++) {
+        char *src = NULL;
+        if (asprintf(&src, "%s/%s", st->dir, v[i].f0.path) < 0)
+            err = ENOMEM;
+        else
+            local_line(st, &v[i], src);
+        free(src);
+    }
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < n; i++) {
+        struct node *nd = &st->nodes[v[i].k];
+        const struct cat_file *f0 = nd->cm ? &nd->cm->files[0] : NULL;
+        if (v[i].line && f0 && !nd->line && f0->dev == v[i].f0.dev &&
+            f0->ino == v[i].f0.ino && nd->cm->size == v[i].size) {
+            nd->line = v[i].line;
+            nd->line_dev = f0->dev, nd->line_ino = f0->ino;
+            nd->line_size = v[i].size;
+        } else {
+            free(v[i].line);
+        }
+        free(v[i].f0.path);
+        free(v[i].name);
+    }
+    free(v);
+    return err;
+}
+
 /* A model's line: from its header as its file holds it (edits not yet
  * committed and overlays are meta/'s to show), read once: a local file's
- * header is parsed alone, read-only; a Hub model is opened as a request
- * would open it. */
+ * header by local_lines; a Hub model is opened as a request would open
+ * it. */
 static char *model_line(struct gfs_storefs *st, size_t k) {
     struct node *nd = &st->nodes[k];
-    if (nd->line || !nd->cm)
+    if (nd->line || !nd->cm || !gfs_st_remote(st))
         return nd->line;
-    char *src = NULL;
-    const struct cat_file *f0 = &nd->cm->files[0];
-    if (gfs_st_remote(st) ? !(src = strdup(f0->path))
-                          : asprintf(&src, "%s/%s", st->dir, f0->path) < 0)
+    char *src = strdup(nd->cm->files[0].path);
+    if (!src)
         return NULL;
-    if (!gfs_st_remote(st)) {
-        local_line(st, nd, src);
-        free(src);
-        return nd->line;
-    }
     /* Open (a Hub model) as a request would; it stays open (least
      * recently used first to go). */
     int err = gfs_st_ensure_open(st, k);
     nd = &st->nodes[k];
-    if (!err && nd->fs) {
+    if (!err && nd->fs && nd->cm) {
         pthread_rwlock_rdlock(&nd->fs->lock);
-        nd->line = tsv_line(nd, nd->fs->ctx, gfs_n_tensors(nd->fs), src);
+        nd->line = tsv_line(nd->path, nd->cm->size, nd->fs->ctx,
+                            gfs_n_tensors(nd->fs), src);
         pthread_rwlock_unlock(&nd->fs->lock);
     }
     free(src);
@@ -130,8 +209,10 @@ static char *model_line(struct gfs_storefs *st, size_t k) {
 }
 
 /* models.tsv now: every present model in name order.  Caller holds
- * st->mu. */
+ * st->mu (let go while local headers are read). */
 static int tsv_make(struct gfs_storefs *st, struct gguf_buf *b) {
+    if (!gfs_st_remote(st) && local_lines(st) != 0)
+        return ENOMEM;
     if (gguf_buf_add(b, TSV_HEADER, strlen(TSV_HEADER)) != GGUF_OK)
         return ENOMEM;
     for (size_t i = 0; i < st->list.n; i++) {
@@ -139,9 +220,10 @@ static int tsv_make(struct gfs_storefs *st, struct gguf_buf *b) {
         size_t k = st->node_of[i];
         const char *line = model_line(st, k);
         if (!line) {
-            char miss[600];
+            char ename[4 * PATH_MAX + 1], miss[sizeof ename + 20];
+            tsv_esc(name, strlen(name), ename, sizeof ename);
             int n =
-                snprintf(miss, sizeof miss, "%s\t-\t-\t-\t-\t-\t-\t-\n", name);
+                snprintf(miss, sizeof miss, "%s\t-\t-\t-\t-\t-\t-\t-\n", ename);
             if (gguf_buf_add(b, miss, (size_t)n) != GGUF_OK)
                 return ENOMEM;
         } else if (gguf_buf_add(b, line, strlen(line)) != GGUF_OK) {

@@ -28,17 +28,68 @@
 
 _Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
 
-/* The file's text now (gfs_text_of_gen's make, one a file). */
+/* What the strings of array key are at least once escaped, by either
+ * of the files' escapes (tokens.tsv's and merges.txt's gguf_escape_line,
+ * tokenizer.json's JSON): a control byte but tab, newline and CR is at
+ * least 4 bytes (\xHH, \u00HH), those three and '\\' 2, any other 1.
+ * 0 without the key. */
+static uint64_t strings_floor(const gguf_ctx *ctx, const char *key) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    size_t len = 0;
+    const uint8_t *p = i < 0 || gguf_kv_arr_type(ctx, i) != GGUF_TYPE_STRING
+                           ? NULL
+                           : gguf_kv_payload(ctx, i, &len);
+    uint64_t floor = 0;
+    /* elem type, count, then each string: a uint64 length, its bytes
+     * (validated at open: the lengths stay within the payload) */
+    for (size_t at = 12; p && at + 8 <= len;) {
+        uint64_t n;
+        memcpy(&n, p + at, 8);
+        at += 8;
+        for (size_t end = at + (n < len - at ? n : len - at); at < end; at++)
+            floor += p[at] >= 0x20 && p[at] != '\\' ? 1
+                     : p[at] == '\t' || p[at] == '\n' || p[at] == '\r' ||
+                             p[at] == '\\'
+                         ? 2
+                         : 4;
+    }
+    return floor;
+}
+
+/* What file f's text is at least, known before it is made: tokens.tsv
+ * and tokenizer.json hold every token's text, merges.txt every merge's,
+ * escaped (a pass over the strings, no rendering). */
+static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f) {
+    if (f == VOC_TOKENS_TSV || f == VOC_HF_TOKENIZER)
+        return strings_floor(ctx, "tokenizer.ggml.tokens");
+    return f == VOC_MERGES ? strings_floor(ctx, "tokenizer.ggml.merges") : 0;
+}
+
+/* The file's text now (gfs_text_of_gen's make, one a file), made within
+ * what is left of the daemon's GFS_TEXTS_MAX (below GFS_MAX_TEXT): one
+ * whose strings alone pass it is refused before it is made, one that
+ * passes it while made stops there.  EFBIG when it would pass the whole
+ * bound alone, ENOMEM when the texts of others hold the rest. */
 static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
+    _Static_assert(GFS_TEXTS_MAX <= GFS_MAX_TEXT, "the smaller bound");
     struct gguf_error gerr = {0};
     /* Under text_lock, at the generation present() asked (the caller
      * holds fs->lock): its mask spares tokenizer.json a second check. */
     uint32_t known = fs->tok_mask_gen == fs->generation + 1 ? fs->tok_mask : 0;
-    if (voc_render_known(fs->ctx, f, known, GFS_MAX_TEXT, b, &gerr) == GGUF_OK)
+    size_t max = gfs_texts_room();
+    uint64_t floor = tok_floor(fs->ctx, f);
+    if (floor > max)
+        gguf_fail(&gerr, GGUF_E_RANGE,
+                  "%s would pass %zu bytes: its strings alone hold %llu",
+                  voc_file_name(f), max, (unsigned long long)floor);
+    else if (voc_render_known(fs->ctx, f, known, max, b, &gerr) == GGUF_OK)
         return 0;
     if (gerr.code == GGUF_E_RANGE) {
-        gfs_log(fs, "%s", gerr.msg);
-        return EFBIG;
+        gfs_log(fs,
+                "%s: %s (%zu bytes left of the %zu that the tokenizer's "
+                "files of all models may hold together)",
+                fs->path, gerr.msg, max, GFS_TEXTS_MAX);
+        return max < GFS_TEXTS_MAX ? ENOMEM : EFBIG;
     }
     if (gerr.code != GGUF_E_NOTFOUND)
         gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
@@ -99,7 +150,7 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
     struct gfs_text *old = fs->tok[f];
     pthread_mutex_unlock(&fs->text_lock);
     struct gfs_text *t =
-        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], err);
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], 1, err);
     /* A text made now (tens of MB for a large vocabulary) leaves its
      * buffer and the renderer's index freed but held by the allocator's
      * arena of this thread: handed back, so that the daemon holds the

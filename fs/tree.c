@@ -298,7 +298,7 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
 
 struct gfs_text *gfs_text_of_gen(
     struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
-    int (*make)(struct gfs *fs, struct gguf_buf *b), int *err) {
+    int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err) {
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
     pthread_mutex_lock(&fs->text_lock);
@@ -307,7 +307,11 @@ struct gfs_text *gfs_text_of_gen(
         atomic_fetch_add(&t->refs, 1);
     } else if (!(*err = make(fs, &b)) && !(t = gfs_text_new(&b))) {
         *err = ENOMEM;
+    } else if (t && counted && (*err = gfs_texts_grant(fs, t->len)) != 0) {
+        gfs_text_put(t);
+        t = NULL;
     } else if (t) {
+        t->held = counted ? t->len : 0;
         atomic_store(&t->refs, 2); /* the cache's and the caller's */
         gfs_text_put(*slot);
         *slot = t;
@@ -333,6 +337,7 @@ struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
 
 void gfs_text_put(struct gfs_text *t) {
     if (t && atomic_fetch_sub(&t->refs, 1) == 1) {
+        gfs_texts_release(t->held);
         gguf_text_map_free(&t->map);
         if (t->kept)
             (void)gfs_mem_grant(t->owner, &t->kept_granted, 0);

@@ -409,6 +409,45 @@ START_TEST(open_checks) {
 }
 END_TEST
 
+/* FIFOs planted in a store (issue 33, item 1): an open of a store's file
+ * never waits on one (the test's timeout, check's default, fails a hang). */
+START_TEST(fifo_files) {
+    struct cat_list l;
+    struct logs lg;
+    make("dir");
+    ck_assert_int_eq(scan(CAT_DIR, &l, &lg), 0);
+    int dfd = open(store, O_RDONLY | O_DIRECTORY);
+    const struct cat_file *f = &find(&l, "tiny-a")->files[0];
+    sh("cd '%s' && mkfifo p && mv p tiny-a.gguf", store);
+    ck_assert_int_eq(cat_open_file(dfd, f, O_RDONLY), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(cat_strerror(errno), "not a regular file");
+    close(dfd);
+    cat_list_free(&l);
+    cleanup();
+    /* refs/main a FIFO: every snapshot as @REV, one line */
+    make("hf");
+    sh("cd '%s'/models--tiny--Tiny-GGUF/refs && rm main && mkfifo main", store);
+    ck_assert_int_eq(scan(CAT_HF, &l, &lg), 0);
+    ck_assert(find(&l, "tiny/Tiny-GGUF/"
+                       "tiny-a@0123456789abcdef0123456789abcdef01234567"));
+    ck_assert(logged(&lg, "refs/main: not a regular file"));
+    cat_list_free(&l);
+    cleanup();
+    /* an ollama manifest a FIFO: left out, one line */
+    make("ollama");
+    sh("cd '%s'/manifests/registry.ollama.ai/library && mkdir f && "
+       "mkfifo f/latest",
+       store);
+    ck_assert_int_eq(scan(CAT_OLLAMA, &l, &lg), 0);
+    ck_assert(find(&l, "tiny-a:latest"));
+    ck_assert(!find(&l, "f:latest"));
+    ck_assert(logged(&lg, "f/latest: not a readable regular file"));
+    cat_list_free(&l);
+    cleanup();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("catalog");
     TCase *tc = tcase_create("stores");
@@ -421,6 +460,7 @@ int main(void) {
     tcase_add_test(tc, folder_hostile);
     tcase_add_loop_test(tc, stamps, 0, 3);
     tcase_add_test(tc, open_checks);
+    tcase_add_test(tc, fifo_files);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 enum cat_kind {
@@ -40,12 +41,19 @@ enum cat_kind {
 };
 
 /* Bounds: models in one store, files of one model (a shard set), bytes of
- * one manifest, depth of a folder walk, entries read per directory. */
+ * one manifest, depth of a folder walk, entries read per directory, bytes
+ * of the paths of one listing. */
 #define CAT_MAX_MODELS 100000
 #define CAT_MAX_FILES 4096
 #define CAT_MAX_MANIFEST (4u << 20)
 #define CAT_MAX_DEPTH 16
 #define CAT_MAX_DIRENTS 1000000
+/* Bytes of the paths one listing keeps (each GGUF's path in the store
+ * and its file's path or URL): a hostile Hub listing of 100 000 entries
+ * of 4000-byte paths would be 800 MB of names before the daemon's copies
+ * of them; past the bound the rest is left out (one log line).  The
+ * Hub's and the stores' real listings are a few MB. */
+#define CAT_MAX_LIST_BYTES (16u << 20)
 
 /* One file of a model.  Local stores: path is relative to the store
  * directory, every symlink resolved (it names the file itself, beneath
@@ -124,11 +132,25 @@ uint64_t cat_stamp(int dirfd, enum cat_kind kind);
 
 void cat_list_free(struct cat_list *l);
 
-/* Opens a local store's file f (its path beneath dirfd, no symlink left in
- * it) with flags (O_RDONLY, O_RDWR; O_NOFOLLOW and O_CLOEXEC are added),
- * and checks that it is the file the scan saw (dev/ino): -1 with errno
- * ESTALE if the store changed since, another (ELOOP, ENOTDIR, EXDEV) if
- * the path now holds a symlink. */
+/* Opens a file of a store that ggufs did not create, rel beneath dirfd
+ * (no symlink on the way), with flags (O_RDONLY, O_RDWR): the one way
+ * every such file is opened (the catalog's manifests and refs, fs/'s
+ * models.tsv headers and ollama layers).  O_NONBLOCK, O_NOFOLLOW and
+ * O_CLOEXEC are added, so that a FIFO or device planted in the store
+ * cannot hang the open; anything but a regular file is refused (-1,
+ * errno EINVAL), and O_NONBLOCK is cleared again for the reads.  *st is
+ * the file's fstat.  The descriptor, or -1 with errno (cat_strerror
+ * says it). */
+int cat_open_regular(int dirfd, const char *rel, int flags, struct stat *st);
+/* errno of cat_open_regular or cat_open_file as text: EINVAL is "not a
+ * regular file", others strerror's. */
+const char *cat_strerror(int e);
+
+/* Opens a local store's file f as cat_open_regular does (its path beneath
+ * dirfd, no symlink left in it, a regular file), and checks that it is
+ * the file the scan saw (dev/ino): -1 with errno ESTALE if the store
+ * changed since, EINVAL if it is not a regular file, another (ELOOP,
+ * ENOTDIR, EXDEV) if the path now holds a symlink. */
 int cat_open_file(int dirfd, const struct cat_file *f, int flags);
 
 /* The Hub: the GGUF files of hf://OWNER/REPO[@REV] (catalog/hub.c), from
