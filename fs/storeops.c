@@ -239,7 +239,9 @@ static void store_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int64_t k = gfs_st_kid_find(st, &st->nodes[d], name, strlen(name), &at);
         if (k >= 0 && st->nodes[k].present) {
             e.ino = node_ino(st, (size_t)k);
+            e.generation = st->nodes[k].gen;
             node_attr(st, e.ino, st->nodes[k].alias < 0, &e.attr);
+            st->nodes[k].nlookup++; /* the kernel's, until FORGET */
             err = 0;
         }
     }
@@ -317,13 +319,14 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     for (int64_t k = off; k < 2 + extra + (int64_t)dn->n_kids; k++) {
         const char *nm;
         fuse_ino_t child;
+        size_t kid = 0; /* the node an entry's lookup counts in */
         if (k < 2) {
             nm = k ? ".." : ".";
             child = k ? node_ino(st, dn->parent) : ino;
         } else if (k < 2 + extra) {
             nm = "models.tsv", child = GFS_STORE_TSV;
         } else {
-            size_t kid = dn->kids[k - 2 - extra];
+            kid = dn->kids[k - 2 - extra];
             nm = st->nodes[kid].base, child = node_ino(st, kid);
         }
         int dir = child != GFS_STORE_TSV && alias_of(st, child) < 0;
@@ -334,6 +337,7 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         const struct fuse_entry_param *ep = NULL;
         if (plus && k >= 2) { /* "." and "..": names only */
             e.ino = child;
+            e.generation = kid ? st->nodes[kid].gen : 0;
             node_attr(st, child, dir, &e.attr);
             e.attr_timeout = e.entry_timeout = RESCAN_EVERY_S;
             ep = &e;
@@ -342,6 +346,8 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         }
         if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1, ep))
             break;
+        if (ep == &e && kid)
+            st->nodes[kid].nlookup++; /* an entry: a lookup, until FORGET */
     }
     pthread_mutex_unlock(&st->mu);
     fuse_reply_buf(req, (char *)out.p, out.len);
@@ -378,6 +384,16 @@ static void store_open(fuse_req_t req, fuse_ino_t ino,
     pthread_mutex_lock(&st->mu);
     gfs_st_refresh(st);
     int err = tsv_make(st, &b);
+    uint32_t *nodes = NULL; /* each line's model, for another user's copy */
+    size_t n = st->list.n;
+    if (!err && !gfs_st_owner(fuse_req_ctx(req)->uid) &&
+        (nodes = malloc((n ? n : 1) * sizeof *nodes)))
+        memcpy(nodes, st->node_of, n * sizeof *nodes);
+    else if (!err && !gfs_st_owner(fuse_req_ctx(req)->uid))
+        err = ENOMEM;
+    if (nodes)
+        err = gfs_st_tsv_for(st, req, nodes, n, &b);
+    free(nodes);
     pthread_mutex_unlock(&st->mu);
     struct gfs_text *t = err ? NULL : gfs_text_new(&b);
     gguf_buf_free(&b);
@@ -543,7 +559,7 @@ static void store_statfs(fuse_req_t req, fuse_ino_t ino) {
     pthread_mutex_lock(&st->mu);
     for (size_t i = 0; i < st->list.n; i++)
         sv.f_blocks += (st->list.models[i].size + 4095) / 4096;
-    sv.f_files = st->n_nodes + 1;
+    sv.f_files = st->n_nodes - st->n_free + 1;
     pthread_mutex_unlock(&st->mu);
     sv.f_namemax = 255;
     if (st->o.readonly)
