@@ -229,7 +229,13 @@ static void queue_gone(struct gfs_storefs *st, const unsigned char *was,
     size_t add = 0;
     for (size_t k = 1; k < n; k++)
         add += was[k] && !st->nodes[k].present && st->nodes[k].nlookup;
-    if (!add || !st->inval_run || st->n_inval + add > GFS_ST_INVAL_MAX)
+    if (!add || st->inval_quit || st->n_inval + add > GFS_ST_INVAL_MAX)
+        return;
+    /* Started at the first need: the daemon has forked by then. */
+    if (!st->inval_run)
+        st->inval_run =
+            pthread_create(&st->inval_thread, NULL, inval_main, st) == 0;
+    if (!st->inval_run)
         return;
     struct gfs_st_inval *v =
         realloc(st->inval, (st->n_inval + add) * sizeof *v);
@@ -764,8 +770,6 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         fprintf(stderr, "ggufs: %s\n", msg);
         goto fail;
     }
-    st->inval_run =
-        pthread_create(&st->inval_thread, NULL, inval_main, st) == 0;
     mount->store = st;
     return st;
 fail:

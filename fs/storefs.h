@@ -31,6 +31,7 @@
 struct gfs_st_seen {
     uid_t uid;
     gid_t gid;
+    uint64_t groups; /* a hash of the supplementary groups */
     int ok;
     double t; /* 0: none */
 };

@@ -19,7 +19,8 @@
  * of a model the user may not read keeps its name only.  A remote
  * store's models (a Hub repo, an S3 prefix) are fetched with the
  * daemon's credentials: shown to every user the mount lets in.  A
- * verdict is kept per model for the last two users, RESCAN_EVERY_S.
+ * verdict is kept per model for the last two users (their ids and
+ * groups), RESCAN_EVERY_S.
  *
  * Holding.  A file held open pins its model (it cannot be closed to make
  * room).  Another user holds files open in at most max_open / 8 models
@@ -90,13 +91,11 @@ static void ids_restore(const gid_t *groups, int n) {
 
 /* Whether uid/gid with the request's groups could read every path (the
  * kernel's check, on this thread's ids); 0 when it cannot be asked. */
-static int user_reads(fuse_req_t req, uid_t uid, gid_t gid, char *const *paths,
-                      size_t n) {
-    int ng, ns = getgroups(0, NULL), ok = 0;
-    gid_t *groups = req_groups(req, &ng);
+static int user_reads(uid_t uid, gid_t gid, const gid_t *groups, int ng,
+                      char *const *paths, size_t n) {
+    int ns = getgroups(0, NULL), ok = 0;
     gid_t *saved = ns >= 0 ? malloc(((size_t)ns + 1) * sizeof *saved) : NULL;
     if (!saved || getgroups(ns, saved) != ns) {
-        free(groups);
         free(saved);
         return 0;
     }
@@ -110,9 +109,16 @@ static int user_reads(fuse_req_t req, uid_t uid, gid_t gid, char *const *paths,
                          AT_EACCESS) == 0;
         ids_restore(saved, ns);
     }
-    free(groups);
     free(saved);
     return ok;
+}
+
+/* FNV-1a of a list of groups: a verdict's key with the user's ids. */
+static uint64_t groups_hash(const gid_t *g, int n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)g[i]) * 1099511628211ULL;
+    return h;
 }
 
 /* The absolute paths of a model's files and ollama layers (malloc'd);
@@ -144,26 +150,35 @@ int gfs_st_may_read(struct gfs_storefs *st, fuse_req_t req, size_t k) {
     if (!nd->cm) /* gone from the store: gone for other users */
         return ENOENT;
     double t = now_s();
+    int ng;
+    gid_t *groups = req_groups(req, &ng);
+    uint64_t gh = groups_hash(groups, ng);
     for (int i = 0; i < 2; i++)
         if (nd->seen[i].t && nd->seen[i].uid == c->uid &&
-            nd->seen[i].gid == c->gid && t - nd->seen[i].t < RESCAN_EVERY_S)
+            nd->seen[i].gid == c->gid && nd->seen[i].groups == gh &&
+            t - nd->seen[i].t < RESCAN_EVERY_S) {
+            free(groups);
             return nd->seen[i].ok ? 0 : EACCES;
+        }
     size_t n = 0;
     char **paths = paths_of(st, nd->cm, &n);
-    if (!paths)
+    if (!paths) {
+        free(groups);
         return ENOMEM;
+    }
     uint32_t gen = nd->gen;
     pthread_mutex_unlock(&st->mu); /* stats of the store: not under mu */
-    int ok = user_reads(req, c->uid, c->gid, paths, n);
+    int ok = user_reads(c->uid, c->gid, groups, ng, paths, n);
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
     free(paths);
+    free(groups);
     pthread_mutex_lock(&st->mu);
     nd = &st->nodes[k]; /* nodes may have moved */
     if (!nd->freed && nd->gen == gen) {
         struct gfs_st_seen *s =
             nd->seen[0].t <= nd->seen[1].t ? &nd->seen[0] : &nd->seen[1];
-        *s = (struct gfs_st_seen){c->uid, c->gid, ok, t};
+        *s = (struct gfs_st_seen){c->uid, c->gid, gh, ok, t};
     }
     return ok ? 0 : EACCES;
 }
