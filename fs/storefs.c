@@ -219,37 +219,47 @@ static void *inval_main(void *u) {
     return NULL;
 }
 
-/* The names of the nodes the last scan no longer saw (was: the present
- * flags before it) queued for inval_main; at most GFS_ST_INVAL_MAX wait
- * (the rest the kernel drops under memory pressure).  Caller holds
- * st->mu. */
+/* Whether node k left the store in the last scan (was: the present flags
+ * before it) while the kernel holds it, below a directory still there:
+ * the kernel drops the dentries below a name it is told of, so the
+ * topmost name that left is enough. */
+static int left(const struct gfs_storefs *st, const unsigned char *was,
+                size_t k) {
+    const struct node *nd = &st->nodes[k];
+    return was[k] && !nd->present && nd->nlookup &&
+           st->nodes[nd->parent].present;
+}
+
+/* The names that left queued for inval_main; at most GFS_ST_INVAL_MAX
+ * wait (the kernel drops the others' dentries under memory pressure).
+ * Caller holds st->mu. */
 #define GFS_ST_INVAL_MAX 65536
 static void queue_gone(struct gfs_storefs *st, const unsigned char *was,
                        size_t n) {
     size_t add = 0;
     for (size_t k = 1; k < n; k++)
-        add += was[k] && !st->nodes[k].present && st->nodes[k].nlookup;
-    if (!add || st->inval_quit || st->n_inval + add > GFS_ST_INVAL_MAX)
+        add += (size_t)left(st, was, k);
+    if (add > GFS_ST_INVAL_MAX - st->n_inval)
+        add = GFS_ST_INVAL_MAX - st->n_inval;
+    if (!add || st->inval_quit)
         return;
     /* Started at the first need: the daemon has forked by then. */
     if (!st->inval_run)
         st->inval_run =
             pthread_create(&st->inval_thread, NULL, inval_main, st) == 0;
-    if (!st->inval_run)
-        return;
     struct gfs_st_inval *v =
-        realloc(st->inval, (st->n_inval + add) * sizeof *v);
+        st->inval_run ? realloc(st->inval, (st->n_inval + add) * sizeof *v)
+                      : NULL;
     if (!v)
         return;
     st->inval = v;
-    for (size_t k = 1; k < n; k++) {
+    for (size_t k = 1; k < n && add; k++) {
         const struct node *nd = &st->nodes[k];
-        if (!was[k] || nd->present || !nd->nlookup)
+        if (!left(st, was, k) || !(v[st->n_inval].name = strdup(nd->base)))
             continue;
-        if (!(v[st->n_inval].name = strdup(nd->base)))
-            break;
         v[st->n_inval++].parent =
             nd->parent ? GFS_STORE_DIR0 + nd->parent : FUSE_ROOT_ID;
+        add--;
     }
     pthread_cond_signal(&st->inval_cv);
 }
