@@ -664,8 +664,11 @@ enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
         err = ENOENT;
         goto out;
     }
+    uint32_t gen = st->nodes[k].gen;
     if (!owner && how != GFS_ON_HANDLE)
         err = gfs_st_may_read(st, req, k);
+    if (!err && (st->nodes[k].freed || st->nodes[k].gen != gen))
+        err = ENOENT; /* another model's now (st->mu was let go) */
     if (!err)
         err = gfs_st_ensure_open_as(st, k, owner);
     if (!err && !owner && how == GFS_TO_OPEN)
