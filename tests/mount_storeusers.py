@@ -12,7 +12,9 @@ Checked:
      gets EACCES on every path into each of the others (meta/, the live
      view, tensors/, a listing); nobody with group 4321 reads the group's
      model; models.tsv shows nobody the private models' names only; root
-     reads them all (the mount's owner);
+     reads them all (the mount's owner); a chmod on disk is followed
+     within seconds, both ways; an HF cache whose blobs/ is 0700 (the
+     snapshots' links lead there) is refused until it is 0755;
   2. eviction (item 4): -o max_models=2, root edits a model (a pending
      edit); nobody reading two other models in turn does not commit it
      (the file's bytes on disk unchanged, the edit still shown);
@@ -149,6 +151,39 @@ def check_readers(tmp):
             if a != want:
                 raise Fail("root reads %s/meta/general.architecture as %r" % (name, a))
         J.log("ok   root (the mount's owner) reads every model")
+        # A chmod on disk shows within a second or so, both ways.
+        os.chmod(os.path.join(store, "alice"), 0o755)
+        os.chmod(os.path.join(store, "alice", "private.gguf"), 0o644)
+        os.chmod(os.path.join(store, "open", "public.gguf"), 0o600)
+        priv = os.path.join(mnt, "alice", "private", "meta", "general.architecture")
+        deadline = time.time() + 5
+        while as_user(NOBODY, ["cat", priv]).returncode != 0 or as_user(NOBODY, ["cat", key]).returncode == 0:
+            if time.time() > deadline:
+                raise Fail("5 s after chmod on disk, nobody's access through the store has not followed "
+                           "(alice/private opened to all, open/public closed)")
+            time.sleep(0.2)
+        J.log("ok   a chmod on disk is followed: alice/private readable, open/public refused")
+
+
+def check_hf(tmp):
+    """An HF cache whose blobs/ is 0700: the snapshot's links lead there."""
+    mnt = os.path.join(tmp, "mnt")
+    store = os.path.join(tmp, "hf")
+    made = S.mkstore("hf", store)
+    blobs = os.path.join(store, "models--tiny--Tiny-GGUF", "blobs")
+    os.chmod(blobs, 0o700)
+    with S.Fg(store, mnt, ["-o", "ro,allow_other"]):
+        for name, _ in made:
+            denied(NOBODY, ["cat", os.path.join(mnt, name, "meta", "general.architecture")], "hf " + name)
+        os.chmod(blobs, 0o755)
+        name = made[0][0]
+        deadline = time.time() + 5
+        while as_user(NOBODY, ["cat", os.path.join(mnt, name, "meta", "general.architecture")]).returncode != 0:
+            if time.time() > deadline:
+                raise Fail("hf %s: nobody cannot read it once blobs/ is 0755" % name)
+            time.sleep(0.2)
+    J.log("ok   an HF cache with a 0700 blobs/: nobody gets EACCES on its %d models (the links' targets count), "
+          "reads them once it is 0755" % len(made))
 
 
 def check_eviction(tmp):
@@ -287,7 +322,7 @@ def run():
     os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
     only = os.environ.get("STOREUSERS_ONLY", "").split(",")
     try:
-        for fn in (check_readers, check_eviction, check_holding, check_forget):
+        for fn in (check_readers, check_hf, check_eviction, check_holding, check_forget):
             if only == [""] or fn.__name__ in only:
                 with J.Watchdog(mnt, 300, fn.__name__):
                     fn(tmp)
