@@ -207,7 +207,9 @@ static void *inval_main(void *u) {
         st->inval = NULL, st->n_inval = 0;
         pthread_mutex_unlock(&st->mu);
         for (size_t i = 0; i < n; i++) {
-            if (st->mount->se)
+            /* Read without st->mu: once set, the session may be gone. */
+            if (!__atomic_load_n(&st->inval_quit, __ATOMIC_ACQUIRE) &&
+                st->mount->se)
                 fuse_lowlevel_notify_inval_entry(st->mount->se, v[i].parent,
                                                  v[i].name, strlen(v[i].name));
             free(v[i].name);
@@ -264,14 +266,25 @@ static void queue_gone(struct gfs_storefs *st, const unsigned char *was,
     pthread_cond_signal(&st->inval_cv);
 }
 
+/* The inval thread stopped.  It may be stuck in the kernel: a lookup
+ * left unanswered when the session ended holds the directory's lock its
+ * invalidation waits for, until the session's descriptor closes, after
+ * this.  Then it is left to the process's exit, with the store it uses
+ * (inval_stuck: gfs_store_close keeps st), never waited for. */
 void gfs_store_stop(struct gfs_storefs *st) {
     pthread_mutex_lock(&st->mu);
     int run = st->inval_run;
-    st->inval_quit = 1, st->inval_run = 0;
+    __atomic_store_n(&st->inval_quit, 1, __ATOMIC_RELEASE);
+    st->inval_run = 0;
     pthread_cond_signal(&st->inval_cv);
     pthread_mutex_unlock(&st->mu);
-    if (run)
-        pthread_join(st->inval_thread, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    if (run && pthread_timedjoin_np(st->inval_thread, NULL, &until) != 0) {
+        pthread_detach(st->inval_thread);
+        st->inval_stuck = 1;
+    }
     for (size_t i = 0; i < st->n_inval; i++)
         free(st->inval[i].name);
     free(st->inval);
@@ -817,6 +830,8 @@ void gfs_store_close(struct gfs_storefs *st) {
         close(st->dirfd);
     free(st->dir);
     free(st->mnt_abs);
+    if (st->inval_stuck)
+        return; /* its thread may still take st->mu (gfs_store_stop) */
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     pthread_cond_destroy(&st->inval_cv);

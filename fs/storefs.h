@@ -104,7 +104,7 @@ struct gfs_storefs {
     size_t n_inval;
     pthread_cond_t inval_cv;
     pthread_t inval_thread;
-    int inval_run, inval_quit;
+    int inval_run, inval_quit, inval_stuck;
     uint32_t gen;
     uint64_t stamp, tick;
     double checked;
