@@ -100,9 +100,10 @@ static void d_getattr(fuse_req_t req, fuse_ino_t ino,
     struct gfs_mount *m = fuse_req_userdata(req);
     if (m->store && gfs_store_root_attr(m->store, req, ino))
         return;
-    /* A model's root shows its attributes to all, as a listing does. */
+    /* A model's root shows its attributes to all, as a listing does; an
+     * fstat asks of a handle opened before. */
     int root = (ino & (GFS_INO_MODEL_SPAN - 1)) == GFS_INO_ROOT;
-    ROUTE(ino, root ? GFS_ON_HANDLE : GFS_BY_NAME,
+    ROUTE(ino, root || fi ? GFS_ON_HANDLE : GFS_BY_NAME,
           gfs_op_getattr(fs, req, ino, fi), getattr, getattr(req, ino, fi),
           ENOENT);
 }

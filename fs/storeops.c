@@ -158,7 +158,8 @@ static int64_t dir_of(const struct gfs_storefs *st, fuse_ino_t ino) {
     if (ino == FUSE_ROOT_ID)
         return 0;
     if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes ||
-        st->nodes[ino - GFS_STORE_DIR0].model)
+        st->nodes[ino - GFS_STORE_DIR0].model ||
+        st->nodes[ino - GFS_STORE_DIR0].freed)
         return -1;
     return (int64_t)(ino - GFS_STORE_DIR0);
 }
@@ -176,7 +177,9 @@ static int64_t alias_of(const struct gfs_storefs *st, fuse_ino_t ino) {
     if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes)
         return -1;
     const struct node *nd = &st->nodes[ino - GFS_STORE_DIR0];
-    return nd->model && nd->alias >= 0 ? (int64_t)(ino - GFS_STORE_DIR0) : -1;
+    return nd->model && !nd->freed && nd->alias >= 0
+               ? (int64_t)(ino - GFS_STORE_DIR0)
+               : -1;
 }
 
 /* An alias's link: the way from its directory to its model's
@@ -278,7 +281,7 @@ int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req,
         return 0;
     pthread_mutex_lock(&st->mu);
     int unopened = k < st->n_nodes && st->nodes[k].model && !st->nodes[k].fs &&
-                   !st->nodes[k].opening;
+                   !st->nodes[k].opening && !st->nodes[k].freed;
     if (unopened)
         node_attr(st, ino, 1, &sb);
     pthread_mutex_unlock(&st->mu);
