@@ -12,11 +12,11 @@
 #include <errno.h>
 #include <string.h>
 
-enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino,
-                               struct gfs **fs) {
+enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino, struct gfs **fs,
+                               enum gfs_enter how) {
     struct gfs_mount *m = fuse_req_userdata(req);
     if (m->store)
-        return gfs_store_route(m->store, req, ino, fs);
+        return gfs_store_route(m->store, req, ino, fs, how);
     *fs = m->single; /* slot 0: the numbers are the model's own */
     return GFS_TO_MODEL;
 }
@@ -61,16 +61,20 @@ static void destroy_one(struct gfs *fs, void *u) {
 }
 
 static void d_destroy(void *userdata) {
+    struct gfs_mount *m = userdata;
+    if (m->store)
+        gfs_store_stop(m->store);
     gfs_mount_each(userdata, destroy_one, NULL);
 }
 
 /* The request goes to the model of INO (CALL, with fs the model and INO
- * its own number), or to the store's handler OP (SCALL), or, when the
- * store has none, gets the error ERR. */
-#define ROUTE(INO, CALL, OP, SCALL, ERR)                                       \
+ * its own number) after the checks HOW names (mounts.h), or to the
+ * store's handler OP (SCALL), or, when the store has none, gets the error
+ * ERR. */
+#define ROUTE(INO, HOW, CALL, OP, SCALL, ERR)                                  \
     do {                                                                       \
         struct gfs *fs;                                                        \
-        switch (gfs_mount_enter(req, &(INO), &fs)) {                           \
+        switch (gfs_mount_enter(req, &(INO), &fs, HOW)) {                      \
         case GFS_TO_MODEL:                                                     \
             CALL;                                                              \
             gfs_mount_leave(fs);                                               \
@@ -87,7 +91,7 @@ static void d_destroy(void *userdata) {
     } while (0)
 
 static void d_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    ROUTE(parent, gfs_op_lookup(fs, req, parent, name), lookup,
+    ROUTE(parent, GFS_BY_NAME, gfs_op_lookup(fs, req, parent, name), lookup,
           lookup(req, parent, name), ENOENT);
 }
 
@@ -96,30 +100,34 @@ static void d_getattr(fuse_req_t req, fuse_ino_t ino,
     struct gfs_mount *m = fuse_req_userdata(req);
     if (m->store && gfs_store_root_attr(m->store, req, ino))
         return;
-    ROUTE(ino, gfs_op_getattr(fs, req, ino, fi), getattr, getattr(req, ino, fi),
+    /* A model's root shows its attributes to all, as a listing does; an
+     * fstat asks of a handle opened before. */
+    int root = (ino & (GFS_INO_MODEL_SPAN - 1)) == GFS_INO_ROOT;
+    ROUTE(ino, root || fi ? GFS_ON_HANDLE : GFS_BY_NAME,
+          gfs_op_getattr(fs, req, ino, fi), getattr, getattr(req, ino, fi),
           ENOENT);
 }
 
 static void d_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                       int to_set, struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_setattr(fs, req, ino, attr, to_set, fi), setattr,
-          setattr(req, ino, attr, to_set, fi), EROFS);
+    ROUTE(ino, GFS_BY_NAME, gfs_op_setattr(fs, req, ino, attr, to_set, fi),
+          setattr, setattr(req, ino, attr, to_set, fi), EROFS);
 }
 
 static void d_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                     mode_t mode, dev_t rdev) {
-    ROUTE(parent, gfs_op_mknod(fs, req, parent, name, mode, rdev), mknod,
-          mknod(req, parent, name, mode, rdev), EROFS);
+    ROUTE(parent, GFS_BY_NAME, gfs_op_mknod(fs, req, parent, name, mode, rdev),
+          mknod, mknod(req, parent, name, mode, rdev), EROFS);
 }
 
 static void d_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                     mode_t mode) {
-    ROUTE(parent, gfs_op_mkdir(fs, req, parent, name, mode), mkdir,
+    ROUTE(parent, GFS_BY_NAME, gfs_op_mkdir(fs, req, parent, name, mode), mkdir,
           mkdir(req, parent, name, mode), EROFS);
 }
 
 static void d_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    ROUTE(parent, gfs_op_unlink(fs, req, parent, name), unlink,
+    ROUTE(parent, GFS_BY_NAME, gfs_op_unlink(fs, req, parent, name), unlink,
           unlink(req, parent, name), EROFS);
 }
 
@@ -132,21 +140,21 @@ static void d_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
         return;
     }
     newparent &= GFS_INO_MODEL_SPAN - 1;
-    ROUTE(parent,
+    ROUTE(parent, GFS_BY_NAME,
           gfs_op_rename(fs, req, parent, name, newparent, newname, flags),
           rename, rename(req, parent, name, newparent, newname, flags), EROFS);
 }
 
 static void d_opendir(fuse_req_t req, fuse_ino_t ino,
                       struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_opendir(fs, req, ino, fi), opendir, opendir(req, ino, fi),
-          ENOTDIR);
+    ROUTE(ino, GFS_BY_NAME, gfs_op_opendir(fs, req, ino, fi), opendir,
+          opendir(req, ino, fi), ENOTDIR);
 }
 
 static void d_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_readdir(fs, req, ino, size, off, fi, 0), readdir,
-          readdir(req, ino, size, off, fi), ENOTDIR);
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_readdir(fs, req, ino, size, off, fi, 0),
+          readdir, readdir(req, ino, size, off, fi), ENOTDIR);
 }
 
 /* readdirplus: a store's directories give their entries (a listing of
@@ -154,24 +162,26 @@ static void d_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * names only (gfs_op_readdir). */
 static void d_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
                           off_t off, struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_readdir(fs, req, ino, size, off, fi, 1), readdirplus,
-          readdirplus(req, ino, size, off, fi), ENOTDIR);
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_readdir(fs, req, ino, size, off, fi, 1),
+          readdirplus, readdirplus(req, ino, size, off, fi), ENOTDIR);
 }
 
 static void d_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
                        struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_fsyncdir(fs, req, ino, datasync, fi), fsyncdir,
-          fsyncdir(req, ino, datasync, fi), 0);
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_fsyncdir(fs, req, ino, datasync, fi),
+          fsyncdir, fsyncdir(req, ino, datasync, fi), 0);
 }
 
 static void d_statfs(fuse_req_t req, fuse_ino_t ino) {
-    ROUTE(ino, gfs_op_statfs(fs, req, ino), statfs, statfs(req, ino), ENOSYS);
+    ROUTE(ino, GFS_BY_NAME, gfs_op_statfs(fs, req, ino), statfs,
+          statfs(req, ino), ENOSYS);
 }
 
 static void d_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                        const char *value, size_t size, int flags) {
-    ROUTE(ino, gfs_op_setxattr(fs, req, ino, name, value, size, flags),
-          setxattr, setxattr(req, ino, name, value, size, flags), ENOTSUP);
+    ROUTE(ino, GFS_BY_NAME,
+          gfs_op_setxattr(fs, req, ino, name, value, size, flags), setxattr,
+          setxattr(req, ino, name, value, size, flags), ENOTSUP);
 }
 
 static void d_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
@@ -183,65 +193,86 @@ static void d_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
         fuse_reply_err(req, ENODATA);
         return;
     }
-    ROUTE(ino, gfs_op_getxattr(fs, req, ino, name, size), getxattr,
+    ROUTE(ino, GFS_BY_NAME, gfs_op_getxattr(fs, req, ino, name, size), getxattr,
           getxattr(req, ino, name, size), ENODATA);
 }
 
 static void d_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-    ROUTE(ino, gfs_op_listxattr(fs, req, ino, size), listxattr,
+    ROUTE(ino, GFS_BY_NAME, gfs_op_listxattr(fs, req, ino, size), listxattr,
           listxattr(req, ino, size), ENOTSUP);
 }
 
 static void d_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
-    ROUTE(ino, gfs_op_removexattr(fs, req, ino, name), removexattr,
+    ROUTE(ino, GFS_BY_NAME, gfs_op_removexattr(fs, req, ino, name), removexattr,
           removexattr(req, ino, name), ENOTSUP);
 }
 
 static void d_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, struct fuse_file_info *fi) {
-    ROUTE(parent, gfs_op_create(fs, req, parent, name, mode, fi), create,
-          create(req, parent, name, mode, fi), EROFS);
+    ROUTE(parent, GFS_TO_OPEN, gfs_op_create(fs, req, parent, name, mode, fi),
+          create, create(req, parent, name, mode, fi), EROFS);
 }
 
 static void d_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_open(fs, req, ino, fi), open, open(req, ino, fi), EISDIR);
+    ROUTE(ino, GFS_TO_OPEN, gfs_op_open(fs, req, ino, fi), open,
+          open(req, ino, fi), EISDIR);
 }
 
 static void d_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                    struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_read(fs, req, ino, size, off, fi), read,
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_read(fs, req, ino, size, off, fi), read,
           read(req, ino, size, off, fi), EISDIR);
 }
 
 static void d_write(fuse_req_t req, fuse_ino_t ino, const char *p, size_t n,
                     off_t off, struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_write(fs, req, ino, p, n, off, fi), write,
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_write(fs, req, ino, p, n, off, fi), write,
           write(req, ino, p, n, off, fi), EBADF);
 }
 
 static void d_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_flush(fs, req, ino, fi), flush, flush(req, ino, fi), 0);
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_flush(fs, req, ino, fi), flush,
+          flush(req, ino, fi), 0);
 }
 
 static void d_release(fuse_req_t req, fuse_ino_t ino,
                       struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_release(fs, req, ino, fi), release, release(req, ino, fi),
-          0);
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_release(fs, req, ino, fi), release,
+          release(req, ino, fi), 0);
 }
 
 /* Links are the store's only (aliases, storefs.c). */
 static void d_readlink(fuse_req_t req, fuse_ino_t ino) {
-    ROUTE(ino, fuse_reply_err(req, EINVAL), readlink, readlink(req, ino),
-          EINVAL);
+    ROUTE(ino, GFS_BY_NAME, fuse_reply_err(req, EINVAL), readlink,
+          readlink(req, ino), EINVAL);
 }
 
 static void d_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                     struct fuse_file_info *fi) {
-    ROUTE(ino, gfs_op_fsync(fs, req, ino, datasync, fi), fsync,
+    ROUTE(ino, GFS_ON_HANDLE, gfs_op_fsync(fs, req, ino, datasync, fi), fsync,
           fsync(req, ino, datasync, fi), 0);
 }
 
+/* FORGET: the store frees the nodes the kernel and the store hold no
+ * more (a model's own inodes are numbered for the life of the model). */
+static void d_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    struct gfs_mount *m = fuse_req_userdata(req);
+    if (m->store)
+        gfs_store_forget(m->store, ino, nlookup);
+    fuse_reply_none(req);
+}
+
+static void d_forget_multi(fuse_req_t req, size_t count,
+                           struct fuse_forget_data *forgets) {
+    struct gfs_mount *m = fuse_req_userdata(req);
+    for (size_t i = 0; m->store && i < count; i++)
+        gfs_store_forget(m->store, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
 const struct fuse_lowlevel_ops gfs_session_ops = {
+    .forget = d_forget,
+    .forget_multi = d_forget_multi,
     .init = d_init,
     .destroy = d_destroy,
     .lookup = d_lookup,

@@ -24,11 +24,12 @@ static struct gfs_fh *fh_of(const struct fuse_file_info *fi) {
     return (struct gfs_fh *)(uintptr_t)fi->fh;
 }
 
-/* A new handle for ino, listed in fs->open_fhs.  Takes fh_lock: the caller
- * may hold fs->lock, not fh_lock. */
-static struct gfs_fh *fh_new(struct gfs *fs, fuse_ino_t ino) {
+/* A new handle for ino, listed in fs->open_fhs, owned by req's user.
+ * Takes fh_lock: the caller may hold fs->lock, not fh_lock. */
+static struct gfs_fh *fh_new(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
     struct gfs_fh *fh = calloc(1, sizeof *fh);
     if (fh) {
+        fh->uid = fuse_req_ctx(req)->uid;
         fh->kind = gfs_kind(ino);
         fh->ino = ino;
         pthread_mutex_init(&fh->mu, NULL);
@@ -172,7 +173,7 @@ void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    struct gfs_fh *fh = fh_new(fs, ino);
+    struct gfs_fh *fh = fh_new(fs, req, ino);
     if (!fh) {
         fuse_reply_err(req, ENOMEM);
         return;
@@ -217,7 +218,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     }
     pthread_rwlock_wrlock(&fs->lock);
     err = row->create(fs, parent, name, &ino);
-    if (!err && !(fh = fh_new(fs, ino)))
+    if (!err && !(fh = fh_new(fs, req, ino)))
         err = ENOMEM;
     if (!err)
         fh->created = 1;

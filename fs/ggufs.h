@@ -210,8 +210,9 @@ struct gfs_fh {
     /* Set at open, before the reply; read-only afterwards. */
     enum gfs_kind kind;
     fuse_ino_t ino;
-    int shard;             /* tensors: the file that holds it */
-    int drop;              /* evict the GGUF's pages once served: they were
+    uid_t uid; /* who opened it (a store bounds other users' handles) */
+    int shard; /* tensors: the file that holds it */
+    int drop;  /* evict the GGUF's pages once served: they were
                               not cached before this open (see reply_file
                               in fileops.c) */
     uint64_t rel, size;    /* tensors: offset from the data start, bytes */

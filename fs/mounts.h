@@ -48,9 +48,18 @@ enum gfs_route {
     GFS_TO_STORE, /* the store's own node (storefs.c answers) */
     GFS_REPLIED   /* an error was replied (no such model, it cannot open) */
 };
+/* What a request does to a store's model (gfs_mount_enter): the checks
+ * it passes first (storeusers.c). */
+enum gfs_enter {
+    GFS_ON_HANDLE, /* on a handle opened before (read, release): none */
+    GFS_BY_NAME,   /* a name or an inode (lookup, getattr, opendir):
+                      the user could read the model on disk */
+    GFS_TO_OPEN    /* a file opened (open, create): that, and the bound
+                      of files another user holds open */
+};
 /* The model of kernel inode *ino; *ino becomes the model's own number. */
-enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino,
-                               struct gfs **fs);
+enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino, struct gfs **fs,
+                               enum gfs_enter how);
 /* Drops the reference gfs_mount_enter took. */
 void gfs_mount_leave(struct gfs *fs);
 /* Every model open now, for f (the last commit at unmount, the hashes'
@@ -63,7 +72,13 @@ extern const struct fuse_lowlevel_ops gfs_session_ops;
 
 /* storefs.c: a store's own nodes and its models (issue 23). */
 enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
-                               fuse_ino_t *ino, struct gfs **fs);
+                               fuse_ino_t *ino, struct gfs **fs,
+                               enum gfs_enter how);
+/* FORGET of a kernel inode: its node freed once the kernel and the
+ * store hold it no more. */
+void gfs_store_forget(struct gfs_storefs *st, fuse_ino_t ino, uint64_t n);
+/* The end of the session (destroy): nothing more is said to the kernel. */
+void gfs_store_stop(struct gfs_storefs *st);
 void gfs_store_leave(struct gfs_storefs *st, struct gfs *fs);
 void gfs_store_each(struct gfs_storefs *st, void (*f)(struct gfs *fs, void *u),
                     void *u);

@@ -9,10 +9,18 @@
  * Nodes.  Every name of the store's tree is a node: a directory of names
  * (slot-0 inode GFS_STORE_DIR0 + its index), or a model (its root is
  * (index << GFS_INO_SLOT_SHIFT) + GFS_INO_ROOT: the index is the model's
- * slot, mounts.h).  Nodes are never forgotten while mounted (a name that
- * comes back gets its old numbers); a node not in the last scan is not
- * listed nor looked up, and a model still open keeps serving what it has
- * open, as a deleted file does.
+ * slot, mounts.h).  A node not in the last scan is not listed nor looked
+ * up, and a model still open keeps serving what it has open, as a deleted
+ * file does.
+ *
+ * Forgetting.  Names that leave the store are told to the kernel
+ * (fuse_lowlevel_notify_inval_entry, by inval_thread: never in a
+ * request's path, where a lookup holds its directory's lock), which
+ * drops their dentries and sends FORGET; a node gone from the store,
+ * closed, with no live child and no lookup the kernel holds, is freed and
+ * its index used again (a new generation), so memory follows what the
+ * store lists, however often its names change.  A name that comes back
+ * while the kernel still holds it gets its old numbers.
  *
  * Freshness.  A lookup or a listing of a store directory asks the
  * catalog for the store's stamp (cat_stamp: a few stats) at most once a
@@ -22,8 +30,11 @@
  * Bounds.  At most max_open models are open at once (-o max_models, and
  * a quarter of RLIMIT_NOFILE at four descriptors a model): opening one
  * more closes the least recently used model that nothing holds (no
- * request in flight, no open file, no edit not yet committed, no FILE in
- * meta/); when none can go, the open fails with EMFILE and one log line.
+ * request in flight, no open file, no FILE in meta/, and for a request
+ * of a user other than the mount's owner no edit not yet committed: the
+ * owner's request commits them first); when none can go, the open fails
+ * with EMFILE and one log line.  Other users hold files open in a share
+ * of the models only (storeusers.c).
  *
  * Locks.  st->mu guards the nodes, the list and the counts; it is taken
  * before any model's locks (eviction asks a model whether it holds
@@ -103,7 +114,8 @@ static int kid_insert(struct node *dir, size_t at, uint32_t k) {
 /* A new node path[0, len) in directory parent; its index or -1. */
 static int64_t node_new(struct gfs_storefs *st, uint32_t parent,
                         const char *path, size_t len, int model) {
-    if (st->n_nodes == st->cap_nodes) {
+    size_t k = st->n_free ? st->free[st->n_free - 1] : st->n_nodes;
+    if (!st->n_free && st->n_nodes == st->cap_nodes) {
         size_t cap = st->cap_nodes ? st->cap_nodes * 2 : 64;
         if (cap > ((size_t)1 << (64 - GFS_INO_SLOT_SHIFT)) - 1)
             return -1;
@@ -112,16 +124,171 @@ static int64_t node_new(struct gfs_storefs *st, uint32_t parent,
             return -1;
         st->nodes = v, st->cap_nodes = cap;
     }
-    struct node *n = &st->nodes[st->n_nodes];
-    memset(n, 0, sizeof *n);
-    if (!(n->path = strndup(path, len)))
+    struct node *n = &st->nodes[k];
+    char *p = strndup(path, len);
+    if (!p)
         return -1;
+    memset(n, 0, sizeof *n);
+    n->path = p;
     const char *slash = strrchr(n->path, '/');
     n->base = slash ? slash + 1 : n->path;
     n->parent = parent;
     n->model = model;
     n->alias = -1;
-    return (int64_t)st->n_nodes++;
+    n->gen = ++st->gen;
+    if (k != parent) /* the root is its own parent */
+        st->nodes[parent].n_live++;
+    if (st->n_free)
+        st->n_free--;
+    else
+        st->n_nodes++;
+    return (int64_t)k;
+}
+
+/* ---- forgetting --------------------------------------------------------- */
+
+/* Whether node k may be freed: gone from the store, closed, nothing in
+ * it the kernel or a request holds. */
+static int node_unused(const struct gfs_storefs *st, size_t k) {
+    const struct node *nd = &st->nodes[k];
+    return k > 0 && !nd->freed && !nd->present && !nd->nlookup && !nd->n_live &&
+           !nd->fs && !nd->opening && !nd->refs;
+}
+
+void gfs_st_maybe_free(struct gfs_storefs *st, size_t k) {
+    while (k < st->n_nodes && node_unused(st, k)) {
+        if (st->n_free == st->cap_free) {
+            size_t cap = st->cap_free ? st->cap_free * 2 : 64;
+            uint32_t *v = realloc(st->free, cap * sizeof *v);
+            if (!v)
+                return; /* kept: freed at a later forget */
+            st->free = v, st->cap_free = cap;
+        }
+        struct node *nd = &st->nodes[k];
+        free(nd->path);
+        free(nd->kids);
+        free(nd->line);
+        nd->path = NULL, nd->kids = NULL, nd->line = NULL;
+        nd->n_kids = nd->cap_kids = 0;
+        nd->freed = 1;
+        st->free[st->n_free++] = (uint32_t)k;
+        k = nd->parent; /* the directory may go with it */
+        st->nodes[k].n_live--;
+    }
+}
+
+void gfs_store_forget(struct gfs_storefs *st, fuse_ino_t ino, uint64_t n) {
+    size_t k = (size_t)(ino >> GFS_INO_SLOT_SHIFT);
+    if (k == 0 && ino >= GFS_STORE_DIR0)
+        k = (size_t)(ino - GFS_STORE_DIR0);
+    else if (k == 0 || (ino & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT)
+        return; /* the root, models.tsv, a model's own inode */
+    pthread_mutex_lock(&st->mu);
+    if (k < st->n_nodes && !st->nodes[k].freed) {
+        struct node *nd = &st->nodes[k];
+        nd->nlookup = nd->nlookup > n ? nd->nlookup - n : 0;
+        gfs_st_maybe_free(st, k);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Tells the kernel the names that left the store (st->inval), outside
+ * every request: it drops their dentries, then forgets their inodes. */
+static void *inval_main(void *u) {
+    struct gfs_storefs *st = u;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (!st->n_inval && !st->inval_quit)
+            pthread_cond_wait(&st->inval_cv, &st->mu);
+        if (st->inval_quit)
+            break;
+        struct gfs_st_inval *v = st->inval;
+        size_t n = st->n_inval;
+        st->inval = NULL, st->n_inval = 0;
+        pthread_mutex_unlock(&st->mu);
+        for (size_t i = 0; i < n; i++) {
+            /* Read without st->mu: once set, the session may be gone. */
+            if (!__atomic_load_n(&st->inval_quit, __ATOMIC_ACQUIRE) &&
+                st->mount->se)
+                fuse_lowlevel_notify_inval_entry(st->mount->se, v[i].parent,
+                                                 v[i].name, strlen(v[i].name));
+            free(v[i].name);
+        }
+        free(v);
+        pthread_mutex_lock(&st->mu);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* Whether node k left the store in the last scan (was: the present flags
+ * before it) while the kernel holds it, below a directory still there:
+ * the kernel drops the dentries below a name it is told of, so the
+ * topmost name that left is enough. */
+static int left(const struct gfs_storefs *st, const unsigned char *was,
+                size_t k) {
+    const struct node *nd = &st->nodes[k];
+    return was[k] && !nd->present && nd->nlookup &&
+           st->nodes[nd->parent].present;
+}
+
+/* The names that left queued for inval_main; at most GFS_ST_INVAL_MAX
+ * wait (the kernel drops the others' dentries under memory pressure).
+ * Caller holds st->mu. */
+#define GFS_ST_INVAL_MAX 65536
+static void queue_gone(struct gfs_storefs *st, const unsigned char *was,
+                       size_t n) {
+    size_t add = 0;
+    for (size_t k = 1; k < n; k++)
+        add += (size_t)left(st, was, k);
+    if (add > GFS_ST_INVAL_MAX - st->n_inval)
+        add = GFS_ST_INVAL_MAX - st->n_inval;
+    if (!add || st->inval_quit)
+        return;
+    /* Started at the first need: the daemon has forked by then. */
+    if (!st->inval_run)
+        st->inval_run =
+            pthread_create(&st->inval_thread, NULL, inval_main, st) == 0;
+    struct gfs_st_inval *v =
+        st->inval_run ? realloc(st->inval, (st->n_inval + add) * sizeof *v)
+                      : NULL;
+    if (!v)
+        return;
+    st->inval = v;
+    for (size_t k = 1; k < n && add; k++) {
+        const struct node *nd = &st->nodes[k];
+        if (!left(st, was, k) || !(v[st->n_inval].name = strdup(nd->base)))
+            continue;
+        v[st->n_inval++].parent =
+            nd->parent ? GFS_STORE_DIR0 + nd->parent : FUSE_ROOT_ID;
+        add--;
+    }
+    pthread_cond_signal(&st->inval_cv);
+}
+
+/* The inval thread stopped.  It may be stuck in the kernel: a lookup
+ * left unanswered when the session ended holds the directory's lock its
+ * invalidation waits for, until the session's descriptor closes, after
+ * this.  Then it is left to the process's exit, with the store it uses
+ * (inval_stuck: gfs_store_close keeps st), never waited for. */
+void gfs_store_stop(struct gfs_storefs *st) {
+    pthread_mutex_lock(&st->mu);
+    int run = st->inval_run;
+    __atomic_store_n(&st->inval_quit, 1, __ATOMIC_RELEASE);
+    st->inval_run = 0;
+    pthread_cond_signal(&st->inval_cv);
+    pthread_mutex_unlock(&st->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    if (run && pthread_timedjoin_np(st->inval_thread, NULL, &until) != 0) {
+        pthread_detach(st->inval_thread);
+        st->inval_stuck = 1;
+    }
+    for (size_t i = 0; i < st->n_inval; i++)
+        free(st->inval[i].name);
+    free(st->inval);
+    st->inval = NULL, st->n_inval = 0;
 }
 
 /* The node of name (a model's when model), made with its directories
@@ -261,9 +428,14 @@ static int list_read(struct gfs_storefs *st, struct cat_list *l, char *msg,
  * 0, or -1 with msg (the old list is kept). */
 static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
                         size_t n) {
+    size_t n_was = st->n_nodes;
+    unsigned char *was = calloc(n_was ? n_was : 1, 1);
     for (size_t k = 0; k < st->n_nodes; k++) {
+        if (was)
+            was[k] = (unsigned char)st->nodes[k].present;
         st->nodes[k].present = 0;
         st->nodes[k].cm = NULL;
+        st->nodes[k].alias = -1; /* the present ones' marked again */
     }
     st->nodes[0].present = 1;
     uint32_t *node_of = calloc(l.n ? l.n : 1, sizeof *node_of);
@@ -280,6 +452,7 @@ static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
             snprintf(msg, n, "%s: out of memory", st->dir);
             cat_list_free(&l);
             free(node_of);
+            free(was);
             return -1;
         }
         node_of[i] = (uint32_t)k;
@@ -308,6 +481,11 @@ static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
     st->list = l;
     free(st->node_of);
     st->node_of = node_of;
+    if (was)
+        queue_gone(st, was, n_was);
+    free(was);
+    for (size_t k = st->n_nodes; k-- > 1;)
+        gfs_st_maybe_free(st, k);
     return 0;
 }
 
@@ -347,15 +525,17 @@ void gfs_st_refresh(struct gfs_storefs *st) {
 /* ---- models ----------------------------------------------------------- */
 
 /* Whether an open model may be closed: nothing holds it (no request in
- * flight, no open file, no FILE in meta/, no failed commit: edits not
- * yet committed are committed at the close).  Caller holds st->mu; takes
- * the model's lock (read). */
-static int evictable(struct node *nd) {
+ * flight, no open file, no FILE in meta/, no failed commit).  Edits not
+ * yet committed are committed at the close when the mount's owner asks
+ * (owner); another user's reads never commit them.  Caller holds st->mu;
+ * takes the model's lock (read). */
+static int evictable(struct node *nd, int owner) {
     struct gfs *fs = nd->fs;
     if (!fs || nd->refs || nd->opening)
         return 0;
     pthread_rwlock_rdlock(&fs->lock);
-    int clean = !fs->scratch && !fs->store.commit_failed;
+    int clean = !fs->scratch && !fs->store.commit_failed &&
+                (owner || !gfs_store_uncommitted(fs));
     pthread_rwlock_unlock(&fs->lock);
     pthread_mutex_lock(&fs->fh_lock);
     int idle = !fs->open_fhs;
@@ -370,13 +550,14 @@ static int evictable(struct node *nd) {
  * open model is held, it waits up to HOLD_WAIT_MS for one to be let go
  * (st->mu dropped meanwhile), then fails: EMFILE (logged).  Caller holds
  * st->mu (a commit holds it meanwhile). */
-int gfs_st_make_room(struct gfs_storefs *st) {
+int gfs_st_make_room(struct gfs_storefs *st, int owner) {
     int waited = 0; /* ms */
     while (st->n_open >= st->max_open) {
         struct node *lru = NULL;
         for (size_t k = 1; k < st->n_nodes; k++) {
             struct node *nd = &st->nodes[k];
-            if (nd->fs && (!lru || nd->used < lru->used) && evictable(nd))
+            if (nd->fs && (!lru || nd->used < lru->used) &&
+                evictable(nd, owner))
                 lru = nd;
         }
         if (!lru && waited < HOLD_WAIT_MS) {
@@ -402,6 +583,7 @@ int gfs_st_make_room(struct gfs_storefs *st) {
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
+        gfs_st_maybe_free(st, (size_t)(lru - st->nodes));
     }
     return 0;
 }
@@ -529,6 +711,10 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
 }
 
 int gfs_st_ensure_open(struct gfs_storefs *st, size_t k) {
+    return gfs_st_ensure_open_as(st, k, 0);
+}
+
+int gfs_st_ensure_open_as(struct gfs_storefs *st, size_t k, int owner) {
     for (;;) {
         while (st->nodes[k].opening)
             pthread_cond_wait(&st->cv, &st->mu);
@@ -539,7 +725,7 @@ int gfs_st_ensure_open(struct gfs_storefs *st, size_t k) {
             return ENOENT;
         if (nd->failed && now_s() - nd->failed < FAIL_RETRY_S)
             return EIO;
-        int err = gfs_st_make_room(st);
+        int err = gfs_st_make_room(st, owner);
         if (err)
             return err;
         if (st->nodes[k].fs || st->nodes[k].opening)
@@ -552,18 +738,31 @@ int gfs_st_ensure_open(struct gfs_storefs *st, size_t k) {
     }
 }
 
+/* A request to a store's model: the user's checks first (storeusers.c:
+ * read on disk, the files another user holds open), before the model is
+ * opened, so that a user who may not read it opens nothing. */
 enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
-                               fuse_ino_t *ino, struct gfs **out) {
+                               fuse_ino_t *ino, struct gfs **out,
+                               enum gfs_enter how) {
     size_t k = (size_t)(*ino >> GFS_INO_SLOT_SHIFT);
-    int err = 0;
+    uid_t uid = fuse_req_ctx(req)->uid;
+    int owner = gfs_st_owner(uid), err = 0;
     if (k == 0)
         return GFS_TO_STORE;
     pthread_mutex_lock(&st->mu);
-    if (k >= st->n_nodes || !st->nodes[k].model) {
+    if (k >= st->n_nodes || !st->nodes[k].model || st->nodes[k].freed) {
         err = ENOENT;
         goto out;
     }
-    err = gfs_st_ensure_open(st, k);
+    uint32_t gen = st->nodes[k].gen;
+    if (!owner && how != GFS_ON_HANDLE)
+        err = gfs_st_may_read(st, req, k);
+    if (!err && (st->nodes[k].freed || st->nodes[k].gen != gen))
+        err = ENOENT; /* another model's now (st->mu was let go) */
+    if (!err)
+        err = gfs_st_ensure_open_as(st, k, owner);
+    if (!err && !owner && how == GFS_TO_OPEN)
+        err = gfs_st_may_hold(st, uid, k);
     struct node *nd = &st->nodes[k];
     if (!err) {
         nd->refs++;
@@ -706,6 +905,7 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         st->mnt = st->mnt_abs;
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
+    pthread_cond_init(&st->inval_cv, NULL);
     st->max_open = open_bound(o);
     st->kind = o->store ? cat_kind_named(o->store) : CAT_NONE;
     if (o->store && (st->kind == CAT_NONE || st->kind >= CAT_HUB)) {
@@ -770,6 +970,7 @@ size_t gfs_store_n_models(const struct gfs_storefs *st) {
 void gfs_store_close(struct gfs_storefs *st) {
     if (!st)
         return;
+    gfs_store_stop(st);
     for (size_t k = 0; k < st->n_nodes; k++) {
         struct node *nd = &st->nodes[k];
         gfs_model_close(nd->fs);
@@ -778,13 +979,17 @@ void gfs_store_close(struct gfs_storefs *st) {
         free(nd->line);
     }
     free(st->nodes);
+    free(st->free);
     free(st->node_of);
     cat_list_free(&st->list);
     if (st->dirfd >= 0)
         close(st->dirfd);
     free(st->dir);
     free(st->mnt_abs);
+    if (st->inval_stuck)
+        return; /* its thread may still take st->mu (gfs_store_stop) */
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
+    pthread_cond_destroy(&st->inval_cv);
     free(st);
 }

@@ -26,6 +26,16 @@
     "name\tarchitecture\tparameters\tfile_type\tsize\tcontext_length\t"        \
     "tensors\tsource\n"
 
+/* Who may read a model (storeusers.c): a verdict for a user, trusted
+ * for RESCAN_EVERY_S. */
+struct gfs_st_seen {
+    uid_t uid;
+    gid_t gid;
+    uint64_t groups; /* a hash of the supplementary groups */
+    int ok;
+    double t; /* 0: none */
+};
+
 struct node {
     char *path;       /* the whole name ("" for the root) */
     const char *base; /* its last component (in path) */
@@ -52,6 +62,21 @@ struct node {
      * snapshots, a hard link): a symbolic link to that model's directory
      * (alias: its index), never opened twice; -1 for none. */
     int64_t alias;
+    /* Forgetting (storefs.c): the lookups the kernel holds of the node's
+     * inode (a directory's, a link's or a model's root: each entry
+     * replied adds one, FORGET takes them back); its live children; the
+     * generation of its numbers (a freed index is used again); freed:
+     * on st->free, waiting to be used again. */
+    uint64_t nlookup;
+    uint32_t n_live, gen;
+    int freed;
+    struct gfs_st_seen seen[2]; /* storeusers.c: the last verdicts */
+};
+
+/* A name that left the store, for the kernel to drop (storefs.c). */
+struct gfs_st_inval {
+    fuse_ino_t parent;
+    char *name;
 };
 
 struct gfs_storefs {
@@ -70,6 +95,17 @@ struct gfs_storefs {
     uint32_t *node_of; /* list.models[i]'s node */
     struct node *nodes;
     size_t n_nodes, cap_nodes;
+    /* Forgetting: the indexes of freed nodes; the names that left, for
+     * the kernel to drop (by inval_thread: never in a request's path, a
+     * lookup holds its directory's lock); the next generation. */
+    uint32_t *free;
+    size_t n_free, cap_free;
+    struct gfs_st_inval *inval;
+    size_t n_inval;
+    pthread_cond_t inval_cv;
+    pthread_t inval_thread;
+    int inval_run, inval_quit, inval_stuck;
+    uint32_t gen;
     uint64_t stamp, tick;
     double checked;
     int scanning; /* a request reads the store, st->mu let go */
@@ -91,13 +127,20 @@ int64_t gfs_st_kid_find(const struct gfs_storefs *st, const struct node *dir,
 /* At most once a second: the store read again if its stamp moved
  * (st->mu let go while it is read: nodes may move). */
 void gfs_st_refresh(struct gfs_storefs *st);
-/* Room for one more open model (the least recently used closed); 0 or
- * EMFILE. */
-int gfs_st_make_room(struct gfs_storefs *st);
+/* Room for one more open model (the least recently used that may go
+ * closed: with edits not yet committed only for the mount's owner,
+ * owner true); 0 or EMFILE. */
+int gfs_st_make_room(struct gfs_storefs *st, int owner);
 /* Node k's model open (opened now, or by another request meanwhile);
  * 0 or an errno (ENOENT: gone; EIO: failed a moment ago; EMFILE: no
  * room).  st->mu may be dropped while it waits or opens. */
 int gfs_st_ensure_open(struct gfs_storefs *st, size_t k);
+/* The same for a request of the mount's owner (owner true) or another
+ * user's (never closes a model with edits not yet committed). */
+int gfs_st_ensure_open_as(struct gfs_storefs *st, size_t k, int owner);
+/* A node whose inode the kernel holds no more, gone from the store and
+ * closed: freed (and its directory, when that goes with it). */
+void gfs_st_maybe_free(struct gfs_storefs *st, size_t k);
 /* Opens node k's model (st->mu dropped meanwhile); 0 or an errno.  The
  * caller has set its opening flag. */
 int gfs_st_open_model(struct gfs_storefs *st, size_t k);
@@ -105,5 +148,20 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k);
 void gfs_st_log(void *u, const char *line);
 /* The store of a request's mount. */
 struct gfs_storefs *gfs_st_of(fuse_req_t req);
+
+/* storeusers.c: what other users may do (issue 33).  The mount's owner:
+ * root or the daemon's user. */
+int gfs_st_owner(uid_t uid);
+/* Whether the request's user could read node k's model on disk (every
+ * file, through the folders on its path): 0 or EACCES (ENOENT: gone).
+ * Caller holds st->mu, dropped while the files are checked. */
+int gfs_st_may_read(struct gfs_storefs *st, fuse_req_t req, size_t k);
+/* Whether another user may hold one more file open in node k's model
+ * (the per-user bound): 0 or EMFILE.  Caller holds st->mu. */
+int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k);
+/* models.tsv as the request's user may see it: the lines (node[i]'s is
+ * line i + 1) of models it may not read keep their name only. */
+int gfs_st_tsv_for(struct gfs_storefs *st, fuse_req_t req, const uint32_t *node,
+                   size_t n, struct gguf_buf *b);
 
 #endif

@@ -240,7 +240,8 @@ static int64_t dir_of(const struct gfs_storefs *st, fuse_ino_t ino) {
     if (ino == FUSE_ROOT_ID)
         return 0;
     if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes ||
-        st->nodes[ino - GFS_STORE_DIR0].model)
+        st->nodes[ino - GFS_STORE_DIR0].model ||
+        st->nodes[ino - GFS_STORE_DIR0].freed)
         return -1;
     return (int64_t)(ino - GFS_STORE_DIR0);
 }
@@ -258,7 +259,9 @@ static int64_t alias_of(const struct gfs_storefs *st, fuse_ino_t ino) {
     if (ino < GFS_STORE_DIR0 || ino - GFS_STORE_DIR0 >= st->n_nodes)
         return -1;
     const struct node *nd = &st->nodes[ino - GFS_STORE_DIR0];
-    return nd->model && nd->alias >= 0 ? (int64_t)(ino - GFS_STORE_DIR0) : -1;
+    return nd->model && !nd->freed && nd->alias >= 0
+               ? (int64_t)(ino - GFS_STORE_DIR0)
+               : -1;
 }
 
 /* An alias's link: the way from its directory to its model's
@@ -321,7 +324,9 @@ static void store_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int64_t k = gfs_st_kid_find(st, &st->nodes[d], name, strlen(name), &at);
         if (k >= 0 && st->nodes[k].present) {
             e.ino = node_ino(st, (size_t)k);
+            e.generation = st->nodes[k].gen;
             node_attr(st, e.ino, st->nodes[k].alias < 0, &e.attr);
+            st->nodes[k].nlookup++; /* the kernel's, until FORGET */
             err = 0;
         }
     }
@@ -358,7 +363,7 @@ int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req,
         return 0;
     pthread_mutex_lock(&st->mu);
     int unopened = k < st->n_nodes && st->nodes[k].model && !st->nodes[k].fs &&
-                   !st->nodes[k].opening;
+                   !st->nodes[k].opening && !st->nodes[k].freed;
     if (unopened)
         node_attr(st, ino, 1, &sb);
     pthread_mutex_unlock(&st->mu);
@@ -399,13 +404,14 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     for (int64_t k = off; k < 2 + extra + (int64_t)dn->n_kids; k++) {
         const char *nm;
         fuse_ino_t child;
+        size_t kid = 0; /* the node an entry's lookup counts in */
         if (k < 2) {
             nm = k ? ".." : ".";
             child = k ? node_ino(st, dn->parent) : ino;
         } else if (k < 2 + extra) {
             nm = "models.tsv", child = GFS_STORE_TSV;
         } else {
-            size_t kid = dn->kids[k - 2 - extra];
+            kid = dn->kids[k - 2 - extra];
             nm = st->nodes[kid].base, child = node_ino(st, kid);
         }
         int dir = child != GFS_STORE_TSV && alias_of(st, child) < 0;
@@ -416,6 +422,7 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         const struct fuse_entry_param *ep = NULL;
         if (plus && k >= 2) { /* "." and "..": names only */
             e.ino = child;
+            e.generation = kid ? st->nodes[kid].gen : 0;
             node_attr(st, child, dir, &e.attr);
             e.attr_timeout = e.entry_timeout = RESCAN_EVERY_S;
             ep = &e;
@@ -424,6 +431,8 @@ static void store_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         }
         if (!gfs_add_dirent(req, &out, size, nm, child, mode, k + 1, ep))
             break;
+        if (ep == &e && kid)
+            st->nodes[kid].nlookup++; /* an entry: a lookup, until FORGET */
     }
     pthread_mutex_unlock(&st->mu);
     fuse_reply_buf(req, (char *)out.p, out.len);
@@ -460,6 +469,16 @@ static void store_open(fuse_req_t req, fuse_ino_t ino,
     pthread_mutex_lock(&st->mu);
     gfs_st_refresh(st);
     int err = tsv_make(st, &b);
+    uint32_t *nodes = NULL; /* each line's model, for another user's copy */
+    size_t n = st->list.n;
+    if (!err && !gfs_st_owner(fuse_req_ctx(req)->uid) &&
+        (nodes = malloc((n ? n : 1) * sizeof *nodes)))
+        memcpy(nodes, st->node_of, n * sizeof *nodes);
+    else if (!err && !gfs_st_owner(fuse_req_ctx(req)->uid))
+        err = ENOMEM;
+    if (nodes)
+        err = gfs_st_tsv_for(st, req, nodes, n, &b);
+    free(nodes);
     pthread_mutex_unlock(&st->mu);
     struct gfs_text *t = err ? NULL : gfs_text_new(&b);
     gguf_buf_free(&b);
@@ -661,7 +680,7 @@ static void store_statfs(fuse_req_t req, fuse_ino_t ino) {
     pthread_mutex_lock(&st->mu);
     for (size_t i = 0; i < st->list.n; i++)
         sv.f_blocks += (st->list.models[i].size + 4095) / 4096;
-    sv.f_files = st->n_nodes + 1;
+    sv.f_files = st->n_nodes - st->n_free + 1;
     pthread_mutex_unlock(&st->mu);
     sv.f_namemax = 255;
     if (st->o.readonly)
