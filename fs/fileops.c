@@ -24,12 +24,13 @@ static struct gfs_fh *fh_of(const struct fuse_file_info *fi) {
     return (struct gfs_fh *)(uintptr_t)fi->fh;
 }
 
-/* A new handle for ino, listed in fs->open_fhs, owned by req's user.
- * Takes fh_lock: the caller may hold fs->lock, not fh_lock. */
+/* A new handle for ino, listed in fs->open_fhs, owned by req's user (no
+ * req: the command's own, nomount.c).  Takes fh_lock: the caller may hold
+ * fs->lock, not fh_lock. */
 static struct gfs_fh *fh_new(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
     struct gfs_fh *fh = calloc(1, sizeof *fh);
     if (fh) {
-        fh->uid = fuse_req_ctx(req)->uid;
+        fh->uid = req ? fuse_req_ctx(req)->uid : getuid();
         fh->kind = gfs_kind(ino);
         fh->ino = ino;
         pthread_mutex_init(&fh->mu, NULL);
@@ -315,7 +316,7 @@ void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
 
 struct gfs_text *gfs_open_text(struct gfs *fs, fuse_ino_t ino, int *err) {
     struct fuse_file_info fi = {.flags = O_RDONLY};
-    struct gfs_fh *fh = fh_new(fs, ino);
+    struct gfs_fh *fh = fh_new(fs, NULL, ino);
     struct gfs_text *t = NULL;
     if (!fh) {
         *err = ENOMEM;
