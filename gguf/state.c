@@ -63,20 +63,28 @@ static int state_dir_path(char *out, size_t n) {
     return w < 0 || (size_t)w >= n ? ENAMETOOLONG : 0;
 }
 
-/* mkdir -p of path with mode 0700 for what it creates. */
+/* mkdir -p of path with mode 0700 for what it creates: 0 or an errno.
+ * Each directory it creates is an entry in its parent, durable only once
+ * the parent is fsync'ed (the rule of durable.c): done before the next
+ * level is made, so that a power cut never keeps a state file whose
+ * directory it lost.  (The entries made in the state directory itself are
+ * synced by their writers: gguf_replace syncs it after its rename.) */
 static int make_dirs(char *path) {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
+    struct gguf_error e = {0};
+    for (char *p = path + 1;; p++) {
+        if (*p && *p != '/')
             continue;
+        char c = *p;
         *p = '\0';
-        int r = mkdir(path, 0700);
-        *p = '/';
-        if (r < 0 && errno != EEXIST)
-            return errno;
+        int r = mkdir(path, 0700), me = errno;
+        if (r == 0 && gguf_fsync_dir(path, &e) != GGUF_OK)
+            me = e.sys_errno ? e.sys_errno : EIO;
+        *p = c;
+        if ((r < 0 && me != EEXIST) || (r == 0 && e.code))
+            return me;
+        if (!c)
+            return 0;
     }
-    if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return errno;
-    return 0;
 }
 
 /* Opens the state directory (creating it if create), checked as the

@@ -27,6 +27,7 @@
  *  10 fsync file
  *  11, 12 journal dropped  unlink, fsync directory
  *  13 unlink stage
+ *  14 fsync directory      the stage's removal durable
  *
  * A crash before step 7 leaves the file untouched (recovery removes the
  * incomplete journal and the stage); from step 7 on, recovery copies the
@@ -373,6 +374,11 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
         goto out;
     }
     linked = false;
+    /* Step 14: the removal durable (else a power cut may bring the stage
+     * back, a stray file beside the model). */
+    gguf_fault_point(&f, "fsync directory (stage)");
+    if ((st = gguf_fsync_dir(spath, err)) != GGUF_OK)
+        goto out;
     gguf_data_adopt(ctx);
 out:
     if (linked && !journaled)
