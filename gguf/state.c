@@ -161,10 +161,12 @@ enum gguf_status gguf_state_path(const char *model, enum gguf_state_kind kind,
 }
 
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
-                                    char *out, size_t n,
+                                    char *out, size_t n, int *dfd_out,
                                     struct gguf_error *err) {
     char dir[4096];
     bool absent = false;
+    if (dfd_out)
+        *dfd_out = -1;
     if (state_dir_path(dir, sizeof dir))
         return gguf_fail(err, GGUF_E_IO, "no state directory");
     /* The directory's trust checks, whether it is created or not. */
@@ -172,12 +174,17 @@ enum gguf_status gguf_state_journal(const struct stat *model, bool create,
     if (dfd < 0)
         return absent ? gguf_fail(err, GGUF_E_NOTFOUND, "no state directory")
                       : (err && err->code ? err->code : GGUF_E_IO);
-    close(dfd);
     int w = snprintf(out, n, "%s/%llx-%llx.journal", dir,
                      (unsigned long long)model->st_dev,
                      (unsigned long long)model->st_ino);
-    if (w < 0 || (size_t)w >= n)
+    if (w < 0 || (size_t)w >= n) {
+        close(dfd);
         return gguf_fail(err, GGUF_E_RANGE, "state path too long");
+    }
+    if (dfd_out)
+        *dfd_out = dfd;
+    else
+        close(dfd);
     return GGUF_OK;
 }
 
