@@ -22,7 +22,9 @@ every file judged by ggml's reader (refdump).
    `ggufs --recover` of the model there finishes the replace (the new
    tensor whole, ggml reads the file, nothing left beside it).  The same
    swap before a metadata commit: the commit goes into the model (its
-   journal beside it), nothing into the impostor.
+   journal beside it), nothing into the impostor; and a commit refused
+   after it (the model written behind the mount) saves the edits beside
+   the model, not in the impostor.
 3. --overlay-apply killed at every step of its commit (GGUFS_FAULT=1..9)
    and just before the overlay's removal: rerunning it succeeds, the file
    is byte for byte the one an uninterrupted apply gives, the overlay is
@@ -366,7 +368,22 @@ def sec_swap(d):
                    % (rc, kv and kv[2], (out + err).strip()))
     if beside(moved, "model.gguf"):
         raise Fail("left beside the model after the commit: %s" % beside(moved, "model.gguf"))
-    return what + "; metadata commit: %s" % (out + err).strip()[:100]
+    what += "; metadata commit: %s" % (out + err).strip()[:100]
+    # a commit refused (the model written behind the mount): its edits are
+    # saved beside the model, not in the impostor
+    os.rmdir(real)
+    os.rename(moved, real)
+    E.mount(path, mnt)
+    E.write_file(os.path.join(mnt, "meta", "general.name"), b"to be saved\n")
+    os.rename(real, moved)
+    os.mkdir(real)
+    os.utime(there, ns=(1, 1))
+    rc, out, err = run(["-u", mnt])
+    saved = [f for f in beside(moved, "model.gguf") if ".ggufs-edits-" in f]
+    if os.listdir(real) or rc != 4 or not saved:
+        raise Fail("a refused commit after the swap: exit %d, saved beside the model %s, in the impostor %s: %s"
+                   % (rc, saved, os.listdir(real), err.strip()))
+    return what + "; a refused commit's edits saved beside the model"
 
 
 # ---- 3. --overlay-apply interrupted, rerun -------------------------------
