@@ -57,8 +57,9 @@ struct gguf_index {
 struct gguf_ctx {
     char *path;            /* NULL for memory contexts */
     int fd;                /* -1 for memory and reader contexts */
-    int dfd;               /* file contexts: the directory the file was
-                              opened in, held open (else -1).  Every file a
+    int dfd;               /* file contexts opened for writing: the
+                              directory the file was opened in, held open
+                              (else -1).  Every file a
                               commit or a stage puts beside the model is
                               reached through it (*at calls), never by
                               path: a directory of the path renamed or

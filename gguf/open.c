@@ -120,6 +120,10 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
         return gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
                          e == ELOOP ? "it is a symbolic link" : strerror(e));
     }
+    if (!(flags & GGUF_OPEN_RDWR)) { /* a reader writes nothing beside it */
+        close(dfd);
+        dfd = -1;
+    }
     return open_fd(out, fd, dfd, path, flags, err);
 }
 
@@ -139,7 +143,11 @@ enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
     *out = NULL;
     if ((flags & GGUF_OPEN_RDWR) && !f->writable)
         return gguf_fail(err, GGUF_E_PERM, "%s is open read-only", f->path);
-    return open_fd(out, dup2_of(f->fd), dup2_of(f->dfd), f->path, flags, err);
+    /* The directory only for a writer: a reader writes nothing beside the
+     * file (and a store's models count their descriptors). */
+    return open_fd(out, dup2_of(f->fd),
+                   flags & GGUF_OPEN_RDWR ? dup2_of(f->dfd) : -1, f->path,
+                   flags, err);
 }
 
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,

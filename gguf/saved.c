@@ -134,8 +134,16 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
         gguf_close(disk);
     if (st != GGUF_OK)
         goto out;
-    if (ctx->path && ctx->dfd >= 0) {
-        st = write_edits_at(ctx->dfd, ctx->path, &b, mode, out, n, err);
+    if (ctx->path) {
+        /* A writer's context holds its directory; a reader's (an overlay
+         * mount's model) looks it up by path. */
+        const char *leaf;
+        int dfd =
+            ctx->dfd >= 0 ? ctx->dfd : gguf_open_dir_of(ctx->path, &leaf, err);
+        st = dfd < 0 ? GGUF_E_IO
+                     : write_edits_at(dfd, ctx->path, &b, mode, out, n, err);
+        if (dfd >= 0 && dfd != ctx->dfd)
+            close(dfd);
         if (st == GGUF_OK || st == GGUF_E_RANGE)
             goto out;
         int e = err ? err->sys_errno : 0;
