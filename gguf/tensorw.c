@@ -393,12 +393,11 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
         goto out;
     }
     linked = false;
+    gguf_data_adopt(ctx);
     /* Step 14: the removal durable (else a power cut may bring the stage
      * back, a stray file beside the model). */
-    gguf_fault_point(&f, "fsync directory (stage)");
-    if ((st = gguf_fsync_dirfd(s->dfd, spath, err)) != GGUF_OK)
-        goto out;
-    gguf_data_adopt(ctx);
+    gguf_fault_point(&f, "fsync directory (stage removed)");
+    st = gguf_fsync_dirfd(s->dfd, spath, err);
 out:
     if (linked && !journaled && unlinkat(s->dfd, sat.name, 0) == 0)
         (void)gguf_fsync_dirfd(s->dfd, spath, NULL); /* never relied on */
