@@ -378,7 +378,9 @@ int gguf_state_log_open(struct gguf_error *err) {
     if (fd >= 0 && size >= GGUF_LOG_MAX) {
         /* Rotated: the full file becomes the old one (replacing it), a
          * new one starts.  Daemons still writing to the old file switch
-         * once they see it full. */
+         * once they see it full.  Neither the log's creation nor this
+         * rename is synced: the log holds no edit (a power cut may lose
+         * its last lines or the rotation, never an edit). */
         close(fd);
         fd = -1;
         if (renameat(dfd, LOG_NAME, dfd, LOG_OLD) < 0 && errno != ENOENT)
