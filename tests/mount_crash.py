@@ -8,7 +8,9 @@ every file judged by ggml's reader (refdump).
    (O_CREAT, mkdir, link), renames or unlinks must be followed by an
    fsync of that entry's directory before the daemon's thread answers
    the request that made it (its next writev to /dev/fuse), else before
-   the process ends.  Workloads:
+   the process ends; and every journal, staged bytes, new file and saved
+   edits beside a model is created, linked and removed by its name in a
+   directory descriptor (*at calls), never by a path.  Workloads:
    a first edit with a state directory that does not exist yet (its
    mkdir -p), a whole-tensor replace (its journal and staged bytes), a
    grown header by rewrite (-o no_insert_range), --compact, an overlay
@@ -205,6 +207,31 @@ def unsynced(text, under):
     return bad
 
 
+SIDECAR = re.compile(r"\.ggufs-(journal(\.data)?|new|edits-[^/]*)\"?$")
+
+
+def by_path(text):
+    """Calls that create, link or remove a file beside a model (journal,
+    staged bytes, new file, saved edits) by a path rather than by a name
+    in a directory descriptor: [call]."""
+    bad = []
+    for line in text.splitlines():
+        m = re.match(r"\d+\s+(\w+)\((.*)\)\s+=\s+(-?\d+)", line)
+        if not m or int(m.group(3)) < 0:
+            continue
+        fn, a = m.group(1), _args(m.group(2))
+        name = {"open": 0, "creat": 0, "unlink": 0, "link": 1, "openat": 1, "unlinkat": 1,
+                "linkat": 3}.get(fn)
+        if name is None or name >= len(a) or not SIDECAR.search(a[name]):
+            continue
+        if fn in ("openat",) and "O_CREAT" not in a[2]:
+            continue
+        dirarg = a[name - 1] if fn.endswith("at") else None
+        if dirarg is None or dirarg.startswith("AT_FDCWD") or a[name].strip('"').find("/") >= 0:
+            bad.append("%s %s" % (fn, a[name]))
+    return bad
+
+
 class Traced:
     """ggufs commands run under strace, each log checked at the end."""
 
@@ -239,10 +266,12 @@ class Traced:
                 raise Fail("%s: a traced daemon still runs 30 s after its unmount" % label)
         for log in self.logs:
             with open(log, errors="replace") as f:
-                bad += unsynced(f.read(), under)
+                text = f.read()
+            bad += unsynced(text, under)
+            bad += ["by path: " + c for c in by_path(text)]
         if bad:
             raise Fail("%s: directory entries never made durable (no fsync of their directory "
-                       "after): %s" % (label, "; ".join(sorted(set(bad)))))
+                       "after), or made by path: %s" % (label, "; ".join(sorted(set(bad)))))
         return len(self.logs)
 
 
@@ -304,7 +333,8 @@ def sec_strace(d):
     must(t.cmd(["--apply-pending", path], env), "--apply-pending")
     tensors(path)
     n = t.check(under, "strace of the workloads")
-    return "%d traced commands: every create, rename, link and unlink followed by an fsync of its directory" % n
+    return ("%d traced commands: every create, rename, link and unlink followed by an fsync of its directory; "
+            "the files beside the model made through its directory's descriptor" % n)
 
 
 # ---- 2. a directory of the path swapped ---------------------------------
