@@ -32,9 +32,10 @@ every file judged by ggml's reader (refdump).
    is byte for byte the one an uninterrupted apply gives, the overlay is
    gone.
 4. ggufs(1)'s edited copy of a store model: with the ollama store
-   mounted, a fix made through it, `cp BLOB mine.gguf; ggufs
-   --overlay-apply mine.gguf OVERLAY` works while the store is mounted and
-   after it is unmounted; the overlay is kept each time (the store still
+   mounted, a fix made through it, the man page's lines run by bash as
+   written (cp of the live view; cp BLOB mine.gguf, ggufs --overlay-apply
+   mine.gguf "$(getfattr ...)") work while the store is mounted, and the
+   apply after it is unmounted too; the overlay is kept each time (the store still
    shows the fix, a remount too); the copy equals a `cp` of the live view.
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSTORE, REFDUMP.
@@ -487,11 +488,16 @@ def sec_copy(d):
     E.write_file(os.path.join(model, "meta", "general.name"), b"fixed in the store\n")
     ov = J.xattr(model, "user.ggufs.overlay").decode()
     live = os.path.join(d, "live.gguf")
-    shutil.copyfile(os.path.join(model, "tiny-a:latest.gguf"), live)
-    problems = []  # both halves of the recipe are checked, then reported
     mine = os.path.join(d, "mine.gguf")
-    shutil.copyfile(blob, mine)
-    rc, out, err = run(["--overlay-apply", mine, ov])
+    # ggufs(1) STORES, as written (this store's names for the blob and mount)
+    env = dict(os.environ, PATH=os.path.dirname(J.tool("GGUFS")) + ":" + os.environ["PATH"])
+    recipe = ('cp %s/tiny-a:latest/tiny-a:latest.gguf live.gguf && cp %s mine.gguf && '
+              'ggufs --overlay-apply mine.gguf "$(getfattr --only-values -n user.ggufs.overlay %s/tiny-a:latest)"'
+              % (mnt, blob, mnt))
+    p = subprocess.run(["bash", "-c", recipe], cwd=d, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    rc, out, err = p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    problems = []  # both halves of the recipe are checked, then reported
     if rc != 0:
         problems.append("the man page's recipe with the store mounted: exit %d: %s" % (rc, err.strip()))
     elif not os.path.exists(ov):
