@@ -41,7 +41,6 @@ every file judged by ggml's reader (refdump).
 Environment (tests/meson.build): GGUFS, MKFIXTURE, MKSTORE, REFDUMP.
 Exit 0 pass, 1 fail, 77 skip (no FUSE; strace missing skips section 1).
 """
-import glob
 import hashlib
 import os
 import re
