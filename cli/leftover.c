@@ -65,6 +65,8 @@ int cli_recover_cmd(const char *file) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
     }
+    if (gfs_hash_named_refused(&f, file, "--recover"))
+        goto out;
     if (gguf_recover_file(&f, &did, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
@@ -87,8 +89,12 @@ static gguf_ctx *open_locked(const char *path, const char *file) {
     gguf_ctx *ctx = NULL;
     bool did = false;
     struct gguf_file f;
-    if (gguf_file_open(&f, path, 1, &err) != GGUF_OK ||
-        gguf_recover_file(&f, &did, &err) != GGUF_OK ||
+    int opened = gguf_file_open(&f, path, 1, &err) == GGUF_OK;
+    if (opened && gfs_hash_named_refused(&f, file, "this command")) {
+        gguf_file_close(&f);
+        return NULL;
+    }
+    if (!opened || gguf_recover_file(&f, &did, &err) != GGUF_OK ||
         gguf_open_file(&ctx, &f, GGUF_OPEN_RDWR, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         gguf_file_close(&f);

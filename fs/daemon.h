@@ -121,6 +121,12 @@ int gfs_remote_is(const char *source);
  * gfs_pending_note: says so (one line, how to apply or drop) if path has
  * pending edits of a dead mount; 1 if it has. */
 int gfs_print_outcome(const char *path);
+/* leftover.c: 1 after one line if the file f has open is named by its
+ * hash (gguf_file_hash_named: an ollama or HF cache blob), which no
+ * command writes (cmd: "--compact", ...), else 0.  Issue 32: mounts put
+ * such a file's edits in its overlay; the commands refuse it. */
+int gfs_hash_named_refused(const struct gguf_file *f, const char *file,
+                           const char *cmd);
 int gfs_pending_note(const char *path, const char *file);
 
 /* overlay.c: the overlay commands, their arguments checked by cli/:

@@ -149,3 +149,17 @@ int gfs_wait_previous(const char *path, const char *file, int mounted) {
     }
     return 0;
 }
+
+int gfs_hash_named_refused(const struct gguf_file *f, const char *file,
+                           const char *cmd) {
+    char real[4096];
+    if (!gguf_file_hash_named(f, real, sizeof real))
+        return 0;
+    fprintf(stderr,
+            "ggufs: %s: named by its hash (%s): a store's blob is never "
+            "written, so %s is refused; a mount of it keeps the edits in its "
+            "overlay, and 'ggufs --overlay-apply COPY OVERLAY' writes them "
+            "into a copy\n",
+            file, real, cmd);
+    return 1;
+}

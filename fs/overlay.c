@@ -55,8 +55,13 @@ static int open_source(const char *file, const char *path, int write,
                 file, file);
         return -1;
     }
-    if (gguf_file_open(&f, path, write, &err) != GGUF_OK ||
-        (write && gguf_recover_file(&f, &did, &err) != GGUF_OK)) {
+    if (gguf_file_open(&f, path, write, &err) != GGUF_OK) {
+        fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (write && gfs_hash_named_refused(&f, file, "--overlay-apply"))
+        goto out;
+    if (write && gguf_recover_file(&f, &did, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
         goto out;
     }

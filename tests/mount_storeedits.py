@@ -129,6 +129,36 @@ def check_direct(tmp):
           "committed in place")
 
 
+def check_commands(tmp):
+    """1, the commands: none writes a blob.  --compact, --recover,
+    --apply-pending and --overlay-apply of an ollama blob are refused in
+    one line that says why and how (exit 1), its overlay kept; `ggufs set`
+    of the blob puts the edit in its overlay, as a mount does."""
+    mnt = os.path.join(tmp, "mnt")
+    o = os.path.join(tmp, "c-ollama")
+    blob = os.path.realpath(dict(S.mkstore("ollama", o))["tiny-b:q4"])
+    edit_unmount(blob, mnt, "", "kept in the overlay\n")
+    before = S.sha(blob)
+    for args in (["--compact", blob], ["--recover", blob], ["--apply-pending", blob],
+                 ["--overlay-apply", blob]):
+        p = J.run_ggufs(args)
+        err = p.stderr.decode(errors="replace")
+        if p.returncode != 1 or "named by its hash" not in err:
+            raise Fail("ggufs %s: exit %d, %r: not refused as a blob" % (args[0], p.returncode, err))
+        if S.sha(blob) != before:
+            raise Fail("ggufs %s wrote the blob %s" % (args[0], blob))
+    p = J.run_ggufs(["set", blob, "general.name=set without a mount"])
+    if p.returncode != 0 or S.sha(blob) != before:
+        raise Fail("ggufs set of a blob: exit %d, blob %s: %r" % (
+            p.returncode, "unchanged" if S.sha(blob) == before else "WRITTEN", p.stderr))
+    with J.Mounted(blob, mnt):
+        got = S.meta(mnt, "", "general.name")
+    if got != "set without a mount\n":
+        raise Fail("after ggufs set of a blob its overlay shows %r" % got)
+    J.log("ok   --compact, --recover, --apply-pending, --overlay-apply of a blob refused (named by its hash); "
+          "ggufs set of a blob goes to its overlay")
+
+
 # ---------------------------------------------------------------------------
 # 2: a read-only store shows the overlays' edits
 
@@ -332,7 +362,7 @@ def run():
     os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
     only = os.environ.get("STOREEDITS_ONLY", "").split(",")
     try:
-        for fn in (check_direct, check_ro_store, check_carry, check_tensor_source):
+        for fn in (check_direct, check_commands, check_ro_store, check_carry, check_tensor_source):
             if only == [""] or fn.__name__ in only:
                 with J.Watchdog(mnt, 300, fn.__name__):
                     fn(tmp)
