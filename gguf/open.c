@@ -107,12 +107,15 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
      * is cleared again once the file is known to be regular.  O_NOFOLLOW:
      * the command resolves the path the user gave once (realpath); a
      * symlink found now was put there since. */
-    const char *base;
+    const char *base = "";
     int dfd = gguf_open_dir_of(path, &base, NULL);
-    int fd = dfd < 0 ? -1
-                     : openat(dfd, base,
-                              ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
-                                  O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    /* A path without a last name ("/", "dir/") names a directory: opened
+     * as it is, so that the check of its type refuses it (GGUF_E_INVAL). */
+    int fd = dfd >= 0 && !base[0] ? open(path, O_RDONLY | O_CLOEXEC)
+             : dfd < 0            ? -1
+                                  : openat(dfd, base,
+                                           ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
+                                               O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
         if (dfd >= 0)
