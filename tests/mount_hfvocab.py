@@ -57,7 +57,10 @@ CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL 
           "   leading spaces\n    indented\n\ttabbed\n  \n\n   ", "\n \n\n \n\n\n \t \t\t \t\n  \n   \n    \n     \n",
           "def f(x):\n    return x**2 + 1  # comment\n\tif a != b: pass\r\n",
           "''''''```````\"\"\"\"......!!!!!!?????? ------======= <<>> {}[]() $+<=>^~|`",
-          "Hello</s> world", "<s> x </s>  y <unk>", "", " ", "  ", "x"]
+          "Hello</s> world", "<s> x </s>  y <unk>",
+          # texts llama.cpp makes control tokens whatever their type
+          "a<|im_end|>b <|endoftext|> </s>x <|fim_prefix|> <PRE> <eos> [PAD] <|file_sep|> <EOT> <|end|>",
+          "", " ", "  ", "x"]
 
 
 def node_ok():

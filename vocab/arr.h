@@ -83,6 +83,12 @@ struct voc_pre {
  * not know the name). */
 const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 
+/* Whether llama.cpp makes the token of text s a control token whatever
+ * its type (hfpre.c: its control-looking texts); tool_response: the
+ * vocabulary has "<|tool_response>". */
+bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
+                      bool tool_response);
+
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
 struct voc_index {

@@ -52,9 +52,8 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
 
 bool voc_add_bos(const gguf_ctx *ctx) {
     const char *why;
-    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
-                                    ? voc_hf_pre(ctx, &why)
-                                    : NULL;
+    const struct voc_pre *pre =
+        voc_hf_kind(ctx) == VOC_HF_BYTE_BPE ? voc_hf_pre(ctx, &why) : NULL;
     return voc_flag(ctx, TOK "add_bos_token",
                     pre ? pre->add_bos : voc_hf_kind(ctx) == VOC_HF_SPM);
 }
@@ -77,18 +76,20 @@ static int64_t id_or(const gguf_ctx *ctx, const char *key, int64_t dflt) {
 
 int64_t voc_bos_id(const gguf_ctx *ctx) {
     const char *why;
-    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
-                                    ? voc_hf_pre(ctx, &why)
-                                    : NULL;
-    int64_t dflt = pre ? (pre->no_bos ? -1 : 11)
-                       : voc_hf_kind(ctx) == VOC_HF_SPM ? 1 : -1;
+    const struct voc_pre *pre =
+        voc_hf_kind(ctx) == VOC_HF_BYTE_BPE ? voc_hf_pre(ctx, &why) : NULL;
+    int64_t dflt = pre                              ? (pre->no_bos ? -1 : 11)
+                   : voc_hf_kind(ctx) == VOC_HF_SPM ? 1
+                                                    : -1;
     return id_or(ctx, TOK "bos_token_id", dflt);
 }
 
 int64_t voc_eos_id(const gguf_ctx *ctx) {
     enum voc_hf kind = voc_hf_kind(ctx);
     return id_or(ctx, TOK "eos_token_id",
-                 kind == VOC_HF_BYTE_BPE ? 11 : kind == VOC_HF_SPM ? 2 : -1);
+                 kind == VOC_HF_BYTE_BPE ? 11
+                 : kind == VOC_HF_SPM    ? 2
+                                         : -1);
 }
 
 /* Why the model's tokenizer has no Hugging Face form here, or NULL. */

@@ -80,10 +80,8 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     if (!map) {
         json_object_set_new(o, "tokenizer_class",
                             json_string("PreTrainedTokenizerFast"));
-        json_object_set_new(o, "add_bos_token",
-                            json_boolean(voc_add_bos(ctx)));
-        json_object_set_new(o, "add_eos_token",
-                            json_boolean(voc_add_eos(ctx)));
+        json_object_set_new(o, "add_bos_token", json_boolean(voc_add_bos(ctx)));
+        json_object_set_new(o, "add_eos_token", json_boolean(voc_add_eos(ctx)));
         json_object_set_new(o, "clean_up_tokenization_spaces", json_false());
     }
     bad += add_specials(ctx, o);

@@ -203,8 +203,7 @@ static json_t *token_ref(const uint8_t *s, uint64_t n, int64_t id) {
 }
 
 /* TemplateProcessing adding BOS and EOS as llama.cpp does, or null. */
-static json_t *post_processor(const gguf_ctx *ctx,
-                              const struct voc_index *ix) {
+static json_t *post_processor(const gguf_ctx *ctx, const struct voc_index *ix) {
     uint64_t bl = 0, el = 0;
     int64_t bid = voc_bos_id(ctx), eid = voc_eos_id(ctx);
     const uint8_t *bos = text_of(ix, bid, &bl);
@@ -290,7 +289,8 @@ static bool text_is(const struct voc_index *ix, size_t i, const char *t) {
 }
 
 /* "added_tokens":[...]: the tokens llama.cpp matches as special ones
- * (types unknown 2, control 3, user_defined 4), with the spaces it strips
+ * (types unknown 2, control 3, user_defined 4, and the texts it makes
+ * control whatever their type: voc_text_control), with the spaces it strips
  * beside them (strip_rule); not normalized (llama.cpp matches them in the
  * raw text). */
 static enum gguf_status added_tokens(const gguf_ctx *ctx,
@@ -299,11 +299,17 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
     struct voc_arr types;
     bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
     enum strip rule = strip_rule(ctx);
+    bool tool = false;
+    for (size_t i = 0; i < ix->n && !tool; i++)
+        tool = text_is(ix, i, "<|tool_response>");
     enum gguf_status st = lit(b, "\"added_tokens\":[");
     const char *sep = "\n";
-    for (size_t i = 0; has && st == GGUF_OK && i < ix->n; i++) {
-        uint32_t v;
-        if (!voc_arr_u32(&types, i, &v) || v < 2 || v > 4)
+    for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
+        uint32_t v = 1;
+        if (has && !voc_arr_u32(&types, i, &v))
+            continue;
+        if ((v < 2 || v > 4) &&
+            !voc_text_control(ctx, ix->text[i], ix->len[i], tool))
             continue;
         bool l = (rule == STRIP_MASK && text_is(ix, i, "<mask>")) ||
                  (rule == STRIP_MASK_UPPER && text_is(ix, i, "[MASK]"));
@@ -328,10 +334,10 @@ static json_t *byte_pre(const gguf_ctx *ctx) {
     const struct voc_pre *p = voc_hf_pre(ctx, &why);
     json_t *seq = json_array();
     for (int k = 0; p && k < 7 && p->re[k]; k++)
-        json_array_append_new(
-            seq, json_pack("{s:s,s:{s:s},s:s,s:b}", "type", "Split", "pattern",
-                           "Regex", p->re[k], "behavior", "Isolated",
-                           "invert", 0));
+        json_array_append_new(seq,
+                              json_pack("{s:s,s:{s:s},s:s,s:b}", "type",
+                                        "Split", "pattern", "Regex", p->re[k],
+                                        "behavior", "Isolated", "invert", 0));
     json_array_append_new(seq, json_pack("{s:s,s:b,s:b,s:b}", "type",
                                          "ByteLevel", "add_prefix_space", 0,
                                          "trim_offsets", 1, "use_regex", 0));
