@@ -347,6 +347,10 @@ static bool in(const char *const *list, const uint8_t *s, uint64_t n) {
 bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response) {
     int64_t v;
+    /* every such text starts with one of these bytes: the usual token
+     * costs one test */
+    if (n < 3 || !strchr("<[_\xe2", s[0]))
+        return false;
     if (in(eog, s, n))
         /* llama.cpp's Gemma 4 rule: </s> is normal beside
          * <|tool_response> */
