@@ -36,10 +36,10 @@ Fail = J.Fail
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = ["llama3", "qwen3", "deepseek_v3", "gptoss"]
 # llama.cpp's vocabularies: must each have hf/tokenizer.json (True), or may
-# be absent with the reason in hf/README (gemma-4: BPE over raw UTF-8).
+# be absent with the reason in hf/README (False).
 BUNDLED = {"llama-bpe": True, "qwen2": True, "qwen35": True, "deepseek-llm": True, "deepseek-coder": True,
            "falcon": True, "starcoder": True, "refact": True, "mpt": True, "gpt-neox": True,
-           "command-r": True, "gpt-2": True, "phi-3": True, "llama-spm": True, "gemma-4": False}
+           "command-r": True, "gpt-2": True, "phi-3": True, "llama-spm": True, "gemma-4": True}
 
 CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL SEE, SHE'D, IT'S",
           "I've 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like it? We'Ve a'lL",

@@ -123,6 +123,10 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
                  kind == VOC_HF_SPM
                      ? "SentencePiece (llama) as BPE with byte fallback, "
                        "merges made from tokenizer.ggml.scores"
+                 : kind == VOC_HF_UTF8_BPE
+                     ? "BPE over the UTF-8 text with spaces as U+2581 and "
+                       "byte fallback, llama.cpp's pre-tokenizer as Split, "
+                       "tokenizer.ggml.merges as they are"
                      : "byte-level BPE (gpt2), llama.cpp's pre-tokenizer "
                        "of tokenizer.ggml.pre as Split expressions, "
                        "tokenizer.ggml.merges as they are");

@@ -13,9 +13,11 @@
  * The pre-tokenizers that are no list of regular expressions are not
  * here, and voc_hf_pre says why: kimi-k2 and afmoe (hand-written
  * splitters in llama.cpp's unicode.cpp behind a placeholder expression),
- * superbpe (a split at an empty match, which tokenizers' Split drops),
- * gemma4, granite-embed-multi-311m and sarvam-moe (BPE over the raw
- * UTF-8 with spaces as U+2581, not byte-level).
+ * superbpe (a split at an empty match, which tokenizers' Split drops).
+ * gemma4, granite-embed-multi-311m and sarvam-moe are BPE over the raw
+ * UTF-8 with spaces as U+2581 (utf8): a Replace normalizer, their Split,
+ * byte fallback; llama.cpp takes gemma4's word of newlines whole where it
+ * is a token, which its merges make too (mount_hfvocab judges it).
  */
 #include "arr.h"
 
@@ -216,6 +218,8 @@ static const struct voc_pre pres[] = {
      0},
     {"ufakzeka", {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" TAIL}, 0, 0, 0},
     {"laguna", {"[^\\n]+|[\\n]+", QWEN2}, 0, 0, 0},
+    {"gemma4 granite-embed-multi-311m", {"[^\\n]+|[\\n]+"}, 0, 1, 0, 1, 1},
+    {"sarvam-moe", {"[^\\n]+|[\\n]+"}, 0, 0, 0, 1, 0},
     {"exaone-moe",
      {CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*"
                    ")+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|"
@@ -237,9 +241,6 @@ static const struct {
               "regular expression a Split can hold"},
     {"superbpe", "superbpe splits digit runs at an empty match "
                  "((?=(\\d{3})+(?!\\d))), which tokenizers' Split drops"},
-    {"gemma4 granite-embed-multi-311m sarvam-moe",
-     "BPE over the raw UTF-8 with spaces written as U+2581 (not byte-level): "
-     "not mapped to tokenizers' form here"},
 };
 
 static bool has_name(const char *names, const char *p, size_t n) {
@@ -253,9 +254,14 @@ static bool has_name(const char *names, const char *p, size_t n) {
     return false;
 }
 
-/* tokenizer.ggml.pre, or "" when absent (llama.cpp: "default"). */
+/* tokenizer.ggml.pre ("default" when absent), "gemma4" for the model
+ * gemma4 (llama.cpp sets it so whatever the key says). */
 static void pre_name(const gguf_ctx *ctx, const char **p, size_t *n) {
+    int64_t m = gguf_find_key(ctx, "tokenizer.ggml.model", 20);
     int64_t k = gguf_find_key(ctx, "tokenizer.ggml.pre", 18);
+    if (m >= 0 && gguf_kv_get_str(ctx, m, p, n) && *n == 6 &&
+        memcmp(*p, "gemma4", 6) == 0)
+        return;
     if (k < 0 || !gguf_kv_get_str(ctx, k, p, n))
         *p = "default", *n = 7;
 }

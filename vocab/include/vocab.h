@@ -44,7 +44,9 @@ uint32_t voc_present(const gguf_ctx *ctx);
 bool voc_has(const gguf_ctx *ctx, enum voc_file f);
 
 /* How hf/tokenizer.json maps the model's tokenizer (hfcheck.c). */
-enum voc_hf { VOC_HF_NONE, VOC_HF_SPM, VOC_HF_BYTE_BPE };
+/* VOC_HF_UTF8_BPE: BPE over the raw UTF-8 with spaces as U+2581 and byte
+ * fallback (llama.cpp's gemma4 and sarvam-moe pre-tokenizers). */
+enum voc_hf { VOC_HF_NONE, VOC_HF_SPM, VOC_HF_BYTE_BPE, VOC_HF_UTF8_BPE };
 enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 /* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
  * NULL when it has one. */
