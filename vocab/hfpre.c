@@ -8,11 +8,12 @@
  * them both kept, as unicode_regex_split keeps them) a regular expression,
  * then ByteLevel without its own expression.  The expressions are
  * llama.cpp's own, where it adapted the model's (its "(?:'[sS]|...)" for
- * "(?i:'s|...)"), since they are what it applies.
+ * "(?i:'s|...)"), since they are what it applies; but the digit splitter
+ * that llama.cpp runs as code for two placeholders (DIGITS).
  *
  * The pre-tokenizers that are no list of regular expressions are not
- * here, and voc_hf_pre says why: kimi-k2 and afmoe (hand-written
- * splitters in llama.cpp's unicode.cpp behind a placeholder expression),
+ * here, and voc_hf_pre says why: kimi-k2 (a hand-written splitter in
+ * llama.cpp's unicode.cpp behind a placeholder expression),
  * superbpe (a split at an empty match, which tokenizers' Split drops).
  * gemma4, granite-embed-multi-311m and sarvam-moe are BPE over the raw
  * UTF-8 with spaces as U+2581 (utf8): a Replace normalizer, their Split,
@@ -50,6 +51,18 @@
     "Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" CONTRACTIONS "?"
 #define BLOOM                                                                  \
     " ?[^(\\s|.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c)]+"
+
+/* llama.cpp's hand-written digit splitter (unicode.cpp, run for afmoe's
+ * "\\p{AFMoE_digits}" and for tiny_aya's "\\d{1,3}(?=(?:\\d{3})*\\b)"):
+ * a run of \\p{N} cut into len % 3 digits then threes, the text before a
+ * run kept in one piece with its first group, the text after the last
+ * run a piece of its own.  As one expression: each match is the text
+ * before a group and the group; the last alternative takes the text
+ * after the last run at once (so that no search rescans it: linear),
+ * (?![\\s\\S]) being the end in JavaScript's and Oniguruma's syntax
+ * alike. */
+#define DIGITS                                                                 \
+    "[^\\p{N}]*\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))|[^\\p{N}]+(?![\\s\\S])"
 
 /* DeepSeek LLM's letters: llama.cpp's class of the cased letters. */
 #define DS_LETTERS                                                             \
@@ -187,9 +200,23 @@ static const struct voc_pre pres[] = {
      0},
     {"granite-embed-multi-97m", {UPPER_LOWER_O200K("\\p{M}")}, 1, 0, 0},
     {"tiny_aya cohere2moe",
-     {"\\d{1,3}(?=(?:\\d{3})*\\b)",
+     {DIGITS,
       CASED "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+"
             "(?!\\S)|\\s+"},
+     0,
+     0,
+     0},
+    {"afmoe",
+     {DIGITS,
+      "[\xe4\xb8\x80-\xe9\xbf\xbf\xe3\x90\x80-\xe4\xb6\xbf\xe8\xb1\x88-"
+      "\xef\xab\xbf\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf"
+      "\xef\xbd\xa5-\xef\xbe\x9f\xe2\xbc\x80-\xe2\xbf\x9f\xe0\xb9\x80-"
+      "\xe0\xb9\xbf\xe0\xba\x80-\xe0\xbb\xbf\xe1\x9e\x80-\xe1\x9f\xbf"
+      "\xe1\x80\x80-\xe1\x82\x9f\xea\xa9\xa0-\xea\xa9\xbf\xea\xa7\xa0-"
+      "\xea\xa7\xbf\xea\xb0\x80-\xed\x9e\xaf\xe1\x84\x80-\xe1\x87\xbf]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}"
+      "\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+      "\\s+(?!\\S)|\\s+"},
      0,
      0,
      0},
@@ -236,9 +263,6 @@ static const struct {
     {"kimi-k2", "llama.cpp splits kimi-k2 text with hand-written code "
                 "(unicode.cpp, behind the placeholder \\p{Han}+), not a "
                 "regular expression a Split can hold"},
-    {"afmoe", "llama.cpp groups afmoe's digits with hand-written code "
-              "(\\p{AFMoE_digits}: by the run's length modulo 3), not a "
-              "regular expression a Split can hold"},
     {"superbpe", "superbpe splits digit runs at an empty match "
                  "((?=(\\d{3})+(?!\\d))), which tokenizers' Split drops"},
 };
