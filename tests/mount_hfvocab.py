@@ -51,13 +51,14 @@ PRES = {"default": True, "llama-bpe": True, "minicpm5": True, "dbrx": True, "cha
         "starcoder": True, "gpt-2": True, "qwen2": True, "qwen35": True, "bloom": True, "viking": True,
         "tekken": True, "chameleon": True, "gpt-4o": True, "granite-embed-multi-97m": True, "tiny_aya": True,
         "youtu": True, "bailingmoe": True, "seed-coder": True, "ufakzeka": True, "laguna": True,
-        "exaone-moe": True, "afmoe": True, "kimi-k2": False, "superbpe": False}
+        "exaone-moe": True, "afmoe": True, "kimi-k2": True, "superbpe": False}
 
 CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL SEE, SHE'D, IT'S",
           "I've 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like it? We'Ve a'lL",
           " ".join(str(10 ** k + k) for k in range(6)) + " 1 12 123 1234 12345 3.14159 -42 1,000,000",
           "1234567890123 ００１２３ ٠١٢٣٤ १२३४ 1234天 12345x 123_4 ١٢٣٤٥٦ 12345٦",
           "a  12345 b\t\t1234567\n\n12 x ²³ ½ 12٣456 end  ",
+          "我想apple工作 Hello世界 naïve's IT'S Ω'RE 〇一 𠀀x 丽y ,漢字.日本語の文 'LL",
           "\u4f60\u597d\uff0c\u4e16\u754c\u3002\u6211\u60f3\u5728apple\u5de5\u4f5c1314151\u5929\uff5e",
           "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3068\u30ab\u30bf\u30ab\u30ca \uff76\uff80\uff76\uff85",
           "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645\u060c \u0643\u064a\u0641 \u062d\u0627\u0644\u0643\u061f",

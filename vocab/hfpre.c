@@ -3,18 +3,17 @@
  * the tokenizer.ggml.pre names of each LLAMA_VOCAB_PRE_TYPE_*, the regular
  * expressions llm_tokenizer_bpe splits text by, in the order it applies
  * them, and the settings each sets: ignore_merges, the default add_bos,
- * no default BOS id (chatglm's)) as hf/tokenizer.json writes them (vocab.h, voc_hf_pre):
- * one Split pre-tokenizer (behavior Isolated: matches and the text between
+ * no default BOS id (chatglm's)) as hf/tokenizer.json writes them
+ * (vocab.h, voc_hf_pre): one Split pre-tokenizer (behavior Isolated: matches and the text between
  * them both kept, as unicode_regex_split keeps them) a regular expression,
  * then ByteLevel without its own expression.  The expressions are
  * llama.cpp's own, where it adapted the model's (its "(?:'[sS]|...)" for
- * "(?i:'s|...)"), since they are what it applies; but the digit splitter
- * that llama.cpp runs as code for two placeholders (DIGITS).
+ * "(?i:'s|...)"), since they are what it applies; but where llama.cpp
+ * runs code for a placeholder expression (DIGITS, KIMI), that code.
  *
  * The pre-tokenizers that are no list of regular expressions are not
- * here, and voc_hf_pre says why: kimi-k2 (a hand-written splitter in
- * llama.cpp's unicode.cpp behind a placeholder expression),
- * superbpe (a split at an empty match, which tokenizers' Split drops).
+ * here, and voc_hf_pre says why: superbpe (a split at an empty match,
+ * which tokenizers' Split drops).
  * gemma4, granite-embed-multi-311m and sarvam-moe are BPE over the raw
  * UTF-8 with spaces as U+2581 (utf8): a Replace normalizer, their Split,
  * byte fallback; llama.cpp takes gemma4's word of newlines whole where it
@@ -63,6 +62,22 @@
  * alike. */
 #define DIGITS                                                                 \
     "[^\\p{N}]*\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))|[^\\p{N}]+(?![\\s\\S])"
+
+/* llama.cpp's kimi-k2 splitter (unicode.cpp, run for its placeholder
+ * "\\p{Han}+"), as one expression: a run of its Han ranges
+ * (unicode_cpt_is_han), a word of letters that are not Han (\\p{L}: the
+ * code counts no mark as a letter, nor case) after at most one character
+ * that is no letter, digit, \\r or \\n, with a contraction of any case;
+ * then llama 3's digits, punctuation and spaces. */
+#define HAN                                                                    \
+    "[\xe4\xb8\x80-\xe9\xbf\xbf\xe3\x90\x80-\xe4\xb6\xbf\xf0\xa0\x80\x80-"     \
+    "\xf0\xaa\x9b\x9f\xf0\xaa\x9c\x80-\xf0\xab\x9c\xbf\xf0\xab\x9d\x80-"       \
+    "\xf0\xab\xa0\x9f\xf0\xab\xa0\xa0-\xf0\xac\xba\xaf\xf0\xac\xba\xb0-"       \
+    "\xf0\xae\xaf\xaf\xef\xa4\x80-\xef\xab\xbf\xf0\xaf\xa0\x80-"               \
+    "\xf0\xaf\xa8\x9f]"
+#define KIMI                                                                   \
+    HAN "+|[^\\r\\n\\p{L}\\p{N}]?(?:(?!" HAN ")\\p{L})+" CONTRACTIONS          \
+        "?|\\p{N}{1,3}" TAIL
 
 /* DeepSeek LLM's letters: llama.cpp's class of the cased letters. */
 #define DS_LETTERS                                                             \
@@ -220,6 +235,7 @@ static const struct voc_pre pres[] = {
      0,
      0,
      0},
+    {"kimi-k2", {KIMI}, 0, 0, 0},
     {"youtu",
      {"[\xea\xb0\x80-\xed\x9e\xa3\xe3\x84\xb1-\xe3\x86\x8e]+|[\xef\xbc\x81"
       "\xe2\x80\xa6\xe2\x80\x9c\xe2\x80\x9d\xe2\x80\x98\xe2\x80\x99\xe2\x80"
@@ -260,9 +276,6 @@ static const struct voc_pre pres[] = {
 static const struct {
     const char *names, *why;
 } unmapped[] = {
-    {"kimi-k2", "llama.cpp splits kimi-k2 text with hand-written code "
-                "(unicode.cpp, behind the placeholder \\p{Han}+), not a "
-                "regular expression a Split can hold"},
     {"superbpe", "superbpe splits digit runs at an empty match "
                  "((?=(\\d{3})+(?!\\d))), which tokenizers' Split drops"},
 };
