@@ -45,13 +45,16 @@ BUNDLED = {"llama-bpe": True, "qwen2": True, "qwen35": True, "deepseek-llm": Tru
 # regular expressions and settings), judged on the real Llama 3 vocabulary
 # (no add_bos key: llama.cpp's default for each) with tokenizer.ggml.pre
 # set to it (the expressions' meaning does not depend on the vocabulary);
-# True: hf/tokenizer.json must be there, False: absent with its reason.
+# True: hf/tokenizer.json must be there, False: absent with its reason
+# (a name llama.cpp does not know: it refuses the model; tok_judge is not
+# run on it).
 PRES = {"default": True, "llama-bpe": True, "minicpm5": True, "dbrx": True, "chatglm-bpe": True,
         "jais-2": True, "deepseek-llm": True, "spark2_5": True, "deepseek-coder": True, "falcon": True,
         "starcoder": True, "gpt-2": True, "qwen2": True, "qwen35": True, "bloom": True, "viking": True,
         "tekken": True, "chameleon": True, "gpt-4o": True, "granite-embed-multi-97m": True, "tiny_aya": True,
         "youtu": True, "bailingmoe": True, "seed-coder": True, "ufakzeka": True, "laguna": True,
-        "exaone-moe": True, "afmoe": True, "kimi-k2": True, "superbpe": False}
+        "exaone-moe": True, "afmoe": True, "kimi-k2": True, "superbpe": True,
+        "no-such-pre": False}
 
 CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL SEE, SHE'D, IT'S",
           "I've 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like it? We'Ve a'lL",

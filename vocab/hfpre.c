@@ -9,11 +9,8 @@
  * then ByteLevel without its own expression.  The expressions are
  * llama.cpp's own, where it adapted the model's (its "(?:'[sS]|...)" for
  * "(?i:'s|...)"), since they are what it applies; but where llama.cpp
- * runs code for a placeholder expression (DIGITS, KIMI), that code.
- *
- * The pre-tokenizers that are no list of regular expressions are not
- * here, and voc_hf_pre says why: superbpe (a split at an empty match,
- * which tokenizers' Split drops).
+ * runs code for a placeholder expression (DIGITS, KIMI), that code, and
+ * superbpe's split at empty matches as the pieces it makes (SUPERBPE).
  * gemma4, granite-embed-multi-311m and sarvam-moe are BPE over the raw
  * UTF-8 with spaces as U+2581 (utf8): a Replace normalizer, their Split,
  * byte fallback; llama.cpp takes gemma4's word of newlines whole where it
@@ -78,6 +75,12 @@
 #define KIMI                                                                   \
     HAN "+|[^\\r\\n\\p{L}\\p{N}]?(?:(?!" HAN ")\\p{L})+" CONTRACTIONS          \
         "?|\\p{N}{1,3}" TAIL
+
+/* superbpe's second expression, "(?=(\\d{3})+(?!\\d))", matches only
+ * empty strings: llama.cpp splits the text at each (std::wregex in the C
+ * locale: \\d is ASCII's), tokenizers' Split would not.  So: a piece is a
+ * character and those after it before which no such split is. */
+#define SUPERBPE "[\\s\\S](?:(?!(?:[0-9]{3})+(?![0-9]))[\\s\\S])*"
 
 /* DeepSeek LLM's letters: llama.cpp's class of the cased letters. */
 #define DS_LETTERS                                                             \
@@ -236,6 +239,7 @@ static const struct voc_pre pres[] = {
      0,
      0},
     {"kimi-k2", {KIMI}, 0, 0, 0},
+    {"superbpe", {"\\p{N}+", SUPERBPE}, 0, 0, 0},
     {"youtu",
      {"[\xea\xb0\x80-\xed\x9e\xa3\xe3\x84\xb1-\xe3\x86\x8e]+|[\xef\xbc\x81"
       "\xe2\x80\xa6\xe2\x80\x9c\xe2\x80\x9d\xe2\x80\x98\xe2\x80\x99\xe2\x80"
@@ -272,14 +276,6 @@ static const struct voc_pre pres[] = {
      0},
 };
 
-/* The pre-tokenizers llama.cpp knows that are no list of expressions. */
-static const struct {
-    const char *names, *why;
-} unmapped[] = {
-    {"superbpe", "superbpe splits digit runs at an empty match "
-                 "((?=(\\d{3})+(?!\\d))), which tokenizers' Split drops"},
-};
-
 static bool has_name(const char *names, const char *p, size_t n) {
     for (const char *s = names; *s;) {
         size_t k = strcspn(s, " ");
@@ -310,10 +306,7 @@ const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why) {
     for (size_t i = 0; i < sizeof pres / sizeof *pres; i++)
         if (has_name(pres[i].names, p, n))
             return &pres[i];
-    *why = NULL;
-    for (size_t i = 0; i < sizeof unmapped / sizeof *unmapped; i++)
-        if (has_name(unmapped[i].names, p, n))
-            *why = unmapped[i].why;
+    *why = NULL; /* every name llama.cpp knows is mapped */
     return NULL;
 }
 
