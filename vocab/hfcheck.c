@@ -128,8 +128,8 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
                                "refuses to load the model)");
         else
             snprintf(buf, n,
-                     "the tokenizer model '%.*s' is not mapped yet (llama "
-                     "and gpt2 are)",
+                     "the tokenizer model '%.*s' is not mapped yet (llama, "
+                     "gpt2 and gemma4 are)",
                      (int)(sl > 64 ? 64 : sl), s);
         return buf;
     }
