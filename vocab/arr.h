@@ -61,6 +61,11 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
 /* tokenizer_config.json, or special_tokens_map.json (map). */
 enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
                                struct gguf_buf *b);
+/* chat_template.jinja or generation_config.json (hffiles.c), and whether
+ * ctx makes it. */
+bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f);
+enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
+                              struct gguf_buf *b);
 enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
 /* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);

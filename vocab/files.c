@@ -20,6 +20,8 @@ static const struct {
     [VOC_HF_MAP] = {"special_tokens_map.json", VOC_DIR_HF},
     [VOC_HF_README] = {"README", VOC_DIR_HF},
     [VOC_HF_MODEL] = {"config.json", VOC_DIR_HF},
+    [VOC_HF_TEMPLATE] = {"chat_template.jinja", VOC_DIR_HF},
+    [VOC_HF_GENCONFIG] = {"generation_config.json", VOC_DIR_HF},
 };
 
 const struct voc_special_key voc_special_keys[] = {
@@ -64,6 +66,8 @@ bool voc_has(const gguf_ctx *ctx, enum voc_file f) {
         return false;
     if (f == VOC_MERGES)
         return voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a);
+    if (f == VOC_HF_TEMPLATE || f == VOC_HF_GENCONFIG)
+        return voc_hf_extra_has(ctx, f);
     if (f == VOC_HF_TOKENIZER)
         return voc_hf_kind(ctx) != VOC_HF_NONE;
     return (unsigned)f < VOC_N_FILES;
@@ -103,6 +107,10 @@ enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
         break;
     case VOC_HF_MODEL:
         st = voc_hf_model_config(ctx, out);
+        break;
+    case VOC_HF_TEMPLATE:
+    case VOC_HF_GENCONFIG:
+        st = voc_hf_extra(ctx, f, out);
         break;
     case VOC_HF_CONFIG:
     case VOC_HF_MAP:

@@ -9,6 +9,15 @@
  * UTF-8 cannot be a JSON string: it is left out, and README says so.
  * README says, one line a file, what each file of hf/ is made from, or
  * why it is absent.
+ *
+ * chat_template.jinja (transformers' own file for the template since
+ * 2025, tokenizer_config.json keeps its copy): tokenizer.chat_template's
+ * bytes as they are, when they are UTF-8 (transformers reads the file as
+ * UTF-8).  generation_config.json: bos_token_id and eos_token_id as the
+ * metadata names them; eos_token_id a list when the metadata names an
+ * end-of-turn or end-of-message token (eot_token_id, eom_token_id) other
+ * than the EOS: llama.cpp ends a generation on each (its EOG tokens), and
+ * a tool reading only the EOS would not (vLLM with Gemma 3, PR #30434).
  */
 #include "arr.h"
 
@@ -96,6 +105,78 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     return finish(o, b);
 }
 
+/* The ids, in this order, that end a generation as the metadata names
+ * them (eos, eot, eom; those that are no token left out), each once; the
+ * number into ids (at most 3). */
+static size_t eog_ids(const gguf_ctx *ctx, int64_t ids[3]) {
+    static const char *const keys[] = {TOK "eos_token_id", TOK "eot_token_id",
+                                       TOK "eom_token_id"};
+    struct voc_arr toks;
+    size_t n = 0;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
+        return 0;
+    for (size_t k = 0; k < 3; k++) {
+        int64_t id;
+        size_t j = 0;
+        if (!voc_int(ctx, keys[k], &id) || id < 0 || (uint64_t)id >= toks.n)
+            continue;
+        while (j < n && ids[j] != id)
+            j++;
+        if (j == n)
+            ids[n++] = id;
+    }
+    return n;
+}
+
+/* The BOS id when the metadata names a token: true and *id. */
+static bool bos_id(const gguf_ctx *ctx, int64_t *id) {
+    struct voc_arr toks;
+    return voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) &&
+           voc_int(ctx, TOK "bos_token_id", id) && *id >= 0 &&
+           (uint64_t)*id < toks.n;
+}
+
+bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f) {
+    int bad = 0;
+    int64_t ids[3], bos;
+    if (f == VOC_HF_GENCONFIG)
+        return eog_ids(ctx, ids) > 0 || bos_id(ctx, &bos);
+    json_t *ct = f == VOC_HF_TEMPLATE ? chat_template(ctx, &bad) : NULL;
+    json_decref(ct);
+    return ct != NULL;
+}
+
+enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
+                              struct gguf_buf *b) {
+    if (!voc_hf_extra_has(ctx, f))
+        return GGUF_E_NOTFOUND;
+    if (f == VOC_HF_TEMPLATE) {
+        int64_t k = gguf_find_key(ctx, "tokenizer.chat_template",
+                                  strlen("tokenizer.chat_template"));
+        const char *s;
+        size_t n;
+        if (k < 0 || !gguf_kv_get_str(ctx, k, &s, &n))
+            return GGUF_E_NOTFOUND;
+        return gguf_buf_add(b, s, n);
+    }
+    json_t *o = json_object();
+    int64_t ids[3], bos;
+    size_t n = eog_ids(ctx, ids);
+    if (!o)
+        return GGUF_E_NOMEM;
+    if (bos_id(ctx, &bos))
+        json_object_set_new(o, "bos_token_id", json_integer(bos));
+    if (n == 1)
+        json_object_set_new(o, "eos_token_id", json_integer(ids[0]));
+    if (n > 1) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(a, json_integer(ids[i]));
+        json_object_set_new(o, "eos_token_id", a);
+    }
+    return finish(o, b);
+}
+
 /* "NAME: WHAT\n". */
 static enum gguf_status line(struct gguf_buf *b, const char *name,
                              const char *what) {
@@ -105,6 +186,29 @@ static enum gguf_status line(struct gguf_buf *b, const char *name,
     if (st == GGUF_OK)
         st = gguf_buf_add(b, what, strlen(what));
     return st == GGUF_OK ? gguf_buf_add(b, "\n", 1) : st;
+}
+
+/* The lines of chat_template.jinja and generation_config.json. */
+static enum gguf_status extra_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
+    int64_t k = gguf_find_key(ctx, "tokenizer.chat_template",
+                              strlen("tokenizer.chat_template"));
+    enum gguf_status st =
+        line(b, "chat_template.jinja",
+             voc_hf_extra_has(ctx, VOC_HF_TEMPLATE)
+                 ? "tokenizer.chat_template as it is"
+             : k < 0 ? "absent: the model has no tokenizer.chat_template"
+                     : "absent: tokenizer.chat_template is not a string of "
+                       "valid UTF-8");
+    if (st == GGUF_OK)
+        st = line(b, "generation_config.json",
+                  voc_hf_extra_has(ctx, VOC_HF_GENCONFIG)
+                      ? "bos_token_id, and eos_token_id: the EOS, a list "
+                        "with the end-of-turn and end-of-message tokens "
+                        "(eot_token_id, eom_token_id) when the metadata "
+                        "names them"
+                      : "absent: the metadata names no BOS, EOS, EOT or "
+                        "EOM token of the vocabulary");
+    return st;
 }
 
 enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
@@ -150,5 +254,5 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
                   cno ? text
                       : "the hyperparameters of general.architecture, "
                         "named as transformers names them");
-    return st;
+    return st == GGUF_OK ? extra_readme(ctx, b) : st;
 }

@@ -2,7 +2,8 @@
  * vocab.h - the files tools look for beside a model, made from a GGUF's
  * tokenizer metadata (issue 26): tokenizer/tokens.tsv, tokenizer/special,
  * tokenizer/merges.txt, and hf/: tokenizer.json, tokenizer_config.json,
- * special_tokens_map.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
+ * special_tokens_map.json, config.json, chat_template.jinja,
+ * generation_config.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
  * bytes and serves them; this library reads the metadata through the
  * gguf library's getters (gguf.h) and never the file.
  *
@@ -26,6 +27,8 @@ enum voc_file {
     VOC_HF_MAP,       /* hf/special_tokens_map.json */
     VOC_HF_README,    /* hf/README */
     VOC_HF_MODEL,     /* hf/config.json */
+    VOC_HF_TEMPLATE,  /* hf/chat_template.jinja */
+    VOC_HF_GENCONFIG, /* hf/generation_config.json */
     VOC_N_FILES
 };
 /* The directory of a file: tokenizer/ or hf/. */
