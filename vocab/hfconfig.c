@@ -193,8 +193,9 @@ const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n) {
  * converter writes 0.1 times it as rope.scaling.yarn_log_multiplier). */
 static void rope_scaling(json_t *o, const gguf_ctx *ctx, const char *arch) {
     char key[160];
-    int64_t k = gguf_find_key(
-        ctx, akey(key, sizeof key, arch, "rope.scaling.type"), strlen(key));
+    akey(key, sizeof key, arch, "rope.scaling.type");
+    /* (key made first: an argument's order of evaluation is unspecified) */
+    int64_t k = gguf_find_key(ctx, key, strlen(key));
     const char *s;
     size_t len;
     double d;
