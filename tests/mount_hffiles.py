@@ -396,9 +396,9 @@ def expected_config(arch, kvs, tensors):
         if gate == 2:
             want.update(architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3", scoring_func="sigmoid")
     if kvs.get(a + b"rope.scaling.type") is not None:
-        want["rope_scaling"] = {"type": kvs[a + b"rope.scaling.type"].content[:-1].decode(),
-                                "factor": v("rope.scaling.factor"),
-                                "original_max_position_embeddings": v("rope.scaling.original_context_length")}
+        rs = {"type": kvs[a + b"rope.scaling.type"].content[:-1].decode(), "factor": v("rope.scaling.factor"),
+              "original_max_position_embeddings": v("rope.scaling.original_context_length")}
+        want["rope_scaling"] = {k: x for k, x in rs.items() if x is not None}
     del want["vocab_size"]
     return want
 
@@ -421,7 +421,9 @@ def sec_config(d):
     yarn = [("deepseek2.rope.scaling.type", STR, "yarn"), ("deepseek2.rope.scaling.factor", F32, 40.0),
             ("deepseek2.rope.scaling.original_context_length", U32, 4096),
             ("deepseek2.expert_gating_func", U32, 2)]
-    cases = [(arch, arch_kvs(arch), ["output.weight"]) for arch in ARCHS]
+    linear = [("llama.rope.scaling.type", STR, "linear"), ("llama.rope.scaling.factor", F32, 8.0)]
+    cases = [("llama (linear RoPE scaling)", arch_kvs("llama", linear), [])]
+    cases += [(arch, arch_kvs(arch), ["output.weight"]) for arch in ARCHS]
     cases += [("deepseek2 (V3: sigmoid gating, yarn)", arch_kvs("deepseek2", yarn), []),
               ("falcon (7B: one K/V head)",
                [kv for kv in arch_kvs("falcon") if kv[0] != "falcon.attention.head_count_kv"]
