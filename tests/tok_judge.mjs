@@ -3,7 +3,8 @@
 // (@huggingface/transformers, AutoTokenizer on the hf/ directory, local
 // files only) tokenize each text of a corpus; prints one JSON object:
 //   {"llama": [[ids]...], "addBos": bool, "addEos": bool,
-//    "hf": [[ids]...] or null, "hfAdded": [[ids]...], "hfError": "..."}
+//    "hf": [[ids]...] or null, "hfAdded": [[ids]...], "hfError": "...",
+//    "bos": id or null, "eos": id or null (llama.cpp's)}
 // Texts are tokenized with special tokens parsed and none added; hfAdded
 // is transformers.js's with its special tokens added (its post-processor),
 // to be llama's ids with the BOS and EOS llama.cpp adds (addBos, addEos).
@@ -36,6 +37,8 @@ for (const t of corpus)
     out.llama.push(Array.from(model.tokenize(t, true)));
 out.addBos = model.tokens.shouldPrependBosToken;
 out.addEos = model.tokens.shouldAppendEosToken;
+out.bos = model.tokens.bos;
+out.eos = model.tokens.eos;
 await model.dispose();
 await llama.dispose();
 try {

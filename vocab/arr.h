@@ -71,6 +71,23 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
 const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
 
+/* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
+ * tokenizer.ggml.pre names it has (space-separated), its regular
+ * expressions in the order llama.cpp applies them (NULL-ended), whether a
+ * word that is a token is taken whole (ignore_merges), llama.cpp's
+ * add_bos when the GGUF has no add_bos_token, and whether it has no
+ * default BOS id (no_bos: chatglm's; the others' is 11, vocab.h
+ * voc_bos_id). */
+struct voc_pre {
+    const char *names;
+    const char *re[7];
+    bool ignore_merges, add_bos, no_bos;
+};
+/* The model's pre-tokenizer (tokenizer.ggml.pre; "default" when absent),
+ * or NULL with *why: why it has no tokenizers form (NULL: llama.cpp does
+ * not know the name). */
+const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
+
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
 struct voc_index {

@@ -7,8 +7,9 @@
  *   llama  SentencePiece: BPE over the pieces with byte fallback, the
  *          merges made from the scores as transformers' own converter
  *          makes them (hfjson.c);
- *   gpt2   byte-level BPE with the pre-tokenizer "gpt-2" (GPT-2's regular
- *          expression, which Hugging Face's ByteLevel pre-tokenizer is).
+ *   gpt2   byte-level BPE with each pre-tokenizer of llama.cpp's that is a
+ *          list of regular expressions (hfpre.c), as Split pre-tokenizers
+ *          (tests/mount_hfvocab.py judges them on real vocabularies).
  * Every other model or pre-tokenizer is absent with its reason; so is a
  * vocabulary a JSON file cannot hold: a token that is not valid UTF-8 (a
  * JSON string is UTF-8; Hugging Face's byte-level BPE never has one, its
@@ -41,11 +42,53 @@ static bool str_is(const gguf_ctx *ctx, const char *key, const char *want) {
 }
 
 enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
+    const char *why;
     if (str_is(ctx, TOK "model", "llama"))
         return VOC_HF_SPM;
-    if (str_is(ctx, TOK "model", "gpt2") && str_is(ctx, TOK "pre", "gpt-2"))
+    if (str_is(ctx, TOK "model", "gpt2") && voc_hf_pre(ctx, &why))
         return VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
+}
+
+bool voc_add_bos(const gguf_ctx *ctx) {
+    const char *why;
+    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
+                                    ? voc_hf_pre(ctx, &why)
+                                    : NULL;
+    return voc_flag(ctx, TOK "add_bos_token",
+                    pre ? pre->add_bos : voc_hf_kind(ctx) == VOC_HF_SPM);
+}
+
+bool voc_add_eos(const gguf_ctx *ctx) {
+    return voc_flag(ctx, TOK "add_eos_token", false);
+}
+
+/* Key key's id, else llama.cpp's default dflt; -1 past the vocabulary. */
+static int64_t id_or(const gguf_ctx *ctx, const char *key, int64_t dflt) {
+    struct voc_arr toks;
+    int64_t id;
+    if (!voc_int(ctx, key, &id))
+        id = dflt;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) || id < 0 ||
+        (uint64_t)id >= toks.n)
+        return -1;
+    return id;
+}
+
+int64_t voc_bos_id(const gguf_ctx *ctx) {
+    const char *why;
+    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
+                                    ? voc_hf_pre(ctx, &why)
+                                    : NULL;
+    int64_t dflt = pre ? (pre->no_bos ? -1 : 11)
+                       : voc_hf_kind(ctx) == VOC_HF_SPM ? 1 : -1;
+    return id_or(ctx, TOK "bos_token_id", dflt);
+}
+
+int64_t voc_eos_id(const gguf_ctx *ctx) {
+    enum voc_hf kind = voc_hf_kind(ctx);
+    return id_or(ctx, TOK "eos_token_id",
+                 kind == VOC_HF_BYTE_BPE ? 11 : kind == VOC_HF_SPM ? 2 : -1);
 }
 
 /* Why the model's tokenizer has no Hugging Face form here, or NULL. */
@@ -60,12 +103,13 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     if (kp < 0 || !gguf_kv_get_str(ctx, kp, &p, &pl))
         p = "", pl = 0;
     if (voc_hf_kind(ctx) == VOC_HF_NONE) {
-        if (sl == 4 && !memcmp(s, "gpt2", 4))
-            snprintf(buf, n,
-                     "the byte-level BPE pre-tokenizer '%.*s' (llama.cpp's "
-                     "regular expressions for it) is not mapped yet: only "
-                     "gpt-2 has been checked against llama.cpp",
-                     (int)(pl > 64 ? 64 : pl), p);
+        const char *pre_why = NULL;
+        if (sl == 4 && !memcmp(s, "gpt2", 4) && !voc_hf_pre(ctx, &pre_why))
+            snprintf(buf, n, "the byte-level BPE pre-tokenizer '%.*s': %s",
+                     (int)(pl > 64 ? 64 : pl), p,
+                     pre_why ? pre_why
+                             : "llama.cpp knows no such pre-tokenizer (it "
+                               "refuses to load the model)");
         else
             snprintf(buf, n,
                      "the tokenizer model '%.*s' is not mapped yet (llama "

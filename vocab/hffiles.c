@@ -87,15 +87,12 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     if (!o)
         return GGUF_E_NOMEM;
     if (!map) {
-        bool spm = voc_hf_kind(ctx) == VOC_HF_SPM;
         json_object_set_new(o, "tokenizer_class",
                             json_string("PreTrainedTokenizerFast"));
-        json_object_set_new(
-            o, "add_bos_token",
-            json_boolean(voc_flag(ctx, TOK "add_bos_token", spm)));
-        json_object_set_new(
-            o, "add_eos_token",
-            json_boolean(voc_flag(ctx, TOK "add_eos_token", false)));
+        json_object_set_new(o, "add_bos_token",
+                            json_boolean(voc_add_bos(ctx)));
+        json_object_set_new(o, "add_eos_token",
+                            json_boolean(voc_add_eos(ctx)));
         json_object_set_new(o, "clean_up_tokenization_spaces", json_false());
     }
     bad += add_specials(ctx, o);
@@ -232,7 +229,8 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
                  kind == VOC_HF_SPM
                      ? "SentencePiece (llama) as BPE with byte fallback, "
                        "merges made from tokenizer.ggml.scores"
-                     : "byte-level BPE (gpt2, pre-tokenizer gpt-2), "
+                     : "byte-level BPE (gpt2), llama.cpp's pre-tokenizer "
+                       "of tokenizer.ggml.pre as Split expressions, "
                        "tokenizer.ggml.merges as they are");
     enum gguf_status st = line(b, "tokenizer.json", text);
     const char *cfg = !toks ? "absent: the model has no tokenizer.ggml.tokens"

@@ -184,16 +184,13 @@ static enum gguf_status make_merges(const struct voc_index *ix,
     return GGUF_OK;
 }
 
-/* The text and id (*id) of special token key, or NULL. */
-static const uint8_t *special_text(const gguf_ctx *ctx,
-                                   const struct voc_index *ix, const char *key,
-                                   uint64_t *len, int64_t *id) {
-    int64_t k = gguf_find_key(ctx, key, strlen(key));
-    if (k < 0 || !gguf_kv_get_i64(ctx, k, id) || *id < 0 ||
-        (uint64_t)*id >= ix->n)
+/* The text of token id (*len), or NULL for -1. */
+static const uint8_t *text_of(const struct voc_index *ix, int64_t id,
+                              uint64_t *len) {
+    if (id < 0 || (uint64_t)id >= ix->n)
         return NULL;
-    *len = ix->len[*id];
-    return ix->text[*id];
+    *len = ix->len[id];
+    return ix->text[id];
 }
 
 static json_t *token_ref(const uint8_t *s, uint64_t n, int64_t id) {
@@ -206,14 +203,14 @@ static json_t *token_ref(const uint8_t *s, uint64_t n, int64_t id) {
 }
 
 /* TemplateProcessing adding BOS and EOS as llama.cpp does, or null. */
-static json_t *post_processor(const gguf_ctx *ctx, const struct voc_index *ix,
-                              enum voc_hf kind) {
+static json_t *post_processor(const gguf_ctx *ctx,
+                              const struct voc_index *ix) {
     uint64_t bl = 0, el = 0;
-    int64_t bid = -1, eid = -1;
-    const uint8_t *bos = special_text(ctx, ix, TOK "bos_token_id", &bl, &bid);
-    const uint8_t *eos = special_text(ctx, ix, TOK "eos_token_id", &el, &eid);
-    bool add_bos = voc_flag(ctx, TOK "add_bos_token", kind == VOC_HF_SPM);
-    bool add_eos = voc_flag(ctx, TOK "add_eos_token", false);
+    int64_t bid = voc_bos_id(ctx), eid = voc_eos_id(ctx);
+    const uint8_t *bos = text_of(ix, bid, &bl);
+    const uint8_t *eos = text_of(ix, eid, &el);
+    bool add_bos = voc_add_bos(ctx);
+    bool add_eos = voc_add_eos(ctx);
     if (!(add_bos && bos) && !(add_eos && eos))
         return json_null();
     json_t *single = json_array(), *pair = json_array(), *sp = json_object();
@@ -246,28 +243,99 @@ static json_t *post_processor(const gguf_ctx *ctx, const struct voc_index *ix,
                      "single", single, "pair", pair, "special_tokens", sp);
 }
 
-/* "added_tokens":[...]: the tokens llama.cpp matches as special ones. */
+/* Whether key's string value holds one of the texts (lowercased first
+ * when lower: llama.cpp lowercases general.name). */
+static bool key_has(const gguf_ctx *ctx, const char *key, bool lower,
+                    const char *const *any) {
+    int64_t k = gguf_find_key(ctx, key, strlen(key));
+    const char *v;
+    size_t n;
+    char low[256];
+    if (k < 0 || !gguf_kv_get_str(ctx, k, &v, &n))
+        return false;
+    n = n < sizeof low - 1 ? n : sizeof low - 1;
+    for (size_t i = 0; i < n; i++)
+        low[i] = lower && v[i] >= 'A' && v[i] <= 'Z' ? (char)(v[i] + 32) : v[i];
+    low[n] = 0;
+    for (; *any; any++)
+        if (strstr(low, *any))
+            return true;
+    return false;
+}
+
+/* Which tokens llama.cpp strips the spaces beside (its per-model token
+ * attributes, llama-vocab.cpp): the <mask> of jina v2 and nomic-bert-moe
+ * (lstrip), [MASK] of modern-bert (lstrip), and phi-3's special and
+ * user-defined tokens and </s> but <unk>, <s>, <|endoftext|> (rstrip). */
+enum strip { STRIP_NONE, STRIP_MASK, STRIP_MASK_UPPER, STRIP_PHI3 };
+
+static enum strip strip_rule(const gguf_ctx *ctx) {
+    static const char *const jina[] = {"jina-v2-de", "jina-v2-es",
+                                       "jina-v2-code", NULL};
+    static const char *const arch[] = {"nomic-bert-moe", "jina-bert-v3", NULL};
+    static const char *const phi3[] = {"phi-3", "phi3", NULL};
+    static const char *const mbert[] = {"modern-bert", NULL};
+    if (key_has(ctx, TOK "pre", false, jina) ||
+        key_has(ctx, "general.architecture", false, arch))
+        return STRIP_MASK;
+    if (key_has(ctx, "general.name", true, phi3))
+        return STRIP_PHI3;
+    if (key_has(ctx, "general.name", true, mbert))
+        return STRIP_MASK_UPPER;
+    return STRIP_NONE;
+}
+
+static bool text_is(const struct voc_index *ix, size_t i, const char *t) {
+    return ix->len[i] == strlen(t) && memcmp(ix->text[i], t, ix->len[i]) == 0;
+}
+
+/* "added_tokens":[...]: the tokens llama.cpp matches as special ones
+ * (types unknown 2, control 3, user_defined 4), with the spaces it strips
+ * beside them (strip_rule); not normalized (llama.cpp matches them in the
+ * raw text). */
 static enum gguf_status added_tokens(const gguf_ctx *ctx,
                                      const struct voc_index *ix,
                                      struct gguf_buf *b) {
     struct voc_arr types;
     bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
+    enum strip rule = strip_rule(ctx);
     enum gguf_status st = lit(b, "\"added_tokens\":[");
     const char *sep = "\n";
     for (size_t i = 0; has && st == GGUF_OK && i < ix->n; i++) {
         uint32_t v;
         if (!voc_arr_u32(&types, i, &v) || v < 2 || v > 4)
-            continue; /* unknown 2, control 3, user_defined 4 */
+            continue;
+        bool l = (rule == STRIP_MASK && text_is(ix, i, "<mask>")) ||
+                 (rule == STRIP_MASK_UPPER && text_is(ix, i, "[MASK]"));
+        bool r = rule == STRIP_PHI3 && !text_is(ix, i, "<unk>") &&
+                 !text_is(ix, i, "<s>") && !text_is(ix, i, "<|endoftext|>");
         if ((st = lit(b, sep)) != GGUF_OK)
             break;
         sep = ",\n";
         st = voc_json(b, json_pack("{s:I,s:s%,s:b,s:b,s:b,s:b,s:b}", "id",
                                    (json_int_t)i, "content", ix->text[i],
                                    (size_t)ix->len[i], "single_word", 0,
-                                   "lstrip", 0, "rstrip", 0, "normalized", 0,
+                                   "lstrip", l, "rstrip", r, "normalized", 0,
                                    "special", v != 4));
     }
     return st == GGUF_OK ? lit(b, "],\n") : st;
+}
+
+/* The byte-level pre-tokenizer: llama.cpp's expressions as Split
+ * (Isolated) in its order, then ByteLevel without its own expression. */
+static json_t *byte_pre(const gguf_ctx *ctx) {
+    const char *why;
+    const struct voc_pre *p = voc_hf_pre(ctx, &why);
+    json_t *seq = json_array();
+    for (int k = 0; p && k < 7 && p->re[k]; k++)
+        json_array_append_new(
+            seq, json_pack("{s:s,s:{s:s},s:s,s:b}", "type", "Split", "pattern",
+                           "Regex", p->re[k], "behavior", "Isolated",
+                           "invert", 0));
+    json_array_append_new(seq, json_pack("{s:s,s:b,s:b,s:b}", "type",
+                                         "ByteLevel", "add_prefix_space", 0,
+                                         "trim_offsets", 1, "use_regex", 0));
+    return json_pack("{s:s,s:o}", "type", "Sequence", "pretokenizers", seq);
 }
 
 /* normalizer, pre_tokenizer, post_processor and decoder. */
@@ -295,16 +363,14 @@ static enum gguf_status pipeline(const gguf_ctx *ctx,
                                             "stop", 0));
     } else {
         norm = json_null();
-        pre =
-            json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel",
-                      "add_prefix_space", 0, "trim_offsets", 1, "use_regex", 1);
+        pre = byte_pre(ctx);
         dec =
             json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel",
                       "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1);
     }
     const char *label[4] = {"\"normalizer\":", ",\n\"pre_tokenizer\":",
                             ",\n\"post_processor\":", ",\n\"decoder\":"};
-    json_t *part[4] = {norm, pre, post_processor(ctx, ix, kind), dec};
+    json_t *part[4] = {norm, pre, post_processor(ctx, ix), dec};
     enum gguf_status st = GGUF_OK;
     for (int k = 0; k < 4; k++)
         if (st != GGUF_OK || (st = lit(b, label[k])) != GGUF_OK)
@@ -397,10 +463,9 @@ static enum gguf_status model_head(const gguf_ctx *ctx,
                                    struct gguf_buf *b) {
     uint64_t ul = 0;
     int64_t uid = -1;
-    const uint8_t *unk =
-        kind == VOC_HF_SPM
-            ? special_text(ctx, ix, TOK "unknown_token_id", &ul, &uid)
-            : NULL;
+    if (kind == VOC_HF_SPM && !voc_int(ctx, TOK "unknown_token_id", &uid))
+        uid = -1;
+    const uint8_t *unk = kind == VOC_HF_SPM ? text_of(ix, uid, &ul) : NULL;
     bool spm = kind == VOC_HF_SPM;
     json_t *unk_j =
         unk ? json_stringn((const char *)unk, (size_t)ul) : json_null();
@@ -412,9 +477,17 @@ static enum gguf_status model_head(const gguf_ctx *ctx,
     }
     if ((st = voc_json(b, unk_j)) != GGUF_OK)
         return st;
-    return lit(b, spm ? ",\"continuing_subword_prefix\":null,"
-                        "\"end_of_word_suffix\":null,\"fuse_unk\":true,"
-                        "\"byte_fallback\":true,\"ignore_merges\":false,\n"
+    const char *why;
+    const struct voc_pre *pre = spm ? NULL : voc_hf_pre(ctx, &why);
+    if (spm)
+        return lit(b, ",\"continuing_subword_prefix\":null,"
+                      "\"end_of_word_suffix\":null,\"fuse_unk\":true,"
+                      "\"byte_fallback\":true,\"ignore_merges\":false,\n");
+    /* ignore_merges: llama.cpp takes a word that is a token whole. */
+    return lit(b, pre && pre->ignore_merges
+                      ? ",\"continuing_subword_prefix\":\"\","
+                        "\"end_of_word_suffix\":\"\",\"fuse_unk\":false,"
+                        "\"byte_fallback\":false,\"ignore_merges\":true,\n"
                       : ",\"continuing_subword_prefix\":\"\","
                         "\"end_of_word_suffix\":\"\",\"fuse_unk\":false,"
                         "\"byte_fallback\":false,\"ignore_merges\":false,\n");

@@ -52,6 +52,17 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 /* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
  * NULL when it has one. */
 const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n);
+/* What llama.cpp adds when it tokenizes with its special tokens
+ * (hfcheck.c, the one place of these facts): add_bos_token, else its
+ * default for the tokenizer (SentencePiece: true; byte-level BPE: its
+ * pre-tokenizer's); add_eos_token, else false; and the ids it adds: the
+ * GGUF's bos/eos_token_id, else its defaults (SentencePiece 1 and 2,
+ * byte-level BPE 11 and 11, chatglm's no BOS), -1 for none or one past
+ * the vocabulary. */
+bool voc_add_bos(const gguf_ctx *ctx);
+bool voc_add_eos(const gguf_ctx *ctx);
+int64_t voc_bos_id(const gguf_ctx *ctx);
+int64_t voc_eos_id(const gguf_ctx *ctx);
 /* Appends file f's bytes to out: GGUF_OK; GGUF_E_NOTFOUND when ctx does
  * not make f; GGUF_E_RANGE past max bytes; GGUF_E_NOMEM.  out is left as
  * it was on failure.  present: voc_present(ctx) of this very state of the
