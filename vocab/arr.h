@@ -88,6 +88,15 @@ struct voc_pre {
  * not know the name). */
 const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 
+/* WordPiece (hfmodels.c): why its tokenizer.json cannot be made (NULL:
+ * it can), and the file, made whole (GGUF_E_RANGE past max). */
+struct voc_index;
+const char *voc_hf_wpm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
+                              char *buf, size_t n);
+enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, uint64_t max,
+                                 struct gguf_buf *b);
+
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
 struct voc_index {

@@ -45,6 +45,8 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
     const char *why;
     if (str_is(ctx, TOK "model", "llama"))
         return VOC_HF_SPM;
+    if (str_is(ctx, TOK "model", "bert"))
+        return VOC_HF_WPM; /* hfmodels.c */
     if (str_is(ctx, TOK "model", "gpt2") && voc_hf_pre(ctx, &why))
         return VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
@@ -56,7 +58,9 @@ bool voc_add_bos(const gguf_ctx *ctx) {
                                     ? voc_hf_pre(ctx, &why)
                                     : NULL;
     return voc_flag(ctx, TOK "add_bos_token",
-                    pre ? pre->add_bos : voc_hf_kind(ctx) == VOC_HF_SPM);
+                    pre ? pre->add_bos
+                        : voc_hf_kind(ctx) == VOC_HF_SPM ||
+                              voc_hf_kind(ctx) == VOC_HF_WPM);
 }
 
 bool voc_add_eos(const gguf_ctx *ctx) {
@@ -81,7 +85,9 @@ int64_t voc_bos_id(const gguf_ctx *ctx) {
                                     ? voc_hf_pre(ctx, &why)
                                     : NULL;
     int64_t dflt = pre ? (pre->no_bos ? -1 : 11)
-                       : voc_hf_kind(ctx) == VOC_HF_SPM ? 1 : -1;
+                   : voc_hf_kind(ctx) == VOC_HF_SPM ? 1
+                   : voc_hf_kind(ctx) == VOC_HF_WPM ? 101 /* [CLS] */
+                                                    : -1;
     return id_or(ctx, TOK "bos_token_id", dflt);
 }
 
@@ -243,6 +249,8 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     int64_t d = why ? -1 : voc_index_duplicate(&ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
         why = spm_reason(ctx, &ix, buf, n);
+    if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_WPM)
+        why = voc_hf_wpm_reason(ctx, &ix, buf, n);
     if (d >= 0) {
         snprintf(buf, n,
                  "token %lld has the text of an earlier token: a JSON "

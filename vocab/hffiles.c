@@ -89,10 +89,8 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     if (!map) {
         json_object_set_new(o, "tokenizer_class",
                             json_string("PreTrainedTokenizerFast"));
-        json_object_set_new(o, "add_bos_token",
-                            json_boolean(voc_add_bos(ctx)));
-        json_object_set_new(o, "add_eos_token",
-                            json_boolean(voc_add_eos(ctx)));
+        json_object_set_new(o, "add_bos_token", json_boolean(voc_add_bos(ctx)));
+        json_object_set_new(o, "add_eos_token", json_boolean(voc_add_eos(ctx)));
         json_object_set_new(o, "clean_up_tokenization_spaces", json_false());
     }
     bad += add_specials(ctx, o);
@@ -229,6 +227,9 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
                  kind == VOC_HF_SPM
                      ? "SentencePiece (llama) as BPE with byte fallback, "
                        "merges made from tokenizer.ggml.scores"
+                 : kind == VOC_HF_WPM
+                     ? "WordPiece (bert) with llama.cpp's normalization, "
+                       "the pieces' ## prefixes back"
                      : "byte-level BPE (gpt2), llama.cpp's pre-tokenizer "
                        "of tokenizer.ggml.pre as Split expressions, "
                        "tokenizer.ggml.merges as they are");
