@@ -222,22 +222,26 @@ def eog_judge(mods, path):
     return json.loads(p.stdout)
 
 
-def expected_gen(kvs):
-    """generation_config.json from ggml's reading: the ids named, in the
-    order eos, eot, eom, each once, those that are no token left out."""
+def expected_gen(kvs, ll):
+    """generation_config.json: the BOS and EOS as llama.cpp reads them
+    (ll: tests/eog_judge.mjs; without it the keys as ggml reads them, None
+    when one is absent: llama.cpp's defaults are not known here), then
+    the EOT and EOM keys as ggml reads them: each once, in that order,
+    those that are no token left out."""
     n = len(kvs[b"tokenizer.ggml.tokens"].content.split(b"\n")) - 1
 
     def ival(name):
         kv = kvs.get(b"tokenizer.ggml." + name)
         v = int(kv.content) if kv is not None else None
         return v if v is not None and 0 <= v < n else None
-    want = {}
-    if ival(b"bos_token_id") is not None:
-        want["bos_token_id"] = ival(b"bos_token_id")
+    if ll is None and (ival(b"bos_token_id") is None or ival(b"eos_token_id") is None):
+        return None
+    bos = ll["bos"] if ll else ival(b"bos_token_id")
+    want = {} if bos is None else {"bos_token_id": bos}
     eos = []
-    for k in (b"eos_token_id", b"eot_token_id", b"eom_token_id"):
-        if ival(k) is not None and ival(k) not in eos:
-            eos.append(ival(k))
+    for v in ((ll["eos"] if ll else ival(b"eos_token_id")), ival(b"eot_token_id"), ival(b"eom_token_id")):
+        if v is not None and v not in eos:
+            eos.append(v)
     if eos:
         want["eos_token_id"] = eos[0] if len(eos) == 1 else eos
     return want
@@ -259,20 +263,21 @@ def sec_gen(d, mods, shared):
             kvs = {kv.key: kv for kv in ref.kvs}
             if b"tokenizer.ggml.tokens" not in kvs:
                 continue
-        want = expected_gen(kvs)
+        ll = eog_judge(mods, path) if mods else None
+        want = expected_gen(kvs, ll)
+        if want is None:
+            continue
         E.mount(path, mnt, ["-o", "ro"])
         try:
             got = json.loads(need(mnt, "generation_config.json"))
         finally:
             J.unmount(mnt, [])
         if got != want:
-            raise Fail("%s: hf/generation_config.json %r, ggml reads %r" % (label, got, want))
+            raise Fail("%s: hf/generation_config.json %r; llama.cpp's BOS, EOS and ggml's EOT, EOM: %r"
+                       % (label, got, want))
         if mods:
-            ll = eog_judge(mods, path)
             eos = want.get("eos_token_id")
             listed = eos if isinstance(eos, list) else [eos] if eos is not None else []
-            if ll["bos"] != want.get("bos_token_id") or (listed and ll["eos"] != listed[0]):
-                raise Fail("%s: llama.cpp's BOS %r, EOS %r; generation_config.json %r" % (label, ll["bos"], ll["eos"], got))
             missing = [i for i in listed if i not in ll["eog"]]
             if missing:
                 raise Fail("%s: generation_config.json ends on %r, llama.cpp does not (its EOG %r)"
@@ -455,6 +460,91 @@ def sec_config(d):
           "architecture absent with the reason" % ", ".join(ARCHS))
 
 
+WPM_EXTRA = ["x\x0by\x0cz\x85w \u2028 v", "\u00c0\u00c9\u00ce\u00f5\u00fc \u01c4 \ufb01 \u0130stanbul \u03a3\u0391\u03a3",
+             "a\u200db\ufeffc\u00add \u0000 \ufffd \x07bell", "a" * 150 + " " + "\u00e9" * 120,
+             "[CLS] [SEP][MASK]x [UNK] [PAD]", "\ud55c\uad6d\uc5b4 \u1100\u1161 \u0915\u093f"]
+
+
+def bundled_vocab(d, name):
+    """llama.cpp's models/ggml-vocab-NAME.gguf from node-llama-cpp's
+    source bundle, or None."""
+    b = os.path.join(os.environ.get("GGUFS_SRCDIR", ""), ".deps", "node_modules", "node-llama-cpp", "llama",
+                     "gitRelease.bundle")
+    if not os.path.isfile(b) or not shutil.which("git"):
+        return None
+    g = os.path.join(d, "lcpp.git")
+    if not os.path.isdir(g):
+        subprocess.run(["git", "init", "-q", "--bare", g], check=True)
+        subprocess.run(["git", "-C", g, "fetch", "-q", b, "HEAD:refs/heads/b"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = os.path.join(d, "ggml-vocab-%s.gguf" % name)
+    with open(p, "wb") as f:
+        ok = subprocess.run(["git", "-C", g, "show", "b:models/ggml-vocab-%s.gguf" % name], stdout=f,
+                            stderr=subprocess.DEVNULL).returncode == 0
+    return p if ok else None
+
+
+def judge_wpm(mods, label, gguf, hfdir, d):
+    """llama.cpp on gguf and transformers.js on hfdir, plain and framed as
+    llama.cpp's WPM frames: the BOS, the text, the SEP (always)."""
+    import mount_hfvocab as V
+    corpus = V.CORPUS + V.specials_of(gguf) + WPM_EXTRA
+    r = V.tok_judge(mods, gguf, hfdir, corpus, d)
+    if r["hfError"]:
+        raise Fail("%s: transformers.js cannot load hf/: %s" % (label, r["hfError"]))
+    with open(os.path.join(hfdir, "tokenizer_config.json"), "rb") as f:
+        if json.load(f).get("add_bos_token") != r["addBos"]:
+            raise Fail("%s: tokenizer_config.json add_bos_token is not llama.cpp's %r" % (label, r["addBos"]))
+    bad = 0
+    for t, a, b, c in zip(corpus, r["llama"], r["hf"], r["hfAdded"]):
+        if a != b or c != [r["bos"]] + a + [r["sep"]]:
+            J.log("FAIL %s: %r: llama.cpp %s (framed with %r, %r), transformers.js on hf/ %s, framed %s"
+                  % (label, t[:60], a[:30], r["bos"], r["sep"], b[:30], c[:3] + ["..."] + c[-3:]))
+            bad += 1
+    if bad:
+        raise Fail("%s: hf/tokenizer.json differs from llama.cpp on %d of %d lines" % (label, bad, len(corpus)))
+    return len(corpus)
+
+
+def sec_wpm(d, mods):
+    """WordPiece: llama.cpp's BGE vocabulary (ggml-vocab-bert-bge, from
+    $GGUFS_SHARED_MODELS or node-llama-cpp's llama.cpp source), as it is
+    and with tokenizer.ggml.normalizer.lowercase false (written through
+    meta/, judged on the live view: no lowercasing, no accents stripped)."""
+    srcs = [p for p in shared() if os.path.basename(p) == "ggml-vocab-bert-bge.gguf"]
+    b = bundled_vocab(d, "bert-bge")
+    srcs += [b] if b else []
+    if not srcs:
+        J.log("note: no BERT vocabulary (ggml-vocab-bert-bge.gguf) at hand; WordPiece not judged")
+        return
+    mnt = os.path.join(d, "mnt")
+    n = 0
+    for i, src in enumerate(srcs):
+        for lower in (True, False):
+            label = "%s%s" % (os.path.basename(src), "" if lower else " (lowercase false)")
+            path = shutil.copy(src, os.path.join(d, "wpm%d.gguf" % i))
+            E.mount(path, mnt, [] if not lower else ["-o", "ro"])
+            try:
+                if not lower:  # a new key of type bool (ggufs(1) EDITING)
+                    key = os.path.join(mnt, "meta", "tokenizer.ggml.normalizer.lowercase")
+                    open(key, "wb").close()
+                    os.setxattr(key, "user.gguf.type", b"bool")
+                    E.write_file(key, b"false\n", os.O_WRONLY | os.O_TRUNC)
+                need(mnt, "tokenizer.json")
+                hfdir = os.path.join(d, "hf-wpm")
+                shutil.rmtree(hfdir, ignore_errors=True)
+                shutil.copytree(os.path.join(mnt, "hf"), hfdir)
+                live = os.path.join(mnt, os.path.basename(path))
+                if not lower:
+                    n += judge_wpm(mods, label, live, hfdir, d)
+            finally:
+                J.unmount(mnt, [])
+            if lower:
+                n += judge_wpm(mods, label, path, hfdir, d)
+    J.log("ok   WordPiece (bert): hf/tokenizer.json gives llama.cpp's ids on %d lines of %d vocabularies, "
+          "plain and framed ([CLS] text [SEP])" % (n, 2 * len(srcs)))
+
+
 def shared():
     env = os.environ.get("GGUFS_SHARED_MODELS")
     if env and os.path.isdir(env):
@@ -477,6 +567,7 @@ def main():
         sec_gen(root, mods, [p for p in shared() if "vocab" in os.path.basename(p)])
         if mods:
             sec_chat(root, mods)
+            sec_wpm(root, mods)
     finally:
         J.cleanup(os.path.join(root, "mnt"), root)
 

@@ -13,8 +13,9 @@
  * chat_template.jinja (transformers' own file for the template since
  * 2025, tokenizer_config.json keeps its copy): tokenizer.chat_template's
  * bytes as they are, when they are UTF-8 (transformers reads the file as
- * UTF-8).  generation_config.json: bos_token_id and eos_token_id as the
- * metadata names them; eos_token_id a list when the metadata names an
+ * UTF-8).  generation_config.json: bos_token_id and eos_token_id as
+ * llama.cpp reads them (the keys, else its defaults for the tokenizer:
+ * vocab.h voc_bos_id, voc_eos_id); eos_token_id a list when the metadata names an
  * end-of-turn or end-of-message token (eot_token_id, eom_token_id) other
  * than the EOS: llama.cpp ends a generation on each (its EOG tokens), and
  * a tool reading only the EOS would not (vLLM with Gemma 3, PR #30434).
@@ -100,20 +101,24 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     return finish(o, b);
 }
 
-/* The ids, in this order, that end a generation as the metadata names
- * them (eos, eot, eom; those that are no token left out), each once; the
- * number into ids (at most 3). */
+/* The ids, in this order, that end a generation as llama.cpp reads them
+ * (the EOS: its key, else llama.cpp's default for the tokenizer,
+ * voc_eos_id; eot, eom: their keys; those that are no token left out),
+ * each once; the number into ids (at most 3). */
 static size_t eog_ids(const gguf_ctx *ctx, int64_t ids[3]) {
-    static const char *const keys[] = {TOK "eos_token_id", TOK "eot_token_id",
-                                       TOK "eom_token_id"};
+    static const char *const keys[] = {TOK "eot_token_id", TOK "eom_token_id"};
     struct voc_arr toks;
     size_t n = 0;
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
         return 0;
     for (size_t k = 0; k < 3; k++) {
-        int64_t id;
+        int64_t id = -1;
         size_t j = 0;
-        if (!voc_int(ctx, keys[k], &id) || id < 0 || (uint64_t)id >= toks.n)
+        if (k == 0)
+            id = voc_eos_id(ctx);
+        else if (!voc_int(ctx, keys[k - 1], &id))
+            continue;
+        if (id < 0 || (uint64_t)id >= toks.n)
             continue;
         while (j < n && ids[j] != id)
             j++;
@@ -123,11 +128,11 @@ static size_t eog_ids(const gguf_ctx *ctx, int64_t ids[3]) {
     return n;
 }
 
-/* The BOS id when the metadata names a token: true and *id. */
+/* The BOS id as llama.cpp reads it (voc_bos_id): true and *id. */
 static bool bos_id(const gguf_ctx *ctx, int64_t *id) {
     struct voc_arr toks;
-    return voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) &&
-           voc_int(ctx, TOK "bos_token_id", id) && *id >= 0 &&
+    *id = voc_bos_id(ctx);
+    return voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) && *id >= 0 &&
            (uint64_t)*id < toks.n;
 }
 
@@ -201,8 +206,9 @@ static enum gguf_status extra_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
                         "with the end-of-turn and end-of-message tokens "
                         "(eot_token_id, eom_token_id) when the metadata "
                         "names them"
-                      : "absent: the metadata names no BOS, EOS, EOT or "
-                        "EOM token of the vocabulary");
+                      : "absent: neither the metadata nor llama.cpp's "
+                        "defaults name a BOS, EOS, EOT or EOM token of the "
+                        "vocabulary");
     return st;
 }
 

@@ -12,11 +12,9 @@
  *   - with strip_accents (tokenizer.ggml.normalizer.strip_accents, else
  *     lowercase, else true): NFD, then every mark (\p{M}) dropped:
  *     normalizers NFD and Replace; BertNormalizer's own stripping drops
- *     only the non-spacing marks (Mn), llama.cpp Mc and Me too; and
- *     llama.cpp's NFD keeps only a character's first one: of a Hangul
- *     syllable its leading consonant, so the conjoining vowels and final
- *     consonants (U+1161-U+1175, U+11A8-U+11C2) go too (a text holding
- *     such jamo of its own loses them here, not in llama.cpp);
+ *     only the non-spacing marks (Mn), llama.cpp Mc and Me too;; and
+ *     llama.cpp's NFD keeps only a character's first one: a Hangul
+ *     syllable is its leading consonant alone (hangul());
  *   - whitespace splits words, control characters (\p{C}), NUL and
  *     U+FFFD are dropped: BertNormalizer's clean_text, but its cleaning
  *     drops \v, \f and U+0085 (controls that are whitespace) where
@@ -94,22 +92,49 @@ const char *voc_hf_wpm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
     return NULL;
 }
 
+/* Appends c's UTF-8 (a character of the BMP) to p; the bytes. */
+static size_t utf8(char *p, unsigned c) {
+    if (c < 0x80)
+        return p[0] = (char)c, 1;
+    if (c < 0x800)
+        return p[0] = (char)(0xc0 | c >> 6), p[1] = (char)(0x80 | (c & 63)), 2;
+    p[0] = (char)(0xe0 | c >> 12);
+    p[1] = (char)(0x80 | (c >> 6 & 63));
+    p[2] = (char)(0x80 | (c & 63));
+    return 3;
+}
+
+/* llama.cpp's NFD keeps a character's first one alone: a Hangul
+ * syllable becomes its leading consonant.  The syllables of one leading
+ * consonant L are a run of 588 (U+AC00 + 588 L ...): 19 Replace
+ * normalizers, before NFD (which would split them into jamo that a text
+ * may hold of its own too). */
+static void hangul(json_t *seq) {
+    for (unsigned l = 0; l < 19; l++) {
+        char re[16], to[4];
+        size_t k = 0;
+        re[k++] = '[';
+        k += utf8(re + k, 0xac00 + 588 * l);
+        re[k++] = '-';
+        k += utf8(re + k, 0xac00 + 588 * l + 587);
+        re[k++] = ']';
+        re[k] = 0;
+        to[utf8(to, 0x1100 + l)] = 0;
+        json_array_append_new(seq,
+                              json_pack("{s:s,s:{s:s},s:s}", "type", "Replace",
+                                        "pattern", "Regex", re, "content", to));
+    }
+}
+
 /* The normalizer: llama.cpp's WPM preprocessing (see the top). */
 static json_t *normalizer(bool strip, bool lower) {
     json_t *seq = json_array();
     if (strip) {
+        hangul(seq);
         json_array_append_new(seq, json_pack("{s:s}", "type", "NFD"));
         json_array_append_new(seq, json_pack("{s:s,s:{s:s},s:s}", "type",
                                              "Replace", "pattern", "Regex",
                                              "\\p{M}", "content", ""));
-        /* llama.cpp's NFD keeps a character's first one alone: of a
-         * Hangul syllable its leading consonant, the vowel and final
-         * consonant (conjoining jamo, not marks) dropped */
-        json_array_append_new(seq, json_pack("{s:s,s:{s:s},s:s}", "type",
-                                             "Replace", "pattern", "Regex",
-                                             "[\xe1\x85\xa1-\xe1\x85\xb5"
-                                             "\xe1\x86\xa8-\xe1\x87\x82]",
-                                             "content", ""));
     }
     /* llama.cpp lowercases a character at a time by its simple mapping:
      * a final sigma is σ, İ is i (JavaScript's toLowerCase makes ς and
