@@ -91,6 +91,9 @@ const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 /* WordPiece (hfmodels.c): why its tokenizer.json cannot be made (NULL:
  * it can), and the file, made whole (GGUF_E_RANGE past max). */
 struct voc_index;
+/* Why tokenizer model NAME (n bytes, not one of those mapped) has no
+ * tokenizer.json, into buf. */
+void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n);
 const char *voc_hf_wpm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                               char *buf, size_t n);
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,

@@ -117,10 +117,7 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
                              : "llama.cpp knows no such pre-tokenizer (it "
                                "refuses to load the model)");
         else
-            snprintf(buf, n,
-                     "the tokenizer model '%.*s' is not mapped yet (llama "
-                     "and gpt2 are)",
-                     (int)(sl > 64 ? 64 : sl), s);
+            voc_hf_model_absent(s, sl, buf, n); /* hfmodels.c */
         return buf;
     }
     if (voc_hf_kind(ctx) == VOC_HF_BYTE_BPE &&

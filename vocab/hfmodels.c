@@ -39,6 +39,34 @@
 #define TOK "tokenizer.ggml."
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581, the converter's word start */
 
+void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n) {
+    static const struct {
+        const char *name, *why;
+    } why[] = {
+        {"t5", "Unigram (llama.cpp's UGM): not made here; its normalization "
+               "(tokenizer.ggml.precompiled_charsmap, llama.cpp's own "
+               "reading of it) and llama.cpp's best segmentation were not "
+               "checked against a tokenizers Unigram model"},
+        {"rwkv", "RWKV (llama.cpp's greedy longest match over the raw bytes "
+                 "of escaped token texts): not made here; tokenizers has no "
+                 "byte-level longest match but WordPiece over ByteLevel "
+                 "characters, not checked against llama.cpp"},
+        {"plamo2", "PLaMo 2 (llama.cpp's own Aho-Corasick and dynamic "
+                   "program over bytes): tokenizers has no such model"},
+        {"none", "no vocabulary (llama.cpp's LLAMA_VOCAB_TYPE_NONE)"},
+    };
+    for (size_t k = 0; k < sizeof why / sizeof *why; k++)
+        if (strlen(why[k].name) == len && !memcmp(why[k].name, name, len)) {
+            snprintf(buf, n, "the tokenizer model '%s': %s", why[k].name,
+                     why[k].why);
+            return;
+        }
+    snprintf(buf, n,
+             "the tokenizer model '%.*s' is not one llama.cpp knows (llama, "
+             "gpt2, bert are made; t5, rwkv, plamo2 are not)",
+             (int)(len > 64 ? 64 : len), name);
+}
+
 /* Whether token text s (n bytes) is bracketed: kept as it is. */
 static bool bracketed(const uint8_t *s, uint64_t n) {
     return n >= 2 && s[0] == '[' && s[n - 1] == ']';
