@@ -66,7 +66,10 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
 bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f);
 enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
                               struct gguf_buf *b);
-enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
+/* README; has_tok: voc_present of this state of ctx said tokenizer.json
+ * is there (its pass over the vocabulary is not made again). */
+enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
+                               struct gguf_buf *b);
 /* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
 const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);

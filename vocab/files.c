@@ -117,7 +117,7 @@ enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
         st = voc_hf_config(ctx, f == VOC_HF_MAP, out);
         break;
     default:
-        st = voc_hf_readme(ctx, out);
+        st = voc_hf_readme(ctx, present >> VOC_HF_TOKENIZER & 1, out);
     }
     if (st == GGUF_OK && out->len - mark > max)
         st = gguf_fail(err, GGUF_E_RANGE, "%s would pass %llu bytes",

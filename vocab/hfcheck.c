@@ -84,7 +84,7 @@ int64_t voc_bos_id(const gguf_ctx *ctx) {
     const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
                                     ? voc_hf_pre(ctx, &why)
                                     : NULL;
-    int64_t dflt = pre ? (pre->no_bos ? -1 : 11)
+    int64_t dflt = pre                              ? (pre->no_bos ? -1 : 11)
                    : voc_hf_kind(ctx) == VOC_HF_SPM ? 1
                    : voc_hf_kind(ctx) == VOC_HF_WPM ? 101 /* [CLS] */
                                                     : -1;

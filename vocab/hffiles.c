@@ -212,9 +212,10 @@ static enum gguf_status extra_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
     return st;
 }
 
-enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
+enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
+                               struct gguf_buf *b) {
     char why[256], text[320];
-    const char *no = voc_hf_reason(ctx, why, sizeof why);
+    const char *no = has_tok ? NULL : voc_hf_reason(ctx, why, sizeof why);
     enum voc_hf kind = voc_hf_kind(ctx);
     struct voc_arr a;
     bool toks = voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a);
