@@ -506,6 +506,56 @@ def judge_wpm(mods, label, gguf, hfdir, d):
     return len(corpus)
 
 
+UGM_EXTRA = ["\uff21\uff22\uff23 \ufb01 \u2460 \uff5e x\u3000y \u00a0z", "  lead and trail  ", "a\u200bb\u00adc",
+             "x" * 300, "<s> x </s> <mask> <pad> y", "\u1100\u1161 \ud55c \u0915\u093f \u0e01\u0e34"]
+
+
+def sec_ugm(d, mods):
+    """Unigram (t5, llama.cpp's UGM): llama.cpp's XLM-R vocabulary
+    (ggml-vocab-nomic-bert-moe from node-llama-cpp's llama.cpp source:
+    precompiled_charsmap, remove_extra_whitespaces), plain and framed as
+    its add_bos and add_eos say.  transformers.js's Precompiled normalizer
+    is NFKC with a few replacements, not the charsmap: where the two
+    differ this judges transformers.js, not the file."""
+    import mount_hfvocab as V
+    src = bundled_vocab(d, "nomic-bert-moe")
+    if not src:
+        J.log("note: no Unigram vocabulary at hand; not judged")
+        return
+    mnt = os.path.join(d, "mnt")
+    E.mount(src, mnt, ["-o", "ro"])
+    try:
+        need(mnt, "tokenizer.json")
+        hfdir = os.path.join(d, "hf-ugm")
+        shutil.rmtree(hfdir, ignore_errors=True)
+        shutil.copytree(os.path.join(mnt, "hf"), hfdir)
+    finally:
+        J.unmount(mnt, [])
+    corpus = V.CORPUS + V.specials_of(src) + UGM_EXTRA
+    r = V.tok_judge(mods, src, hfdir, corpus, d)
+    if r["hfError"]:
+        raise Fail("nomic-bert-moe: transformers.js cannot load hf/: %s" % r["hfError"])
+    bad = 0
+    for t, a, b, c in zip(corpus, r["llama"], r["hf"], r["hfAdded"]):
+        f = ([r["bos"]] if r["addBos"] else []) + a + ([r["eos"]] if r["addEos"] else [])
+        if a != b or c != f:
+            J.log("FAIL nomic-bert-moe: %r: llama.cpp %s, transformers.js on hf/ %s, framed %s vs %s"
+                  % (t[:60], a[:30], b[:30], c[:3], f[:3]))
+            bad += 1
+    if bad:
+        raise Fail("nomic-bert-moe: hf/tokenizer.json differs from llama.cpp on %d of %d lines" % (bad, len(corpus)))
+    path = shutil.copy(src, os.path.join(d, "ugm-spaces.gguf"))
+    E.mount(path, mnt)
+    try:
+        E.write_file(os.path.join(mnt, "meta", "tokenizer.ggml.remove_extra_whitespaces"), b"false\n")
+        absent(mnt, "tokenizer.json", "Unigram without remove_extra_whitespaces: ")
+    finally:
+        J.unmount(mnt, [])
+    J.log("ok   Unigram (t5): hf/tokenizer.json of ggml-vocab-nomic-bert-moe gives llama.cpp's ids on %d lines, "
+          "plain and framed (add_bos %s, add_eos %s); absent with the reason without remove_extra_whitespaces"
+          % (len(corpus), r["addBos"], r["addEos"]))
+
+
 def sec_wpm(d, mods):
     """WordPiece: llama.cpp's BGE vocabulary (ggml-vocab-bert-bge, from
     $GGUFS_SHARED_MODELS or node-llama-cpp's llama.cpp source), as it is
@@ -568,6 +618,7 @@ def main():
         if mods:
             sec_chat(root, mods)
             sec_wpm(root, mods)
+            sec_ugm(root, mods)
     finally:
         J.cleanup(os.path.join(root, "mnt"), root)
 

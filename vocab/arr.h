@@ -91,15 +91,21 @@ struct voc_pre {
  * not know the name). */
 const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 
-/* WordPiece (hfmodels.c): why its tokenizer.json cannot be made (NULL:
- * it can), and the file, made whole (GGUF_E_RANGE past max). */
+/* WordPiece and Unigram (hfmodels.c): why their tokenizer.json cannot
+ * be made (NULL: it can), and the file, made whole (GGUF_E_RANGE past
+ * max). */
 struct voc_index;
 /* Why tokenizer model NAME (n bytes, not one of those mapped) has no
  * tokenizer.json, into buf. */
 void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n);
-const char *voc_hf_wpm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
-                              char *buf, size_t n);
+const char *voc_hf_models_reason(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, char *buf,
+                                 size_t n);
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, uint64_t max,
+                                 struct gguf_buf *b);
+/* Unigram (t5, llama.cpp's UGM), likewise. */
+enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b);
 

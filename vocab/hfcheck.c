@@ -47,6 +47,8 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
         return VOC_HF_SPM;
     if (str_is(ctx, TOK "model", "bert"))
         return VOC_HF_WPM; /* hfmodels.c */
+    if (str_is(ctx, TOK "model", "t5"))
+        return VOC_HF_UGM; /* hfmodels.c */
     if (str_is(ctx, TOK "model", "gpt2") && voc_hf_pre(ctx, &why))
         return VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
@@ -64,7 +66,7 @@ bool voc_add_bos(const gguf_ctx *ctx) {
 }
 
 bool voc_add_eos(const gguf_ctx *ctx) {
-    return voc_flag(ctx, TOK "add_eos_token", false);
+    return voc_flag(ctx, TOK "add_eos_token", voc_hf_kind(ctx) == VOC_HF_UGM);
 }
 
 /* Key key's id, else llama.cpp's default dflt; -1 past the vocabulary. */
@@ -94,7 +96,10 @@ int64_t voc_bos_id(const gguf_ctx *ctx) {
 int64_t voc_eos_id(const gguf_ctx *ctx) {
     enum voc_hf kind = voc_hf_kind(ctx);
     return id_or(ctx, TOK "eos_token_id",
-                 kind == VOC_HF_BYTE_BPE ? 11 : kind == VOC_HF_SPM ? 2 : -1);
+                 kind == VOC_HF_BYTE_BPE ? 11
+                 : kind == VOC_HF_SPM    ? 2
+                 : kind == VOC_HF_UGM    ? 1
+                                         : -1);
 }
 
 /* Why the model's tokenizer has no Hugging Face form here, or NULL. */
@@ -246,8 +251,9 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     int64_t d = why ? -1 : voc_index_duplicate(&ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
         why = spm_reason(ctx, &ix, buf, n);
-    if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_WPM)
-        why = voc_hf_wpm_reason(ctx, &ix, buf, n);
+    if (d < 0 && !why &&
+        (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM))
+        why = voc_hf_models_reason(ctx, &ix, buf, n); /* hfmodels.c */
     if (d >= 0) {
         snprintf(buf, n,
                  "token %lld has the text of an earlier token: a JSON "

@@ -237,6 +237,10 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
                  : kind == VOC_HF_WPM
                      ? "WordPiece (bert) with llama.cpp's normalization, "
                        "the pieces' ## prefixes back"
+                 : kind == VOC_HF_UGM
+                     ? "Unigram (t5) over the pieces and scores, "
+                       "tokenizer.ggml.precompiled_charsmap as its "
+                       "normalizer"
                      : "byte-level BPE (gpt2), llama.cpp's pre-tokenizer "
                        "of tokenizer.ggml.pre as Split expressions, "
                        "tokenizer.ggml.merges as they are");

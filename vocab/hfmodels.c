@@ -1,7 +1,20 @@
 /*
  * hfmodels.c - hf/tokenizer.json for llama.cpp's tokenizer models other
  * than BPE (vocab.h; hfcheck.c lets them through, hfjson.c hands them
- * here): WordPiece (tokenizer.ggml.model "bert", llama.cpp's WPM).
+ * here): WordPiece (tokenizer.ggml.model "bert", llama.cpp's WPM) and
+ * Unigram ("t5", llama.cpp's UGM).
+ *
+ * Unigram: the pieces with their scores (a user-defined piece scores 0,
+ * as in llama.cpp), the unknown token's id; the normalizer is
+ * tokenizer.ggml.precompiled_charsmap (base64: tokenizers' Precompiled
+ * reads the very blob llama.cpp reads), then llama.cpp's spaces with
+ * remove_extra_whitespaces: runs of spaces one, none at either end; the
+ * pre-tokenizer Metaspace puts U+2581 for spaces and before each text
+ * between special tokens (add_space_prefix), unsplit: llama.cpp finds the
+ * best segmentation of the whole.  Without remove_extra_whitespaces
+ * llama.cpp puts its U+2581 before the first character that is no space,
+ * Metaspace at the start of the text: absent then (not checked).
+ * Framed as add_bos and add_eos say (llama.cpp's default: EOS only).
  *
  * WordPiece: the GGUF holds BERT's vocabulary as llama.cpp's converter
  * writes it: a piece that begins a word with U+2581 before it, one that
@@ -32,6 +45,8 @@
 #include "arr.h"
 
 #include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +58,6 @@ void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n) {
     static const struct {
         const char *name, *why;
     } why[] = {
-        {"t5", "Unigram (llama.cpp's UGM): not made here; its normalization "
-               "(tokenizer.ggml.precompiled_charsmap, llama.cpp's own "
-               "reading of it) and llama.cpp's best segmentation were not "
-               "checked against a tokenizers Unigram model"},
         {"rwkv", "RWKV (llama.cpp's greedy longest match over the raw bytes "
                  "of escaped token texts): not made here; tokenizers has no "
                  "byte-level longest match but WordPiece over ByteLevel "
@@ -63,7 +74,7 @@ void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n) {
         }
     snprintf(buf, n,
              "the tokenizer model '%.*s' is not one llama.cpp knows (llama, "
-             "gpt2, bert are made; t5, rwkv, plamo2 are not)",
+             "gpt2, bert, t5 are made; rwkv, plamo2 are not)",
              (int)(len > 64 ? 64 : len), name);
 }
 
@@ -97,9 +108,17 @@ static bool is_special(const struct voc_arr *types, size_t i, uint32_t *v) {
     return types && voc_arr_u32(types, i, v) && *v >= 2 && *v <= 4;
 }
 
-const char *voc_hf_wpm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
-                              char *buf, size_t n) {
+const char *voc_hf_models_reason(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, char *buf,
+                                 size_t n) {
     struct voc_arr types;
+    if (voc_hf_kind(ctx) == VOC_HF_UGM)
+        return voc_flag(ctx, TOK "remove_extra_whitespaces", false)
+                   ? NULL
+                   : "Unigram without remove_extra_whitespaces: llama.cpp "
+                     "puts U+2581 before a text's first character that is no "
+                     "space, Metaspace at its start, and a rule that does "
+                     "what llama.cpp does was not checked";
     bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
     for (size_t i = 0; i < ix->n; i++) {
         uint32_t v;
@@ -182,35 +201,45 @@ static json_t *normalizer(bool strip, bool lower) {
     return json_pack("{s:s,s:o}", "type", "Sequence", "normalizers", seq);
 }
 
-/* TemplateProcessing: [BOS] $A [SEP] ([BOS] $A [SEP] $B:1 [SEP]:1). */
-static json_t *framing(const struct voc_index *ix, int64_t bos, int64_t sep) {
-    if (bos < 0 || sep < 0)
-        return json_null();
-    json_t *b = json_stringn((const char *)ix->text[bos], ix->len[bos]);
-    json_t *s = json_stringn((const char *)ix->text[sep], ix->len[sep]);
-    if (!b || !s) {
-        json_decref(b);
-        json_decref(s);
+/* One end's token of the framing: {"SpecialToken":{...}} for type_id k,
+ * NULL when id < 0 (none). */
+static json_t *end_tok(const struct voc_index *ix, int64_t id, int k) {
+    if (id < 0)
         return NULL;
+    return json_pack("{s{s:s%,s:i}}", "SpecialToken", "id",
+                     (const char *)ix->text[id], (size_t)ix->len[id], "type_id",
+                     k);
+}
+
+/* TemplateProcessing: first $A last (first $A last $B:1 last:1); a
+ * negative id is no token there; null when neither is. */
+static json_t *framing(const struct voc_index *ix, int64_t first,
+                       int64_t last) {
+    if (first < 0 && last < 0)
+        return json_null();
+    json_t *single = json_array(), *pair = json_array(), *sp = json_object();
+    for (int half = 0; half < 2; half++) {
+        json_t *arr = half ? pair : single;
+        for (int k = 0; k <= half; k++) {
+            if (k == 0 && first >= 0)
+                json_array_append_new(arr, end_tok(ix, first, 0));
+            json_array_append_new(arr,
+                                  json_pack("{s{s:s,s:i}}", "Sequence", "id",
+                                            k ? "B" : "A", "type_id", k));
+            if (last >= 0)
+                json_array_append_new(arr, end_tok(ix, last, k));
+        }
     }
-    json_t *single =
-        json_pack("[{s{s:O,s:i}},{s{s:s,s:i}},{s{s:O,s:i}}]", "SpecialToken",
-                  "id", b, "type_id", 0, "Sequence", "id", "A", "type_id", 0,
-                  "SpecialToken", "id", s, "type_id", 0);
-    json_t *pair = json_pack(
-        "[{s{s:O,s:i}},{s{s:s,s:i}},{s{s:O,s:i}},{s{s:s,s:i}},{s{s:O,s:i}}]",
-        "SpecialToken", "id", b, "type_id", 0, "Sequence", "id", "A", "type_id",
-        0, "SpecialToken", "id", s, "type_id", 0, "Sequence", "id", "B",
-        "type_id", 1, "SpecialToken", "id", s, "type_id", 1);
-    json_t *sp = json_object();
-    json_object_set_new(sp, json_string_value(b),
-                        json_pack("{s:O,s:[I],s:[O]}", "id", b, "ids",
-                                  (json_int_t)bos, "tokens", b));
-    json_object_set_new(sp, json_string_value(s),
-                        json_pack("{s:O,s:[I],s:[O]}", "id", s, "ids",
-                                  (json_int_t)sep, "tokens", s));
-    json_decref(b);
-    json_decref(s);
+    int64_t ends[2] = {first, last};
+    for (int e = 0; e < 2; e++)
+        if (ends[e] >= 0)
+            json_object_setn_new(
+                sp, (const char *)ix->text[ends[e]], ix->len[ends[e]],
+                json_pack("{s:s%,s:[I],s:[s%]}", "id",
+                          (const char *)ix->text[ends[e]],
+                          (size_t)ix->len[ends[e]], "ids", (json_int_t)ends[e],
+                          "tokens", (const char *)ix->text[ends[e]],
+                          (size_t)ix->len[ends[e]]));
     return json_pack("{s:s,s:o,s:o,s:o}", "type", "TemplateProcessing",
                      "single", single, "pair", pair, "special_tokens", sp);
 }
@@ -250,6 +279,29 @@ static bool wpm_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
     return true;
 }
 
+/* The document: its parts (each reference taken) in Hugging Face's
+ * order, dumped into b (GGUF_E_RANGE past max bytes). */
+static enum gguf_status emit(json_t *added, json_t *norm, json_t *pre,
+                             json_t *post, json_t *dec, json_t *model,
+                             uint64_t max, struct gguf_buf *b) {
+    json_t *doc =
+        json_pack("{s:s,s:n,s:n,s:o,s:o,s:o,s:o,s:o,s:o}", "version", "1.0",
+                  "truncation", "padding", "added_tokens", added, "normalizer",
+                  norm, "pre_tokenizer", pre, "post_processor",
+                  post ? post : json_null(), "decoder", dec, "model", model);
+    if (!doc)
+        return GGUF_E_NOMEM;
+    char *s = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    if (!s)
+        return GGUF_E_NOMEM;
+    size_t len = strlen(s);
+    enum gguf_status st =
+        len + 1 > max ? GGUF_E_RANGE : gguf_buf_add(b, s, len);
+    free(s);
+    return st == GGUF_OK ? gguf_buf_add(b, "\n", 1) : st;
+}
+
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b) {
@@ -269,23 +321,106 @@ enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
         "{s:s,s:o,s:s,s:I,s:o}", "type", "WordPiece", "unk_token",
         unk_text ? unk_text : json_null(), "continuing_subword_prefix", "##",
         "max_input_chars_per_word", (json_int_t)1 << 40, "vocab", vocab);
-    json_t *post = framing(ix, id_or(ctx, TOK "bos_token_id", 101, ix->n),
-                           id_or(ctx, TOK "seperator_token_id", 102, ix->n));
-    json_t *doc = json_pack(
-        "{s:s,s:n,s:n,s:o,s:o,s:{s:s},s:o,s:{s:s,s:s,s:b},s:o}", "version",
-        "1.0", "truncation", "padding", "added_tokens", added, "normalizer",
-        normalizer(strip, lower), "pre_tokenizer", "type", "BertPreTokenizer",
-        "post_processor", post ? post : json_null(), "decoder", "type",
-        "WordPiece", "prefix", "##", "cleanup", 1, "model", model);
-    if (!doc)
+    return emit(added, normalizer(strip, lower),
+                json_pack("{s:s}", "type", "BertPreTokenizer"),
+                framing(ix, id_or(ctx, TOK "bos_token_id", 101, ix->n),
+                        id_or(ctx, TOK "seperator_token_id", 102, ix->n)),
+                json_pack("{s:s,s:s,s:b}", "type", "WordPiece", "prefix", "##",
+                          "cleanup", 1),
+                model, max, b);
+}
+
+/* Unigram's vocabulary ([text, score] by id) and added tokens. */
+static bool ugm_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
+                      json_t *vocab, json_t *added) {
+    struct voc_arr types, scores;
+    bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
+    bool sc = voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &scores);
+    for (size_t i = 0; i < ix->n; i++) {
+        uint32_t v = 1, bits = 0;
+        float f = 0;
+        bool spc = has && is_special(&types, i, &v);
+        if (sc && voc_arr_u32(&scores, i, &bits))
+            memcpy(&f, &bits, 4);
+        /* llama.cpp scores a user-defined piece 0 */
+        json_t *t = json_stringn((const char *)ix->text[i], ix->len[i]);
+        if (!t || json_array_append_new(
+                      vocab, json_pack("[O,f]", t, v == 4 ? 0.0 : (double)f))) {
+            json_decref(t);
+            return false;
+        }
+        if (spc)
+            json_array_append_new(
+                added,
+                json_pack("{s:I,s:O,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
+                          "content", t, "single_word", 0, "lstrip", 0, "rstrip",
+                          0, "normalized", 0, "special", v != 4));
+        json_decref(t);
+    }
+    return true;
+}
+
+/* tokenizer.ggml.precompiled_charsmap as base64 (libcrypto's
+ * EVP_EncodeBlock), or NULL when the model has none (u8 or i8 array). */
+static json_t *charsmap(const gguf_ctx *ctx) {
+    struct voc_arr a;
+    if (!voc_arr_of(ctx, TOK "precompiled_charsmap", GGUF_TYPE_UINT8, &a) &&
+        !voc_arr_of(ctx, TOK "precompiled_charsmap", GGUF_TYPE_INT8, &a))
+        return NULL;
+    if (!a.n || a.n > (uint64_t)(a.end - a.p) || a.n > INT_MAX / 2)
+        return NULL;
+    unsigned char *out = malloc(4 * ((size_t)a.n + 2) / 3 + 1);
+    if (!out)
+        return NULL;
+    int len = EVP_EncodeBlock(out, a.p, (int)a.n);
+    json_t *v = json_stringn((const char *)out, (size_t)len);
+    free(out);
+    return v;
+}
+
+/* The normalizer of llama.cpp's UGM: the charsmap, then its spaces:
+ * runs of spaces one, none at the ends (remove_extra_whitespaces). */
+static json_t *ugm_normalizer(const gguf_ctx *ctx) {
+    json_t *seq = json_array(), *cm = charsmap(ctx);
+    if (cm)
+        json_array_append_new(seq, json_pack("{s:s,s:o}", "type", "Precompiled",
+                                             "precompiled_charsmap", cm));
+    if (voc_flag(ctx, TOK "remove_extra_whitespaces", false)) {
+        json_array_append_new(seq, json_pack("{s:s,s:{s:s},s:s}", "type",
+                                             "Replace", "pattern", "Regex",
+                                             " {2,}", "content", " "));
+        json_array_append_new(seq, json_pack("{s:s,s:{s:s},s:s}", "type",
+                                             "Replace", "pattern", "Regex",
+                                             "^ | $", "content", ""));
+    }
+    return json_pack("{s:s,s:o}", "type", "Sequence", "normalizers", seq);
+}
+
+enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, uint64_t max,
+                                 struct gguf_buf *b) {
+    bool prefix = voc_flag(ctx, TOK "add_space_prefix", true);
+    int64_t unk = id_or(ctx, TOK "unknown_token_id", 2, ix->n);
+    json_t *vocab = json_array(), *added = json_array();
+    if (!vocab || !added || !ugm_vocab(ctx, ix, vocab, added)) {
+        json_decref(vocab);
+        json_decref(added);
         return GGUF_E_NOMEM;
-    char *s = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(doc);
-    if (!s)
-        return GGUF_E_NOMEM;
-    size_t len = strlen(s);
-    enum gguf_status st =
-        len + 1 > max ? GGUF_E_RANGE : gguf_buf_add(b, s, len);
-    free(s);
-    return st == GGUF_OK ? gguf_buf_add(b, "\n", 1) : st;
+    }
+    json_t *model =
+        json_pack("{s:s,s:I,s:o,s:b}", "type", "Unigram", "unk_id",
+                  (json_int_t)unk, "vocab", vocab, "byte_fallback", 0);
+    json_t *meta = json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
+                             "replacement", SPM_SPACE, "prepend_scheme",
+                             prefix ? "always" : "never", "split", 0);
+    bool bos = voc_flag(ctx, TOK "add_bos_token", false);
+    bool eos = voc_flag(ctx, TOK "add_eos_token", true);
+    return emit(added, ugm_normalizer(ctx), meta,
+                framing(ix,
+                        bos ? id_or(ctx, TOK "bos_token_id", -1, ix->n) : -1,
+                        eos ? id_or(ctx, TOK "eos_token_id", 1, ix->n) : -1),
+                json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
+                          "replacement", SPM_SPACE, "prepend_scheme",
+                          prefix ? "always" : "never", "split", 0),
+                model, max, b);
 }
