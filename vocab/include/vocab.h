@@ -47,8 +47,13 @@ uint32_t voc_present(const gguf_ctx *ctx);
 bool voc_has(const gguf_ctx *ctx, enum voc_file f);
 
 /* How hf/tokenizer.json maps the model's tokenizer (hfcheck.c). */
-enum voc_hf { VOC_HF_NONE, VOC_HF_SPM, VOC_HF_BYTE_BPE, VOC_HF_WPM,
-              VOC_HF_UGM };
+enum voc_hf {
+    VOC_HF_NONE,
+    VOC_HF_SPM,
+    VOC_HF_BYTE_BPE,
+    VOC_HF_WPM,
+    VOC_HF_UGM
+};
 enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 /* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
  * NULL when it has one. */
