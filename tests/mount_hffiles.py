@@ -198,6 +198,16 @@ def sec_chat(d, mods):
         if text != ref:
             raise Fail("%s: @huggingface/jinja renders hf/chat_template.jinja as %r, llama.cpp %r"
                        % (label, q.stdout, ref))
+    # A template without a vocabulary (the file needs none; README agrees).
+    path = os.path.join(d, "chat-novocab.gguf")
+    write(path, [("general.architecture", STR, "llama"), ("tokenizer.chat_template", STR, T.CHATML)])
+    E.mount(path, mnt, ["-o", "ro"])
+    try:
+        if need(mnt, "chat_template.jinja") != T.CHATML or \
+                readme_line(mnt, "chat_template.jinja") != "tokenizer.chat_template as it is":
+            raise Fail("chat template without tokens: hf/chat_template.jinja or its README line is wrong")
+    finally:
+        J.unmount(mnt, [])
     # Not UTF-8, and none: absent with the reason.
     for label, extra, why in (("not UTF-8", b"{{ 'caf\xe9' }}", "tokenizer.chat_template is not a string of valid UTF-8"),
                               ("none", None, "the model has no tokenizer.chat_template")):

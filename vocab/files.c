@@ -62,12 +62,12 @@ bool voc_has(const gguf_ctx *ctx, enum voc_file f) {
         return true;
     if (f == VOC_HF_MODEL)
         return !voc_hf_config_reason(ctx, why, sizeof why);
+    if (f == VOC_HF_TEMPLATE || f == VOC_HF_GENCONFIG)
+        return voc_hf_extra_has(ctx, f); /* the template needs no tokens */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a))
         return false;
     if (f == VOC_MERGES)
         return voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a);
-    if (f == VOC_HF_TEMPLATE || f == VOC_HF_GENCONFIG)
-        return voc_hf_extra_has(ctx, f);
     if (f == VOC_HF_TOKENIZER)
         return voc_hf_kind(ctx) != VOC_HF_NONE;
     return (unsigned)f < VOC_N_FILES;
