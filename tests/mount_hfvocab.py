@@ -36,15 +36,32 @@ Fail = J.Fail
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = ["llama3", "qwen3", "deepseek_v3", "gptoss"]
 # llama.cpp's vocabularies: must each have hf/tokenizer.json (True), or may
-# be absent with the reason in hf/README (gemma-4: BPE over raw UTF-8).
+# be absent with the reason in hf/README (False).
 BUNDLED = {"llama-bpe": True, "qwen2": True, "qwen35": True, "deepseek-llm": True, "deepseek-coder": True,
            "falcon": True, "starcoder": True, "refact": True, "mpt": True, "gpt-neox": True,
-           "command-r": True, "gpt-2": True, "phi-3": True, "llama-spm": True, "gemma-4": False}
+           "command-r": True, "gpt-2": True, "phi-3": True, "llama-spm": True, "gemma-4": True}
+
+# One name of each of llama.cpp's byte-level pre-tokenizers (its
+# regular expressions and settings), judged on the real Llama 3 vocabulary
+# (no add_bos key: llama.cpp's default for each) with tokenizer.ggml.pre
+# set to it (the expressions' meaning does not depend on the vocabulary);
+# True: hf/tokenizer.json must be there, False: absent with its reason
+# (a name llama.cpp does not know: it refuses the model; tok_judge is not
+# run on it).
+PRES = {"default": True, "llama-bpe": True, "minicpm5": True, "dbrx": True, "chatglm-bpe": True,
+        "jais-2": True, "deepseek-llm": True, "spark2_5": True, "deepseek-coder": True, "falcon": True,
+        "starcoder": True, "gpt-2": True, "qwen2": True, "qwen35": True, "bloom": True, "viking": True,
+        "tekken": True, "chameleon": True, "gpt-4o": True, "granite-embed-multi-97m": True, "tiny_aya": True,
+        "youtu": True, "bailingmoe": True, "seed-coder": True, "ufakzeka": True, "laguna": True,
+        "exaone-moe": True, "afmoe": True, "kimi-k2": True, "superbpe": True,
+        "no-such-pre": False}
 
 CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL SEE, SHE'D, IT'S",
           "I've 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like it? We'Ve a'lL",
           " ".join(str(10 ** k + k) for k in range(6)) + " 1 12 123 1234 12345 3.14159 -42 1,000,000",
-          "1234567890123 ００１２３ ٠١٢٣٤ १२३४",
+          "1234567890123 ００１２３ ٠١٢٣٤ १२३४ 1234天 12345x 123_4 ١٢٣٤٥٦ 12345٦",
+          "a  12345 b\t\t1234567\n\n12 x ²³ ½ 12٣456 end  ",
+          "我想apple工作 Hello世界 naïve's IT'S Ω'RE 〇一 𠀀x 丽y ,漢字.日本語の文 'LL",
           "\u4f60\u597d\uff0c\u4e16\u754c\u3002\u6211\u60f3\u5728apple\u5de5\u4f5c1314151\u5929\uff5e",
           "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3068\u30ab\u30bf\u30ab\u30ca \uff76\uff80\uff76\uff85",
           "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645\u060c \u0643\u064a\u0641 \u062d\u0627\u0644\u0643\u061f",
@@ -57,7 +74,10 @@ CORPUS = ["Hello world", "HELLO WORLD I'M HERE, YOU'RE THERE, WE'VE GONE, HE'LL 
           "   leading spaces\n    indented\n\ttabbed\n  \n\n   ", "\n \n\n \n\n\n \t \t\t \t\n  \n   \n    \n     \n",
           "def f(x):\n    return x**2 + 1  # comment\n\tif a != b: pass\r\n",
           "''''''```````\"\"\"\"......!!!!!!?????? ------======= <<>> {}[]() $+<=>^~|`",
-          "Hello</s> world", "<s> x </s>  y <unk>", "", " ", "  ", "x"]
+          "Hello</s> world", "<s> x </s>  y <unk>",
+          # texts llama.cpp makes control tokens whatever their type
+          "a<|im_end|>b <|endoftext|> </s>x <|fim_prefix|> <PRE> <eos> [PAD] <|file_sep|> <EOT> <|end|>",
+          "", " ", "  ", "x"]
 
 
 def node_ok():
@@ -117,6 +137,26 @@ def make(mods, pkgdir, name, d):
     return src, out
 
 
+def every_pre(mods, src, d):
+    """Each pre-tokenizer of PRES on the vocabulary of src."""
+    judged, absent = [], []
+    for pre, must in PRES.items():
+        out = os.path.join(d, "pre-%s.gguf" % pre)
+        p = subprocess.run(["python3", os.path.join(HERE, "mkvocab.py"), src, out, "--pre", pre, "--name", "x"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            raise Fail("mkvocab --pre %s: %s" % (pre, p.stderr.decode(errors="replace")))
+        if judge(mods, "pre " + pre, out, CORPUS, d):
+            judged.append(pre)
+        elif must:
+            raise Fail("pre-tokenizer %s: no hf/tokenizer.json" % pre)
+        else:
+            absent.append(pre)
+        os.unlink(out)
+    J.log("ok   pre-tokenizers %s: hf/ gives llama.cpp's ids; %s absent with their reason"
+          % (", ".join(judged), ", ".join(absent)))
+
+
 def check_maker(mods, name, src, gguf, corpus, d):
     """llama.cpp on the made GGUF against transformers.js on the original:
     differing lines listed."""
@@ -159,8 +199,12 @@ def judge(mods, label, gguf, corpus, d):
         raise Fail("%s: tokenizer_config.json adds bos %r eos %r, llama.cpp %r %r"
                    % (label, cfg.get("add_bos_token"), cfg.get("add_eos_token"), r["addBos"], r["addEos"]))
     bad = 0
+    model = {kv.key: kv for kv in J.refdump(gguf)[1].kvs}.get(b"tokenizer.ggml.model")
+    wpm = model is not None and model.content == b"bert\n"
     for t, a, b, c in zip(corpus, r["llama"], r["hf"], r["hfAdded"]):
         f = ([r["bos"]] if r["addBos"] else []) + a + ([r["eos"]] if r["addEos"] else [])
+        if wpm:  # llama.cpp's WPM: [BOS] text [SEP], always (tests/mount_hffiles.py)
+            f = [r["bos"]] + a + [r["sep"]]
         if a != b:
             J.log("FAIL %s: %r: llama.cpp %s, transformers.js on hf/ %s" % (label, t[:80], a[:40], b[:40]))
             bad += 1
@@ -221,6 +265,8 @@ def main():
             corpus = CORPUS + specials_of(gguf)
             check_maker(mods, name, src, gguf, corpus, root)
             vocabs.append((name, gguf, True))
+        if os.path.isdir(os.path.join(pkgdir, "tokenizer-llama3")):
+            every_pre(mods, os.path.join(pkgdir, "tokenizer-llama3", "models"), root)
         vocabs += [(os.path.basename(p), p, must) for p, must in bundled(root)]
         vocabs += [(os.path.basename(p), p, False) for p in T.shared() if "vocab" in os.path.basename(p)]
         if not vocabs:

@@ -80,15 +80,19 @@ const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
  * word that is a token is taken whole (ignore_merges), llama.cpp's
  * add_bos when the GGUF has no add_bos_token, and whether it has no
  * default BOS id (no_bos: chatglm's; the others' is 11, vocab.h
- * voc_bos_id). */
+ * voc_bos_id); utf8: BPE over the raw UTF-8 with spaces as U+2581 (not
+ * byte-level), force_bos: a BOS even where add_bos_token is false (Gemma
+ * 4's, as llama.cpp overrides it). */
 struct voc_pre {
     const char *names;
     const char *re[7];
     bool ignore_merges, add_bos, no_bos;
+    bool utf8, force_bos; /* BPE over raw UTF-8; add_bos whatever the key */
 };
-/* The model's pre-tokenizer (tokenizer.ggml.pre; "default" when absent),
- * or NULL with *why: why it has no tokenizers form (NULL: llama.cpp does
- * not know the name). */
+/* The model's pre-tokenizer (tokenizer.ggml.pre; "default" when absent;
+ * "gemma4" for the tokenizer model gemma4, as llama.cpp sets it), or NULL
+ * with *why: why it has no tokenizers form (NULL: llama.cpp does not know
+ * the name). */
 const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 
 /* WordPiece and Unigram (hfmodels.c): why their tokenizer.json cannot
@@ -108,6 +112,11 @@ enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
 enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b);
+/* Whether llama.cpp makes the token of text s a control token whatever
+ * its type (hfpre.c: its control-looking texts); tool_response: the
+ * vocabulary has "<|tool_response>". */
+bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
+                      bool tool_response);
 
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots, 0 empty). */

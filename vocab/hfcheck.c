@@ -9,7 +9,9 @@
  *          makes them (hfjson.c);
  *   gpt2   byte-level BPE with each pre-tokenizer of llama.cpp's that is a
  *          list of regular expressions (hfpre.c), as Split pre-tokenizers
- *          (tests/mount_hfvocab.py judges them on real vocabularies).
+ *          (tests/mount_hfvocab.py judges them on real vocabularies);
+ *   gemma4 BPE over the raw UTF-8 (and gpt2 with the pre-tokenizers that
+ *          are so: sarvam-moe, granite-embed-multi-311m).
  * Every other model or pre-tokenizer is absent with its reason; so is a
  * vocabulary a JSON file cannot hold: a token that is not valid UTF-8 (a
  * JSON string is UTF-8; Hugging Face's byte-level BPE never has one, its
@@ -41,24 +43,32 @@ static bool str_is(const gguf_ctx *ctx, const char *key, const char *want) {
            memcmp(s, want, n) == 0;
 }
 
-enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
+/* The pre-tokenizer of a BPE model (gpt2, or gemma4), else NULL. */
+static const struct voc_pre *bpe_pre(const gguf_ctx *ctx) {
     const char *why;
+    if (!str_is(ctx, TOK "model", "gpt2") &&
+        !str_is(ctx, TOK "model", "gemma4"))
+        return NULL;
+    return voc_hf_pre(ctx, &why);
+}
+
+enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
+    const struct voc_pre *pre;
     if (str_is(ctx, TOK "model", "llama"))
         return VOC_HF_SPM;
     if (str_is(ctx, TOK "model", "bert"))
         return VOC_HF_WPM; /* hfmodels.c */
     if (str_is(ctx, TOK "model", "t5"))
         return VOC_HF_UGM; /* hfmodels.c */
-    if (str_is(ctx, TOK "model", "gpt2") && voc_hf_pre(ctx, &why))
-        return VOC_HF_BYTE_BPE;
+    if ((pre = bpe_pre(ctx)) != NULL)
+        return pre->utf8 ? VOC_HF_UTF8_BPE : VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
 }
 
 bool voc_add_bos(const gguf_ctx *ctx) {
-    const char *why;
-    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
-                                    ? voc_hf_pre(ctx, &why)
-                                    : NULL;
+    const struct voc_pre *pre = bpe_pre(ctx);
+    if (pre && pre->force_bos)
+        return true;
     return voc_flag(ctx, TOK "add_bos_token",
                     pre ? pre->add_bos
                         : voc_hf_kind(ctx) == VOC_HF_SPM ||
@@ -81,25 +91,28 @@ static int64_t id_or(const gguf_ctx *ctx, const char *key, int64_t dflt) {
     return id;
 }
 
+/* llama.cpp's default BOS (eos false) or EOS id: SentencePiece 1 and 2,
+ * the model gpt2 11 and 11 (chatglm's pre-tokenizer no BOS), gemma4
+ * none. */
+static int64_t default_id(const gguf_ctx *ctx, bool eos) {
+    const struct voc_pre *pre = bpe_pre(ctx);
+    if (voc_hf_kind(ctx) == VOC_HF_SPM)
+        return eos ? 2 : 1;
+    if (voc_hf_kind(ctx) == VOC_HF_WPM) /* [CLS]; no EOS */
+        return eos ? -1 : 101;
+    if (voc_hf_kind(ctx) == VOC_HF_UGM) /* t5: no BOS */
+        return eos ? 1 : -1;
+    if (!pre || str_is(ctx, TOK "model", "gemma4"))
+        return -1;
+    return !eos && pre->no_bos ? -1 : 11;
+}
+
 int64_t voc_bos_id(const gguf_ctx *ctx) {
-    const char *why;
-    const struct voc_pre *pre = voc_hf_kind(ctx) == VOC_HF_BYTE_BPE
-                                    ? voc_hf_pre(ctx, &why)
-                                    : NULL;
-    int64_t dflt = pre                              ? (pre->no_bos ? -1 : 11)
-                   : voc_hf_kind(ctx) == VOC_HF_SPM ? 1
-                   : voc_hf_kind(ctx) == VOC_HF_WPM ? 101 /* [CLS] */
-                                                    : -1;
-    return id_or(ctx, TOK "bos_token_id", dflt);
+    return id_or(ctx, TOK "bos_token_id", default_id(ctx, false));
 }
 
 int64_t voc_eos_id(const gguf_ctx *ctx) {
-    enum voc_hf kind = voc_hf_kind(ctx);
-    return id_or(ctx, TOK "eos_token_id",
-                 kind == VOC_HF_BYTE_BPE ? 11
-                 : kind == VOC_HF_SPM    ? 2
-                 : kind == VOC_HF_UGM    ? 1
-                                         : -1);
+    return id_or(ctx, TOK "eos_token_id", default_id(ctx, true));
 }
 
 /* Why the model's tokenizer has no Hugging Face form here, or NULL. */
@@ -115,7 +128,9 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
         p = "", pl = 0;
     if (voc_hf_kind(ctx) == VOC_HF_NONE) {
         const char *pre_why = NULL;
-        if (sl == 4 && !memcmp(s, "gpt2", 4) && !voc_hf_pre(ctx, &pre_why))
+        if (((sl == 4 && !memcmp(s, "gpt2", 4)) ||
+             (sl == 6 && !memcmp(s, "gemma4", 6))) &&
+            !voc_hf_pre(ctx, &pre_why))
             snprintf(buf, n, "the byte-level BPE pre-tokenizer '%.*s': %s",
                      (int)(pl > 64 ? 64 : pl), p,
                      pre_why ? pre_why
@@ -125,9 +140,10 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
             voc_hf_model_absent(s, sl, buf, n); /* hfmodels.c */
         return buf;
     }
-    if (voc_hf_kind(ctx) == VOC_HF_BYTE_BPE &&
+    if ((voc_hf_kind(ctx) == VOC_HF_BYTE_BPE ||
+         voc_hf_kind(ctx) == VOC_HF_UTF8_BPE) &&
         !voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
-        return "a byte-level BPE vocabulary without " TOK "merges";
+        return "a BPE vocabulary without " TOK "merges";
     if (voc_hf_kind(ctx) == VOC_HF_SPM &&
         !voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &a))
         return "a SentencePiece vocabulary without " TOK

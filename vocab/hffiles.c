@@ -241,6 +241,10 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
                      ? "Unigram (t5) over the pieces and scores, "
                        "tokenizer.ggml.precompiled_charsmap as its "
                        "normalizer"
+                 : kind == VOC_HF_UTF8_BPE
+                     ? "BPE over the UTF-8 text with spaces as U+2581 and "
+                       "byte fallback, llama.cpp's pre-tokenizer as Split, "
+                       "tokenizer.ggml.merges as they are"
                      : "byte-level BPE (gpt2), llama.cpp's pre-tokenizer "
                        "of tokenizer.ggml.pre as Split expressions, "
                        "tokenizer.ggml.merges as they are");

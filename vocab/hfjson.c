@@ -17,12 +17,20 @@
  *     The normalizer prepends U+2581 (when add_space_prefix, llama.cpp's
  *     default, is not false) and writes spaces as U+2581, as llama.cpp
  *     does to each text between special tokens.
- *   gpt2 (byte-level BPE, pre-tokenizer gpt-2): the ByteLevel
- *     pre-tokenizer (GPT-2's regular expression) and decoder, the
- *     vocabulary and tokenizer.ggml.merges as they are.
+ *   gpt2 (byte-level BPE): llama.cpp's regular expressions for the
+ *     pre-tokenizer (hfpre.c) as Split (Isolated) in its order, then
+ *     ByteLevel without its own expression; the ByteLevel decoder; the
+ *     vocabulary and tokenizer.ggml.merges as they are; ignore_merges
+ *     where llama.cpp takes a word that is a token whole.
+ *   gemma4 (and gpt2 with the pre-tokenizers sarvam-moe and
+ *     granite-embed-multi-311m): BPE over the raw UTF-8, spaces written
+ *     as U+2581 by the normalizer (no space prepended: llama.cpp's BPE
+ *     never does), its Split, byte fallback, the merges as they are.
  * Added tokens: the tokens llama.cpp matches in text as special ones
- * (types control, user_defined, unknown), special but user_defined.
- * post_processor: the BOS and EOS that llama.cpp adds (add_bos, add_eos).
+ * (types control, user_defined, unknown, and the texts it makes control:
+ * voc_text_control), special but user_defined, with the spaces llama.cpp
+ * strips beside them (strip_rule).  post_processor: the BOS and EOS that
+ * llama.cpp adds (vocab.h: voc_add_bos, voc_bos_id, ...).
  */
 #include "arr.h"
 
@@ -203,8 +211,7 @@ static json_t *token_ref(const uint8_t *s, uint64_t n, int64_t id) {
 }
 
 /* TemplateProcessing adding BOS and EOS as llama.cpp does, or null. */
-static json_t *post_processor(const gguf_ctx *ctx,
-                              const struct voc_index *ix) {
+static json_t *post_processor(const gguf_ctx *ctx, const struct voc_index *ix) {
     uint64_t bl = 0, el = 0;
     int64_t bid = voc_bos_id(ctx), eid = voc_eos_id(ctx);
     const uint8_t *bos = text_of(ix, bid, &bl);
@@ -290,7 +297,8 @@ static bool text_is(const struct voc_index *ix, size_t i, const char *t) {
 }
 
 /* "added_tokens":[...]: the tokens llama.cpp matches as special ones
- * (types unknown 2, control 3, user_defined 4), with the spaces it strips
+ * (types unknown 2, control 3, user_defined 4, and the texts it makes
+ * control whatever their type: voc_text_control), with the spaces it strips
  * beside them (strip_rule); not normalized (llama.cpp matches them in the
  * raw text). */
 static enum gguf_status added_tokens(const gguf_ctx *ctx,
@@ -299,11 +307,17 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
     struct voc_arr types;
     bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
     enum strip rule = strip_rule(ctx);
+    bool tool = false;
+    for (size_t i = 0; i < ix->n && !tool; i++)
+        tool = text_is(ix, i, "<|tool_response>");
     enum gguf_status st = lit(b, "\"added_tokens\":[");
     const char *sep = "\n";
-    for (size_t i = 0; has && st == GGUF_OK && i < ix->n; i++) {
-        uint32_t v;
-        if (!voc_arr_u32(&types, i, &v) || v < 2 || v > 4)
+    for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
+        uint32_t v = 1;
+        if (has && !voc_arr_u32(&types, i, &v))
+            continue;
+        if ((v < 2 || v > 4) &&
+            !voc_text_control(ctx, ix->text[i], ix->len[i], tool))
             continue;
         bool l = (rule == STRIP_MASK && text_is(ix, i, "<mask>")) ||
                  (rule == STRIP_MASK_UPPER && text_is(ix, i, "[MASK]"));
@@ -321,20 +335,22 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
     return st == GGUF_OK ? lit(b, "],\n") : st;
 }
 
-/* The byte-level pre-tokenizer: llama.cpp's expressions as Split
- * (Isolated) in its order, then ByteLevel without its own expression. */
-static json_t *byte_pre(const gguf_ctx *ctx) {
+/* The BPE pre-tokenizer: llama.cpp's expressions as Split (Isolated) in
+ * its order, then (byte_level) ByteLevel without its own expression. */
+static json_t *split_pre(const gguf_ctx *ctx, bool byte_level) {
     const char *why;
     const struct voc_pre *p = voc_hf_pre(ctx, &why);
     json_t *seq = json_array();
     for (int k = 0; p && k < 7 && p->re[k]; k++)
-        json_array_append_new(
-            seq, json_pack("{s:s,s:{s:s},s:s,s:b}", "type", "Split", "pattern",
-                           "Regex", p->re[k], "behavior", "Isolated",
-                           "invert", 0));
-    json_array_append_new(seq, json_pack("{s:s,s:b,s:b,s:b}", "type",
-                                         "ByteLevel", "add_prefix_space", 0,
-                                         "trim_offsets", 1, "use_regex", 0));
+        json_array_append_new(seq,
+                              json_pack("{s:s,s:{s:s},s:s,s:b}", "type",
+                                        "Split", "pattern", "Regex", p->re[k],
+                                        "behavior", "Isolated", "invert", 0));
+    if (byte_level)
+        json_array_append_new(seq,
+                              json_pack("{s:s,s:b,s:b,s:b}", "type",
+                                        "ByteLevel", "add_prefix_space", 0,
+                                        "trim_offsets", 1, "use_regex", 0));
     return json_pack("{s:s,s:o}", "type", "Sequence", "pretokenizers", seq);
 }
 
@@ -343,15 +359,17 @@ static enum gguf_status pipeline(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
                                  struct gguf_buf *b) {
     json_t *norm, *pre, *dec;
-    if (kind == VOC_HF_SPM) {
-        bool prefix = voc_flag(ctx, TOK "add_space_prefix", true);
+    if (kind == VOC_HF_SPM || kind == VOC_HF_UTF8_BPE) {
+        /* llama.cpp's BPE never prepends a space */
+        bool prefix =
+            kind == VOC_HF_SPM && voc_flag(ctx, TOK "add_space_prefix", true);
         json_t *rep = json_pack("{s:s,s:{s:s},s:s}", "type", "Replace",
                                 "pattern", "String", " ", "content", SPM_SPACE);
         norm = prefix ? json_pack("{s:s,s:[{s:s,s:s},o]}", "type", "Sequence",
                                   "normalizers", "type", "Prepend", "prepend",
                                   SPM_SPACE, rep)
                       : rep;
-        pre = json_null();
+        pre = kind == VOC_HF_SPM ? json_null() : split_pre(ctx, false);
         dec = json_pack("{s:s,s:[{s:s,s:{s:s},s:s},{s:s},{s:s}]}", "type",
                         "Sequence", "decoders", "type", "Replace", "pattern",
                         "String", SPM_SPACE, "content", " ", "type",
@@ -363,7 +381,7 @@ static enum gguf_status pipeline(const gguf_ctx *ctx,
                                             "stop", 0));
     } else {
         norm = json_null();
-        pre = byte_pre(ctx);
+        pre = split_pre(ctx, true);
         dec =
             json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel",
                       "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1);
@@ -418,7 +436,7 @@ static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
                                uint64_t max, size_t mark, struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
-    if (kind == VOC_HF_BYTE_BPE) {
+    if (kind != VOC_HF_SPM) {
         if (!voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &a))
             return GGUF_E_NOTFOUND;
         const uint8_t *pos = a.p, *s[64];
@@ -483,6 +501,12 @@ static enum gguf_status model_head(const gguf_ctx *ctx,
         return lit(b, ",\"continuing_subword_prefix\":null,"
                       "\"end_of_word_suffix\":null,\"fuse_unk\":true,"
                       "\"byte_fallback\":true,\"ignore_merges\":false,\n");
+    /* BPE over raw UTF-8: a symbol that is no token is its bytes' <0xNN>
+     * tokens (llama.cpp drops a byte without one; so does this, no unk) */
+    if (kind == VOC_HF_UTF8_BPE)
+        return lit(b, ",\"continuing_subword_prefix\":null,"
+                      "\"end_of_word_suffix\":null,\"fuse_unk\":false,"
+                      "\"byte_fallback\":true,\"ignore_merges\":false,\n");
     /* ignore_merges: llama.cpp takes a word that is a token whole. */
     return lit(b, pre && pre->ignore_merges
                       ? ",\"continuing_subword_prefix\":\"\","
@@ -503,7 +527,7 @@ static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
                                 struct gguf_buf *b) {
     struct voc_arr m;
     uint64_t est = 4096 + 2 * (uint64_t)(toks->end - toks->p);
-    if (kind == VOC_HF_BYTE_BPE &&
+    if (kind != VOC_HF_SPM &&
         voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &m))
         est = 4096 + (uint64_t)(toks->end - toks->p) + (uint64_t)(m.end - m.p);
     return gguf_buf_reserve(b, (size_t)(est < max ? est : max));

@@ -279,6 +279,23 @@ static bool wpm_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
     return true;
 }
 
+/* BertPreTokenizer, then each CJK ideograph past the BMP a word of its
+ * own, as llama.cpp's is_chinese_char makes it (its ranges, 0x2B920 where
+ * BERT has 0x2B820, as Hugging Face's Rust code): BertNormalizer does so
+ * too, but transformers.js's looks at UTF-16 code units and misses them. */
+static json_t *wpm_pre(void) {
+    static const char astral[] =
+        "[\xf0\xa0\x80\x80-\xf0\xaa\x9b\x9f"  /* 20000-2A6DF */
+        "\xf0\xaa\x9c\x80-\xf0\xab\x9c\xbf"   /* 2A700-2B73F */
+        "\xf0\xab\x9d\x80-\xf0\xab\xa0\x9f"   /* 2B740-2B81F */
+        "\xf0\xab\xa4\xa0-\xf0\xac\xba\xaf"   /* 2B920-2CEAF */
+        "\xf0\xaf\xa0\x80-\xf0\xaf\xa8\x9f]"; /* 2F800-2FA1F */
+    return json_pack("{s:s,s:[{s:s},{s:s,s:{s:s},s:s,s:b}]}", "type",
+                     "Sequence", "pretokenizers", "type", "BertPreTokenizer",
+                     "type", "Split", "pattern", "Regex", astral, "behavior",
+                     "Isolated", "invert", 0);
+}
+
 /* The document: its parts (each reference taken) in Hugging Face's
  * order, dumped into b (GGUF_E_RANGE past max bytes). */
 static enum gguf_status emit(json_t *added, json_t *norm, json_t *pre,
@@ -321,8 +338,7 @@ enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
         "{s:s,s:o,s:s,s:I,s:o}", "type", "WordPiece", "unk_token",
         unk_text ? unk_text : json_null(), "continuing_subword_prefix", "##",
         "max_input_chars_per_word", (json_int_t)1 << 40, "vocab", vocab);
-    return emit(added, normalizer(strip, lower),
-                json_pack("{s:s}", "type", "BertPreTokenizer"),
+    return emit(added, normalizer(strip, lower), wpm_pre(),
                 framing(ix, id_or(ctx, TOK "bos_token_id", 101, ix->n),
                         id_or(ctx, TOK "seperator_token_id", 102, ix->n)),
                 json_pack("{s:s,s:s,s:b}", "type", "WordPiece", "prefix", "##",
