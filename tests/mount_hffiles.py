@@ -601,8 +601,16 @@ def sec_wpm(d, mods):
                 J.unmount(mnt, [])
             if lower:
                 n += judge_wpm(mods, label, path, hfdir, d)
+    path = shutil.copy(srcs[0], os.path.join(d, "wpm-nounk.gguf"))
+    E.mount(path, mnt)
+    try:  # an unknown token past the vocabulary: no WordPiece
+        E.write_file(os.path.join(mnt, "meta", "tokenizer.ggml.unknown_token_id"), b"999999\n")
+        absent(mnt, "tokenizer.json", r"the unknown token \(tokenizer\.ggml\.unknown_token_id")
+    finally:
+        J.unmount(mnt, [])
     J.log("ok   WordPiece (bert): hf/tokenizer.json gives llama.cpp's ids on %d lines of %d vocabularies, "
-          "plain and framed ([CLS] text [SEP])" % (n, 2 * len(srcs)))
+          "plain and framed ([CLS] text [SEP]); absent with the reason without an unknown token"
+          % (n, 2 * len(srcs)))
 
 
 def shared():

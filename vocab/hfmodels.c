@@ -112,7 +112,15 @@ const char *voc_hf_models_reason(const gguf_ctx *ctx,
                                  const struct voc_index *ix, char *buf,
                                  size_t n) {
     struct voc_arr types;
-    if (voc_hf_kind(ctx) == VOC_HF_UGM)
+    bool ugm = voc_hf_kind(ctx) == VOC_HF_UGM;
+    int64_t unk;
+    if (!voc_int(ctx, TOK "unknown_token_id", &unk))
+        unk = ugm ? 2 : 100; /* llama.cpp's defaults */
+    if (unk < 0 || (uint64_t)unk >= ix->n)
+        return "the unknown token (tokenizer.ggml.unknown_token_id, else "
+               "llama.cpp's default) is no token of the vocabulary: "
+               "WordPiece and Unigram need one";
+    if (ugm)
         return voc_flag(ctx, TOK "remove_extra_whitespaces", false)
                    ? NULL
                    : "Unigram without remove_extra_whitespaces: llama.cpp "
