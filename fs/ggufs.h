@@ -101,7 +101,7 @@
 #define GFS_INO_DIR_TOK 10
 #define GFS_INO_DIR_HF 11
 #define GFS_INO_TOKFILE (UINT64_C(8) << 32)
-#define GFS_N_TOKFILES 8 /* VOC_N_FILES (vocab.h) */
+#define GFS_N_TOKFILES 10 /* VOC_N_FILES (vocab.h) */
 
 enum gfs_kind {
     GFS_NONE,

@@ -108,10 +108,13 @@ MAKER(VOC_HF_CONFIG)
 MAKER(VOC_HF_MAP)
 MAKER(VOC_HF_README)
 MAKER(VOC_HF_MODEL)
+MAKER(VOC_HF_TEMPLATE)
+MAKER(VOC_HF_GENCONFIG)
 static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
     make_VOC_TOKENS_TSV,   make_VOC_SPECIAL,   make_VOC_MERGES,
     make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
-    make_VOC_HF_README,    make_VOC_HF_MODEL};
+    make_VOC_HF_README,    make_VOC_HF_MODEL,  make_VOC_HF_TEMPLATE,
+    make_VOC_HF_GENCONFIG};
 
 /* Whether file f is there now: voc_has, but for tokenizer.json, whose
  * pass over the vocabulary (voc_present) is made once per generation and

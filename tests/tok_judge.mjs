@@ -4,7 +4,7 @@
 // files only) tokenize each text of a corpus; prints one JSON object:
 //   {"llama": [[ids]...], "addBos": bool, "addEos": bool,
 //    "hf": [[ids]...] or null, "hfAdded": [[ids]...], "hfError": "...",
-//    "bos": id or null, "eos": id or null (llama.cpp's)}
+//    "bos": id or null, "eos": id or null (llama.cpp's), "sep": its SEP id or null}
 // Texts are tokenized with special tokens parsed and none added; hfAdded
 // is transformers.js's with its special tokens added (its post-processor),
 // to be llama's ids with the BOS and EOS llama.cpp adds (addBos, addEos).
@@ -39,6 +39,7 @@ out.addBos = model.tokens.shouldPrependBosToken;
 out.addEos = model.tokens.shouldAppendEosToken;
 out.bos = model.tokens.bos;
 out.eos = model.tokens.eos;
+out.sep = model.tokens.sep;
 await model.dispose();
 await llama.dispose();
 try {

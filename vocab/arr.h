@@ -61,7 +61,15 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
 /* tokenizer_config.json, or special_tokens_map.json (map). */
 enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
                                struct gguf_buf *b);
-enum gguf_status voc_hf_readme(const gguf_ctx *ctx, struct gguf_buf *b);
+/* chat_template.jinja or generation_config.json (hffiles.c), and whether
+ * ctx makes it. */
+bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f);
+enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
+                              struct gguf_buf *b);
+/* README; has_tok: voc_present of this state of ctx said tokenizer.json
+ * is there (its pass over the vocabulary is not made again). */
+enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
+                               struct gguf_buf *b);
 /* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
 const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
@@ -87,6 +95,23 @@ struct voc_pre {
  * the name). */
 const struct voc_pre *voc_hf_pre(const gguf_ctx *ctx, const char **why);
 
+/* WordPiece and Unigram (hfmodels.c): why their tokenizer.json cannot
+ * be made (NULL: it can), and the file, made whole (GGUF_E_RANGE past
+ * max). */
+struct voc_index;
+/* Why tokenizer model NAME (n bytes, not one of those mapped) has no
+ * tokenizer.json, into buf. */
+void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n);
+const char *voc_hf_models_reason(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, char *buf,
+                                 size_t n);
+enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, uint64_t max,
+                                 struct gguf_buf *b);
+/* Unigram (t5, llama.cpp's UGM), likewise. */
+enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
+                                 const struct voc_index *ix, uint64_t max,
+                                 struct gguf_buf *b);
 /* Whether llama.cpp makes the token of text s a control token whatever
  * its type (hfpre.c: its control-looking texts); tool_response: the
  * vocabulary has "<|tool_response>". */

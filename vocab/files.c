@@ -20,6 +20,8 @@ static const struct {
     [VOC_HF_MAP] = {"special_tokens_map.json", VOC_DIR_HF},
     [VOC_HF_README] = {"README", VOC_DIR_HF},
     [VOC_HF_MODEL] = {"config.json", VOC_DIR_HF},
+    [VOC_HF_TEMPLATE] = {"chat_template.jinja", VOC_DIR_HF},
+    [VOC_HF_GENCONFIG] = {"generation_config.json", VOC_DIR_HF},
 };
 
 const struct voc_special_key voc_special_keys[] = {
@@ -60,6 +62,8 @@ bool voc_has(const gguf_ctx *ctx, enum voc_file f) {
         return true;
     if (f == VOC_HF_MODEL)
         return !voc_hf_config_reason(ctx, why, sizeof why);
+    if (f == VOC_HF_TEMPLATE || f == VOC_HF_GENCONFIG)
+        return voc_hf_extra_has(ctx, f); /* the template needs no tokens */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &a))
         return false;
     if (f == VOC_MERGES)
@@ -104,12 +108,16 @@ enum gguf_status voc_render_known(const gguf_ctx *ctx, enum voc_file f,
     case VOC_HF_MODEL:
         st = voc_hf_model_config(ctx, out);
         break;
+    case VOC_HF_TEMPLATE:
+    case VOC_HF_GENCONFIG:
+        st = voc_hf_extra(ctx, f, out);
+        break;
     case VOC_HF_CONFIG:
     case VOC_HF_MAP:
         st = voc_hf_config(ctx, f == VOC_HF_MAP, out);
         break;
     default:
-        st = voc_hf_readme(ctx, out);
+        st = voc_hf_readme(ctx, present >> VOC_HF_TOKENIZER & 1, out);
     }
     if (st == GGUF_OK && out->len - mark > max)
         st = gguf_fail(err, GGUF_E_RANGE, "%s would pass %llu bytes",

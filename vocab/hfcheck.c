@@ -56,6 +56,10 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
     const struct voc_pre *pre;
     if (str_is(ctx, TOK "model", "llama"))
         return VOC_HF_SPM;
+    if (str_is(ctx, TOK "model", "bert"))
+        return VOC_HF_WPM; /* hfmodels.c */
+    if (str_is(ctx, TOK "model", "t5"))
+        return VOC_HF_UGM; /* hfmodels.c */
     if ((pre = bpe_pre(ctx)) != NULL)
         return pre->utf8 ? VOC_HF_UTF8_BPE : VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
@@ -66,11 +70,13 @@ bool voc_add_bos(const gguf_ctx *ctx) {
     if (pre && pre->force_bos)
         return true;
     return voc_flag(ctx, TOK "add_bos_token",
-                    pre ? pre->add_bos : voc_hf_kind(ctx) == VOC_HF_SPM);
+                    pre ? pre->add_bos
+                        : voc_hf_kind(ctx) == VOC_HF_SPM ||
+                              voc_hf_kind(ctx) == VOC_HF_WPM);
 }
 
 bool voc_add_eos(const gguf_ctx *ctx) {
-    return voc_flag(ctx, TOK "add_eos_token", false);
+    return voc_flag(ctx, TOK "add_eos_token", voc_hf_kind(ctx) == VOC_HF_UGM);
 }
 
 /* Key key's id, else llama.cpp's default dflt; -1 past the vocabulary. */
@@ -92,6 +98,10 @@ static int64_t default_id(const gguf_ctx *ctx, bool eos) {
     const struct voc_pre *pre = bpe_pre(ctx);
     if (voc_hf_kind(ctx) == VOC_HF_SPM)
         return eos ? 2 : 1;
+    if (voc_hf_kind(ctx) == VOC_HF_WPM) /* [CLS]; no EOS */
+        return eos ? -1 : 101;
+    if (voc_hf_kind(ctx) == VOC_HF_UGM) /* t5: no BOS */
+        return eos ? 1 : -1;
     if (!pre || str_is(ctx, TOK "model", "gemma4"))
         return -1;
     return !eos && pre->no_bos ? -1 : 11;
@@ -127,10 +137,7 @@ static const char *model_reason(const gguf_ctx *ctx, char *buf, size_t n) {
                              : "llama.cpp knows no such pre-tokenizer (it "
                                "refuses to load the model)");
         else
-            snprintf(buf, n,
-                     "the tokenizer model '%.*s' is not mapped yet (llama, "
-                     "gpt2 and gemma4 are)",
-                     (int)(sl > 64 ? 64 : sl), s);
+            voc_hf_model_absent(s, sl, buf, n); /* hfmodels.c */
         return buf;
     }
     if ((voc_hf_kind(ctx) == VOC_HF_BYTE_BPE ||
@@ -260,6 +267,9 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     int64_t d = why ? -1 : voc_index_duplicate(&ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
         why = spm_reason(ctx, &ix, buf, n);
+    if (d < 0 && !why &&
+        (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM))
+        why = voc_hf_models_reason(ctx, &ix, buf, n); /* hfmodels.c */
     if (d >= 0) {
         snprintf(buf, n,
                  "token %lld has the text of an earlier token: a JSON "

@@ -577,8 +577,12 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
         !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))
         return gguf_fail(err, GGUF_E_NOMEM, "hf/tokenizer.json: out of memory");
-    enum gguf_status st = reserve(ctx, &toks, kind, max, b);
-    if (st == GGUF_OK)
+    enum gguf_status st;
+    if (kind == VOC_HF_WPM) /* hfmodels.c */
+        st = voc_hf_wpm_json(ctx, &ix, max, b);
+    else if (kind == VOC_HF_UGM)
+        st = voc_hf_ugm_json(ctx, &ix, max, b);
+    else if ((st = reserve(ctx, &toks, kind, max, b)) == GGUF_OK)
         st = document(ctx, &ix, kind, max, b);
     voc_index_free(&ix);
     if (st == GGUF_E_RANGE)

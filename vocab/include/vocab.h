@@ -2,7 +2,8 @@
  * vocab.h - the files tools look for beside a model, made from a GGUF's
  * tokenizer metadata (issue 26): tokenizer/tokens.tsv, tokenizer/special,
  * tokenizer/merges.txt, and hf/: tokenizer.json, tokenizer_config.json,
- * special_tokens_map.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
+ * special_tokens_map.json, config.json, chat_template.jinja,
+ * generation_config.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
  * bytes and serves them; this library reads the metadata through the
  * gguf library's getters (gguf.h) and never the file.
  *
@@ -26,6 +27,8 @@ enum voc_file {
     VOC_HF_MAP,       /* hf/special_tokens_map.json */
     VOC_HF_README,    /* hf/README */
     VOC_HF_MODEL,     /* hf/config.json */
+    VOC_HF_TEMPLATE,  /* hf/chat_template.jinja */
+    VOC_HF_GENCONFIG, /* hf/generation_config.json */
     VOC_N_FILES
 };
 /* The directory of a file: tokenizer/ or hf/. */
@@ -45,8 +48,16 @@ bool voc_has(const gguf_ctx *ctx, enum voc_file f);
 
 /* How hf/tokenizer.json maps the model's tokenizer (hfcheck.c). */
 /* VOC_HF_UTF8_BPE: BPE over the raw UTF-8 with spaces as U+2581 and byte
- * fallback (llama.cpp's gemma4 and sarvam-moe pre-tokenizers). */
-enum voc_hf { VOC_HF_NONE, VOC_HF_SPM, VOC_HF_BYTE_BPE, VOC_HF_UTF8_BPE };
+ * fallback (llama.cpp's gemma4 and sarvam-moe pre-tokenizers); VOC_HF_WPM,
+ * VOC_HF_UGM: WordPiece and Unigram (hfmodels.c). */
+enum voc_hf {
+    VOC_HF_NONE,
+    VOC_HF_SPM,
+    VOC_HF_BYTE_BPE,
+    VOC_HF_UTF8_BPE,
+    VOC_HF_WPM,
+    VOC_HF_UGM
+};
 enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 /* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
  * NULL when it has one. */
