@@ -88,6 +88,7 @@ struct pt_epoch {
                    reopened: its page cache may still hold pages of its
                    first version until each open drops it (see
                    gfs_pt_view_open) */
+    int opened; /* opened before (its cache is this version's) */
     struct pt_backing *bk; /* passthrough: its backing */
     unsigned opens;        /* open files of this inode (any way) */
 };
@@ -343,8 +344,13 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         }
         fi->keep_cache = 0;
     } else {
-        /* A new inode only ever shows its version: keep its cache. */
-        fi->keep_cache = !e->reused;
+        /* A new inode only ever shows its version: keep its cache, but
+         * for the version's first open.  Its number may have shown other
+         * bytes to the kernel before this record: a store's model closed
+         * to bound memory and opened again numbers its versions from
+         * GFS_INO_LIVE anew (mounts.h). */
+        fi->keep_cache = !e->reused && e->opened;
+        e->opened = 1;
     }
     if (e && e == c && e->how == PT_UNDECIDED) {
         e->bk = eligible(fs, e) ? backing(fs) : NULL;
