@@ -22,6 +22,9 @@ the store opens passes its live view through as a single-file mount does
   - a model closed to bound memory (-o max_models=1) and opened again
     shows its edit committed at the close, not pages the kernel kept of
     the same inode number.
+  - read(2)s of a version that has not changed (an edit pending: served by
+    the daemon through FUSE's page cache) send no GETATTR each (issue 35,
+    "Reads the daemon serves"; libfuse's -d output counts them).
 
 Environment (tests/meson.build): GGUFS, MKFIXTURE, REFDUMP.  Exit 0 pass,
 1 fail, 77 skip (no FUSE, not root).
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge as J  # noqa: E402
@@ -256,6 +260,49 @@ def reopened(tmp):
     log("ok: a model closed (max_models=1) and opened again shows its committed edit")
 
 
+def no_getattr_per_read(tmp):
+    """read(2)s of a version of a live view that has not changed, served by
+    the daemon through FUSE's page cache (an edit pending), send no GETATTR
+    each: the version's attributes are cached (libfuse's debug output, -d,
+    counts the requests)."""
+    store, mnt = os.path.join(tmp, "store3"), os.path.join(tmp, "mnt3")
+    os.mkdir(store)
+    os.mkdir(mnt)
+    model(os.path.join(store, "alpha.gguf"), 1, 3)
+    view = view_of(mnt, "alpha")
+    errp = os.path.join(tmp, "debug.log")
+    with open(errp, "wb") as err, J.Watchdog(mnt, 120, "getattr per read"):
+        proc = subprocess.Popen([J.tool("GGUFS"), "-d", store, mnt], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            for _ in range(300):
+                if J.mountinfo_entry(mnt) is not None:
+                    break
+                time.sleep(0.05)
+            else:
+                raise Fail("ggufs -d %s did not mount" % store)
+            with open(os.path.join(mnt, "alpha", "meta", "general.name"), "w") as f:
+                f.write("alpha, served by the daemon\n")
+            whole = open(view, "rb").read()
+            time.sleep(0.3)
+            before = open(errp, "rb").read().count(b"GETATTR")
+            fd = os.open(view, os.O_RDONLY)
+            try:
+                got = b"".join(os.pread(fd, 4096, k * 4096) for k in range(100))
+            finally:
+                os.close(fd)
+            time.sleep(0.3)
+            n = open(errp, "rb").read().count(b"GETATTR") - before
+        finally:
+            J.unmount(mnt, [])
+            proc.wait(15)
+    if got != whole[:len(got)]:
+        raise Fail("getattr per read: 100 reads of the view differ from its whole read")
+    if n > 2:
+        raise Fail("100 read(2)s of an unchanged live view sent %d GETATTRs" % n)
+    log("ok: 100 read(2)s of an unchanged view (served by the daemon) sent %d GETATTR" % n)
+
+
 def main():
     if not os.path.exists("/dev/fuse"):
         print("SKIP: no /dev/fuse")
@@ -266,6 +313,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ggufs-storept-") as tmp:
         run(tmp)
         reopened(tmp)
+        no_getattr_per_read(tmp)
     return 0
 
 

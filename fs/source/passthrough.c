@@ -20,6 +20,14 @@
  *    (a commit made it identical to the file again) change.  The name
  *    resolves to the current epoch (its entry is never cached on a
  *    read-write mount); an open file keeps its epoch's inode.
+ *  - An inode's attributes stay those of its version: the kernel caches
+ *    them (gfs_attr_timeout), so a read(2) through FUSE's page cache sends
+ *    no GETATTR (with FUSE_CAP_AUTO_INVAL_DATA, libfuse's default, the
+ *    kernel refreshes timed-out attributes at every read).  The first
+ *    open of a version, and every open of an older inode given the
+ *    current version, drops what the kernel holds (its number may have
+ *    shown other bytes: a store's model closed and opened again numbers
+ *    its versions anew; the lookup of the name refreshes them too).
  *  - An epoch is served one way for all its opens: passthrough with one
  *    backing id, or cached; the first open of the current epoch decides.
  *    A late open of an older epoch (a lookup raced with an edit, or
@@ -55,6 +63,7 @@
  */
 #include "source.h"
 #include "../devio.h"
+#include "../mounts.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -315,6 +324,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1; /* cannot happen: kept as the safe way */
         return;
     }
+    int stale = 0; /* the kernel may hold attributes of another version */
     pthread_mutex_lock(&pt->mu);
     struct pt_epoch *c = current(fs, hdr, size);
     struct pt_epoch *e = c && c->n == n ? c : find_epoch(pt, n);
@@ -336,6 +346,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
             atomic_fetch_add(&hdr->refs, 1);
             e->how = PT_CACHED;
             e->reused = 1;
+            stale = 1;
             e->next = pt->epochs ? pt->epochs->next : NULL;
             if (pt->epochs)
                 pt->epochs->next = e;
@@ -350,6 +361,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
          * to bound memory and opened again numbers its versions from
          * GFS_INO_LIVE anew (mounts.h). */
         fi->keep_cache = !e->reused && e->opened;
+        stale = !e->opened;
         e->opened = 1;
     }
     if (e && e == c && e->how == PT_UNDECIDED) {
@@ -374,6 +386,13 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1; /* out of memory: never the page cache */
     }
     pthread_mutex_unlock(&pt->mu);
+    /* A version's attributes are cached (gfs_attr_timeout): an inode that
+     * shows a version for the first time has the kernel's dropped (only
+     * the attributes: offset -1).  The kernel takes no lock of the inode
+     * for it, so an open in progress cannot deadlock with it. */
+    if (stale && fs->mount && fs->mount->se)
+        fuse_lowlevel_notify_inval_inode(fs->mount->se,
+                                         gfs_ino_out(fs, fh->ino), -1, 0);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {
