@@ -31,7 +31,8 @@ struct gfs_devio;
  * files, so nothing is asked otherwise), want_dio_mmap for shared
  * mappings of direct-I/O files (FUSE_DIRECT_IO_ALLOW_MMAP).  When either
  * is wanted the session's device I/O is hooked (fuse_session_custom_io).
- * 0; or -1 with *out set all the same (nothing negotiated) and *why the
+ * 0; or -1 with *out set all the same (NULL if out of memory: every
+ * function here takes NULL: nothing negotiated) and *why the
  * reason, for the caller's one log line. */
 int gfs_devio_start(struct gfs_devio **out, struct fuse_session *se,
                     int want_pt, int want_dio_mmap, const char **why);
