@@ -329,6 +329,15 @@ static int evictable(struct node *nd) {
     return clean && idle;
 }
 
+/* Whether open model nd's GGUF is another file than the scan saw (a
+ * commit under a passthrough reader wrote a new one and renamed it over,
+ * gfs_pt_commit_flags).  Caller holds st->mu. */
+static int file_renewed(const struct node *nd) {
+    const struct cat_file *f = nd->cm ? &nd->cm->files[0] : NULL;
+    return f && (f->dev || f->ino) &&
+           (nd->fs->st.st_dev != f->dev || nd->fs->st.st_ino != f->ino);
+}
+
 /* Room for one more open model: the least recently used one that nothing
  * holds is closed when max_open are open, its edits committed first as an
  * unmount commits them (a model whose commit fails stays open, its edits
@@ -365,6 +374,7 @@ int gfs_st_make_room(struct gfs_storefs *st) {
         gfs_model_destroy(lru->fs);
         if (lru->fs->store.commit_failed)
             continue; /* stays open: not evictable any more */
+        lru->renewed = file_renewed(lru);
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
@@ -495,6 +505,13 @@ int gfs_st_ensure_open(struct gfs_storefs *st, size_t k) {
             return ENOENT;
         if (nd->failed && now_s() - nd->failed < FAIL_RETRY_S)
             return EIO;
+        if (nd->renewed) { /* else its open refuses the new file */
+            char msg[512];
+            nd->renewed = 0;
+            if (rescan(st, msg, sizeof msg) != 0)
+                gfs_st_log(st, msg);
+            continue; /* nodes may have moved */
+        }
         int err = gfs_st_make_room(st);
         if (err)
             return err;

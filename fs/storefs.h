@@ -41,7 +41,11 @@ struct node {
     int refs, opening;
     uint64_t used; /* st->tick at the last request: least recently used */
     double failed; /* when the last open failed (0: never) */
-    char *line;    /* its models.tsv line, once made */
+    /* Closed after a commit wrote it a new file (a passthrough reader
+     * kept the old one, source/passthrough.c): the store is scanned
+     * again before it opens, so that the scan names the file there now. */
+    int renewed;
+    char *line; /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
     dev_t line_dev;

@@ -21,7 +21,8 @@ the store opens passes its live view through as a single-file mount does
     committed view is then passed through again, judged by ggml.
   - a model closed to bound memory (-o max_models=1) and opened again
     shows its edit committed at the close, not pages the kernel kept of
-    the same inode number.
+    the same inode number; and after a commit under a passthrough reader
+    (a new file renamed over the model's), it opens that file.
   - read(2)s of a version that has not changed (an edit pending: served by
     the daemon through FUSE's page cache) send no GETATTR each (issue 35,
     "Reads the daemon serves"; libfuse's -d output counts them).
@@ -255,9 +256,31 @@ def reopened(tmp):
             got = judged_name(view_of(mnt, "alpha"), tmp, "alpha reopened")
             if got != b"alpha renamed":
                 raise Fail("reopened: ggml reads general.name %r" % got)
+            # A commit under a passthrough reader writes alpha a new file:
+            # closed and opened again, alpha is that file (not refused as
+            # one swapped behind the store's scan).
+            fd = os.open(view_of(mnt, "alpha"), os.O_RDONLY)
+            with open(os.path.join(mnt, "alpha", "meta", "general.name"), "w") as f:
+                f.write("alpha renewed\n")
+            d = os.open(os.path.join(mnt, "alpha"), os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(d)
+            os.close(d)
+            os.close(fd)
+            msg = os.getxattr(os.path.join(mnt, "alpha"), "user.ggufs.commit").decode()
+            open(view_of(mnt, "beta"), "rb").read()  # alpha closed
+            try:
+                again = open(view_of(mnt, "alpha"), "rb").read()
+            except OSError as e:
+                raise Fail("reopened after a commit (%s): alpha's view: %s" % (msg, e))
+            if again != open(a, "rb").read():
+                raise Fail("reopened after a commit (%s): alpha's view is not its file" % msg)
+            got = judged_name(view_of(mnt, "alpha"), tmp, "alpha reopened after a commit")
+            if got != b"alpha renewed":
+                raise Fail("reopened after a commit: ggml reads general.name %r" % got)
         finally:
             J.unmount(mnt, [])
-    log("ok: a model closed (max_models=1) and opened again shows its committed edit")
+    log("ok: a model closed (max_models=1) and opened again shows its committed edit, also after "
+        "a commit %s" % ("in place" if "in place" in msg else "that wrote a new file"))
 
 
 def no_getattr_per_read(tmp):
