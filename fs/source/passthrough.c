@@ -276,6 +276,10 @@ int gfs_pt_start(struct gfs *fs, struct fuse_session *se, enum gfs_pt_mode mode,
     return 0;
 }
 
+int gfs_pt_auto(const struct gfs *fs) {
+    return fs->pt && fs->pt->mode == GFS_PT_AUTO;
+}
+
 int gfs_pt_dio_mmap(struct gfs *fs) {
     return fs->pt && atomic_load(&fs->pt->dio_mmap);
 }
