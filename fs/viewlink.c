@@ -84,6 +84,8 @@ static struct gfs_vlink *state(struct gfs *fs) {
 }
 
 void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino) {
+    if (geteuid() == 0 || !fs->pt)
+        return; /* root's view: passthrough (no state kept) */
     struct gfs_vlink *vl = state(fs);
     if (!vl)
         return;
