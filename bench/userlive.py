@@ -58,6 +58,7 @@ def _unmount(R, mnt, prog):
 def _maps(b, R, model, mnt):
     view = os.path.join(mnt, os.path.basename(model))
     top = os.path.dirname(model)
+    flip = [0]
 
     def case(key, cmd, prog, path, edit=False):
         def go():
@@ -65,8 +66,10 @@ def _maps(b, R, model, mnt):
             if cmd:
                 _mounted(R, mnt, cmd)
             try:
-                if edit:
-                    R.run(AS_USER + ["sh", "-c", "echo userlive > '%s/meta/general.name'" % mnt])
+                if edit:  # a value other than the last run's (it was committed)
+                    flip[0] += 1
+                    R.run(AS_USER + ["sh", "-c", "echo userlive %d > '%s/meta/general.name'"
+                                     % (flip[0], mnt)])
                 for k in ("1", "2"):
                     n, t = _touch(R, path)
                     b.add("%s_m%s" % (key, k), n / t)

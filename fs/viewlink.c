@@ -21,7 +21,8 @@
  *    would make it a bad inode): an edit makes a new epoch, a regular
  *    file served by the daemon; a commit that makes the view the file
  *    again makes a new link epoch.
- *  - The link's target is fs->path (absolute).  READLINK is answered on
+ *  - The link's target is fs->path (absolute), while that path names the
+ *    file the mount reads (else READLINK fails with ESTALE).  READLINK is answered on
  *    every resolution (FUSE_CAP_CACHE_SYMLINKS is not asked), so the
  *    daemon knows when a reader may hold the file: from then until the
  *    GGUF is another file, commits go to a new file renamed over
@@ -133,11 +134,21 @@ void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
         fuse_reply_err(req, EINVAL); /* not a link */
         return;
     }
+    /* The path must still name the file the mount reads: a file renamed
+     * over it behind the mount is not this model (ESTALE, not its bytes). */
+    struct stat st;
+    pthread_rwlock_rdlock(&fs->lock);
+    int same = stat(fs->path, &st) == 0 && st.st_dev == fs->st.st_dev &&
+               st.st_ino == fs->st.st_ino;
     pthread_mutex_lock(&vl->mu);
     vl->resolved = fs->st.st_ino;
     vl->any_resolved = 1;
     pthread_mutex_unlock(&vl->mu);
-    fuse_reply_readlink(req, fs->path);
+    pthread_rwlock_unlock(&fs->lock);
+    if (same)
+        fuse_reply_readlink(req, fs->path);
+    else
+        fuse_reply_err(req, ESTALE);
 }
 
 unsigned gfs_vlink_commit_flags(struct gfs *fs) {
