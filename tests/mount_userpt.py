@@ -74,9 +74,12 @@ print(hashlib.sha256(f.read()).hexdigest(), flush=True)
 """
 
 
+USER_ENV = dict(os.environ)  # with the user's own state directory (run())
+
+
 def as_user(cmd, timeout=300):
     p = subprocess.run(AS_USER + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                       timeout=timeout)
+                       timeout=timeout, env=USER_ENV)
     return p
 
 
@@ -161,7 +164,8 @@ def check_edited(d, mnt, model, view, mods, base, before):
 def commit_keeps_reader(mnt, model, view):
     """A reader that opened the unedited view keeps its bytes across a commit."""
     want = sha(model)
-    h = subprocess.Popen(AS_USER + [PY, "-c", HOLDER, view], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    h = subprocess.Popen(AS_USER + [PY, "-c", HOLDER, view], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=USER_ENV)
     try:
         if h.stdout.readline().strip() != b"open":
             raise Fail("the reader could not open the view")
@@ -196,7 +200,11 @@ def run():
     acl = False
     try:
         L.make_model(model)
-        for p in (d, mnt, model):
+        # The suite's state directory is root's: the user's daemon gets its own.
+        state = os.path.join(d, "state")
+        os.mkdir(state)
+        USER_ENV.update(XDG_STATE_HOME=state, HOME=d)
+        for p in (d, mnt, model, state):
             os.chown(p, UID, UID)
         before = E.snapshot(model)
         base = llama(mods, model, "llama.cpp, the file")
