@@ -241,9 +241,10 @@ static void d_release(fuse_req_t req, fuse_ino_t ino,
           release(req, ino, fi), 0);
 }
 
-/* Links are the store's only (aliases, storefs.c). */
+/* Links: a store's aliases (storefs.c), a live view without privileges
+ * (viewlink.c). */
 static void d_readlink(fuse_req_t req, fuse_ino_t ino) {
-    ROUTE(ino, GFS_BY_NAME, fuse_reply_err(req, EINVAL), readlink,
+    ROUTE(ino, GFS_BY_NAME, gfs_vlink_readlink(fs, req, ino), readlink,
           readlink(req, ino), EINVAL);
 }
 

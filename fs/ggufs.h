@@ -468,6 +468,9 @@ struct gfs {
     /* The live view's versions and passthrough (passthrough.c, its own
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
+    /* A mount without privileges: its unedited view as a link to the
+     * file (viewlink.c, its own leaf lock); NULL until first asked. */
+    struct gfs_vlink *vlink;
 
     /* The mount's log (log.c), shared by its models. */
     struct gfs_log *log;
@@ -615,6 +618,20 @@ int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
 /* Whether the view's data section is laid out anew (a shard set, a mix)
  * rather than the GGUF's own bytes.  No lock: fixed at mount. */
 int gfs_view_merged(const struct gfs *fs);
+/* viewlink.c: the live view of a mount without privileges as a link to
+ * the file while it is the file (the contract: that file's top).
+ * gfs_vlink_decide: the root entry gave ino (an epoch), decided once;
+ * caller holds fs->lock (read).  gfs_vlink_is: ino is a link;
+ * gfs_vlink_stat: fills st and returns 1 if it is; gfs_vlink_readlink
+ * replies (EINVAL for any other inode); gfs_vlink_commit_flags:
+ * GGUF_COMMIT_NEW_FILE while a reader may hold the file by the link;
+ * gfs_vlink_free at the model's close (the live row's fini). */
+void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino);
+int gfs_vlink_is(struct gfs *fs, fuse_ino_t ino);
+int gfs_vlink_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
+void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
+unsigned gfs_vlink_commit_flags(struct gfs *fs);
+void gfs_vlink_free(struct gfs *fs);
 /* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
  * after the base is open and before gfs_view_layout: opens the sources
  * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.

@@ -63,7 +63,8 @@ int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
             *ino = row->ino_lo;
         if (!*name)
             return ENOENT;
-        *mode = row->root_mode;
+        *mode =
+            ino && row->root_type ? row->root_type(fs, *ino) : row->root_mode;
         return 0;
     }
     return ENOENT;

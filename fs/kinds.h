@@ -41,6 +41,9 @@ struct gfs_kind_ops {
     const char *root_name;
     mode_t root_mode;
     const char *(*root_entry)(struct gfs *fs, fuse_ino_t *ino);
+    /* The file type of the entry root_entry gave ino (NULL: root_mode);
+     * the live view is a link while it is the file (viewlink.c). */
+    mode_t (*root_type)(struct gfs *fs, fuse_ino_t ino);
     /* Whether it exists in this mount (NULL: always).  No lock. */
     int (*present)(const struct gfs *fs);
     /* Flags.  changes: its attributes follow the edits: never cached on a

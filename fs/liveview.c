@@ -250,12 +250,20 @@ static const char *live_root_entry(struct gfs *fs, fuse_ino_t *ino) {
         hdr = NULL;
     }
     *ino = gfs_pt_view_ino(fs, hdr, size); /* the first inode if none */
+    if (hdr)
+        gfs_vlink_decide(fs, *ino); /* a link while it is the file */
     gfs_text_put(hdr);
     return fs->live_name;
 }
 
+static mode_t live_type(struct gfs *fs, fuse_ino_t ino) {
+    return gfs_vlink_is(fs, ino) ? S_IFLNK : S_IFREG;
+}
+
 static int live_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     uint64_t size;
+    if (gfs_vlink_stat(fs, ino, st))
+        return 0;
     int err = gfs_view_size(fs, &size);
     if (err)
         return err;
@@ -337,6 +345,8 @@ const struct gfs_kind_ops gfs_kind_live = {
     .ino_hi2 = GFS_INO_VIEW_END,
     .root_mode = S_IFREG,
     .root_entry = live_root_entry,
+    .root_type = live_type,
+    .fini = gfs_vlink_free,
     .changes = 1,
     .moves = 1,
     .stat = live_stat,

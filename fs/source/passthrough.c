@@ -127,6 +127,10 @@ int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode) {
     return 0;
 }
 
+int gfs_pt_auto(const struct gfs *fs) {
+    return fs->pt && fs->pt->mode == GFS_PT_AUTO;
+}
+
 int gfs_pt_dio_mmap(struct gfs *fs) {
     return fs->pt && gfs_devio_dio_mmap(fs->pt->io);
 }

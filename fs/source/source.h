@@ -146,6 +146,8 @@ void gfs_pt_stop(struct gfs *fs);
  * negotiated FUSE_DIRECT_IO_ALLOW_MMAP, gfs_devio_dio_mmap): only then may
  * a file that must support mmap(MAP_SHARED) be opened with direct I/O. */
 int gfs_pt_dio_mmap(struct gfs *fs);
+/* The session's passthrough option is auto (not -o passthrough=off). */
+int gfs_pt_auto(const struct gfs *fs);
 /* The live view (liveview.c) asks with its header (hdr) and size now.
  * The view's inode number for them.  Caller holds lock (read); takes the
  * leaf pt lock. */

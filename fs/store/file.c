@@ -66,7 +66,8 @@ static int file_commit(struct gfs *fs, char *what, size_t n,
      * pending record's picture of it is made again when next needed. */
     gguf_close(fs->store.disk);
     fs->store.disk = NULL;
-    unsigned flags = fs->commit_flags | gfs_pt_commit_flags(fs);
+    unsigned flags =
+        fs->commit_flags | gfs_pt_commit_flags(fs) | gfs_vlink_commit_flags(fs);
     if (gguf_commit(fs->ctx, flags, &info, err) != GGUF_OK) {
         (void)file_keep(fs); /* the record holds the edits still */
         return GFS_STORE_FAILED;
