@@ -50,6 +50,13 @@ static void d_init(void *userdata, struct fuse_conn_info *conn) {
      * view it takes the GGUF's own pages out of its page cache. */
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
         conn->want |= FUSE_CAP_SPLICE_WRITE;
+    /* readdirplus for every chunk of a listing, not only the first (the
+     * kernel's "auto" mode): a store's root of a thousand models, read
+     * by find or ls in 32 KiB getdents, gives every model's entry, not
+     * one LOOKUP each past the first chunk; a model's directories give
+     * their subdirectories' entries (ops.c, plus_entry), names alone
+     * cost what a readdir costs. */
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
