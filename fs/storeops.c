@@ -387,6 +387,8 @@ int gfs_store_root_opendir(struct gfs_storefs *st, fuse_req_t req,
         if (!err && (nd->freed || nd->gen != gen))
             err = ENOENT;
         closed = !err && !nd->fs && !nd->opening;
+        if (closed && !nd->present)
+            err = ENOENT; /* gone from the store: its listing too */
     }
     pthread_mutex_unlock(&st->mu);
     if (err)
