@@ -39,6 +39,7 @@
  *                       layout of a shard set (liveview.c)
  *   gfs_pt_             the live view by FUSE passthrough and its
  *                       versions (passthrough.c)
+ *   gfs_devio_, gfs_passthrough_  the session's kernel shim (devio.c)
  *   gfs_xattr_          extended attributes (xattr.c)
  *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
  *                       (tree.c); gfs_errno (errno.c); gfs_log (log.c)

@@ -504,6 +504,11 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
         goto fail;
     name_live_view(m);
     init_state(m);
+    /* A store's model, opened while its session runs: its live view
+     * passed through as a single-file mount's (mount.c starts that one
+     * once its session is up). */
+    if (a->store && gfs_pt_start(&m->fs, a->mount->devio, a->o.passthrough))
+        goto fail;
     return &m->fs;
 fail:
     gfs_model_close(&m->fs);

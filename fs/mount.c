@@ -7,6 +7,7 @@
  * "ggufs: FILE: what is wrong" and returns non-zero (status.h) with no
  * mount left behind.
  */
+#include "devio.h"
 #include "ggufs.h"
 #include "model.h"
 #include "mounts.h"
@@ -237,6 +238,28 @@ static void open_log(struct gfs_main *m) {
                  path);
 }
 
+/* The session's kernel shim (devio.h), before the first request (INIT)
+ * is read: passthrough asked for when -o passthrough=auto and root (only
+ * root may register backing files); shared mappings of direct-I/O files
+ * when a single-file mount serves some (-o tensor_direct_io, the views,
+ * writable tensors).  A failure only means neither, logged.  Then the
+ * single-file mount's model is started on it; a store's models are, as
+ * each opens (model.c). */
+static void start_devio(struct gfs_main *m) {
+    const char *why = "";
+    int pt = m->c->o.passthrough == GFS_PT_AUTO && geteuid() == 0;
+    int dio = m->fs && (m->fs->tensor_dio || gfs_views_any(m->fs) ||
+                        gfs_tw_writable(m->fs));
+    if (gfs_devio_start(&m->mount.devio, m->se, pt, dio, &why) != 0) {
+        char line[600];
+        snprintf(line, sizeof line, "%.400s: passthrough unavailable (%s)",
+                 m->c->o.file, why);
+        gfs_log_line(&m->mount.log, line);
+    }
+    if (m->fs)
+        (void)gfs_pt_start(m->fs, m->mount.devio, m->c->o.passthrough);
+}
+
 /* Serve: mount, detach, and run the session until unmount or a signal.
  * Returns the exit status; cleanup undoes what was done. */
 static int serve(struct gfs_main *m) {
@@ -262,12 +285,7 @@ static int serve(struct gfs_main *m) {
     if (mount_session(m) != 0)
         return EXIT_MOUNT;
     m->mounted = 1;
-    /* Before the first request (INIT) is read: a failure only means no
-     * passthrough, which gfs_pt_start logs. */
-    if (m->fs) /* a store's models have none (mounts.h) */
-        (void)gfs_pt_start(m->fs, m->se, m->c->o.passthrough,
-                           m->fs->tensor_dio || gfs_views_any(m->fs) ||
-                               gfs_tw_writable(m->fs));
+    start_devio(m);
     raise_readahead(m->c->o.mnt);
     open_log(m);
     /* Returns in the parent only once the mount is in place. */
@@ -299,6 +317,8 @@ static int serve(struct gfs_main *m) {
 /* Cleanup: unmount, the last commit (destroy), and every resource; returns
  * the final exit status. */
 static int cleanup(struct gfs_main *m, int status) {
+    /* The device's fd closes in the unmount: no backing ioctl after. */
+    gfs_devio_stop(m->mount.devio);
     if (m->mounted)
         fuse_session_unmount(m->se);
     if (m->handlers) {
@@ -313,6 +333,7 @@ static int cleanup(struct gfs_main *m, int status) {
         status = EXIT_COMMIT;
     gfs_model_close(m->fs);
     gfs_store_close(m->mount.store);
+    gfs_devio_free(m->mount.devio);
     free(m->shown);
     gfs_logfile_close(&m->mount.log);
     pthread_mutex_destroy(&m->mount.log.lock);

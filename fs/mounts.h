@@ -30,6 +30,9 @@
 struct gfs_storefs;
 
 struct gfs_mount {
+    /* The session's kernel shim (devio.h): first, as the shim's device
+     * hooks find it in the session's userdata, this struct. */
+    struct gfs_devio *devio;
     /* Set before the session runs: handlers that read for long (the
      * hashes) stop once it has exited, as the last commit waits for them. */
     struct fuse_session *se;

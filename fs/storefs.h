@@ -53,7 +53,11 @@ struct node {
     int refs, opening;
     uint64_t used; /* st->tick at the last request: least recently used */
     double failed; /* when the last open failed (0: never) */
-    char *line;    /* its models.tsv line, once made */
+    /* Closed after a commit wrote it a new file (a passthrough reader
+     * kept the old one, source/passthrough.c): the store is scanned
+     * again before it opens, so that the scan names the file there now. */
+    int renewed;
+    char *line; /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
     dev_t line_dev;
@@ -143,6 +147,11 @@ int gfs_st_ensure_open_as(struct gfs_storefs *st, size_t k, int owner);
 /* A node whose inode the kernel holds no more, gone from the store and
  * closed: freed (and its directory, when that goes with it). */
 void gfs_st_maybe_free(struct gfs_storefs *st, size_t k);
+/* storeforget.c: the names that left the store in the last scan (was:
+ * each node's present flag before it, n nodes then) queued for the inval
+ * thread (started at the first need).  Caller holds st->mu. */
+void gfs_st_queue_gone(struct gfs_storefs *st, const unsigned char *was,
+                       size_t n);
 /* Opens node k's model (st->mu dropped meanwhile); 0 or an errno.  The
  * caller has set its opening flag. */
 int gfs_st_open_model(struct gfs_storefs *st, size_t k);

@@ -111,6 +111,11 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
  * stale size on a writable mount. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    /* But an inode that shows one version of the live view (passthrough.c,
+     * a new inode per version) keeps its attributes: cached, a read(2)
+     * of it through the page cache sends no GETATTR. */
+    if (row && row->moves && fs->pt)
+        return fs->timeout;
     if (!fs->readonly && row && row->changes)
         return 0.0;
     return fs->timeout;

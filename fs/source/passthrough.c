@@ -20,6 +20,14 @@
  *    (a commit made it identical to the file again) change.  The name
  *    resolves to the current epoch (its entry is never cached on a
  *    read-write mount); an open file keeps its epoch's inode.
+ *  - An inode's attributes stay those of its version: the kernel caches
+ *    them (gfs_attr_timeout), so a read(2) through FUSE's page cache sends
+ *    no GETATTR (with FUSE_CAP_AUTO_INVAL_DATA, libfuse's default, the
+ *    kernel refreshes timed-out attributes at every read).  The first
+ *    open of a version, and every open of an older inode given the
+ *    current version, drops what the kernel holds (its number may have
+ *    shown other bytes: a store's model closed and opened again numbers
+ *    its versions anew; the lookup of the name refreshes them too).
  *  - An epoch is served one way for all its opens: passthrough with one
  *    backing id, or cached; the first open of the current epoch decides.
  *    A late open of an older epoch (a lookup raced with an edit, or
@@ -37,84 +45,31 @@
  *    as always.
  *  - A backing id is registered (lazily, at the first passthrough open) per
  *    file the GGUF has been, and closed once that file is no longer the
- *    GGUF and no open uses it, or at unmount.
+ *    GGUF and no open uses it, or when the model closes (unmount, or a
+ *    store letting it go with none of its files open).
  *
- * Kernel facts relied on (include/uapi/linux/fuse.h, protocol 7.40; fs/fuse/
- * inode.c process_init_reply, backing.c, passthrough.c, iomode.c of 6.9+;
- * checked on 6.18):
- *  - The kernel offers FUSE_PASSTHROUGH (bit 37: bit 5 of fuse_init_in's
- *    flags2, which counts only with FUSE_INIT_EXT in flags) and accepts it
- *    when the INIT reply has that bit in fuse_init_out.flags2 (byte 32),
- *    FUSE_INIT_EXT in flags, 0 < max_stack_depth (byte 36) <=
- *    FILESYSTEM_MAX_STACK_DEPTH (2), and no FUSE_WRITEBACK_CACHE.  No
- *    protocol minor is required: libfuse 3.14 answers 7.38.  We ask for
- *    max_stack_depth 1: the GGUF may not sit on a stacked filesystem
- *    (overlayfs, another FUSE mount: BACKING_OPEN fails with ELOOP, and
- *    the view is served cached), and the mount may itself be a lower layer
- *    of an overlay.
- *  - ioctl(FUSE_DEV_IOC_BACKING_OPEN, struct fuse_backing_map {fd, flags 0,
- *    padding 0}) on the /dev/fuse fd needs CAP_SYS_ADMIN and a negotiated
- *    passthrough; it returns a backing id > 0 that holds a reference to
- *    the file.  FUSE_DEV_IOC_BACKING_CLOSE(id) drops the id; open files
- *    keep their own reference.
- *  - An OPEN reply with FOPEN_PASSTHROUGH (1 << 7) in open_flags and the id
- *    in fuse_open_out.backing_id (byte 12, the former padding) makes reads,
- *    splice and mmap go to the backing file from byte 0 (no offset: tensor
- *    files can never use it).
- *  - iomode.c: while an inode has passthrough opens (a backing attached),
- *    an open of it without FOPEN_PASSTHROUGH, or with another backing, or
- *    a cached open racing a passthrough one, fails with EIO; a direct-I/O
- *    open takes no mode unless mapped.  The kernel drops an open's mode
- *    before it sends RELEASE, so our count of opens never undercounts its.
- *
- * libfuse 3.14 has no passthrough API; fuse_session_custom_io() hooks its
- * device I/O: read() sees every request (splice_receive is left unset, so
- * requests are read, not spliced; we never ask for FUSE_CAP_SPLICE_READ),
- * writev() every reply but the spliced data replies (splice_send).  The
- * INIT reply is found by the unique of the INIT request; an OPEN reply by
- * a thread-local armed by the handler around its fuse_reply_open (handlers
- * reply on their own thread).
+ * The kernel's side (what INIT negotiated, backing ids, the OPEN reply
+ * that carries one) is the session's shim, fs/devio.c, which every model
+ * of the mount shares: a single-file mount's and each of a store's.  What
+ * this file adds, from iomode.c (Linux 6.9+): while an inode has
+ * passthrough opens (a backing attached), an open of it without
+ * FOPEN_PASSTHROUGH, or with another backing, or a cached open racing a
+ * passthrough one, fails with EIO; a direct-I/O open takes no mode unless
+ * mapped.  The kernel drops an open's mode before it sends RELEASE, so our
+ * count of opens never undercounts its.
  *
  * Locks: pt->mu is a leaf, taken with fs->lock held (read at least) or
  * with no lock (release); nothing is taken while it is held.
  */
 #include "source.h"
+#include "../devio.h"
 #include "../mounts.h"
 
 #include <errno.h>
-#include <linux/fuse.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-/* Protocol 7.40 items the system's header (Linux 6.1) predates. */
-#define PT_INIT_FLAGS2_PASSTHROUGH (1u << 5) /* FUSE_PASSTHROUGH >> 32 */
-#define PT_INIT_FLAGS2_DIO_MMAP (1u << 4) /* FUSE_DIRECT_IO_ALLOW_MMAP >> 32 */
-#define PT_FOPEN_PASSTHROUGH (1u << 7)
-#define PT_INIT_OUT_MAX_STACK_DEPTH 36 /* offset in struct fuse_init_out */
-#define PT_OPEN_OUT_BACKING_ID 12      /* offset in struct fuse_open_out */
-struct pt_backing_map {
-    int32_t fd;
-    uint32_t flags;
-    uint64_t padding;
-};
-#define PT_IOC_BACKING_OPEN _IOW(229, 1, struct pt_backing_map)
-#define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
-
-_Static_assert(offsetof(struct fuse_init_out, flags2) == 32,
-               "fuse_init_out.flags2 at byte 32");
-_Static_assert(offsetof(struct fuse_init_out, unused) ==
-                   PT_INIT_OUT_MAX_STACK_DEPTH,
-               "max_stack_depth follows flags2");
-_Static_assert(offsetof(struct fuse_open_out, padding) ==
-                       PT_OPEN_OUT_BACKING_ID &&
-                   sizeof(struct fuse_open_out) == 16,
-               "fuse_open_out.backing_id at byte 12");
-_Static_assert(sizeof(struct pt_backing_map) == 16, "fuse_backing_map");
 
 /* A file the GGUF has been, registered as a backing file. */
 struct pt_backing {
@@ -142,21 +97,14 @@ struct pt_epoch {
                    reopened: its page cache may still hold pages of its
                    first version until each open drops it (see
                    gfs_pt_view_open) */
+    int opened; /* opened before (its cache is this version's) */
     struct pt_backing *bk; /* passthrough: its backing */
     unsigned opens;        /* open files of this inode (any way) */
 };
 
 struct gfs_pt {
     enum gfs_pt_mode mode;
-    int devfd;
-    atomic_int offered;          /* the kernel's INIT offered passthrough */
-    atomic_int offered_dio_mmap; /* ... and FUSE_DIRECT_IO_ALLOW_MMAP */
-    int want_pt;                 /* ask for passthrough (auto, root) */
-    int want_dio_mmap;           /* ask for DIRECT_IO_ALLOW_MMAP */
-    atomic_int negotiated;       /* our INIT reply asked for passthrough */
-    atomic_int dio_mmap;         /* ... and for DIRECT_IO_ALLOW_MMAP */
-    atomic_uint_fast64_t init_unique;
-    atomic_int init_seen;
+    struct gfs_devio *io; /* the session's shim (fs/devio.h) */
 
     pthread_mutex_t mu;         /* guards what follows; a leaf */
     struct pt_epoch *epochs;    /* the current one first, then those with
@@ -167,122 +115,24 @@ struct gfs_pt {
     uint64_t next_n;
 };
 
-static _Thread_local int reply_backing; /* armed by gfs_pt_arm */
-
-/* ---- the session's I/O hooks ------------------------------------------ */
-
-/* The session's userdata is the mount: passthrough is a single-file
- * mount's (gfs_pt_start). */
-static ssize_t pt_read(int fd, void *buf, size_t len, void *ud) {
-    struct gfs *fs = ((struct gfs_mount *)ud)->single;
-    ssize_t r = read(fd, buf, len);
-    if (r >= (ssize_t)(sizeof(struct fuse_in_header) + 20) && fs->pt) {
-        struct fuse_in_header in;
-        memcpy(&in, buf, sizeof in);
-        if (in.opcode == FUSE_INIT && !atomic_load(&fs->pt->init_seen)) {
-            uint32_t flags, flags2;
-            const char *a = (const char *)buf + sizeof in;
-            memcpy(&flags, a + offsetof(struct fuse_init_in, flags), 4);
-            memcpy(&flags2, a + offsetof(struct fuse_init_in, flags2), 4);
-            atomic_store(&fs->pt->offered,
-                         (flags & FUSE_INIT_EXT) &&
-                             (flags2 & PT_INIT_FLAGS2_PASSTHROUGH));
-            atomic_store(&fs->pt->offered_dio_mmap,
-                         (flags & FUSE_INIT_EXT) &&
-                             (flags2 & PT_INIT_FLAGS2_DIO_MMAP));
-            atomic_store(&fs->pt->init_unique, in.unique);
-            atomic_store(&fs->pt->init_seen, 1);
-        }
-    }
-    return r;
-}
-
-/* The INIT reply: ask for passthrough (see the top comment) and, for -o
- * tensor_direct_io and the converted views (f32/, npy/), for shared mmap
- * of direct-I/O files (FUSE_DIRECT_IO_ALLOW_MMAP, bit 36, protocol 7.39). */
-static void patch_init(struct gfs_pt *pt, struct iovec *iov, int count) {
-    if (count < 2 || iov[1].iov_len < PT_INIT_OUT_MAX_STACK_DEPTH + 4)
-        return;
-    char *o = iov[1].iov_base;
-    uint32_t flags, flags2, depth = 1;
-    memcpy(&flags, o + offsetof(struct fuse_init_out, flags), 4);
-    memcpy(&flags2, o + offsetof(struct fuse_init_out, flags2), 4);
-    if (!(flags & FUSE_INIT_EXT) || (flags & FUSE_WRITEBACK_CACHE))
-        return;
-    if (pt->want_dio_mmap && atomic_load(&pt->offered_dio_mmap)) {
-        flags2 |= PT_INIT_FLAGS2_DIO_MMAP;
-        atomic_store(&pt->dio_mmap, 1);
-    }
-    if (pt->want_pt && atomic_load(&pt->offered)) {
-        flags2 |= PT_INIT_FLAGS2_PASSTHROUGH;
-        memcpy(o + PT_INIT_OUT_MAX_STACK_DEPTH, &depth, 4);
-        atomic_store(&pt->negotiated, 1);
-    }
-    memcpy(o + offsetof(struct fuse_init_out, flags2), &flags2, 4);
-}
-
-static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *ud) {
-    struct gfs *fs = ((struct gfs_mount *)ud)->single;
-    struct gfs_pt *pt = fs->pt;
-    struct fuse_out_header out;
-    if (pt && count >= 1 && iov[0].iov_len >= sizeof out) {
-        memcpy(&out, iov[0].iov_base, sizeof out);
-        if (out.error == 0 && reply_backing > 0 && count == 2 &&
-            iov[1].iov_len == sizeof(struct fuse_open_out)) {
-            char *o = iov[1].iov_base;
-            uint32_t fl;
-            int32_t id = reply_backing;
-            memcpy(&fl, o + offsetof(struct fuse_open_out, open_flags), 4);
-            fl |= PT_FOPEN_PASSTHROUGH;
-            fl &= ~(uint32_t)(FOPEN_DIRECT_IO | FOPEN_KEEP_CACHE);
-            memcpy(o + offsetof(struct fuse_open_out, open_flags), &fl, 4);
-            memcpy(o + PT_OPEN_OUT_BACKING_ID, &id, 4);
-        } else if (out.error == 0 && atomic_load(&pt->init_seen) &&
-                   out.unique == atomic_load(&pt->init_unique)) {
-            patch_init(pt, iov, count);
-        }
-    }
-    return writev(fd, iov, count);
-}
-
-static ssize_t pt_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
-                              size_t len, unsigned int flags, void *ud) {
-    (void)ud;
-    return splice(fdin, offin, fdout, offout, len, flags);
-}
-
-int gfs_pt_start(struct gfs *fs, struct fuse_session *se, enum gfs_pt_mode mode,
-                 int dio_mmap) {
+int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode) {
     struct gfs_pt *pt = calloc(1, sizeof *pt);
     if (!pt)
         return -1;
     pt->mode = mode;
-    pt->devfd = fuse_session_fd(se);
+    pt->io = io;
     pt->next_n = 1;
     pthread_mutex_init(&pt->mu, NULL);
     fs->pt = pt;
-    /* Only root may register backing files: elsewhere nothing to ask. */
-    pt->want_pt = mode == GFS_PT_AUTO && geteuid() == 0;
-    pt->want_dio_mmap = dio_mmap;
-    if (!pt->want_pt && !pt->want_dio_mmap)
-        return 0;
-    static const struct fuse_custom_io io = {
-        .read = pt_read, .writev = pt_writev, .splice_send = pt_splice_send};
-    if (fuse_session_custom_io(se, &io, pt->devfd) != 0) {
-        gfs_log(fs, "%s: passthrough unavailable (libfuse custom I/O)",
-                fs->path);
-        return -1;
-    }
     return 0;
 }
 
 int gfs_pt_dio_mmap(struct gfs *fs) {
-    return fs->pt && atomic_load(&fs->pt->dio_mmap);
+    return fs->pt && gfs_devio_dio_mmap(fs->pt->io);
 }
 
 static void backing_close(struct gfs_pt *pt, struct pt_backing *b) {
-    uint32_t id = (uint32_t)b->id;
-    (void)ioctl(pt->devfd, PT_IOC_BACKING_CLOSE, &id);
+    gfs_passthrough_close(pt->io, b->id);
     free(b);
 }
 
@@ -290,7 +140,9 @@ void gfs_pt_stop(struct gfs *fs) {
     struct gfs_pt *pt = fs->pt;
     if (!pt)
         return;
-    /* The session's fd may be closed already: the ids went with it. */
+    /* A store closes a model while its session runs (no file of it
+     * open): its ids are let go.  After the session, closes are no-ops
+     * (the ids went with the connection). */
     while (pt->epochs) {
         struct pt_epoch *e = pt->epochs;
         pt->epochs = e->next;
@@ -298,11 +150,11 @@ void gfs_pt_stop(struct gfs *fs) {
         free(e);
     }
     if (pt->cur)
-        free(pt->cur);
+        backing_close(pt, pt->cur);
     while (pt->retired) {
         struct pt_backing *b = pt->retired;
         pt->retired = b->next;
-        free(b);
+        backing_close(pt, b);
     }
     pthread_mutex_destroy(&pt->mu);
     free(pt);
@@ -406,10 +258,9 @@ static struct pt_backing *backing(struct gfs *fs) {
         return pt->cur;
     if (pt->failed)
         return NULL;
-    struct pt_backing_map map = {.fd = gguf_fd(fs->ctx)};
-    int id = ioctl(pt->devfd, PT_IOC_BACKING_OPEN, &map);
+    int id = gfs_passthrough_open(pt->io, gguf_fd(fs->ctx));
     if (id <= 0) {
-        pt->failed = id < 0 ? errno : EINVAL;
+        pt->failed = -id;
         gfs_log(fs,
                 "%s: the live view is served through the daemon, not by "
                 "passthrough: registering the file failed (%s)",
@@ -418,8 +269,7 @@ static struct pt_backing *backing(struct gfs *fs) {
     }
     struct pt_backing *b = calloc(1, sizeof *b);
     if (!b) {
-        uint32_t u = (uint32_t)id;
-        (void)ioctl(pt->devfd, PT_IOC_BACKING_CLOSE, &u);
+        gfs_passthrough_close(pt->io, id);
         return NULL;
     }
     b->id = id;
@@ -432,7 +282,7 @@ static struct pt_backing *backing(struct gfs *fs) {
  * source's bytes are in a cache, not a file that is the model), no edit
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
-    return fs->pt->mode == GFS_PT_AUTO && atomic_load(&fs->pt->negotiated) &&
+    return fs->pt->mode == GFS_PT_AUTO && gfs_devio_passthrough(fs->pt->io) &&
            !gfs_view_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty &&
            !gfs_patch_any(fs); /* an overlay's tensors: not the file's */
 }
@@ -474,6 +324,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1; /* cannot happen: kept as the safe way */
         return;
     }
+    int stale = 0; /* the kernel may hold attributes of another version */
     pthread_mutex_lock(&pt->mu);
     struct pt_epoch *c = current(fs, hdr, size);
     struct pt_epoch *e = c && c->n == n ? c : find_epoch(pt, n);
@@ -495,6 +346,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
             atomic_fetch_add(&hdr->refs, 1);
             e->how = PT_CACHED;
             e->reused = 1;
+            stale = 1;
             e->next = pt->epochs ? pt->epochs->next : NULL;
             if (pt->epochs)
                 pt->epochs->next = e;
@@ -503,8 +355,14 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         }
         fi->keep_cache = 0;
     } else {
-        /* A new inode only ever shows its version: keep its cache. */
-        fi->keep_cache = !e->reused;
+        /* A new inode only ever shows its version: keep its cache, but
+         * for the version's first open.  Its number may have shown other
+         * bytes to the kernel before this record: a store's model closed
+         * to bound memory and opened again numbers its versions from
+         * GFS_INO_LIVE anew (mounts.h). */
+        fi->keep_cache = !e->reused && e->opened;
+        stale = !e->opened;
+        e->opened = 1;
     }
     if (e && e == c && e->how == PT_UNDECIDED) {
         e->bk = eligible(fs, e) ? backing(fs) : NULL;
@@ -528,15 +386,22 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
         fi->direct_io = 1; /* out of memory: never the page cache */
     }
     pthread_mutex_unlock(&pt->mu);
+    /* A version's attributes are cached (gfs_attr_timeout): an inode that
+     * shows a version for the first time has the kernel's dropped (only
+     * the attributes: offset -1).  The kernel takes no lock of the inode
+     * for it, so an open in progress cannot deadlock with it. */
+    if (stale && fs->mount && fs->mount->se)
+        fuse_lowlevel_notify_inval_inode(fs->mount->se,
+                                         gfs_ino_out(fs, fh->ino), -1, 0);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {
     const struct pt_backing *b = fh->pt_backing;
-    reply_backing = b ? b->id : 0;
+    gfs_devio_arm(b ? b->id : 0);
 }
 
 void gfs_pt_disarm(void) {
-    reply_backing = 0;
+    gfs_devio_arm(0);
 }
 
 void gfs_pt_release(struct gfs *fs, struct gfs_fh *fh) {

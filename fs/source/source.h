@@ -16,6 +16,8 @@
 
 #include "ggufs.h"
 
+struct gfs_devio; /* the session's kernel shim (fs/devio.h) */
+
 /* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
  * file at pos into buf: 0, or an errno (EIO if the file ends first).
  * gfs_data_short says (1) whether shard's file ends before pos + n, and
@@ -130,18 +132,19 @@ int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
-/* After the mount, before the first request: sets up fs->pt and, for
- * auto as root, hooks the session's device I/O; dio_mmap: some files are
- * served in direct I/O and must map (-o tensor_direct_io, the views:
- * gfs_views_any).  0, or -1 (the mount goes on without passthrough;
- * logged). */
-int gfs_pt_start(struct gfs *fs, struct fuse_session *se, enum gfs_pt_mode mode,
-                 int dio_mmap);
-/* Unmount, once the workers have stopped: frees fs->pt. */
+/* Sets up fs->pt: the model's view versions, served through io, the
+ * session's shim (fs/devio.h; NULL: no session, nothing passed through).
+ * A single-file mount's model (mount.c, once the session's shim is up)
+ * and each model a store opens (model.c) are started the same way.  0, or
+ * -1 (out of memory: the view is served as without passthrough). */
+int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode);
+/* The model closes (unmount, once the workers have stopped; a store's
+ * model let go, none of its files open): its backing ids closed, fs->pt
+ * freed. */
 void gfs_pt_stop(struct gfs *fs);
-/* Whether the kernel maps direct-I/O files shared (our INIT reply asked
- * for FUSE_DIRECT_IO_ALLOW_MMAP and it offered it): only then may a file
- * that must support mmap(MAP_SHARED) be opened with direct I/O. */
+/* Whether the kernel maps direct-I/O files shared (the session's shim
+ * negotiated FUSE_DIRECT_IO_ALLOW_MMAP, gfs_devio_dio_mmap): only then may
+ * a file that must support mmap(MAP_SHARED) be opened with direct I/O. */
 int gfs_pt_dio_mmap(struct gfs *fs);
 /* The live view (liveview.c) asks with its header (hdr) and size now.
  * The view's inode number for them.  Caller holds lock (read); takes the
