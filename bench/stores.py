@@ -22,6 +22,14 @@ the page cache):
                   store's own folder (N_MODELS native entries); and, without
                   a goal, of that folder through libfuse's passthrough_ll
                   (what any FUSE file system pays); the daemon's RSS after
+  find            `find MNT -maxdepth 2 -ls` of the dir store: on a fresh
+                  mount (cold) and again at once (warm), read-write and
+                  -o ro, vs the same tree on ext4 (each model a directory
+                  of empty files and directories named as its entries),
+                  warm (issue 35)
+  ls -l dirs      `ls -l` of the store's root vs passthrough_ll (fresh mount,
+                  its default options) listing a folder of N_MODELS
+                  directories (issue 35)
 The baselines run in the same iteration, which alternates which goes first.
 """
 import os
@@ -51,6 +59,34 @@ def _make(R, d, kind):
             (line.split("\t") for line in out.splitlines())]
 
 
+ENTRIES_DIR = ("f32", "hf", "meta", "npy", "tensors", "tokenizer")
+ENTRIES_FILE = ("index.tsv", "meta.tsv")  # and NAME.gguf, the live view
+
+
+def _tree(top, models):
+    """The dir store's tree on ext4: a directory per model with empty
+    entries named as a mounted model's root shows them."""
+    tree = os.path.join(top, "tree")
+    for name, _ in models:
+        for e in ENTRIES_DIR:
+            os.makedirs(os.path.join(tree, name, e))
+        for e in ENTRIES_FILE + (name + ".gguf",):
+            open(os.path.join(tree, name, e), "w").close()
+    return tree
+
+
+def _dirs(top):
+    """A folder of N_MODELS directories (passthrough_ll's ls -l)."""
+    d = os.path.join(top, "dirs")
+    for i in range(N_MODELS):
+        os.makedirs(os.path.join(d, "d%05d" % i))
+    return d
+
+
+def _find(R, path):
+    return R.timed(lambda: R.run(["find", path, "-maxdepth", "2", "-ls"], capture=True))
+
+
 def _ls(R, path):
     return R.timed(lambda: R.run(["ls", "-l", path]))
 
@@ -65,6 +101,7 @@ def group_stores(b, R):
     R.log("bench: stores: laying out %d models as %s" % (N_MODELS, " and ".join(KINDS)))
     for k in KINDS:
         models[k] = _make(R, stores[k], k)
+    tree, dirs = _tree(top, models["dir"]), _dirs(top)
     one = models["dir"][N_MODELS // 2][1]
     b.info["stores_header"] = R.header_size(one)
     b.info["stores_n"] = N_MODELS
@@ -73,6 +110,7 @@ def group_stores(b, R):
             for k in KINDS:
                 _run(b, R, k, stores[k], models[k], i)
             _native(b, R, stores["dir"], i)
+            _listings(b, R, stores["dir"], tree, dirs, i)
             R.log("bench: stores %d/%d  ready %.0f/%.0f ms  ls -l %.0f/%.0f ms (native %.0f)  "
                   "tsv %.0f/%.0f ms (ggml %.0f/%.0f)"
                   % (i + 1, 2 * b.runs + 1,
@@ -172,6 +210,32 @@ def _native(b, R, folder, i):
         f()
 
 
+def _listings(b, R, store, tree, dirs, i):
+    """find -maxdepth 2 -ls of the dir store (rw and ro, cold and warm) and
+    of its tree on ext4; ls -l of the store's root and of N_MODELS
+    directories through passthrough_ll; the order alternates with i."""
+    def fs(tag, opts):
+        b.m.ggufs(store, b.mnt, opts=b.m.ggufs_opts + opts)
+        b.add("st_find1_" + tag, _find(R, b.mnt))
+        b.add("st_find2_" + tag, _find(R, b.mnt))
+        b.m.unmount(b.mnt, "ggufs")
+
+    def ls():
+        b.m.ggufs(store, b.mnt)
+        b.add("st_lsd_dir", _ls(R, b.mnt))
+        b.m.unmount(b.mnt, "ggufs")
+
+    def pt():
+        b.m.passthrough(dirs, b.pmnt)
+        b.add("st_ls_pd", _ls(R, b.pmnt))
+        b.m.unmount(b.pmnt, "passthrough_ll")
+    steps = [lambda: fs("rw", []), lambda: fs("ro", ["-o", "ro"]),
+             lambda: b.add("st_find_n", _find(R, tree)), ls, pt]
+    k = i % len(steps)
+    for f in steps[k:] + steps[:k]:
+        f()
+
+
 def rows(b, row, rows_out):
     """The group's rows in bench/run's table."""
     s, info = b.s, b.info
@@ -197,6 +261,16 @@ def rows(b, row, rows_out):
     row("same baseline through passthrough_ll (`ls -l` of the %d-file folder, fresh mount)" % n,
         "st_ls_p", "st_ls_n", "native `ls -l`", "report (what FUSE pays: no goal)", 1e9,
         higher=False, fmt=us)
+    row("`ls -l` of the dir store's root of %d models, fresh mount" % n, "st_lsd_dir", "st_ls_pd",
+        "passthrough_ll (default options, fresh mount): `ls -l` of %d directories" % n,
+        "<= 1.2x (time, lower better)", 1.2, higher=False, fmt=ms)
+    for tag, what in (("rw", "read-write"), ("ro", "-o ro")):
+        row("`find MNT -maxdepth 2 -ls`, dir store of %d models, %s, first after mount"
+            % (n, what), "st_find1_" + tag, "st_find_n", "the same tree on ext4, warm",
+            "<= 10x (time, lower better)", 10.0, higher=False, fmt=ms)
+        row("same, again at once (warm)", "st_find2_" + tag, "st_find_n",
+            "the same tree on ext4, warm", "<= 3x (time, lower better)", 3.0, higher=False,
+            fmt=ms)
     for kind in KINDS:
         row("first `cat NAME/meta/general.architecture`, %s store (mounted, listed)" % kind,
             "st_cat_" + kind, "st_cat_n_" + kind, "single-model mount + the same cat",

@@ -50,6 +50,13 @@ static void d_init(void *userdata, struct fuse_conn_info *conn) {
      * view it takes the GGUF's own pages out of its page cache. */
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
         conn->want |= FUSE_CAP_SPLICE_WRITE;
+    /* readdirplus for every chunk of a listing, not only the first (the
+     * kernel's "auto" mode): a store's root of a thousand models, read
+     * by find or ls in 32 KiB getdents, gives every model's entry, not
+     * one LOOKUP each past the first chunk; a model's directories give
+     * their subdirectories' entries (ops.c, plus_entry), names alone
+     * cost what a readdir costs. */
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     /* O_TRUNC arrives with open: `echo x > f` is one edit, not two. */
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -147,6 +154,9 @@ static void d_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static void d_opendir(fuse_req_t req, fuse_ino_t ino,
                       struct fuse_file_info *fi) {
+    struct gfs_mount *m = fuse_req_userdata(req);
+    if (m->store && gfs_store_root_opendir(m->store, req, ino, fi))
+        return;
     ROUTE(ino, GFS_BY_NAME, gfs_op_opendir(fs, req, ino, fi), opendir,
           opendir(req, ino, fi), ENOTDIR);
 }
@@ -186,11 +196,16 @@ static void d_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void d_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                        size_t size) {
-    /* A model has only user.* attributes; ls -l asks each entry for
-     * security.selinux and the ACLs: answered without opening a model. */
-    struct gfs_mount *m = fuse_req_userdata(req);
-    if (m->store && strncmp(name, "user.", 5) != 0) {
-        fuse_reply_err(req, ENODATA);
+    /* Only user.* attributes exist here: no ACLs, no security labels.
+     * Any other name is "not supported" (EOPNOTSUPP), not "none on this
+     * file" (ENODATA), answered without opening a model: ls -l asks each
+     * entry for security.selinux and the ACLs, and stops asking a file
+     * system that said it has none (coreutils keeps the device), so a
+     * listing of a thousand models costs two GETXATTRs, not 3000.  Not
+     * ENOSYS: that would end getxattr for the whole mount (the kernel's
+     * no_getxattr), user.ggufs.* included. */
+    if (strncmp(name, "user.", 5) != 0) {
+        fuse_reply_err(req, EOPNOTSUPP);
         return;
     }
     ROUTE(ino, GFS_BY_NAME, gfs_op_getxattr(fs, req, ino, name, size), getxattr,

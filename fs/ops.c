@@ -117,10 +117,24 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
     return 1;
 }
 
-/* readdir and readdirplus (plus): a model's listings give no entries
- * with readdirplus (nodeid 0: the kernel looks each name up as after a
- * readdir, the attributes it trusts are lookup's alone); a store's
- * directories give theirs (storeops.c). */
+/* readdirplus's entry of child (a model's own number) into e, as a
+ * lookup would give it, if its attributes cost nothing: a directory's
+ * (find -ls of a store's models: no LOOKUP per model directory); the
+ * files' (a key's text, meta.tsv, the live view's layout) cost a
+ * rendering each, and a plain ls should not pay it: nodeid 0, the kernel
+ * looks those up if it needs them.  Caller holds fs->lock. */
+static const struct fuse_entry_param *plus_entry(struct gfs *fs,
+                                                 fuse_ino_t child, mode_t mode,
+                                                 struct fuse_entry_param *e) {
+    if (S_ISDIR(mode) && gfs_fill_entry(fs, child, e) == 0)
+        return e;
+    return GFS_DIRENT_PLUS_NONE;
+}
+
+/* readdir and readdirplus (plus): with readdirplus a model's directories
+ * give their subdirectories' entries (plus_entry; a model's own inodes
+ * are numbered for the model's life: no lookup count to keep), the rest
+ * names only; a store's directories give theirs (storeops.c). */
 void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                     off_t off, struct fuse_file_info *fi, int plus) {
     (void)fi;
@@ -156,8 +170,12 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                 continue;
             nm = (const char *)name.p;
         }
+        struct fuse_entry_param e;
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
-                            k + 1, plus ? GFS_DIRENT_PLUS_NONE : NULL))
+                            k + 1,
+                            !plus   ? NULL
+                            : k < 2 ? GFS_DIRENT_PLUS_NONE
+                                    : plus_entry(fs, child, mode, &e)))
             break;
     }
 out:

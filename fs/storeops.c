@@ -372,6 +372,35 @@ int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req,
     return unopened;
 }
 
+int gfs_store_root_opendir(struct gfs_storefs *st, fuse_req_t req,
+                           fuse_ino_t ino, struct fuse_file_info *fi) {
+    size_t k = (size_t)(ino >> GFS_INO_SLOT_SHIFT);
+    int err = 0, closed = 0;
+    if (!k || (ino & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT ||
+        !st->o.readonly)
+        return 0;
+    pthread_mutex_lock(&st->mu);
+    if (k < st->n_nodes && st->nodes[k].model && !st->nodes[k].freed) {
+        uint32_t gen = st->nodes[k].gen;
+        err = gfs_st_may_read(st, req, k);     /* as gfs_store_route asks */
+        const struct node *nd = &st->nodes[k]; /* st->mu was let go */
+        if (!err && (nd->freed || nd->gen != gen))
+            err = ENOENT;
+        closed = !err && !nd->fs && !nd->opening;
+        if (closed && !nd->present)
+            err = ENOENT; /* gone from the store: its listing too */
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (err)
+        fuse_reply_err(req, err);
+    if (err || !closed)
+        return err != 0;
+    /* What gfs_op_opendir gives a read-only model's directory. */
+    fi->cache_readdir = fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+    return 1;
+}
+
 static void store_opendir(fuse_req_t req, fuse_ino_t ino,
                           struct fuse_file_info *fi) {
     struct gfs_storefs *st = gfs_st_of(req);
