@@ -50,6 +50,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/* An s3:// source's URL style: path style for a custom endpoint and
+ * virtual-hosted for AWS (AUTO), or as -o s3_path_style=yes|no says. */
+enum rmt_s3_style { RMT_S3_AUTO, RMT_S3_VHOST, RMT_S3_PATH };
+
 struct rmt_opts {
     const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/ggufs, ~/.cache/ggufs */
     uint64_t cache_max;      /* bytes; 0: no bound */
@@ -57,15 +61,11 @@ struct rmt_opts {
     int hf;                  /* the source was hf://: HF_TOKEN may be sent */
     double timeout;          /* seconds: connect, low speed; 0: 15 */
     int retries;             /* after the first try; < 0: 3 */
-    int s3_path_style;       /* enum rmt_s3_style */
+    enum rmt_s3_style s3_path_style;
     /* One line (no newline) for the daemon's log; may be NULL. */
     void (*log)(void *u, const char *line);
     void *log_u;
 };
-
-/* An s3:// source's URL style: path style for a custom endpoint and
- * virtual-hosted for AWS (AUTO), or as -o s3_path_style=yes|no says. */
-enum rmt_s3_style { RMT_S3_AUTO, RMT_S3_VHOST, RMT_S3_PATH };
 
 struct rmt_src;
 
