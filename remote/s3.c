@@ -335,20 +335,21 @@ char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n) {
     return t;
 }
 
-/* The text of the first child element of root named name, or "". */
+xmlChar *rmt_xml_child(xmlNode *e, const char *name) {
+    for (xmlNode *c = e ? e->children : NULL; c; c = c->next)
+        if (c->type == XML_ELEMENT_NODE && !strcmp((const char *)c->name, name))
+            return xmlNodeGetContent(c);
+    return NULL;
+}
+
+/* rmt_xml_child's text on one line in out, or "". */
 static void child_text(xmlNode *root, const char *name, char *out, size_t n) {
-    out[0] = '\0';
-    for (xmlNode *e = root ? root->children : NULL; e; e = e->next)
-        if (e->type == XML_ELEMENT_NODE &&
-            !strcmp((const char *)e->name, name)) {
-            xmlChar *t = xmlNodeGetContent(e);
-            snprintf(out, n, "%s", t ? (const char *)t : "");
-            xmlFree(t);
-            for (char *p = out; *p; p++)
-                if ((unsigned char)*p < 0x20)
-                    *p = ' '; /* one line */
-            return;
-        }
+    xmlChar *t = rmt_xml_child(root, name);
+    snprintf(out, n, "%s", t ? (const char *)t : "");
+    xmlFree(t);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' '; /* one line */
 }
 
 xmlDoc *rmt_xml_read(const char *body, size_t len) {

@@ -161,6 +161,10 @@ int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key);
  * not XML or over 1 GiB.  xmlFreeDoc it. */
 struct _xmlDoc;
 struct _xmlDoc *rmt_xml_read(const char *body, size_t len);
+/* The text of e's first child element named name (xmlFree it), or NULL
+ * when e is NULL or has none: an element of such a document. */
+struct _xmlNode;
+unsigned char *rmt_xml_child(struct _xmlNode *e, const char *name);
 /* $HF_ENDPOINT without its trailing '/'s (https://huggingface.co when
  * unset or empty): *len bytes of the returned string. */
 const char *rmt_hf_endpoint(size_t *len);
