@@ -98,14 +98,6 @@ static void skip(struct s3ls *l, const char *key, const char *fmt, ...) {
              key, why);
 }
 
-/* The text of e's first child element named name (xmlFree it), or NULL. */
-static xmlChar *child(xmlNode *e, const char *name) {
-    for (xmlNode *c = e ? e->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && !strcmp((const char *)c->name, name))
-            return xmlNodeGetContent(c);
-    return NULL;
-}
-
 /* A key's fault as an s3:// URL's KEY, or NULL. */
 static const char *key_fault(const char *k) {
     for (const char *p = k; *p; p++)
@@ -117,7 +109,7 @@ static const char *key_fault(const char *k) {
 
 /* A Contents entry: a candidate if its key is a GGUF below the prefix. */
 static void take_key(struct s3ls *l, xmlNode *e) {
-    xmlChar *xk = child(e, "Key"), *xs = child(e, "Size");
+    xmlChar *xk = rmt_xml_child(e, "Key"), *xs = rmt_xml_child(e, "Size");
     const char *k = xk ? (const char *)xk : "", *why, *rel;
     size_t plen = strlen(l->prefix);
     char *end = NULL;
@@ -176,8 +168,8 @@ static int token_seen(struct s3ls *l, const char *t, char *msg, size_t n) {
 /* The page's IsTruncated and NextContinuationToken into l->token (NULL at
  * the last page).  0, or -1 with msg. */
 static int take_next(struct s3ls *l, xmlNode *root, char *msg, size_t n) {
-    xmlChar *tr = child(root, "IsTruncated"),
-            *tok = child(root, "NextContinuationToken");
+    xmlChar *tr = rmt_xml_child(root, "IsTruncated"),
+            *tok = rmt_xml_child(root, "NextContinuationToken");
     int more = tr && !strcmp((const char *)tr, "true"), r = -1;
     const char *t = tok ? (const char *)tok : "";
     if (!more) {

@@ -252,7 +252,8 @@ static int gfs_opt_proc(void *data, const char *arg, int key,
     case KEY_S3_PATH_STYLE: /* issue 25: s3:// URLs' style */
         if (strcmp(arg, "s3_path_style=yes") == 0 ||
             strcmp(arg, "s3_path_style=no") == 0) {
-            o->remote.s3_path_style = arg[14] == 'y' ? 2 : 1;
+            o->remote.s3_path_style =
+                arg[14] == 'y' ? RMT_S3_PATH : RMT_S3_VHOST;
             return 0;
         }
         cli_usage_note("-o %s: expected s3_path_style=yes or s3_path_style=no",

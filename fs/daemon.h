@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "gguf.h"
+#include "remote.h" /* enum rmt_s3_style */
 
 /* ---- the options ------------------------------------------------------ */
 
@@ -44,8 +45,8 @@ struct gfs_remote_opts {
     int retries;             /* -o net_retries=N, -1: default */
     int hf;                  /* the source given was hf:// (HF_TOKEN) */
     uint64_t max_header;     /* -o max_header=SIZE, 0: GFS_MAX_HEADER */
-    int s3_path_style;       /* -o s3_path_style: 0 auto, 1 no, 2 yes (issue 25:
-                          remote.h's enum rmt_s3_style) */
+    /* -o s3_path_style=yes|no, else RMT_S3_AUTO (issue 25) */
+    enum rmt_s3_style s3_path_style;
 };
 
 /* -o passthrough=auto|off (passthrough.c). */

@@ -557,6 +557,12 @@ void gfs_text_put(struct gfs_text *t);
 struct gfs_text *gfs_text_of_gen(
     struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
     int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err);
+/* gfs_text_of_gen with a maker that takes an argument of its own (arg,
+ * passed through: one maker for several files, as tokdir.c's). */
+typedef int (*gfs_text_make_arg)(struct gfs *fs, void *arg, struct gguf_buf *b);
+struct gfs_text *gfs_text_of_gen_arg(struct gfs *fs, struct gfs_text **slot,
+                                     uint64_t *gen, gfs_text_make_arg make,
+                                     void *arg, int counted, int *err);
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);
@@ -710,11 +716,6 @@ int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
  * then "; K more files in meta/ ..." for the rest.  Returns their number.
  * Caller holds lock (read at least). */
 size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
-/* After a failed commit (of the file or of an overlay): the edits saved
- * to a file, once per generation of the edits (`ggufs -u`'s fsync and the
- * unmount after it both commit): fs->store.saved_path, "" if it failed
- * (why in serr, which may be NULL).  Caller holds lock (write). */
-const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr);
 /* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
  * refusal is not logged nor recorded (flush of a file still being
  * written: bash's redirection flushes right after open). */
@@ -737,17 +738,6 @@ int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
 int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
                       size_t len);
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
-/* True if there are edits a commit would write (into the GGUF, or into
- * the overlay of an overlay mount).  Caller holds lock. */
-int gfs_meta_uncommitted(struct gfs *fs);
-/* Commits the edits (into the GGUF, or the overlay); 0 or errno; fills
- * fs->store.commit_msg. */
-int gfs_meta_commit(struct gfs *fs);
-/* Unlocks fs->lock taken for writing around an edit, keeping the edits
- * durably first (the model's pending record, see gguf_pending_save). */
-void gfs_meta_unlock(struct gfs *fs);
-/* fsync of a meta file: the edits kept durably now; 0 or EIO. */
-int gfs_meta_keep(struct gfs *fs);
 
 /* leftover.c: what earlier mounts left, for the next command.
  * gfs_record_outcome: the daemon records the commit report (when: "after

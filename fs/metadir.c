@@ -82,7 +82,7 @@ static int dir_unlink(struct gfs *fs, fuse_ino_t dir, const char *name) {
     (void)dir;
     pthread_rwlock_wrlock(&fs->lock);
     int err = gfs_meta_unlink(fs, name);
-    gfs_meta_unlock(fs);
+    gfs_store_unlock(fs);
     return err;
 }
 
@@ -91,7 +91,7 @@ static int dir_rename(struct gfs *fs, fuse_ino_t dir, const char *name,
     (void)dir;
     pthread_rwlock_wrlock(&fs->lock);
     int err = gfs_meta_rename(fs, name, newname, flags);
-    gfs_meta_unlock(fs);
+    gfs_store_unlock(fs);
     return err;
 }
 

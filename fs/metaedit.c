@@ -1,10 +1,11 @@
 /*
  * metaedit.c - the names of meta/: new keys, removals, renames, editors'
  * temporary files (FILEs, and the note that names them in a commit's
- * report), and the entry points of the commit.  The values (texts, types,
- * refusals) are metavalues.c's; where the edits go and when they become
- * durable is the edit store's (store/store.h), which these entry points
- * call and which never calls back.  Every change goes through the
+ * report: gfs_meta_files_note, which the commit's callers hand to
+ * gfs_store_commit).  The values (texts, types, refusals) are
+ * metavalues.c's; where the edits go and when they become durable is the
+ * edit store's (store/store.h), which the handlers call and which never
+ * calls back.  Every change goes through the
  * library, which validates it; a refused change leaves the key as it was
  * and records why (log, and user.gguf.error on the file).
  *
@@ -722,29 +723,6 @@ size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log) {
                  more);
     }
     return n;
-}
-
-/* The edit store (store/store.h) makes the edits durable and commits
- * them; these are its entry points for the handlers. */
-int gfs_meta_keep(struct gfs *fs) {
-    return gfs_store_keep(fs);
-}
-
-void gfs_meta_unlock(struct gfs *fs) {
-    (void)gfs_store_keep(fs);
-    pthread_rwlock_unlock(&fs->lock);
-}
-
-const char *gfs_meta_save_aside(struct gfs *fs, struct gguf_error *serr) {
-    return gfs_store_save_aside(fs, serr);
-}
-
-int gfs_meta_uncommitted(struct gfs *fs) {
-    return gfs_store_uncommitted(fs);
-}
-
-int gfs_meta_commit(struct gfs *fs) {
-    return gfs_store_commit(fs, gfs_meta_files_note);
 }
 
 void gfs_meta_free(struct gfs *fs) {

@@ -131,7 +131,7 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
         err = i < 0 ? ENOENT
                     : gfs_meta_apply_text(fs, i, (char *)fh->draft.p,
                                           fh->draft.len, quiet);
-        gfs_meta_unlock(fs);
+        gfs_store_unlock(fs);
         if (!err || !quiet)
             fh->dirty = 0;
         if (err && !quiet)
@@ -288,7 +288,7 @@ static int meta_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
         return draft_truncate(fs, fh, size);
     pthread_rwlock_wrlock(&fs->lock);
     int err = gfs_meta_truncate(fs, ino, size);
-    gfs_meta_unlock(fs);
+    gfs_store_unlock(fs);
     return err;
 }
 
@@ -300,7 +300,7 @@ static void kv_release(struct gfs *fs, struct gfs_fh *fh) {
     if (fh_apply(fs, fh, 0) && fh->created) {
         pthread_rwlock_wrlock(&fs->lock);
         gfs_meta_drop_new(fs, fh->ino);
-        gfs_meta_unlock(fs);
+        gfs_store_unlock(fs);
     }
 }
 
@@ -316,7 +316,7 @@ static int kv_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
     int err = fh_apply(fs, fh, 0);
     if (!err) {
         pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_meta_keep(fs);
+        err = gfs_store_keep(fs);
         pthread_rwlock_unlock(&fs->lock);
     }
     return err;
@@ -378,7 +378,7 @@ static int kv_setxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
         return EROFS;
     pthread_rwlock_wrlock(&fs->lock);
     int err = gfs_meta_set_type(fs, ino, value, size);
-    gfs_meta_unlock(fs);
+    gfs_store_unlock(fs);
     return err;
 }
 

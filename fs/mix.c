@@ -488,14 +488,13 @@ static int same_shape(const gguf_ctx *a, int64_t i, const gguf_ctx *b,
                   nd * sizeof(int64_t)) == 0;
 }
 
-/* Base tensor g (named name) taken from source s: the pick, or -1 with
- * msg naming the tensor, both files and both shapes. */
+/* A base tensor (named name; *pk: where the base holds it) taken from
+ * source s: *pk the source's, or -1 with msg naming the tensor, both
+ * files and both shapes. */
 static int pick_one(struct gfs *fs, struct gfs_pick *pk, const struct recipe *r,
-                    int s, int64_t g, const char *name, size_t len, char *msg,
-                    size_t n) {
-    int64_t bi;
-    int bs;
-    gguf_ctx *bc = gfs_tensor_ctx(fs, g, &bi, &bs);
+                    int s, const char *name, size_t len, char *msg, size_t n) {
+    int64_t bi = pk->i;
+    const gguf_ctx *bc = fs->shards[pk->file];
     for (int f = r->first[s]; f < r->first[s] + r->count[s]; f++) {
         int64_t j = gguf_find_tensor(fs->shards[f], name, len);
         if (j < 0)
@@ -510,8 +509,8 @@ static int pick_one(struct gfs *fs, struct gfs_pick *pk, const struct recipe *r,
                      name, gguf_path(bc), s1, gguf_path(fs->shards[f]), s2);
             return -1;
         }
-        pk[g].file = f;
-        pk[g].i = j;
+        pk->file = f;
+        pk->i = j;
         return 0;
     }
     snprintf(
@@ -548,7 +547,7 @@ static int pick_all(struct gfs *fs, struct recipe *r, char *msg, size_t n) {
             if (regexec(&r->rules[k].re, name, 0, NULL, 0) != 0)
                 continue;
             r->rules[k].used++;
-            if (pick_one(fs, pk, r, r->rules[k].src, g, name, len, msg, n) !=
+            if (pick_one(fs, &pk[g], r, r->rules[k].src, name, len, msg, n) !=
                 0) {
                 free(pk);
                 return -1;

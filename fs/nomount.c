@@ -163,12 +163,13 @@ int gfs_nomount_set(const struct gfs_opts *o, const struct gfs_nm_edit *edits,
                     o->file, edits[k].name, strerror(err));
     if (err) {
         status = EXIT_BADFILE;
-    } else if (!gfs_meta_uncommitted(fs)) {
+    } else if (!gfs_store_uncommitted(fs)) {
         fprintf(stderr,
                 "ggufs: %s: nothing to commit (the values are already "
                 "these)\n",
                 o->file);
-    } else if (gfs_meta_commit(fs) != 0 || fs->store.commit_failed) {
+    } else if (gfs_store_commit(fs, gfs_meta_files_note) != 0 ||
+               fs->store.commit_failed) {
         status = EXIT_COMMIT; /* the store's report (logged, as at unmount)
                                  says where the edits were saved */
     }

@@ -146,8 +146,6 @@ static int ovl_pwrite(struct gfs *fs, struct gfs_fh *fh, const char *p,
     return GGUF_OK;
 }
 
-/* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
- * (read). */
 /* ---- writes in flight (Pipelining) ------------------------------------ */
 
 #define TWQ_MAX 16 /* writes answered and not yet written, at most */
@@ -186,25 +184,21 @@ static int twq_busy(const struct gfs_twq *q, const struct gfs_fh *fh, int shard,
     return 0;
 }
 
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
-    struct gfs_twq *q = fs->twq;
-    if (!q || !atomic_load(&q->n) || n == 0)
-        return;
-    pthread_mutex_lock(&q->mu);
-    while (twq_busy(q, NULL, shard, pos, pos + n))
-        pthread_cond_wait(&q->cv, &q->mu);
-    pthread_mutex_unlock(&q->mu);
-}
-
-/* Waits until fh has no write in flight. */
-static void twq_wait_fh(struct gfs *fs, const struct gfs_fh *fh) {
+/* Waits until no entry is in the way (twq_busy's fh, shard, lo, hi). */
+static void twq_wait(struct gfs *fs, const struct gfs_fh *fh, int shard,
+                     uint64_t lo, uint64_t hi) {
     struct gfs_twq *q = fs->twq;
     if (!q || !atomic_load(&q->n))
         return;
     pthread_mutex_lock(&q->mu);
-    while (twq_busy(q, fh, -1, 0, 0))
+    while (twq_busy(q, fh, shard, lo, hi))
         pthread_cond_wait(&q->cv, &q->mu);
     pthread_mutex_unlock(&q->mu);
+}
+
+void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
+    if (n)
+        twq_wait(fs, NULL, shard, pos, pos + n);
 }
 
 /* Enters a write of [lo, hi) of fh's file, once nothing overlaps it and a
@@ -239,6 +233,8 @@ static void twq_leave(struct gfs_twq *q, int slot) {
     pthread_mutex_unlock(&q->mu);
 }
 
+/* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
+ * (read). */
 static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
                        uint64_t off) {
     return gguf_data_offset(fs->shards[fh->shard]) + fh->rel + off;
@@ -515,7 +511,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
 }
 
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh) {
-    twq_wait_fh(fs, fh); /* the core frees fh after */
+    twq_wait(fs, fh, -1, 0, 0); /* fh's writes: the core frees fh after */
     pthread_mutex_lock(&fh->mu);
     (void)apply(fs, fh); /* a failure is logged */
     gguf_stage_free(fh->stage);

@@ -65,13 +65,14 @@ static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f) {
     return f == VOC_MERGES ? strings_floor(ctx, "tokenizer.ggml.merges") : 0;
 }
 
-/* The file's text now (gfs_text_of_gen's make, one a file), made within
+/* File *arg's text now (gfs_text_of_gen_arg's make), made within
  * what is left of the daemon's GFS_TEXTS_MAX (below GFS_MAX_TEXT): one
  * whose strings alone pass it is refused before it is made, one that
  * passes it while made stops there.  EFBIG when it would pass the whole
  * bound alone, ENOMEM when the texts of others hold the rest. */
-static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
+static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     _Static_assert(GFS_TEXTS_MAX <= GFS_MAX_TEXT, "the smaller bound");
+    enum voc_file f = *(const enum voc_file *)arg;
     struct gguf_error gerr = {0};
     /* Under text_lock, at the generation present() asked (the caller
      * holds fs->lock): its mask spares tokenizer.json a second check. */
@@ -95,26 +96,6 @@ static int tok_make(struct gfs *fs, enum voc_file f, struct gguf_buf *b) {
         gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
     return gfs_errno(&gerr);
 }
-/* gfs_text_of_gen's make of file F (it takes no argument of its own). */
-#define MAKER(F)                                                               \
-    static int make_##F(struct gfs *fs, struct gguf_buf *b) {                  \
-        return tok_make(fs, F, b);                                             \
-    }
-MAKER(VOC_TOKENS_TSV)
-MAKER(VOC_SPECIAL)
-MAKER(VOC_MERGES)
-MAKER(VOC_HF_TOKENIZER)
-MAKER(VOC_HF_CONFIG)
-MAKER(VOC_HF_MAP)
-MAKER(VOC_HF_README)
-MAKER(VOC_HF_MODEL)
-MAKER(VOC_HF_TEMPLATE)
-MAKER(VOC_HF_GENCONFIG)
-static int (*const makers[VOC_N_FILES])(struct gfs *, struct gguf_buf *) = {
-    make_VOC_TOKENS_TSV,   make_VOC_SPECIAL,   make_VOC_MERGES,
-    make_VOC_HF_TOKENIZER, make_VOC_HF_CONFIG, make_VOC_HF_MAP,
-    make_VOC_HF_README,    make_VOC_HF_MODEL,  make_VOC_HF_TEMPLATE,
-    make_VOC_HF_GENCONFIG};
 
 /* Whether file f is there now: voc_has, but for tokenizer.json, whose
  * pass over the vocabulary (voc_present) is made once per generation and
@@ -152,8 +133,8 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
     pthread_mutex_lock(&fs->text_lock);
     struct gfs_text *old = fs->tok[f];
     pthread_mutex_unlock(&fs->text_lock);
-    struct gfs_text *t =
-        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], makers[f], 1, err);
+    struct gfs_text *t = gfs_text_of_gen_arg(fs, &fs->tok[f], &fs->tok_gen[f],
+                                             tok_make, &f, 1, err);
     /* A text made now (tens of MB for a large vocabulary) leaves its
      * buffer and the renderer's index freed but held by the allocator's
      * arena of this thread: handed back, so that the daemon holds the

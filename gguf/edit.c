@@ -342,6 +342,60 @@ out:
     return st;
 }
 
+/* The checks of gguf_add_tensor on a name not yet taken, a type and a shape,
+ * in its order (the first failing one names the tensor); fills full (ne with
+ * the unused dimensions 1) and the data's size in bytes. */
+static enum gguf_status check_new_tensor(
+    const gguf_ctx *ctx, const char *name, size_t nlen, const char *q,
+    uint32_t ggml_type, uint32_t n_dims, const int64_t *ne,
+    int64_t full[GGUF_MAX_DIMS], uint64_t *size, struct gguf_error *err) {
+    if (nlen == 0 || nlen > GGUF_MAX_TENSOR_NAME)
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "tensor name '%s' is %zu bytes long; 1 to %d allowed",
+                         q, nlen, GGUF_MAX_TENSOR_NAME);
+    if (gguf_find_tensor(ctx, name, nlen) >= 0)
+        return gguf_fail(err, GGUF_E_EXISTS, "tensor '%s' already exists", q);
+    if (n_dims > GGUF_MAX_DIMS)
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "tensor '%s' has %u dimensions; at most %d", q, n_dims,
+                         GGUF_MAX_DIMS);
+    if (!gguf_ggml_type_known(ggml_type))
+        return gguf_fail(err, GGUF_E_INVAL,
+                         "tensor '%s' has unknown ggml type %u", q, ggml_type);
+    for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++)
+        full[d] = 1;
+    for (uint32_t d = 0; d < n_dims; d++) {
+        if (ne[d] < 0)
+            return gguf_fail(err, GGUF_E_INVAL,
+                             "tensor '%s' has negative dimension %u (%lld)", q,
+                             d, (long long)ne[d]);
+        full[d] = ne[d];
+    }
+    if (!gguf_ggml_nbytes(ggml_type, n_dims, full, size))
+        return gguf_fail(
+            err, GGUF_E_INVAL,
+            "tensor '%s': shape does not fit type %s (first dimension "
+            "must be a multiple of %u, size must fit 64 bits)",
+            q, gguf_ggml_type_name(ggml_type), gguf_ggml_blck_size(ggml_type));
+    return GGUF_OK;
+}
+
+/* Where a tensor appended to ctx's list starts: after the last one, aligned. */
+static enum gguf_status next_tensor_offset(const gguf_ctx *ctx, const char *q,
+                                           uint64_t *offset,
+                                           struct gguf_error *err) {
+    uint32_t a = gguf_ctx_alignment(ctx);
+    *offset = 0;
+    if (ctx->n_t == 0)
+        return GGUF_OK;
+    const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];
+    if (prev->size > UINT64_MAX - a ||
+        prev->offset > UINT64_MAX - a - gguf_align_up(prev->size, a))
+        return gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows", q);
+    *offset = prev->offset + gguf_align_up(prev->size, a);
+    return GGUF_OK;
+}
+
 enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
                                  uint32_t ggml_type, uint32_t n_dims,
                                  const int64_t *ne, struct gguf_error *err) {
@@ -360,58 +414,14 @@ enum gguf_status gguf_add_tensor(gguf_ctx *ctx, const char *name, size_t nlen,
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory adding a tensor");
         goto out;
     }
-    if (nlen == 0 || nlen > GGUF_MAX_TENSOR_NAME) {
-        st = gguf_fail(err, GGUF_E_INVAL,
-                       "tensor name '%s' is %zu bytes long; 1 to %d allowed", q,
-                       nlen, GGUF_MAX_TENSOR_NAME);
+    int64_t full[GGUF_MAX_DIMS];
+    uint64_t size = 0, offset = 0;
+    st = check_new_tensor(ctx, name, nlen, q, ggml_type, n_dims, ne, full,
+                          &size, err);
+    if (st == GGUF_OK)
+        st = next_tensor_offset(ctx, q, &offset, err);
+    if (st != GGUF_OK)
         goto out;
-    }
-    if (gguf_find_tensor(ctx, name, nlen) >= 0) {
-        st = gguf_fail(err, GGUF_E_EXISTS, "tensor '%s' already exists", q);
-        goto out;
-    }
-    if (n_dims > GGUF_MAX_DIMS) {
-        st = gguf_fail(err, GGUF_E_INVAL,
-                       "tensor '%s' has %u dimensions; at most %d", q, n_dims,
-                       GGUF_MAX_DIMS);
-        goto out;
-    }
-    if (!gguf_ggml_type_known(ggml_type)) {
-        st = gguf_fail(err, GGUF_E_INVAL,
-                       "tensor '%s' has unknown ggml type %u", q, ggml_type);
-        goto out;
-    }
-    int64_t full[GGUF_MAX_DIMS] = {1, 1, 1, 1};
-    for (uint32_t d = 0; d < n_dims; d++) {
-        if (ne[d] < 0) {
-            st = gguf_fail(err, GGUF_E_INVAL,
-                           "tensor '%s' has negative dimension %u (%lld)", q, d,
-                           (long long)ne[d]);
-            goto out;
-        }
-        full[d] = ne[d];
-    }
-    uint64_t size = 0;
-    if (!gguf_ggml_nbytes(ggml_type, n_dims, full, &size)) {
-        st = gguf_fail(
-            err, GGUF_E_INVAL,
-            "tensor '%s': shape does not fit type %s (first dimension "
-            "must be a multiple of %u, size must fit 64 bits)",
-            q, gguf_ggml_type_name(ggml_type), gguf_ggml_blck_size(ggml_type));
-        goto out;
-    }
-    uint32_t a = gguf_ctx_alignment(ctx);
-    uint64_t offset = 0;
-    if (ctx->n_t > 0) {
-        const struct gguf_tensor *prev = &ctx->t[ctx->n_t - 1];
-        if (prev->size > UINT64_MAX - a ||
-            prev->offset > UINT64_MAX - a - gguf_align_up(prev->size, a)) {
-            st = gguf_fail(err, GGUF_E_RANGE, "tensor '%s': offset overflows",
-                           q);
-            goto out;
-        }
-        offset = prev->offset + gguf_align_up(prev->size, a);
-    }
 
     if (ctx->n_t == ctx->cap_t) {
         int64_t cap = ctx->cap_t ? ctx->cap_t * 2 : 16;

@@ -238,13 +238,22 @@ static enum gguf_status add_like(gguf_ctx *m, const gguf_ctx *c, int64_t i,
 }
 
 gguf_ctx *gguf_merge(gguf_ctx *const *v, int n, struct gguf_error *err) {
-    gguf_ctx *m = merge_keys(v[0], true, err);
-    for (int s = 0; m && s < n; s++)
+    /* Every shard's tensors, in order, as picks: a pick is smaller than
+     * the tensor info each context holds already. */
+    int64_t total = 0;
+    for (int s = 0; s < n; s++)
+        total += gguf_n_tensors(v[s]);
+    struct gguf_pick *t = calloc(total ? (size_t)total : 1, sizeof *t);
+    if (!t) {
+        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    int64_t g = 0;
+    for (int s = 0; s < n; s++)
         for (int64_t i = 0; i < gguf_n_tensors(v[s]); i++)
-            if (add_like(m, v[s], i, err) != GGUF_OK) {
-                gguf_close(m);
-                return NULL;
-            }
+            t[g++] = (struct gguf_pick){v[s], i};
+    gguf_ctx *m = gguf_merge_picks(v[0], true, t, total, err);
+    free(t);
     return m;
 }
 

@@ -196,6 +196,52 @@ static enum rmt_verdict check_version(const struct rmt_answer *a,
     return RMT_CHANGED;
 }
 
+/* The verdict on the answer to a whole-document GET (q->doc). */
+static enum rmt_verdict check_doc(const struct rmt_answer *a,
+                                  const struct rmt_ask *q, char *msg,
+                                  size_t n) {
+    long st = a->status;
+    if (st != 200)
+        snprintf(msg, n, "HTTP %ld%s", st,
+                 st == 404   ? " (not found)"
+                 : st == 401 ? " (authentication required)"
+                 : st == 403 ? " (forbidden)"
+                             : "");
+    else if (!rmt_answer_identity_encoding(a))
+        snprintf(msg, n,
+                 "the server sends it encoded (Content-Encoding: %.64s)",
+                 a->encoding);
+    else if (q->overlong)
+        snprintf(msg, n, "larger than %llu bytes", (unsigned long long)q->len);
+    else if (a->link_long)
+        snprintf(msg, n, "a Link header longer than %d bytes",
+                 RMT_LINK_MAX - 1);
+    else if (a->has_clen && a->clen != q->got)
+        snprintf(msg, n, "%llu body bytes, Content-Length %llu",
+                 (unsigned long long)q->got, (unsigned long long)a->clen);
+    else
+        return RMT_OK;
+    return RMT_FATAL;
+}
+
+/* The verdict on the answer to a HEAD (q->head). */
+static enum rmt_verdict check_head(const struct rmt_answer *a, char *msg,
+                                   size_t n) {
+    long st = a->status;
+    if (st != 200) {
+        snprintf(msg, n, "HTTP %ld", st);
+        return RMT_FATAL;
+    }
+    if (!rmt_answer_identity_encoding(a)) {
+        snprintf(msg, n,
+                 "the server sends the file encoded "
+                 "(Content-Encoding: %.64s)",
+                 a->encoding);
+        return RMT_FATAL;
+    }
+    return RMT_OK;
+}
+
 enum rmt_verdict rmt_answer_check(const struct rmt_answer *a,
                                   const struct rmt_ident *id,
                                   const struct rmt_ask *q, char *msg,
@@ -205,44 +251,10 @@ enum rmt_verdict rmt_answer_check(const struct rmt_answer *a,
         snprintf(msg, n, "HTTP %ld", st);
         return RMT_RETRY;
     }
-    if (q->doc) {
-        if (st != 200)
-            snprintf(msg, n, "HTTP %ld%s", st,
-                     st == 404   ? " (not found)"
-                     : st == 401 ? " (authentication required)"
-                     : st == 403 ? " (forbidden)"
-                                 : "");
-        else if (!rmt_answer_identity_encoding(a))
-            snprintf(msg, n,
-                     "the server sends it encoded (Content-Encoding: %.64s)",
-                     a->encoding);
-        else if (q->overlong)
-            snprintf(msg, n, "larger than %llu bytes",
-                     (unsigned long long)q->len);
-        else if (a->link_long)
-            snprintf(msg, n, "a Link header longer than %d bytes",
-                     RMT_LINK_MAX - 1);
-        else if (a->has_clen && a->clen != q->got)
-            snprintf(msg, n, "%llu body bytes, Content-Length %llu",
-                     (unsigned long long)q->got, (unsigned long long)a->clen);
-        else
-            return RMT_OK;
-        return RMT_FATAL;
-    }
-    if (q->head) {
-        if (st != 200) {
-            snprintf(msg, n, "HTTP %ld", st);
-            return RMT_FATAL;
-        }
-        if (!rmt_answer_identity_encoding(a)) {
-            snprintf(msg, n,
-                     "the server sends the file encoded "
-                     "(Content-Encoding: %.64s)",
-                     a->encoding);
-            return RMT_FATAL;
-        }
-        return RMT_OK;
-    }
+    if (q->doc)
+        return check_doc(a, q, msg, n);
+    if (q->head)
+        return check_head(a, msg, n);
     if (st == 412 && !q->probing) {
         snprintf(msg, n,
                  "the file changed on the server since it was "

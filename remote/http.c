@@ -612,11 +612,7 @@ int rmt_http_init(struct rmt_http *h, const char *url, const struct rmt_opts *o,
                   char *msg, size_t n) {
     struct rmt_s3 s3 = {0};
     int r = -1;
-    if (rmt_is_s3(url) && rmt_s3_load(&s3,
-                                      o->s3_path_style == RMT_S3_PATH    ? 1
-                                      : o->s3_path_style == RMT_S3_VHOST ? 0
-                                                                         : -1,
-                                      msg, n) != 0)
+    if (rmt_is_s3(url) && rmt_s3_load(&s3, o->s3_path_style, msg, n) != 0)
         goto out;
     if (setup(h, url, o->timeout, o->retries, rmt_is_s3(url) ? &s3 : NULL, msg,
               n) != 0 ||

@@ -36,8 +36,8 @@ struct rmt_s3 {
     char *key, *secret, *token; /* the credentials, or NULL */
     char *endpoint;             /* http(s)://HOST[:PORT], or NULL: AWS */
     char region[64];
-    char sigv4[96]; /* CURLOPT_AWS_SIGV4's "aws:amz:REGION:s3" */
-    int path_style; /* 1 yes, 0 no, -1 path style for custom endpoints */
+    char sigv4[96];               /* CURLOPT_AWS_SIGV4's "aws:amz:REGION:s3" */
+    enum rmt_s3_style path_style; /* as rmt_opts' s3_path_style */
 };
 struct curl_slist;
 /* True if s is an s3:// URL. */
@@ -45,7 +45,8 @@ int rmt_is_s3(const char *s);
 /* Settings from the environment, then the profile (s3conf.c), into c.
  * 0 or -1 with msg (naming the variable or file at fault); rmt_s3_free
  * in both cases. */
-int rmt_s3_load(struct rmt_s3 *c, int path_style, char *msg, size_t n);
+int rmt_s3_load(struct rmt_s3 *c, enum rmt_s3_style path_style, char *msg,
+                size_t n);
 /* One setting (aws_access_key_id, aws_secret_access_key,
  * aws_session_token, region, endpoint_url; others ignored) from from (a
  * variable's or file's name for msg).  0 or -1 with msg. */

@@ -180,7 +180,8 @@ static int from_env(struct rmt_s3 *c, char *msg, size_t n) {
     return 0;
 }
 
-int rmt_s3_load(struct rmt_s3 *c, int path_style, char *msg, size_t n) {
+int rmt_s3_load(struct rmt_s3 *c, enum rmt_s3_style path_style, char *msg,
+                size_t n) {
     *c = (struct rmt_s3){.path_style = path_style};
     /* The environment first; the profile fills only what it left unset,
      * and its keys only when the environment has none (a key from one
@@ -310,7 +311,8 @@ char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n) {
     }
     const char *q = strchr(key, '?');
     size_t klen = q ? (size_t)(q - key) : strlen(key);
-    int path = c->path_style >= 0 ? c->path_style : c->endpoint != NULL;
+    int path = c->path_style == RMT_S3_AUTO ? c->endpoint != NULL
+                                            : c->path_style == RMT_S3_PATH;
     const char *ep = c->endpoint;
     char aws[128];
     snprintf(aws, sizeof aws, "https://s3.%s.amazonaws.com", c->region);
@@ -333,20 +335,21 @@ char *rmt_s3_url(const struct rmt_s3 *c, const char *url, char *msg, size_t n) {
     return t;
 }
 
-/* The text of the first child element of root named name, or "". */
+xmlChar *rmt_xml_child(xmlNode *e, const char *name) {
+    for (xmlNode *c = e ? e->children : NULL; c; c = c->next)
+        if (c->type == XML_ELEMENT_NODE && !strcmp((const char *)c->name, name))
+            return xmlNodeGetContent(c);
+    return NULL;
+}
+
+/* rmt_xml_child's text on one line in out, or "". */
 static void child_text(xmlNode *root, const char *name, char *out, size_t n) {
-    out[0] = '\0';
-    for (xmlNode *e = root ? root->children : NULL; e; e = e->next)
-        if (e->type == XML_ELEMENT_NODE &&
-            !strcmp((const char *)e->name, name)) {
-            xmlChar *t = xmlNodeGetContent(e);
-            snprintf(out, n, "%s", t ? (const char *)t : "");
-            xmlFree(t);
-            for (char *p = out; *p; p++)
-                if ((unsigned char)*p < 0x20)
-                    *p = ' '; /* one line */
-            return;
-        }
+    xmlChar *t = rmt_xml_child(root, name);
+    snprintf(out, n, "%s", t ? (const char *)t : "");
+    xmlFree(t);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' '; /* one line */
 }
 
 xmlDoc *rmt_xml_read(const char *body, size_t len) {

@@ -41,6 +41,16 @@ struct voc_special_key {
 extern const struct voc_special_key voc_special_keys[];
 extern const size_t voc_n_special_keys;
 
+/* The one way vocab/ writes a json_t (hfjson.c): appends v's JSON as
+ * jansson's flags lay it out, then end (NULL: nothing), and drops the
+ * reference to v.  GGUF_E_INVAL when v is NULL (jansson refused a string
+ * that is not UTF-8), GGUF_E_RANGE when the bytes appended would pass
+ * max, GGUF_E_NOMEM when out of memory (or jansson cannot dump v); b as
+ * it was on any failure. */
+struct json_t;
+enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
+                              size_t flags, uint64_t max, const char *end);
+
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
 

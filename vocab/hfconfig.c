@@ -372,10 +372,7 @@ enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b) {
     common(o, ctx, r);
     if (r->extra)
         r->extra(o, ctx, r->arch);
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                JSON_REAL_PRECISION(9));
-    json_decref(o);
-    enum gguf_status st = s ? gguf_buf_add(b, s, strlen(s)) : GGUF_E_NOMEM;
-    free(s);
-    return st == GGUF_OK ? gguf_buf_add(b, "\n", 1) : st;
+    return voc_json_put(
+        b, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9),
+        UINT64_MAX, "\n");
 }

@@ -67,18 +67,8 @@ static json_t *chat_template(const gguf_ctx *ctx, int *bad) {
 }
 
 static enum gguf_status finish(json_t *o, struct gguf_buf *b) {
-    size_t mark = b->len;
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    if (!s)
-        return GGUF_E_NOMEM;
-    enum gguf_status st = gguf_buf_add(b, s, strlen(s));
-    free(s);
-    if (st == GGUF_OK)
-        st = gguf_buf_add(b, "\n", 1);
-    if (st != GGUF_OK)
-        b->len = mark;
-    return st;
+    return voc_json_put(b, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER, UINT64_MAX,
+                        "\n");
 }
 
 enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,

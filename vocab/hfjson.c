@@ -42,27 +42,42 @@
 #define TOK "tokenizer.ggml."
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
-/* Appends v's JSON (compact) and drops the reference; GGUF_E_INVAL when v
- * is NULL (jansson refused a string that is not UTF-8). */
-static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
-    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+/* voc_json_put's dump: appends while room lasts. */
+struct put {
+    struct gguf_buf *b;
+    uint64_t room;
+    enum gguf_status st;
+};
+
+static int put_chunk(const char *s, size_t n, void *u) {
+    struct put *p = u;
+    if (n > p->room)
+        p->st = GGUF_E_RANGE;
+    else if ((p->st = gguf_buf_add(p->b, s, n)) == GGUF_OK)
+        p->room -= n;
+    return p->st == GGUF_OK ? 0 : -1;
+}
+
+enum gguf_status voc_json_put(struct gguf_buf *b, json_t *v, size_t flags,
+                              uint64_t max, const char *end) {
     if (!v)
         return GGUF_E_INVAL;
-    /* One dump into room for the usual token; a second only when the
-     * text is longer (json_dumpb says how long it is either way). */
-    enum gguf_status st = gguf_buf_reserve(b, 256);
-    size_t need = st == GGUF_OK ? json_dumpb(v, (char *)b->p + b->len,
-                                             b->cap - b->len, flags)
-                                : 0;
-    if (st == GGUF_OK && need > b->cap - b->len &&
-        (st = gguf_buf_reserve(b, need)) == GGUF_OK)
-        need = json_dumpb(v, (char *)b->p + b->len, need, flags);
-    if (st == GGUF_OK && !need)
-        st = GGUF_E_NOMEM;
-    if (st == GGUF_OK)
-        b->len += need;
+    size_t mark = b->len;
+    struct put p = {b, max, GGUF_OK};
+    /* One pass, straight into b (the same text as json_dumps). */
+    if (json_dump_callback(v, put_chunk, &p, flags) != 0 && p.st == GGUF_OK)
+        p.st = GGUF_E_NOMEM; /* jansson's own failure */
     json_decref(v);
-    return st;
+    if (p.st == GGUF_OK && end)
+        (void)put_chunk(end, strlen(end), &p);
+    if (p.st != GGUF_OK)
+        b->len = mark;
+    return p.st;
+}
+
+/* Appends v's JSON (compact), as voc_json_put. */
+static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
+    return voc_json_put(b, v, JSON_ENCODE_ANY | JSON_COMPACT, UINT64_MAX, NULL);
 }
 
 /* The JSON strings of the vocabulary and merges, one at a time through a

@@ -316,15 +316,8 @@ static enum gguf_status emit(json_t *added, json_t *norm, json_t *pre,
                   post ? post : json_null(), "decoder", dec, "model", model);
     if (!doc)
         return GGUF_E_NOMEM;
-    char *s = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(doc);
-    if (!s)
-        return GGUF_E_NOMEM;
-    size_t len = strlen(s);
-    enum gguf_status st =
-        len + 1 > max ? GGUF_E_RANGE : gguf_buf_add(b, s, len);
-    free(s);
-    return st == GGUF_OK ? gguf_buf_add(b, "\n", 1) : st;
+    return voc_json_put(b, doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER, max,
+                        "\n");
 }
 
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,

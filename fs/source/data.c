@@ -82,7 +82,9 @@ static void data_put(struct gfs *fs, int shard) {
         gfs_fds_put(fs, shard);
 }
 
-/* gfs_data_short on shard's descriptor fd. */
+/* Whether shard's file (descriptor fd) ends before pos + n, logged once:
+ * a read past the end must be EIO, never a short read, which the kernel
+ * takes for EOF. */
 static int fd_short(struct gfs *fs, int shard, int fd, uint64_t pos,
                     uint64_t n) {
     struct stat sb;
@@ -95,17 +97,6 @@ static int fd_short(struct gfs *fs, int shard, int fd, uint64_t pos,
                 "was truncated under the mount): such reads fail with EIO",
                 gguf_path(fs->shards[shard]), (unsigned long long)(pos + n));
     return 1;
-}
-
-int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
-    int fd;
-    if (n == 0 || gfs_remote_file(fs, shard))
-        return 0; /* a remote source's size is fixed by its identity */
-    if (data_get(fs, shard, &fd) != 0)
-        return 1; /* cannot be read at all: said by fds.c */
-    int r = fd_short(fs, shard, fd, pos, n);
-    data_put(fs, shard);
-    return r;
 }
 
 /* The model's own bytes (before an overlay's tensors, patch.c). */

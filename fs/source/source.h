@@ -19,12 +19,10 @@
 struct gfs_devio; /* the session's kernel shim (fs/devio.h) */
 
 /* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
- * file at pos into buf: 0, or an errno (EIO if the file ends first).
- * gfs_data_short says (1) whether shard's file ends before pos + n, and
- * logs it once: a read past the end must be EIO, never a short read,
- * which the kernel takes for EOF.  Callers hold fs->lock (read). */
+ * file at pos into buf: 0, or an errno (EIO if the file ends first, said
+ * once in the log: a read past the end must be EIO, never a short read,
+ * which the kernel takes for EOF).  Callers hold fs->lock (read). */
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf, size_t n);
-int gfs_data_short(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
 /* A buffer of the calling thread of at least n bytes, kept for its next
  * request (a fresh malloc of a megabyte per read is an mmap, page faults
  * and zeroing each time) and freed when the thread ends; its contents
@@ -63,8 +61,8 @@ int gfs_data_cached(struct gfs *fs, int shard, uint64_t off, uint64_t len);
  * a mix's source files), opened on demand, checked to be the file
  * validated at mount (else EIO and one log line), at most cap kept open
  * (least recently used closed), none closed while pinned (the contract
- * and the lock: its top comment).  gfs_data_read, gfs_data_reply,
- * gfs_data_short and gfs_data_cached use them; nothing else needs to. */
+ * and the lock: its top comment).  gfs_data_read, gfs_data_reply and
+ * gfs_data_cached use them; nothing else needs to. */
 /* At most this many descriptors of a model's files kept open: a single
  * model's mount, and (their FD_PER_MODEL, storefs.h) a store's model. */
 #define GFS_FDS_CAP 32
@@ -185,9 +183,8 @@ void gfs_pt_committed(struct gfs *fs);
 /* remote.c: a model on a web server or the Hub (issue 13).  Remote
  * mounts are read-only unless they have an overlay (overlay.c: the
  * source is never written); gfs_data_read serves their bytes through
- * gfs_remote_read (with readahead along tensor boundaries) and
- * gfs_data_short is never true for them (their size is fixed by their
- * identity).  No lock of fs is needed: the sources lock themselves. */
+ * gfs_remote_read (with readahead along tensor boundaries) and never
+ * finds them short (their size is fixed by their identity).  No lock of fs is needed: the sources lock themselves. */
 /* struct gfs_remote_opts (the options): daemon.h. */
 /* The default bound on a remote file's header (each shard's, and an
  * overlay's source's): about 16 times the largest of today's models (a

@@ -25,6 +25,11 @@ int gfs_store_keep(struct gfs *fs) {
     return fs->store.ops->keep(fs);
 }
 
+void gfs_store_unlock(struct gfs *fs) {
+    (void)gfs_store_keep(fs);
+    pthread_rwlock_unlock(&fs->lock);
+}
+
 int gfs_store_uncommitted(struct gfs *fs) {
     return fs->store.ops->uncommitted(fs);
 }

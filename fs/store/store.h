@@ -45,7 +45,7 @@
  *            overlay holds every edit (overlay; none if never edited).
  *   EDITED   An edit applied in memory, not durable yet.  Only while
  *            fs->lock is held for writing: every edit handler leaves by
- *            gfs_meta_unlock, which keeps first (gfs_store_keep).  If that
+ *            gfs_store_unlock, which keeps first (gfs_store_keep).  If that
  *            keep fails the edits stay EDITED: logged once per G, an fsync
  *            of a meta file answers EIO, the mount goes on.  On disk: what
  *            the state before held.
@@ -148,6 +148,9 @@ typedef size_t (*gfs_store_note_fn)(struct gfs *fs, char *msg, size_t size,
 void gfs_store_use_file(struct gfs *fs);
 /* EDITED -> PENDING: the backend's keep. */
 int gfs_store_keep(struct gfs *fs);
+/* Leaves an edit: gfs_store_keep (a failure leaves EDITED, as above),
+ * then unlocks fs->lock. */
+void gfs_store_unlock(struct gfs *fs);
 /* True if there are edits a commit would write. */
 int gfs_store_uncommitted(struct gfs *fs);
 /* PENDING -> CLEAN, or FAILED (then SAVED): commits, writes the report

@@ -50,6 +50,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/* An s3:// source's URL style: path style for a custom endpoint and
+ * virtual-hosted for AWS (AUTO), or as -o s3_path_style=yes|no says. */
+enum rmt_s3_style { RMT_S3_AUTO, RMT_S3_VHOST, RMT_S3_PATH };
+
 struct rmt_opts {
     const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/ggufs, ~/.cache/ggufs */
     uint64_t cache_max;      /* bytes; 0: no bound */
@@ -57,15 +61,11 @@ struct rmt_opts {
     int hf;                  /* the source was hf://: HF_TOKEN may be sent */
     double timeout;          /* seconds: connect, low speed; 0: 15 */
     int retries;             /* after the first try; < 0: 3 */
-    int s3_path_style;       /* enum rmt_s3_style */
+    enum rmt_s3_style s3_path_style;
     /* One line (no newline) for the daemon's log; may be NULL. */
     void (*log)(void *u, const char *line);
     void *log_u;
 };
-
-/* An s3:// source's URL style: path style for a custom endpoint and
- * virtual-hosted for AWS (AUTO), or as -o s3_path_style=yes|no says. */
-enum rmt_s3_style { RMT_S3_AUTO, RMT_S3_VHOST, RMT_S3_PATH };
 
 struct rmt_src;
 
@@ -161,6 +161,10 @@ int rmt_s3_split(const char *url, char *bucket, size_t bn, const char **key);
  * not XML or over 1 GiB.  xmlFreeDoc it. */
 struct _xmlDoc;
 struct _xmlDoc *rmt_xml_read(const char *body, size_t len);
+/* The text of e's first child element named name (xmlFree it), or NULL
+ * when e is NULL or has none: an element of such a document. */
+struct _xmlNode;
+unsigned char *rmt_xml_child(struct _xmlNode *e, const char *name);
 /* $HF_ENDPOINT without its trailing '/'s (https://huggingface.co when
  * unset or empty): *len bytes of the returned string. */
 const char *rmt_hf_endpoint(size_t *len);
