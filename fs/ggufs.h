@@ -554,15 +554,12 @@ void gfs_text_put(struct gfs_text *t);
  * gfs_texts_room).  NULL with *err (make's errno, or ENOMEM: out of
  * memory or past GFS_TEXTS_MAX).  Caller holds fs->lock (read at least);
  * takes text_lock. */
-struct gfs_text *gfs_text_of_gen(
-    struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
-    int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err);
-/* gfs_text_of_gen with a maker that takes an argument of its own (arg,
- * passed through: one maker for several files, as tokdir.c's). */
+/* make is called with arg, passed through (one maker for several files,
+ * as tokdir.c's; NULL for a maker of one file). */
 typedef int (*gfs_text_make_arg)(struct gfs *fs, void *arg, struct gguf_buf *b);
-struct gfs_text *gfs_text_of_gen_arg(struct gfs *fs, struct gfs_text **slot,
-                                     uint64_t *gen, gfs_text_make_arg make,
-                                     void *arg, int counted, int *err);
+struct gfs_text *gfs_text_of_gen(struct gfs *fs, struct gfs_text **slot,
+                                 uint64_t *gen, gfs_text_make_arg make,
+                                 void *arg, int counted, int *err);
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);

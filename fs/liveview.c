@@ -166,7 +166,8 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
 #define GFS_VIEW_PIECES 16
 
 /* The header the view shows now (gfs_text_of_gen's make). */
-static int view_make(struct gfs *fs, struct gguf_buf *b) {
+static int view_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
+    (void)arg;
     struct gguf_error gerr = {0};
     uint64_t d2;
     if (gfs_view_merged(fs)) {
@@ -184,7 +185,8 @@ static int view_make(struct gfs *fs, struct gguf_buf *b) {
 
 struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
     /* every gfs_text through gfs_text_new: fields zeroed */
-    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, 0, err);
+    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, NULL, 0,
+                           err);
 }
 
 /* Bytes of the view's data section: a shard set's merged one, else the

@@ -18,7 +18,8 @@
 #include <string.h>
 
 /* meta.tsv's lines for the keys now (gfs_text_of_gen's make). */
-static int metatsv_make(struct gfs *fs, struct gguf_buf *b) {
+static int metatsv_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
+    (void)arg;
     struct gguf_error gerr = {0};
     if (gguf_buf_add(b, GGUF_SUMMARY_HEADER, strlen(GGUF_SUMMARY_HEADER)) !=
         GGUF_OK)
@@ -36,8 +37,8 @@ static int metatsv_make(struct gfs *fs, struct gguf_buf *b) {
 
 /* The text now: caller holds fs->lock (read at least); takes text_lock. */
 static struct gfs_text *metatsv_text(struct gfs *fs, int *err) {
-    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make, 0,
-                           err);
+    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make,
+                           NULL, 0, err);
 }
 
 static int metatsv_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {

@@ -65,7 +65,7 @@ static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f) {
     return f == VOC_MERGES ? strings_floor(ctx, "tokenizer.ggml.merges") : 0;
 }
 
-/* File *arg's text now (gfs_text_of_gen_arg's make), made within
+/* File *arg's text now (gfs_text_of_gen's make), made within
  * what is left of the daemon's GFS_TEXTS_MAX (below GFS_MAX_TEXT): one
  * whose strings alone pass it is refused before it is made, one that
  * passes it while made stops there.  EFBIG when it would pass the whole
@@ -133,8 +133,8 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
     pthread_mutex_lock(&fs->text_lock);
     struct gfs_text *old = fs->tok[f];
     pthread_mutex_unlock(&fs->text_lock);
-    struct gfs_text *t = gfs_text_of_gen_arg(fs, &fs->tok[f], &fs->tok_gen[f],
-                                             tok_make, &f, 1, err);
+    struct gfs_text *t =
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], tok_make, &f, 1, err);
     /* A text made now (tens of MB for a large vocabulary) leaves its
      * buffer and the renderer's index freed but held by the allocator's
      * arena of this thread: handed back, so that the daemon holds the

@@ -301,9 +301,9 @@ int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
     return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
 }
 
-struct gfs_text *gfs_text_of_gen_arg(struct gfs *fs, struct gfs_text **slot,
-                                     uint64_t *gen, gfs_text_make_arg make,
-                                     void *arg, int counted, int *err) {
+struct gfs_text *gfs_text_of_gen(struct gfs *fs, struct gfs_text **slot,
+                                 uint64_t *gen, gfs_text_make_arg make,
+                                 void *arg, int counted, int *err) {
     struct gfs_text *t = NULL;
     struct gguf_buf b = {0};
     pthread_mutex_lock(&fs->text_lock);
@@ -325,22 +325,6 @@ struct gfs_text *gfs_text_of_gen_arg(struct gfs *fs, struct gfs_text **slot,
     pthread_mutex_unlock(&fs->text_lock);
     gguf_buf_free(&b);
     return t;
-}
-
-/* gfs_text_of_gen's maker, called as gfs_text_of_gen_arg's. */
-struct plain_maker {
-    int (*make)(struct gfs *fs, struct gguf_buf *b);
-};
-
-static int plain_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
-    return ((const struct plain_maker *)arg)->make(fs, b);
-}
-
-struct gfs_text *gfs_text_of_gen(
-    struct gfs *fs, struct gfs_text **slot, uint64_t *gen,
-    int (*make)(struct gfs *fs, struct gguf_buf *b), int counted, int *err) {
-    struct plain_maker m = {make};
-    return gfs_text_of_gen_arg(fs, slot, gen, plain_make, &m, counted, err);
 }
 
 struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
