@@ -252,6 +252,16 @@ static json_t *framing(const struct voc_index *ix, int64_t first,
                      "single", single, "pair", pair, "special_tokens", sp);
 }
 
+/* Token i (text t, type v) as an added token of the file: llama.cpp's
+ * attributes for WordPiece and Unigram vocabularies (no strip, not
+ * normalized; special unless user-defined, type 4). */
+static void add_token(json_t *added, size_t i, json_t *t, uint32_t v) {
+    json_array_append_new(
+        added, json_pack("{s:I,s:O,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
+                         "content", t, "single_word", 0, "lstrip", 0, "rstrip",
+                         0, "normalized", 0, "special", v != 4));
+}
+
 /* Key key's id, else llama.cpp's default; -1 past the vocabulary. */
 static int64_t id_or(const gguf_ctx *ctx, const char *key, int64_t dflt,
                      size_t n) {
@@ -277,11 +287,7 @@ static bool wpm_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
             return false;
         }
         if (sp)
-            json_array_append_new(
-                added,
-                json_pack("{s:I,s:O,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
-                          "content", t, "single_word", 0, "lstrip", 0, "rstrip",
-                          0, "normalized", 0, "special", v != 4));
+            add_token(added, i, t, v);
         json_decref(t);
     }
     return true;
@@ -367,11 +373,7 @@ static bool ugm_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
             return false;
         }
         if (spc)
-            json_array_append_new(
-                added,
-                json_pack("{s:I,s:O,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
-                          "content", t, "single_word", 0, "lstrip", 0, "rstrip",
-                          0, "normalized", 0, "special", v != 4));
+            add_token(added, i, t, v);
         json_decref(t);
     }
     return true;
