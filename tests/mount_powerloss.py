@@ -60,7 +60,7 @@ Fail = J.Fail
 BLOCK = 4096
 INSERT_RANGE, COLLAPSE_RANGE, PUNCH_HOLE, ZERO_RANGE, KEEP_SIZE = 0x20, 0x08, 0x02, 0x10, 0x01
 RENAME_EXCHANGE = 2
-CAP = int(os.environ.get("GGUFS_POWERLOSS_CAP", "48"))  # states per workload
+CAP = int(os.environ.get("GGUFS_POWERLOSS_CAP", "150"))  # states per workload
 
 
 # ---- the log -------------------------------------------------------------
@@ -339,13 +339,34 @@ def digest(tree):
     return h.hexdigest()
 
 
+def unsynced(disk, harmless):
+    """The directory changes not yet made durable: ['DIR/: +NEW, -GONE']."""
+    out, names = [], disk.names()
+    for d in disk.objs.values():
+        said = []
+        for op in d.epend if d.dir else ():
+            shown = {"add": "+%s", "del": "-%s", "ren": "%s->%%s", "xch": "%s<->%%s"}[op[0]] % op[1]
+            if op[0] in ("ren", "xch"):
+                shown %= op[2]
+            if not any(h in shown for h in harmless):
+                said.append(shown)
+        if said:
+            out.append("%s/: %s" % (names.get(d.oid, "?"), ", ".join(said)))
+    return out
+
+
 def states(disk, log_path):
     """Replays the log over disk (the snapshot): [tree, strict, where] of
-    each distinct state, in the order first met."""
-    out, strict = {}, False
-    for k, rec in enumerate(read_log(log_path)):
+    each distinct state, in the order first met; and the breaches of
+    "durable": a directory change not fsynced when the workload was told
+    its change was durable (a mark) or when the last command returned."""
+    out, strict, breaches, recs = {}, False, [], read_log(log_path) + [("X", ["end"], b"")]
+    for k, rec in enumerate(recs):
         if rec[0] == "X":
             strict = strict or rec[1][0] == "durable"
+            for b in unsynced(disk, (".ggufs-lock", "ggufs.log")):
+                if b not in [x[1] for x in breaches]:
+                    breaches.append(("at mark %s (call %d)" % (rec[1][0], k), b))
             continue
         disk.apply(rec)
         for label, dirs, files in disk.variants():
@@ -356,7 +377,7 @@ def states(disk, log_path):
                 out[key] = [tree, strict, where]
             elif strict and not out[key][1]:
                 out[key][1:] = [True, where]
-    return list(out.values())
+    return list(out.values()), breaches
 
 
 def pick(found, cap):
@@ -412,19 +433,48 @@ def model_of(path, by_bytes):
     return (tuple(s.kvs), tuple(t[:4] + t[5:] for t in s.tensors))
 
 
-TEMPS = (".ggufs-journal", ".ggufs-new", ".ggufs-tmp-", ".ggufs-lock", ".ggufs-edits-")
+# Files a finished recovery must not leave: a commit's journal, its staged
+# tensor bytes, a rewrite's copy, saved edits, pending edits (in the state
+# directory: the same by device and inode).  An overlay's lock, its next
+# version (".ggufs-tmp-": removed by the overlay's next write), a running
+# overlay mount's record and the log of detached mounts may stay: ggufs(1)
+# says a stale one is harmless, and no command is refused over one.
+LEFTOVERS = (".ggufs-journal", ".ggufs-new", ".ggufs-edits-", ".pending", ".journal",
+             ".journal.data")
+HARMLESS = (".ggufs-lock", ".ggufs-tmp-", ".tmp", "ggufs.log", ".overlay-mount")
 
 
 def leftovers(w):
-    """Names a finished recovery must not leave (the workload's files and
-    the log of detached mounts are fine)."""
     bad = []
     for d, _, names in os.walk(w.root):
         for n in names:
-            if any(t in n for t in TEMPS) or n.endswith((".pending", ".journal",
-                                                         ".journal.data", ".overlay-mount")):
+            if any(t in n for t in LEFTOVERS) and not any(t in n for t in HARMLESS):
                 bad.append(os.path.relpath(os.path.join(d, n), w.root))
     return bad
+
+
+def differs(a, b):
+    """What differs between two models_of (for messages)."""
+    if isinstance(a, str):
+        return "the bytes"
+    ka, kb = dict((k[0], k) for k in a[0]), dict((k[0], k) for k in b[0])
+    keys = sorted(k.decode(errors="replace") for k in set(ka) | set(kb) if ka.get(k) != kb.get(k))
+    ts = sorted(t[0] for t, u in zip(a[1], b[1]) if t != u)
+    return "keys %s, tensors %s" % (keys or "none", ts or "none")
+
+
+def verdict(w, got, strict):
+    """None if got is a model this state may recover to, else why not."""
+    if got == w.new:
+        return None
+    if strict:
+        return "not the new model, though the change was durable (%s differ)" % differs(got, w.new)
+    if got == w.old:
+        return None
+    if w.mixed_ok and got[0] == w.old[0]:
+        return None  # tensor bytes written in place, before their fsync
+    return "neither the old model (%s differ) nor the new one (%s differ)" % (
+        differs(got, w.old), differs(got, w.new))
 
 
 def check_state(w, st, env, mnt):
@@ -451,9 +501,9 @@ def check_state(w, st, env, mnt):
         got = model_of(w.file, w.by_bytes)
     except Fail as e:
         return str(e)
-    if got != w.new and (st[1] or got != w.old):
-        return ("the model is neither the old nor the new one" if got != w.old else
-                "the old model, though the change was durable") + " " + " ".join(said)
+    why = verdict(w, got, st[1])
+    if why:
+        return why + " " + " ".join(said)
     rc, err = run([w.file, mnt])
     if rc != 0:
         return "the next read-write mount exited %d: %s" % (rc, err)
@@ -467,13 +517,13 @@ def check_state(w, st, env, mnt):
 
 
 def check_all(w, base):
-    found = states(w.disk, w.log)
+    found, breaches = states(w.disk, w.log)
     chosen = pick(found, CAP)
     map_path = os.path.join(base, "map")
     env = dict(os.environ, LD_PRELOAD=J.tool("PLREC"), PLREC_MAP=map_path)
     mnt = os.path.join(base, "mnt")
     os.makedirs(mnt, exist_ok=True)
-    fails = []
+    fails = ["%s, %s was left not durable" % b for b in breaches]
     for st in chosen:
         materialize(w.root, st[0], map_path)
         why = check_state(w, st, env, mnt)
@@ -498,7 +548,7 @@ class Work:
         self.mnt = os.path.join(base, "mnt")
         self.log = os.path.join(base, "plrec.log")
         self.file = os.path.join(self.work, "model.gguf")
-        self.overlay, self.by_bytes = None, False
+        self.overlay, self.by_bytes, self.mixed_ok = None, False, False
         for d in (self.work, self.state, self.mnt):
             os.makedirs(d)
 
@@ -510,10 +560,14 @@ class Work:
             raise Fail("mkfixture: %s" % p.stderr.decode(errors="replace"))
 
     def ggufs(self, args, want=0):
+        """Runs ggufs; a command that succeeded is a mark: what it did is
+        done (and must be durable)."""
         p = J.run_ggufs(args, timeout=120)
         if p.returncode != want:
             raise Fail("%s: ggufs %s exited %d (want %d): %s" % (
                 self.name, " ".join(args), p.returncode, want, p.stderr.decode(errors="replace")))
+        if want == 0:
+            mark(self.log, "done")
 
     def durable(self):
         """From here on, the change must survive: only the new model."""
@@ -536,7 +590,7 @@ def wl_inplace(w):
 
 
 def wl_grow(w):
-    edit(w, "mytool.big", b"g" * 70000 + b"\n", os.O_WRONLY | os.O_CREAT)
+    edit(w, "general.name", b"g" * 70000 + b"\n")
 
 
 def wl_removed(w):
@@ -544,8 +598,7 @@ def wl_removed(w):
 
 
 def wl_rewrite(w):
-    edit(w, "mytool.big", b"r" * 70000 + b"\n", os.O_WRONLY | os.O_CREAT,
-         ("-o", "no_insert_range"))
+    edit(w, "general.name", b"r" * 70000 + b"\n", opts=("-o", "no_insert_range"))
 
 
 def wl_overlay(w):
@@ -566,6 +619,7 @@ def wl_tensor(w):
 
 
 def wl_ovtensor(w):
+    w.mixed_ok = True  # in place: "a crash leaves what had reached the disk"
     w.overlay = os.path.join(w.work, "model.overlay.gguf")
     E.mount(w.file, w.mnt, ["-o", "overlay=" + w.overlay])
     fd = os.open(tensor_path(w), os.O_WRONLY)
@@ -580,6 +634,7 @@ def wl_ovtensor(w):
 
 
 def setup_compact(w):
+    w.fixture()
     edit(w, "mytool.big", b"c" * 70000 + b"\n", os.O_WRONLY | os.O_CREAT)
     edit(w, "mytool.big", None)  # leaves a header with headroom: a filler
 
@@ -642,6 +697,8 @@ def record(w, setup, fn):
     w.old = model_of(w.file, w.by_bytes or setup is setup_compact)
     os.sync()
     w.disk = Disk(w.root)
+    if os.path.exists(w.log):
+        os.unlink(w.log)  # the set-up's marks
     saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "PLREC_LOG", "PLREC_ROOT")}
     os.environ.update(LD_PRELOAD=J.tool("PLREC"), PLREC_LOG=w.log, PLREC_ROOT=w.root)
     try:

@@ -67,53 +67,37 @@ static char root[PATH_MAX];
 static size_t rootlen;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-#define REAL(name) real_##name
+/* Resolved on first use: other libraries' constructors call us first. */
+#define RL(name) ((__typeof__(real_##name))resolve((void **)&real_##name, #name))
 #define DECL(ret, name, ...)                                                   \
     static ret (*real_##name)(__VA_ARGS__);
 DECL(int, open, const char *, int, ...)
-DECL(int, open64, const char *, int, ...)
 DECL(int, openat, int, const char *, int, ...)
-DECL(int, openat64, int, const char *, int, ...)
-DECL(int, __open_2, const char *, int)
-DECL(int, __open64_2, const char *, int)
-DECL(int, __openat_2, int, const char *, int)
-DECL(int, __openat64_2, int, const char *, int)
-DECL(int, creat, const char *, mode_t)
 DECL(ssize_t, write, int, const void *, size_t)
 DECL(ssize_t, pwrite, int, const void *, size_t, off_t)
-DECL(ssize_t, pwrite64, int, const void *, size_t, off_t)
 DECL(ssize_t, writev, int, const struct iovec *, int)
-DECL(ssize_t, pwritev, int, const struct iovec *, int, off_t)
-DECL(ssize_t, pwritev64, int, const struct iovec *, int, off_t)
 DECL(ssize_t, pwritev2, int, const struct iovec *, int, off_t, int)
 DECL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t,
      unsigned)
 DECL(int, ftruncate, int, off_t)
-DECL(int, ftruncate64, int, off_t)
-DECL(int, truncate, const char *, off_t)
 DECL(int, fallocate, int, int, off_t, off_t)
-DECL(int, fallocate64, int, int, off_t, off_t)
 DECL(int, fsync, int)
 DECL(int, fdatasync, int)
 DECL(int, syncfs, int)
 DECL(void, sync, void)
-DECL(int, rename, const char *, const char *)
-DECL(int, renameat, int, const char *, int, const char *)
 DECL(int, renameat2, int, const char *, int, const char *, unsigned)
-DECL(int, link, const char *, const char *)
 DECL(int, linkat, int, const char *, int, const char *, int)
-DECL(int, unlink, const char *)
 DECL(int, unlinkat, int, const char *, int)
-DECL(int, rmdir, const char *)
-DECL(int, mkdir, const char *, mode_t)
 DECL(int, mkdirat, int, const char *, mode_t)
 DECL(int, fstat, int, struct stat *)
 DECL(int, fstatat, int, const char *, struct stat *, int)
-DECL(int, stat, const char *, struct stat *)
-DECL(int, lstat, const char *, struct stat *)
 DECL(int, statx, int, const char *, int, unsigned, struct statx *)
 
-static void *next(const char *name) { return dlsym(RTLD_NEXT, name); }
+static void *resolve(void **slot, const char *name) {
+    if (!*slot)
+        *slot = dlsym(RTLD_NEXT, name);
+    return *slot;
+}
 
 /* ---- replay: the identity map ---------------------------------------- */
 
@@ -186,16 +170,6 @@ static void map_statx(struct statx *sx) {
 /* ---- set-up ------------------------------------------------------------ */
 
 __attribute__((constructor)) static void plrec_init(void) {
-#define R(name) real_##name = next(#name)
-    R(open), R(open64), R(openat), R(openat64), R(__open_2), R(__open64_2);
-    R(__openat_2), R(__openat64_2), R(creat), R(write), R(pwrite);
-    R(pwrite64), R(writev), R(pwritev), R(pwritev64), R(pwritev2);
-    R(copy_file_range), R(ftruncate), R(ftruncate64), R(truncate);
-    R(fallocate), R(fallocate64), R(fsync), R(fdatasync), R(syncfs), R(sync);
-    R(rename), R(renameat), R(renameat2), R(link), R(linkat), R(unlink);
-    R(unlinkat), R(rmdir), R(mkdir), R(mkdirat), R(fstat), R(fstatat);
-    R(stat), R(lstat), R(statx);
-#undef R
     const char *m = getenv("PLREC_MAP");
     if (m && *m)
         load_map(m);
@@ -204,7 +178,7 @@ __attribute__((constructor)) static void plrec_init(void) {
         return;
     strcpy(root, rt);
     rootlen = strlen(root);
-    logfd = real_open(lg, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    logfd = RL(open)(lg, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 }
 
 /* ---- record: where a call lands ---------------------------------------- */
@@ -227,7 +201,7 @@ static bool fd_path(int fd, char *out) {
 static bool tracked_fd(int fd) {
     char p[PATH_MAX];
     struct stat st;
-    if (logfd < 0 || fd < 0 || fd == logfd || real_fstat(fd, &st) != 0)
+    if (logfd < 0 || fd < 0 || fd == logfd || RL(fstat)(fd, &st) != 0)
         return false;
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         return false;
@@ -290,7 +264,7 @@ static void add_st(struct rec *r, const struct stat *st) {
 
 static void add_fd(struct rec *r, int fd) {
     struct stat st;
-    if (real_fstat(fd, &st) == 0)
+    if (RL(fstat)(fd, &st) == 0)
         add_st(r, &st);
     else
         add(r, " -");
@@ -298,7 +272,7 @@ static void add_fd(struct rec *r, int fd) {
 
 static void add_path(struct rec *r, const char *path) {
     struct stat st;
-    if (real_fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    if (RL(fstatat)(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
         add_st(r, &st);
     else
         add(r, " -");
@@ -329,7 +303,7 @@ static void emit(struct rec *r, const void *data, size_t n) {
         memcpy(buf + r->len, data, n);
     size_t off = 0;
     while (off < r->len + n) {
-        ssize_t w = real_write(logfd, buf + off, r->len + n - off);
+        ssize_t w = RL(write)(logfd, buf + off, r->len + n - off);
         if (w <= 0)
             abort();
         off += (size_t)w;
@@ -393,16 +367,16 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
     bool tmp = is_tmpfile(flags);
     if (tmp) { /* no name: recorded if its directory is beneath the root */
-        LOCKED(int fd = real_openat(dirfd, path, flags, mode));
+        LOCKED(int fd = RL(openat)(dirfd, path, flags, mode));
         if (fd >= 0 && tracked_fd(fd))
             rec_fd("N", fd, " - -");
         UNLOCK(fd);
     }
     if (!(flags & (O_CREAT | O_TRUNC)) || !split_at(dirfd, path, dir, name))
-        return real_openat(dirfd, path, flags, mode);
+        return RL(openat)(dirfd, path, flags, mode);
     struct stat was;
-    bool existed = real_fstatat(dirfd, path, &was, 0) == 0;
-    LOCKED(int fd = real_openat(dirfd, path, flags, mode));
+    bool existed = RL(fstatat)(dirfd, path, &was, 0) == 0;
+    LOCKED(int fd = RL(openat)(dirfd, path, flags, mode));
     if (fd >= 0 && !existed) {
         rec_entry("N", dir, name);
     } else if (fd >= 0 && (flags & O_TRUNC) && S_ISREG(was.st_mode) &&
@@ -448,8 +422,8 @@ int creat(const char *p, mode_t m) {
 
 ssize_t write(int fd, const void *buf, size_t n) {
     if (!tracked_fd(fd))
-        return real_write(fd, buf, n);
-    LOCKED(ssize_t r = real_write(fd, buf, n));
+        return RL(write)(fd, buf, n);
+    LOCKED(ssize_t r = RL(write)(fd, buf, n));
     if (r > 0)
         rec_write(fd, lseek(fd, 0, SEEK_CUR) - r, buf, (size_t)r);
     UNLOCK(r);
@@ -457,8 +431,8 @@ ssize_t write(int fd, const void *buf, size_t n) {
 
 static ssize_t pwrite_common(int fd, const void *buf, size_t n, off_t off) {
     if (!tracked_fd(fd))
-        return real_pwrite(fd, buf, n, off);
-    LOCKED(ssize_t r = real_pwrite(fd, buf, n, off));
+        return RL(pwrite)(fd, buf, n, off);
+    LOCKED(ssize_t r = RL(pwrite)(fd, buf, n, off));
     if (r > 0)
         rec_write(fd, off, buf, (size_t)r);
     UNLOCK(r);
@@ -488,11 +462,11 @@ static void *gather(const struct iovec *iov, int cnt, size_t n) {
 static ssize_t pwritev_common(int fd, const struct iovec *iov, int cnt,
                               off_t off, int flags) {
     if (!tracked_fd(fd))
-        return off < 0 && !flags ? real_writev(fd, iov, cnt)
-                                 : real_pwritev2(fd, iov, cnt, off, flags);
+        return off < 0 && !flags ? RL(writev)(fd, iov, cnt)
+                                 : RL(pwritev2)(fd, iov, cnt, off, flags);
     LOCKED(ssize_t r = off < 0 && !flags
-                           ? real_writev(fd, iov, cnt)
-                           : real_pwritev2(fd, iov, cnt, off, flags));
+                           ? RL(writev)(fd, iov, cnt)
+                           : RL(pwritev2)(fd, iov, cnt, off, flags));
     if (r > 0) {
         void *b = gather(iov, cnt, (size_t)r);
         rec_write(fd, off < 0 ? lseek(fd, 0, SEEK_CUR) - r : off, b, (size_t)r);
@@ -517,9 +491,9 @@ ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
 ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off,
                         size_t n, unsigned flags) {
     if (!tracked_fd(out))
-        return real_copy_file_range(in, in_off, out, out_off, n, flags);
+        return RL(copy_file_range)(in, in_off, out, out_off, n, flags);
     LOCKED(ssize_t r =
-               real_copy_file_range(in, in_off, out, out_off, n, flags));
+               RL(copy_file_range)(in, in_off, out, out_off, n, flags));
     if (r > 0) {
         off_t src = (in_off ? *in_off : lseek(in, 0, SEEK_CUR)) - r;
         off_t dst = (out_off ? *out_off : lseek(out, 0, SEEK_CUR)) - r;
@@ -534,8 +508,8 @@ ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off,
 
 static int ftruncate_common(int fd, off_t len) {
     if (!tracked_fd(fd))
-        return real_ftruncate(fd, len);
-    LOCKED(int r = real_ftruncate(fd, len));
+        return RL(ftruncate)(fd, len);
+    LOCKED(int r = RL(ftruncate)(fd, len));
     if (r == 0)
         rec_fd("T", fd, " %lld", (long long)len);
     UNLOCK(r);
@@ -544,7 +518,7 @@ int ftruncate(int fd, off_t len) { return ftruncate_common(fd, len); }
 int ftruncate64(int fd, off_t len) { return ftruncate_common(fd, len); }
 
 int truncate(const char *path, off_t len) {
-    int fd = real_openat(AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+    int fd = RL(openat)(AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     int r = ftruncate_common(fd, len), e = errno;
@@ -555,8 +529,8 @@ int truncate(const char *path, off_t len) {
 
 static int fallocate_common(int fd, int mode, off_t off, off_t len) {
     if (!tracked_fd(fd))
-        return real_fallocate(fd, mode, off, len);
-    LOCKED(int r = real_fallocate(fd, mode, off, len));
+        return RL(fallocate)(fd, mode, off, len);
+    LOCKED(int r = RL(fallocate)(fd, mode, off, len));
     if (r == 0)
         rec_fd("F", fd, " %d %lld %lld", mode, (long long)off, (long long)len);
     UNLOCK(r);
@@ -576,11 +550,11 @@ static int sync_common(int fd, int (*call)(int)) {
         rec_fd("S", fd, NULL);
     UNLOCK(r);
 }
-int fsync(int fd) { return sync_common(fd, real_fsync); }
-int fdatasync(int fd) { return sync_common(fd, real_fdatasync); }
+int fsync(int fd) { return sync_common(fd, RL(fsync)); }
+int fdatasync(int fd) { return sync_common(fd, RL(fdatasync)); }
 
 int syncfs(int fd) {
-    LOCKED(int r = real_syncfs(fd));
+    LOCKED(int r = RL(syncfs)(fd));
     if (r == 0 && logfd >= 0) {
         struct rec x = {.len = 0};
         add(&x, "A");
@@ -591,7 +565,7 @@ int syncfs(int fd) {
 
 void sync(void) {
     pthread_mutex_lock(&mu);
-    real_sync();
+    RL(sync)();
     if (logfd >= 0) {
         struct rec x = {.len = 0};
         add(&x, "A");
@@ -605,8 +579,8 @@ int renameat2(int od, const char *op, int nd, const char *np, unsigned fl) {
         nname[NAME_MAX + 1];
     bool src = split_at(od, op, odir, oname), dst = split_at(nd, np, ndir, nname);
     if (!src && !dst)
-        return real_renameat2(od, op, nd, np, fl);
-    LOCKED(int r = real_renameat2(od, op, nd, np, fl));
+        return RL(renameat2)(od, op, nd, np, fl);
+    LOCKED(int r = RL(renameat2)(od, op, nd, np, fl));
     if (r == 0 && src && dst) {
         struct rec x = {.len = 0};
         add(&x, "R");
@@ -636,8 +610,8 @@ int rename(const char *op, const char *np) {
 int linkat(int od, const char *op, int nd, const char *np, int fl) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
     if (!split_at(nd, np, dir, name))
-        return real_linkat(od, op, nd, np, fl);
-    LOCKED(int r = real_linkat(od, op, nd, np, fl));
+        return RL(linkat)(od, op, nd, np, fl);
+    LOCKED(int r = RL(linkat)(od, op, nd, np, fl));
     if (r == 0)
         rec_entry("L", dir, name);
     UNLOCK(r);
@@ -649,8 +623,8 @@ int link(const char *op, const char *np) {
 int unlinkat(int d, const char *path, int fl) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
     if (!split_at(d, path, dir, name))
-        return real_unlinkat(d, path, fl);
-    LOCKED(int r = real_unlinkat(d, path, fl));
+        return RL(unlinkat)(d, path, fl);
+    LOCKED(int r = RL(unlinkat)(d, path, fl));
     if (r == 0)
         rec_gone(dir, name);
     UNLOCK(r);
@@ -661,8 +635,8 @@ int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
 int mkdirat(int d, const char *path, mode_t mode) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
     if (!split_at(d, path, dir, name))
-        return real_mkdirat(d, path, mode);
-    LOCKED(int r = real_mkdirat(d, path, mode));
+        return RL(mkdirat)(d, path, mode);
+    LOCKED(int r = RL(mkdirat)(d, path, mode));
     if (r == 0)
         rec_entry("N", dir, name);
     UNLOCK(r);
@@ -674,13 +648,13 @@ int mkdir(const char *path, mode_t mode) {
 /* ---- replay: what stat says ---------------------------------------------- */
 
 static int fstat_m(int fd, struct stat *st) {
-    int r = real_fstat(fd, st);
+    int r = RL(fstat)(fd, st);
     if (r == 0 && n_map)
         map_stat(st);
     return r;
 }
 static int fstatat_m(int d, const char *p, struct stat *st, int fl) {
-    int r = real_fstatat(d, p, st, fl);
+    int r = RL(fstatat)(d, p, st, fl);
     if (r == 0 && n_map)
         map_stat(st);
     return r;
@@ -714,7 +688,7 @@ int plrec_lstat(const char *p, struct stat *st) { return lstat_m(p, st); }
 int plrec_lstat64(const char *p, struct stat *st) { return lstat_m(p, st); }
 
 int statx(int d, const char *p, int fl, unsigned mask, struct statx *sx) {
-    int r = real_statx(d, p, fl, mask, sx);
+    int r = RL(statx)(d, p, fl, mask, sx);
     if (r == 0 && n_map)
         map_statx(sx);
     return r;
