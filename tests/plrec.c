@@ -58,27 +58,30 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#ifndef FALLOC_FL_KEEP_SIZE
-#define FALLOC_FL_KEEP_SIZE 1
-#endif
-
 static int logfd = -1;
 static char root[PATH_MAX];
 static size_t rootlen;
+/* Held over each recorded call and its record; taken around fork(2) so
+ * that a child never starts with it held by a thread it does not have. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static void fork_lock(void) {
+    pthread_mutex_lock(&mu);
+}
+static void fork_unlock(void) {
+    pthread_mutex_unlock(&mu);
+}
 
 /* Resolved on first use: other libraries' constructors call us first. */
-#define RL(name) ((__typeof__(real_##name))resolve((void **)&real_##name, #name))
-#define DECL(ret, name, ...)                                                   \
-    static ret (*real_##name)(__VA_ARGS__);
+#define RL(name)                                                               \
+    ((__typeof__(real_##name))resolve((void **)&real_##name, #name))
+#define DECL(ret, name, ...) static ret (*real_##name)(__VA_ARGS__);
 DECL(int, open, const char *, int, ...)
 DECL(int, openat, int, const char *, int, ...)
 DECL(ssize_t, write, int, const void *, size_t)
 DECL(ssize_t, pwrite, int, const void *, size_t, off_t)
 DECL(ssize_t, writev, int, const struct iovec *, int)
 DECL(ssize_t, pwritev2, int, const struct iovec *, int, off_t, int)
-DECL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t,
-     unsigned)
+DECL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t, unsigned)
 DECL(int, ftruncate, int, off_t)
 DECL(int, fallocate, int, int, off_t, off_t)
 DECL(int, fsync, int)
@@ -155,8 +158,10 @@ static void map_statx(struct statx *sx) {
     struct stat st = {0};
     st.st_dev = makedev(sx->stx_dev_major, sx->stx_dev_minor);
     st.st_ino = sx->stx_ino;
-    st.st_mtim = ts(sx->stx_mtime.tv_sec * 1000000000LL + sx->stx_mtime.tv_nsec);
-    st.st_ctim = ts(sx->stx_ctime.tv_sec * 1000000000LL + sx->stx_ctime.tv_nsec);
+    st.st_mtim =
+        ts(sx->stx_mtime.tv_sec * 1000000000LL + sx->stx_mtime.tv_nsec);
+    st.st_ctim =
+        ts(sx->stx_ctime.tv_sec * 1000000000LL + sx->stx_ctime.tv_nsec);
     map_stat(&st);
     sx->stx_dev_major = major(st.st_dev);
     sx->stx_dev_minor = minor(st.st_dev);
@@ -170,6 +175,7 @@ static void map_statx(struct statx *sx) {
 /* ---- set-up ------------------------------------------------------------ */
 
 __attribute__((constructor)) static void plrec_init(void) {
+    pthread_atfork(fork_lock, fork_unlock, fork_unlock);
     const char *m = getenv("PLREC_MAP");
     if (m && *m)
         load_map(m);
@@ -361,7 +367,9 @@ static void rec_gone(const char *dir, const char *name) {
     errno = saved_errno;                                                       \
     return ret;
 
-static bool is_tmpfile(int flags) { return (flags & O_TMPFILE) == O_TMPFILE; }
+static bool is_tmpfile(int flags) {
+    return (flags & O_TMPFILE) == O_TMPFILE;
+}
 
 static int open_common(int dirfd, const char *path, int flags, mode_t mode) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
@@ -410,9 +418,15 @@ OPEN_PATH(open)
 OPEN_PATH(open64)
 OPEN_AT(openat)
 OPEN_AT(openat64)
-int __open_2(const char *p, int f) { return open_common(AT_FDCWD, p, f, 0); }
-int __open64_2(const char *p, int f) { return open_common(AT_FDCWD, p, f, 0); }
-int __openat_2(int d, const char *p, int f) { return open_common(d, p, f, 0); }
+int __open_2(const char *p, int f) {
+    return open_common(AT_FDCWD, p, f, 0);
+}
+int __open64_2(const char *p, int f) {
+    return open_common(AT_FDCWD, p, f, 0);
+}
+int __openat_2(int d, const char *p, int f) {
+    return open_common(d, p, f, 0);
+}
 int __openat64_2(int d, const char *p, int f) {
     return open_common(d, p, f, 0);
 }
@@ -492,8 +506,7 @@ ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off,
                         size_t n, unsigned flags) {
     if (!tracked_fd(out))
         return RL(copy_file_range)(in, in_off, out, out_off, n, flags);
-    LOCKED(ssize_t r =
-               RL(copy_file_range)(in, in_off, out, out_off, n, flags));
+    LOCKED(ssize_t r = RL(copy_file_range)(in, in_off, out, out_off, n, flags));
     if (r > 0) {
         off_t src = (in_off ? *in_off : lseek(in, 0, SEEK_CUR)) - r;
         off_t dst = (out_off ? *out_off : lseek(out, 0, SEEK_CUR)) - r;
@@ -514,8 +527,12 @@ static int ftruncate_common(int fd, off_t len) {
         rec_fd("T", fd, " %lld", (long long)len);
     UNLOCK(r);
 }
-int ftruncate(int fd, off_t len) { return ftruncate_common(fd, len); }
-int ftruncate64(int fd, off_t len) { return ftruncate_common(fd, len); }
+int ftruncate(int fd, off_t len) {
+    return ftruncate_common(fd, len);
+}
+int ftruncate64(int fd, off_t len) {
+    return ftruncate_common(fd, len);
+}
 
 int truncate(const char *path, off_t len) {
     int fd = RL(openat)(AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
@@ -550,8 +567,12 @@ static int sync_common(int fd, int (*call)(int)) {
         rec_fd("S", fd, NULL);
     UNLOCK(r);
 }
-int fsync(int fd) { return sync_common(fd, RL(fsync)); }
-int fdatasync(int fd) { return sync_common(fd, RL(fdatasync)); }
+int fsync(int fd) {
+    return sync_common(fd, RL(fsync));
+}
+int fdatasync(int fd) {
+    return sync_common(fd, RL(fdatasync));
+}
 
 int syncfs(int fd) {
     LOCKED(int r = RL(syncfs)(fd));
@@ -577,7 +598,8 @@ void sync(void) {
 int renameat2(int od, const char *op, int nd, const char *np, unsigned fl) {
     char odir[PATH_MAX], oname[NAME_MAX + 1], ndir[PATH_MAX],
         nname[NAME_MAX + 1];
-    bool src = split_at(od, op, odir, oname), dst = split_at(nd, np, ndir, nname);
+    bool src = split_at(od, op, odir, oname),
+         dst = split_at(nd, np, ndir, nname);
     if (!src && !dst)
         return RL(renameat2)(od, op, nd, np, fl);
     LOCKED(int r = RL(renameat2)(od, op, nd, np, fl));
@@ -629,8 +651,12 @@ int unlinkat(int d, const char *path, int fl) {
         rec_gone(dir, name);
     UNLOCK(r);
 }
-int unlink(const char *path) { return unlinkat(AT_FDCWD, path, 0); }
-int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
+int unlink(const char *path) {
+    return unlinkat(AT_FDCWD, path, 0);
+}
+int rmdir(const char *path) {
+    return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+}
 
 int mkdirat(int d, const char *path, mode_t mode) {
     char dir[PATH_MAX], name[NAME_MAX + 1];
@@ -674,18 +700,30 @@ int plrec_stat(const char *, struct stat *) __asm__("stat");
 int plrec_stat64(const char *, struct stat *) __asm__("stat64");
 int plrec_lstat(const char *, struct stat *) __asm__("lstat");
 int plrec_lstat64(const char *, struct stat *) __asm__("lstat64");
-int plrec_fstat(int fd, struct stat *st) { return fstat_m(fd, st); }
-int plrec_fstat64(int fd, struct stat *st) { return fstat_m(fd, st); }
+int plrec_fstat(int fd, struct stat *st) {
+    return fstat_m(fd, st);
+}
+int plrec_fstat64(int fd, struct stat *st) {
+    return fstat_m(fd, st);
+}
 int plrec_fstatat(int d, const char *p, struct stat *st, int f) {
     return fstatat_m(d, p, st, f);
 }
 int plrec_fstatat64(int d, const char *p, struct stat *st, int f) {
     return fstatat_m(d, p, st, f);
 }
-int plrec_stat(const char *p, struct stat *st) { return stat_m(p, st); }
-int plrec_stat64(const char *p, struct stat *st) { return stat_m(p, st); }
-int plrec_lstat(const char *p, struct stat *st) { return lstat_m(p, st); }
-int plrec_lstat64(const char *p, struct stat *st) { return lstat_m(p, st); }
+int plrec_stat(const char *p, struct stat *st) {
+    return stat_m(p, st);
+}
+int plrec_stat64(const char *p, struct stat *st) {
+    return stat_m(p, st);
+}
+int plrec_lstat(const char *p, struct stat *st) {
+    return lstat_m(p, st);
+}
+int plrec_lstat64(const char *p, struct stat *st) {
+    return lstat_m(p, st);
+}
 
 int statx(int d, const char *p, int fl, unsigned mask, struct statx *sx) {
     int r = RL(statx)(d, p, fl, mask, sx);
