@@ -27,24 +27,33 @@ Each state is written at the workload's paths and recovered as ggufs(1)
 says: `ggufs --recover FILE`, `--overlay-apply FILE OVERLAY` when the
 overlay is there, `--apply-pending FILE` (exit 0, or 1 "no pending
 edits"), then a read-write mount and `ggufs -u` (the next command must not
-be blocked).  ggml's reader (refdump) must see the old or the new model,
-and only the new one once the workload was told its change was durable
-(write(2)/close(2) of an edit returned, `ggufs -u` exited 0); no journal,
-staged, temporary or pending file may be left.  The recovery runs with
-plrec's stat map, so a rebuilt file has the identity (device, inode, mtime,
-ctime) the recorded run saw, as after a reboot.
+be blocked).  ggml's reader (refdump) must see the old or the new model
+(--compact: the old or the new bytes; tensor bytes written in place may be
+any mix until their fsync, as for any file), and only the new one once
+the workload was told its change was durable (a mark: the write(2) and
+close(2) of an edit returned, a command exited 0); no journal, staged
+tensor, rewrite copy, saved or pending edits may be left.  The recovery
+runs with plrec's stat map, so a rebuilt file has the identity (device,
+inode, mtime, ctime) the recorded run saw, as after a reboot.  And the
+rule itself ("durable" means every created, renamed or unlinked entry's
+directory was fsynced) is checked at each mark: a directory change still
+unsynced there fails the workload even where recovery happens to cope
+(an overlay's lock and the log of detached mounts excepted).
 
-Limits: one process's view of the order of calls (no reordering by the
-disk beyond the rules above); metadata other than size (modes, owners,
-times, xattrs) is taken as of the call; mmap writes, syscall(2) and stdio
-writes are not seen (ggufs writes no durable file so); the file system's
-own promises beyond POSIX (ext4's data=ordered, its rename heuristics) are
-not assumed.  Workloads: in-place edit, grown header (insert range), a
-removed key, -o no_insert_range (rewrite), an overlay and --overlay-apply,
-a whole tensor replace (cp over tensors/NAME), tensor writes into an
-overlay, --compact, --apply-pending after a killed daemon, a shard set.
-The state count is printed per workload; GGUFS_POWERLOSS_ONLY=NAME,...
-runs a subset, GGUFS_POWERLOSS_KEEP=1 keeps the failing states' logs.
+Limits: the calls are ordered as each process's lock saw them (the disk
+reorders nothing beyond the rules above); metadata other than size
+(modes, owners, times, xattrs) is taken as of the call; mmap writes,
+syscall(2) and stdio's own writes are not seen (ggufs writes no durable
+file so); no promise of a file system beyond POSIX (ext4's data=ordered,
+its rename heuristics) is assumed.  Workloads: in-place edit, grown header
+(insert range), a removed key, -o no_insert_range (rewrite), an overlay
+and --overlay-apply, a whole tensor replace (cp over tensors/NAME), tensor
+writes into an overlay, --compact, --apply-pending after a killed daemon,
+a shard set: about 300 to 400 distinct states (the count is printed per
+workload; more than GGUFS_POWERLOSS_CAP, 150, in one workload are sampled:
+the strict ones first, the rest evenly), about a minute.
+GGUFS_POWERLOSS_ONLY=NAME,... runs a subset; GGUFS_POWERLOSS_KEEP=1 keeps
+the directory with each workload's log (plrec.log) and last state.
 """
 import hashlib
 import os
@@ -547,11 +556,20 @@ def check_state(w, st, env, mnt):
     return None
 
 
+def preload():
+    """The environment that puts plrec into ggufs (in a sanitizer build
+    too: there the sanitizer's runtime need not come first, plrec only
+    passes each call on)."""
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return {"LD_PRELOAD": J.tool("PLREC"),
+            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+
+
 def check_all(w, base):
     found, breaches = states(w.disk, w.log)
     chosen = pick(found, CAP)
     map_path = os.path.join(base, "map")
-    env = dict(os.environ, LD_PRELOAD=J.tool("PLREC"), PLREC_MAP=map_path)
+    env = dict(os.environ, PLREC_MAP=map_path, **preload())
     mnt = os.path.join(base, "mnt")
     os.makedirs(mnt, exist_ok=True)
     fails = ["%s, %s was left not durable" % b for b in breaches]
@@ -731,8 +749,9 @@ def record(w, setup, fn):
     w.disk = Disk(w.root)
     if os.path.exists(w.log):
         os.unlink(w.log)  # the set-up's marks
-    saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "PLREC_LOG", "PLREC_ROOT")}
-    os.environ.update(LD_PRELOAD=J.tool("PLREC"), PLREC_LOG=w.log, PLREC_ROOT=w.root)
+    extra = dict(preload(), PLREC_LOG=w.log, PLREC_ROOT=w.root)
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
     try:
         fn(w)
     finally:
