@@ -53,7 +53,9 @@ writes into an overlay, --compact, --apply-pending after a killed daemon,
 a shard set: about 300 to 400 distinct states (the count is printed per
 workload; more than GGUFS_POWERLOSS_CAP, 150, in one workload are sampled:
 the strict ones first, the rest evenly), about a minute.
-GGUFS_POWERLOSS_ONLY=NAME,... runs a subset; GGUFS_POWERLOSS_KEEP=1 keeps
+First a self-check: a replace whose directory is not fsynced must show
+states that lost it and a change not durable, one whose directory is must
+not.  GGUFS_POWERLOSS_ONLY=NAME,... runs a subset; GGUFS_POWERLOSS_KEEP=1 keeps
 the directory with each workload's log (plrec.log) and last state.
 """
 import hashlib
@@ -84,6 +86,8 @@ def st_of(f):
 
 
 def read_log(path):
+    if not os.path.exists(path):
+        return []  # nothing recorded
     recs, data, i = [], open(path, "rb").read(), 0
     while i < len(data):
         j = data.index(b"\n", i)
@@ -569,6 +573,8 @@ def preload():
 
 
 def check_all(w, base):
+    if not any(r[0] != "X" for r in read_log(w.log)):
+        raise Fail("plrec recorded no call of the workload (is it preloaded?)")
     found, breaches = states(w.disk, w.log)
     chosen = pick(found, CAP)
     map_path = os.path.join(base, "map")
@@ -766,6 +772,43 @@ def record(w, setup, fn):
     w.new = model_of(w.file, w.by_bytes)
 
 
+SELF_PROGRAM = """
+import os, sys
+d = sys.argv[1]
+fd = os.open(os.path.join(d, "f.tmp"), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+os.write(fd, b"new bytes")
+os.fsync(fd)
+os.close(fd)
+os.rename(os.path.join(d, "f.tmp"), os.path.join(d, "f"))
+if sys.argv[2] == "sync":
+    dfd = os.open(d, os.O_RDONLY)
+    os.fsync(dfd)
+    os.close(dfd)
+"""
+
+
+def selfcheck(top):
+    """The recorder and the model on a replace whose directory is, and is
+    not, fsynced: without the sync a state loses the file and the mark
+    names the change not durable; with it neither happens."""
+    for how in ("nosync", "sync"):
+        base = os.path.join(top, "self-" + how)
+        root, log = os.path.join(base, "R"), os.path.join(base, "plrec.log")
+        os.makedirs(os.path.join(root, "d"))
+        os.sync()
+        disk = Disk(root)
+        env = dict(os.environ, PLREC_LOG=log, PLREC_ROOT=root, **preload())
+        subprocess.run(["python3", "-c", SELF_PROGRAM, os.path.join(root, "d"), how],
+                       env=env, check=True, timeout=60)
+        for rec in read_log(log):
+            disk.apply(rec)
+        lost = [v[0] for v in disk.variants() if "d/f" not in disk.build(v[1], v[2])]
+        breaches = unsynced(disk, ())
+        if (how == "nosync") != bool(breaches and lost) or (how == "sync") == bool(lost):
+            raise Fail("self-check (%s): states without d/f %s, not durable %s: the recorder or "
+                       "the model of a power cut is broken" % (how, lost, breaches))
+
+
 def main():
     J.require_fuse()
     only = [x for x in os.environ.get("GGUFS_POWERLOSS_ONLY", "").split(",") if x]
@@ -774,6 +817,7 @@ def main():
     state_home = os.environ.get("XDG_STATE_HOME")
     total, n_failed, failed = 0, 0, []
     try:
+        selfcheck(top)
         for name, setup, fn in WORKLOADS:
             if only and name not in only:
                 continue
