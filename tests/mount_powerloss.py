@@ -49,7 +49,8 @@ file so); no promise of a file system beyond POSIX (ext4's data=ordered,
 its rename heuristics) is assumed.  Workloads: in-place edit, grown header
 (insert range), a removed key, -o no_insert_range (rewrite), an overlay
 and --overlay-apply, a whole tensor replace (cp over tensors/NAME), tensor
-writes into an overlay, --compact, --apply-pending after a killed daemon,
+bytes written in place into the model and into an overlay, --compact,
+--apply-pending after a killed daemon,
 a shard set: about 300 to 400 distinct states (the count is printed per
 workload; more than GGUFS_POWERLOSS_CAP, 150, in one workload are sampled:
 the strict ones first, the rest evenly), about a minute.
@@ -677,10 +678,10 @@ def wl_tensor(w):
     w.ggufs(["-u", w.mnt])
 
 
-def wl_ovtensor(w):
+def write_in_place(w, opts=()):
+    """pwrite into a tensor, fsync: durable from there, any mix before."""
     w.mixed_ok = True  # in place: "a crash leaves what had reached the disk"
-    w.overlay = os.path.join(w.work, "model.overlay.gguf")
-    E.mount(w.file, w.mnt, ["-o", "overlay=" + w.overlay])
+    E.mount(w.file, w.mnt, list(opts))
     fd = os.open(tensor_path(w), os.O_WRONLY)
     try:
         os.pwrite(fd, b"\x5a" * 3 * BLOCK, BLOCK + 100)
@@ -689,6 +690,15 @@ def wl_ovtensor(w):
         os.close(fd)
     w.durable()
     w.ggufs(["-u", w.mnt])
+
+
+def wl_twrite(w):
+    write_in_place(w)
+
+
+def wl_ovtensor(w):
+    w.overlay = os.path.join(w.work, "model.overlay.gguf")
+    write_in_place(w, ["-o", "overlay=" + w.overlay])
     w.ggufs(["--overlay-apply", w.file, w.overlay])
 
 
@@ -739,6 +749,7 @@ WORKLOADS = [
     ("rewrite", None, wl_rewrite),
     ("overlay", None, wl_overlay),
     ("tensor", None, wl_tensor),
+    ("twrite", None, wl_twrite),
     ("ovtensor", None, wl_ovtensor),
     ("compact", setup_compact, wl_compact),
     ("killed", None, wl_killed),
