@@ -844,9 +844,10 @@ def main():
                 E.cleanup_mounts(w.base)
             total += n_tried
             n_failed += len(fails) - n_breaches
-            J.log("%s %s: %d states tried of %d distinct, %d failed; %d changes not durable "
-                  "when told so (%.1f s)" % ("FAIL" if fails else "ok  ", name, n_tried, n_found,
-                                            len(fails) - n_breaches, n_breaches, time.time() - t0))
+            J.log("%s %s: %d states tried of %d distinct, %d failed; directory changes not "
+                  "durable at a mark: %d (%.1f s)" % (
+                      "FAIL" if fails else "ok  ", name, n_tried, n_found,
+                      len(fails) - n_breaches, n_breaches, time.time() - t0))
             for f in fails:
                 J.log("    " + f)
             if fails:
