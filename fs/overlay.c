@@ -98,6 +98,22 @@ static int apply_remote_refused(const char *file, const char *opt) {
     return EXIT_BADFILE;
 }
 
+/* The file of the set v[0, n) that holds tensor t at its size: its index,
+ * *j the tensor's there; -1 with err set when none does. */
+static int tensor_in_set(gguf_ctx **v, int n,
+                         const struct gguf_overlay_tensor *t, int64_t *j,
+                         struct gguf_error *err) {
+    for (int s = 0; s < n; s++)
+        if ((*j = gguf_find_tensor(v[s], t->name, strlen(t->name))) >= 0) {
+            if (gguf_tensor_size(v[s], *j) == t->size)
+                return s;
+            break;
+        }
+    gguf_fail(err, GGUF_E_CHANGED, "the file has no tensor %s of %llu bytes",
+              t->name, (unsigned long long)t->size);
+    return -1;
+}
+
 /* Writes the tensors t[0, nt) the overlay holds (its data file) into the
  * set v[0, n), each a crash-safe whole replace (gguf_stage_apply: old or
  * new after a crash; a second --overlay-apply writes the same bytes
@@ -117,18 +133,9 @@ static int apply_tensors(const char *file, const char *opath, const char *path,
         goto out;
     for (; done < nt; done++) {
         int64_t j = -1;
-        int s = 0;
-        while (s < n && (j = gguf_find_tensor(v[s], t[done].name,
-                                              strlen(t[done].name))) < 0)
-            s++;
-        if (j < 0 || gguf_tensor_size(v[s], j) != t[done].size) {
-            gguf_fail(&err, GGUF_E_CHANGED,
-                      "the file has no tensor %s of %llu bytes", t[done].name,
-                      (unsigned long long)t[done].size);
-            goto out;
-        }
-        if (gguf_stage_new(v[s], gguf_tensor_offset(v[s], j), t[done].size, &sg,
-                           &err) != GGUF_OK)
+        int s = tensor_in_set(v, n, &t[done], &j, &err);
+        if (s < 0 || gguf_stage_new(v[s], gguf_tensor_offset(v[s], j),
+                                    t[done].size, &sg, &err) != GGUF_OK)
             goto out;
         for (uint64_t o = 0; o < t[done].size;) {
             size_t k = t[done].size - o < (1 << 20) ? (size_t)(t[done].size - o)
@@ -160,11 +167,113 @@ out:
     return done < nt ? -1 : 0;
 }
 
+/* Whether the tensors t[0, nt) of the overlay's data file (fd) are the
+ * bytes the set v[0, n) holds. */
+static bool tensors_held(gguf_ctx **v, int n, int fd,
+                         const struct gguf_overlay_tensor *t, size_t nt) {
+    enum { CH = 1 << 20 };
+    char *a = malloc(CH), *b = malloc(CH);
+    bool same = a && b && (fd >= 0 || !nt);
+    for (size_t i = 0; same && i < nt; i++) {
+        int64_t j = -1;
+        int s = tensor_in_set(v, n, &t[i], &j, NULL);
+        same = s >= 0;
+        uint64_t at = same ? gguf_tensor_offset(v[s], j) : 0;
+        for (uint64_t o = 0; same && o < t[i].size; o += CH) {
+            size_t k = t[i].size - o < CH ? (size_t)(t[i].size - o) : CH;
+            same = pread(fd, a, k, (off_t)(t[i].off + o)) == (ssize_t)k &&
+                   pread(gguf_fd(v[s]), b, k, (off_t)(at + o)) == (ssize_t)k &&
+                   memcmp(a, b, k) == 0;
+        }
+    }
+    free(a);
+    free(b);
+    return same;
+}
+
+/* Whether the set v[0, n) already holds every edit of the overlay at
+ * opath, keys and tensors: what an --overlay-apply interrupted after its
+ * commit, or a copy of the live view, leaves (issue 33).  Reads only. */
+static bool edits_held(const char *opath, const char *path, gguf_ctx **v,
+                       int n) {
+    struct gguf_error err = {0};
+    struct gguf_overlay_id made;
+    struct gguf_overlay_tensor *t = NULL;
+    gguf_ctx *ov = NULL, *now = NULL;
+    bool found = false, held = false;
+    int64_t set = 0, removed = 0;
+    size_t nt = 0;
+    char shown[PATH_MAX + 64];
+    if (gguf_overlay_load(opath, path, &ov, &made, &found, &err) != GGUF_OK ||
+        !found || gguf_reopen(v[0], &now, &err) != GGUF_OK ||
+        gguf_overlay_apply(now, ov, &set, &removed, &err) != GGUF_OK || set ||
+        removed || gguf_overlay_tensors(ov, &t, &nt, &err) != GGUF_OK)
+        goto out;
+    int fd = nt ? gguf_overlay_data_open(opath, path, false, shown,
+                                         sizeof shown, &err)
+                : -1;
+    held = tensors_held(v, n, fd, t, nt);
+    if (fd >= 0)
+        close(fd);
+out:
+    gguf_overlay_tensors_free(t, nt);
+    gguf_close(now);
+    gguf_close(ov);
+    return held;
+}
+
+/* Whether the overlay at opath was made for the file at path itself (its
+ * recorded source), or for another (file is a copy of it): an overlay is
+ * removed, and locked, only by an apply to its own source (issue 32: a
+ * copy must never take a store's fix away).  No overlay: its own (the
+ * apply says there is none). */
+static bool overlay_own(const char *opath, const char *path, char *source,
+                        size_t sn) {
+    struct gguf_error err = {0};
+    struct gguf_overlay_id made;
+    gguf_ctx *ov = NULL;
+    bool found = false;
+    snprintf(source, sn, "%s", path);
+    if (gguf_overlay_load(opath, path, &ov, &made, &found, &err) != GGUF_OK ||
+        !found)
+        return true; /* the apply's load says what is wrong */
+    gguf_close(ov);
+    snprintf(source, sn, "%s", made.source);
+    return !made.remote && strcmp(made.source, path) == 0;
+}
+
+/* The end of an apply: the overlay removed when it is the file's own,
+ * else kept (it belongs to its source), and the report (what: what was
+ * done).  0 or EXIT_COMMIT. */
+static int apply_done(const char *file, const char *opath, const char *path,
+                      const char *shown, const char *source, bool own,
+                      const char *what) {
+    struct gguf_error err = {0};
+    bool found = false;
+    if (!own) {
+        printf("ggufs: %s: overlay %s %s; the overlay was kept: it belongs "
+               "to %s\n",
+               file, shown, what, source);
+        return 0;
+    }
+    enum gguf_status rs = gguf_overlay_remove(opath, path, &found, &err);
+    printf("ggufs: %s: overlay %s %s%s\n", file, shown, what,
+           rs == GGUF_OK ? "; the overlay was removed" : "");
+    if (rs == GGUF_OK)
+        return 0;
+    fprintf(stderr,
+            "ggufs: %s: the overlay could not be removed (%s); it no "
+            "longer matches the file\n",
+            file, err.msg);
+    return EXIT_COMMIT;
+}
+
 int gfs_overlay_apply(const char *file, const char *opt) {
     struct gguf_error err = {0};
     struct gguf_commit_info info = {0};
     struct gguf_overlay_id id;
-    char shown[PATH_MAX + 64], *opath = NULL, *path = NULL;
+    char shown[PATH_MAX + 64], *opath = NULL, *path = NULL, what[256];
+    char source[sizeof id.source];
     gguf_ctx **v = NULL;
     int n = 0, status = EXIT_BADFILE, lock = -1;
     int64_t set = 0, removed = 0;
@@ -177,11 +286,23 @@ int gfs_overlay_apply(const char *file, const char *opt) {
         goto out;
     }
     if (gfs_overlay_locate(file, path, opt, &opath, shown, sizeof shown) != 0 ||
-        open_source(file, path, 1, &v, &n) != 0 ||
+        open_source(file, path, 1, &v, &n) != 0)
+        goto out;
+    /* A copy only reads the overlay (replaced whole by rename, its data
+     * file only grows): its writer, a store's mount, may hold the lock. */
+    bool own = overlay_own(opath, path, source, sizeof source);
+    if (own &&
         (lock = gfs_overlay_take_lock(file, path, opath, shown, NULL, 0)) < 0)
         goto out;
     if (gguf_overlay_identify(v, n, path, false, NULL, &id, &err) != GGUF_OK) {
         fprintf(stderr, "ggufs: %s: %s\n", file, err.msg);
+        goto out;
+    }
+    if (edits_held(opath, path, v, n)) {
+        status = apply_done(file, opath, path, shown, source, own,
+                            "is already in the file (an earlier "
+                            "--overlay-apply, or a copy of the live view): "
+                            "nothing written");
         goto out;
     }
     int r = gfs_overlay_load_apply(file, opath, shown, &id, v[0], &set,
@@ -193,7 +314,8 @@ int gfs_overlay_apply(const char *file, const char *opt) {
     status = EXIT_COMMIT;
     /* Tensors first: the metadata's commit changes the header, after
      * which the overlay no longer matches the file (a crash between the
-     * two leaves an overlay that applies again). */
+     * two leaves an overlay that applies again; one after the commit
+     * leaves a file that holds every edit: edits_held). */
     if (apply_tensors(file, opath, path, v, n, t, nt) != 0)
         goto out;
     if (gfs_commit_metered(v[0], 0, &info, &err) != GGUF_OK) {
@@ -203,24 +325,15 @@ int gfs_overlay_apply(const char *file, const char *opt) {
                 file, shown, err.msg);
         goto out;
     }
-    bool found = false;
-    enum gguf_status rs = gguf_overlay_remove(opath, path, &found, &err);
-    printf("ggufs: %s: overlay %s committed into the file (%lld key%s set, "
-           "%lld removed; %s, data at %llu)%s\n",
-           file, shown, (long long)set, set == 1 ? "" : "s", (long long)removed,
-           gfs_commit_how(&info), (unsigned long long)info.new_data_offset,
-           rs == GGUF_OK ? "; the overlay was removed" : "");
+    snprintf(what, sizeof what,
+             "committed into the file (%lld key%s set, %lld removed; %s, data "
+             "at %llu)",
+             (long long)set, set == 1 ? "" : "s", (long long)removed,
+             gfs_commit_how(&info), (unsigned long long)info.new_data_offset);
+    status = apply_done(file, opath, path, shown, source, own, what);
     if (nt)
         printf("ggufs: %s: %zu tensor%s written in from the overlay\n", file,
                nt, nt == 1 ? "" : "s");
-    if (rs != GGUF_OK) {
-        fprintf(stderr,
-                "ggufs: %s: the overlay could not be removed (%s); it no "
-                "longer matches the file\n",
-                file, err.msg);
-        goto out;
-    }
-    status = 0;
 out:
     gguf_overlay_tensors_free(t, nt);
     gguf_overlay_unlock(opath, path, lock);

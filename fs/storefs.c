@@ -20,7 +20,7 @@
  * ones go, within a second.  A Hub repo is listed once, at mount.
  *
  * Bounds.  At most max_open models are open at once (-o max_models, and
- * a quarter of RLIMIT_NOFILE at four descriptors a model): opening one
+ * a quarter of RLIMIT_NOFILE at five descriptors a model): opening one
  * more closes the least recently used model that nothing holds (no
  * request in flight, no open file, no edit not yet committed, no FILE in
  * meta/); when none can go, the open fails with EMFILE and one log line.

@@ -12,11 +12,13 @@
 
 #define GFS_STORE_TSV 2   /* models.tsv */
 #define GFS_STORE_DIR0 16 /* directory node k: GFS_STORE_DIR0 + k */
-/* A model's descriptors, for the bound: its file (twice: opened once and
- * its context's) and directory, and for a shard set GFS_FDS_STORE_CAP
- * shard descriptors (source/fds.c: the other shards are opened on demand,
- * one at a time but for a reader that holds one while another opens). */
-#define FD_PER_MODEL 4
+/* A model's descriptors, for the bound: its file and directory (twice
+ * each: opened once, and its context's, which holds the directory when
+ * it writes: gguf's commit writes beside the file through it), and for a
+ * shard set GFS_FDS_STORE_CAP shard descriptors (source/fds.c: the other
+ * shards are opened on demand, one at a time but for a reader that holds
+ * one while another opens). */
+#define FD_PER_MODEL 5
 #define FAIL_RETRY_S 1.0 /* a model that failed to open: tried again after */
 /* The store's stamp: asked at most this often. */
 #define RESCAN_EVERY_S 1.0

@@ -28,8 +28,13 @@
  * and recover.c, keeps them:
  *
  *  1. Nothing is written unless the file is still the one ctx read
- *     (device, inode through fd and path, size, mtime, ctime) and no journal of an
- *     earlier commit is pending.
+ *     (device, inode through fd and through its name in the directory it
+ *     was opened in, size, mtime, ctime) and no journal of an earlier
+ *     commit is pending.  Everything written beside the file (journal,
+ *     new file) is reached through that directory's descriptor (ctx->dfd,
+ *     *at calls), never by path: a directory of the path renamed or
+ *     swapped meanwhile cannot send it elsewhere, where recovery of the
+ *     file would not find it.
  *  2. One committer per file: a whole-file OFD write lock on it is held
  *     throughout (GGUF_E_BUSY if another open file holds it); gguf_recover
  *     takes the same lock, so it never mistakes a running commit for an
@@ -130,7 +135,7 @@ static enum gguf_status check_unchanged(const gguf_ctx *ctx, struct stat *sb,
 
     if (fstat(ctx->fd, sb) < 0)
         return gguf_sys_fail(err, errno, "cannot stat %s", ctx->path);
-    if (stat(ctx->path, &ps) < 0) {
+    if (fstatat(ctx->dfd, ctx->base, &ps, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno == ENOENT)
             return gguf_fail(err, GGUF_E_CHANGED,
                              "the file was removed or renamed since it was "
@@ -202,7 +207,9 @@ struct commit {
     struct gguf_commit_info *info;
     struct stat sb;     /* fstat of ctx->fd, checked unchanged */
     char *jpath;        /* PATH.ggufs-journal, or the state directory's
-                           (write_journal) */
+                           (write_journal): for messages */
+    struct gguf_at jat; /* the journal's place: in ctx->dfd, or state_dfd */
+    int state_dfd;      /* the state directory when the journal is there */
     struct gguf_buf nh; /* the planned header, [0, d2) */
     uint64_t d2;        /* its data offset */
     uint8_t *old;       /* the file's bytes [0, D) */
@@ -217,14 +224,15 @@ struct commit {
 static enum gguf_status write_journal(struct commit *c,
                                       const struct gguf_jnl *j,
                                       struct gguf_error *err) {
-    enum gguf_status st = gguf_jnl_write(c->jpath, j, &c->faults, err);
+    enum gguf_status st = gguf_jnl_write(&c->jat, j, &c->faults, err);
     if (st != GGUF_E_IO ||
         (err->sys_errno != EACCES && err->sys_errno != EPERM))
         return st;
     char here[4096], dir_msg[sizeof err->msg];
     snprintf(dir_msg, sizeof dir_msg, "%s", err->msg);
     struct gguf_error e2 = {0};
-    if (gguf_state_journal(&c->sb, true, here, sizeof here, &e2) != GGUF_OK) {
+    if (gguf_state_journal(&c->sb, true, here, sizeof here, &c->state_dfd,
+                           &e2) != GGUF_OK) {
         gguf_fail(err, GGUF_E_IO,
                   "%s, and no private place for the journal either (%s): a "
                   "commit cannot be crash-safe",
@@ -237,8 +245,9 @@ static enum gguf_status write_journal(struct commit *c,
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     free(c->jpath);
     c->jpath = p;
+    c->jat = (struct gguf_at){c->state_dfd, strrchr(p, '/') + 1, p};
     memset(err, 0, sizeof *err);
-    return gguf_jnl_write(c->jpath, j, &c->faults, err);
+    return gguf_jnl_write(&c->jat, j, &c->faults, err);
 }
 
 /* Journaled in-place or insert commit of c->nh (for data offset D + k).
@@ -276,7 +285,7 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
         }
         /* Put the file back, then drop the journal (rule 4). */
         if (gguf_jnl_rollback(ctx->fd, &j, stage, &e2) == GGUF_OK &&
-            gguf_jnl_drop(c->jpath, &c->faults, &e2) == GGUF_OK)
+            gguf_jnl_drop(&c->jat, &c->faults, &e2) == GGUF_OK)
             goto out;
         size_t m = strlen(err->msg);
         snprintf(err->msg + m, sizeof err->msg - m,
@@ -286,7 +295,7 @@ static enum gguf_status journaled(struct commit *c, uint32_t op, uint64_t k,
         goto out;
     }
     adopt(ctx, ctx->data_offset + k);
-    st = gguf_jnl_drop(c->jpath, &c->faults, err);
+    st = gguf_jnl_drop(&c->jat, &c->faults, err);
 out:
     return st;
 }
@@ -296,9 +305,10 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
     gguf_ctx *ctx = c->ctx;
     int nfd = -1;
     uint64_t copied = 0;
+    struct gguf_at self = {ctx->dfd, ctx->base, ctx->path};
     enum gguf_status st = gguf_rewrite_file(
-        ctx->fd, ctx->path, &c->sb, ctx->data_offset, c->nh.p, c->d2,
-        &c->faults, &nfd, &copied, ctx->progress, ctx->progress_user, err);
+        ctx->fd, &self, &c->sb, ctx->data_offset, c->nh.p, c->d2, &c->faults,
+        &nfd, &copied, ctx->progress, ctx->progress_user, err);
     if (nfd >= 0) {
         close(ctx->fd); /* also releases the locks on the replaced file */
         ctx->fd = nfd;
@@ -314,7 +324,7 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
  * and has no pending journal, locked for the commit. */
 static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
     gguf_ctx *ctx = c->ctx;
-    if (ctx->fd < 0 || !ctx->path)
+    if (ctx->fd < 0 || ctx->dfd < 0 || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL,
                          "the context was not read from a file");
     int fl = fcntl(ctx->fd, F_GETFL);
@@ -325,6 +335,8 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
     c->jpath = gguf_sidecar_path(ctx->path, GGUF_JOURNAL_SUFFIX);
     if (!c->jpath)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    struct gguf_at self = {ctx->dfd, ctx->base, ctx->path};
+    c->jat = gguf_at_beside(&self, c->jpath);
     enum gguf_status st = gguf_commit_lock(ctx->fd, true, err);
     if (st != GGUF_OK)
         return st;
@@ -334,12 +346,14 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
         return st;
     char there[4096];
     struct gguf_error e2 = {0};
-    const char *pending = gguf_path_exists(c->jpath) ? c->jpath
-                          : gguf_state_journal(&c->sb, false, there,
-                                               sizeof there, &e2) == GGUF_OK &&
-                                  gguf_path_exists(there)
-                              ? there
-                              : NULL;
+    struct stat js;
+    const char *pending =
+        fstatat(ctx->dfd, c->jat.name, &js, AT_SYMLINK_NOFOLLOW) == 0 ? c->jpath
+        : gguf_state_journal(&c->sb, false, there, sizeof there, NULL, &e2) ==
+                    GGUF_OK &&
+                gguf_path_exists(there)
+            ? there
+            : NULL;
     if (pending)
         return gguf_fail(err, GGUF_E_BUSY,
                          "%s exists: an interrupted commit must be recovered "
@@ -402,7 +416,7 @@ static enum gguf_status insert(struct commit *c, struct gguf_error *err) {
     memset(err, 0, sizeof *err);
     st = rewrite(c, err);
     struct gguf_error e2 = {0};
-    enum gguf_status s2 = gguf_jnl_drop(c->jpath, &c->faults, &e2);
+    enum gguf_status s2 = gguf_jnl_drop(&c->jat, &c->faults, &e2);
     if (st == GGUF_OK && s2 != GGUF_OK) {
         st = s2;
         *err = e2;
@@ -416,7 +430,7 @@ enum gguf_status gguf_commit(gguf_ctx *ctx, unsigned flags,
     enum gguf_status st = GGUF_OK;
     struct gguf_commit_info dummy;
     struct gguf_error scratch;
-    struct commit c = {.ctx = ctx};
+    struct commit c = {.ctx = ctx, .state_dfd = -1};
     enum gguf_plan_how how;
 
     if (!info)
@@ -466,6 +480,8 @@ out:
     gguf_buf_free(&c.nh);
     free(c.old);
     free(c.jpath);
+    if (c.state_dfd >= 0)
+        close(c.state_dfd);
     return st;
 }
 

@@ -25,6 +25,7 @@ gguf_ctx *gguf_ctx_alloc(void) {
     if (!ctx)
         return NULL;
     ctx->fd = -1;
+    ctx->dfd = -1;
     ctx->version = 3;
     ctx->alignment = GGUF_DEFAULT_ALIGNMENT;
     ctx->next_id = 1;
@@ -78,6 +79,8 @@ void gguf_close(gguf_ctx *ctx) {
     free(ctx->path);
     if (ctx->fd >= 0)
         close(ctx->fd);
+    if (ctx->dfd >= 0)
+        close(ctx->dfd);
     free(ctx);
 }
 
@@ -168,6 +171,10 @@ void gguf_release_fd(gguf_ctx *ctx) {
     if (ctx && ctx->fd >= 0) {
         close(ctx->fd);
         ctx->fd = -1;
+    }
+    if (ctx && ctx->dfd >= 0) { /* a set's shards: a bounded count held */
+        close(ctx->dfd);
+        ctx->dfd = -1;
     }
 }
 const char *gguf_path(const gguf_ctx *ctx) {

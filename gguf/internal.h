@@ -57,6 +57,15 @@ struct gguf_index {
 struct gguf_ctx {
     char *path;            /* NULL for memory contexts */
     int fd;                /* -1 for memory and reader contexts */
+    int dfd;               /* file contexts opened for writing: the
+                              directory the file was opened in, held open
+                              (else -1).  Every file a
+                              commit or a stage puts beside the model is
+                              reached through it (*at calls), never by
+                              path: a directory of the path renamed or
+                              swapped meanwhile cannot send them elsewhere
+                              (issue 33) */
+    const char *base;      /* the file's name in dfd (points into path) */
     struct gguf_reader rd; /* reader contexts (gguf_open_reader): the
                               source, which outlives the context; else
                               rd.read is NULL */
@@ -283,6 +292,22 @@ enum gguf_status gguf_fsync_dirfd(int dfd, const char *of,
 int gguf_open_dir_of(const char *path, const char **base,
                      struct gguf_error *err);
 
+/* A file's place: the directory it is in (held open by the caller) and
+ * its name there; shown is its whole path, for messages only. */
+struct gguf_at {
+    int dfd;
+    const char *name;
+    const char *shown;
+};
+/* at for the file named by suffix beside the file at `of` (sidecar, a
+ * gguf_sidecar_path of of->shown: the name is its part past of's
+ * directory, which the two share). */
+static inline struct gguf_at gguf_at_beside(const struct gguf_at *of,
+                                            const char *sidecar) {
+    struct gguf_at a = {of->dfd, sidecar + (of->name - of->shown), sidecar};
+    return a;
+}
+
 /* Atomic replacement of NAME in the directory dfd (durable.c; the steps
  * and the rule for a failed directory fsync are in its top comment):
  *
@@ -391,14 +416,15 @@ enum gguf_status gguf_jnl_encode(const struct gguf_jnl *j, struct gguf_buf *out,
 enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
                                  struct gguf_jnl *j, bool *complete,
                                  struct gguf_error *err);
-/* Creates the journal jpath exclusively and makes it durable: body,
+/* Creates the journal at `at` exclusively and makes it durable: body,
  * trailer, fsync, fsync of its directory (beside the GGUF, or the state
  * directory).  Until this returns GGUF_OK the GGUF must not be touched; on
- * failure no journal is left. */
-enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
-                                struct gguf_faults *f, struct gguf_error *err);
+ * failure no journal is left (its removal synced too). */
+enum gguf_status gguf_jnl_write(const struct gguf_at *at,
+                                const struct gguf_jnl *j, struct gguf_faults *f,
+                                struct gguf_error *err);
 /* Removes the journal of a finished (or fully undone) commit, durably. */
-enum gguf_status gguf_jnl_drop(const char *jpath, struct gguf_faults *f,
+enum gguf_status gguf_jnl_drop(const struct gguf_at *at, struct gguf_faults *f,
                                struct gguf_error *err);
 /* Reads the whole journal open as jfd (named jpath in messages) into *out
  * (*n bytes, malloc'ed). */
@@ -446,14 +472,14 @@ enum gguf_status gguf_check_header(const uint8_t *hdr, uint64_t len,
 
 /* ---- crash-safe write path: the rewrite (rewrite.c) ------------------ */
 
-/* Writes the file at path (open as fd, with fstat sb, data at d) anew as
- * PATH.ggufs-new with hdr (d2 bytes) as header and its data at d2, syncs
- * it and renames it over path.  *newfd: the new file, O_RDWR, once renamed
+/* Writes the file at `at` (open as fd, with fstat sb, data at d) anew as
+ * PATH.ggufs-new beside it (in at->dfd) with hdr (d2 bytes) as header and
+ * its data at d2, syncs it and renames it over at->name.  *newfd: the new file, O_RDWR, once renamed
  * (else -1), with fd's flock carried over; *copied: data bytes; pfn
  * (may be NULL) told of the copy's progress.  The caller holds the commit
  * lock on fd. */
 struct stat;
-enum gguf_status gguf_rewrite_file(int fd, const char *path,
+enum gguf_status gguf_rewrite_file(int fd, const struct gguf_at *at,
                                    const struct stat *sb, uint64_t d,
                                    const uint8_t *hdr, uint64_t d2,
                                    struct gguf_faults *f, int *newfd,
@@ -652,9 +678,11 @@ unsigned long gguf_text_float_fallbacks(void);
 /* The path (into out) of the journal of a commit of the file model when
  * its directory is not writable: in the user's state directory (checked,
  * created if create), named by device and inode (state.c).  GGUF_E_NOTFOUND
- * if there is no state directory and !create. */
+ * if there is no state directory and !create.  dfd (may be NULL): that
+ * directory, as checked, left open for the caller (else closed), through
+ * which the journal is written and read (its name: out's last part). */
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
-                                    char *out, size_t n,
+                                    char *out, size_t n, int *dfd,
                                     struct gguf_error *err);
 
 /* After parsing (keys.c): marks the key named GGUF_FILLER_KEY as ggufs's

@@ -159,8 +159,10 @@ enum gguf_status gguf_jnl_decode(const uint8_t *p, uint64_t n,
 /* Steps (fault points): body, trailer, fsync, directory fsync.  On
  * failure no journal is left behind: the GGUF was not touched yet, so none
  * is needed. */
-enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
-                                struct gguf_faults *f, struct gguf_error *err) {
+enum gguf_status gguf_jnl_write(const struct gguf_at *at,
+                                const struct gguf_jnl *j, struct gguf_faults *f,
+                                struct gguf_error *err) {
+    const char *jpath = at->shown;
     enum gguf_status st;
     struct gguf_buf b = {0};
     int jfd = -1;
@@ -169,7 +171,8 @@ enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
     st = gguf_jnl_encode(j, &b, err);
     if (st != GGUF_OK)
         goto out;
-    jfd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    jfd = openat(at->dfd, at->name,
+                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (jfd < 0) {
         if (errno == EEXIST)
             st = gguf_fail(err, GGUF_E_BUSY,
@@ -203,24 +206,26 @@ enum gguf_status gguf_jnl_write(const char *jpath, const struct gguf_jnl *j,
         goto out;
     }
     gguf_fault_point(f, "fsync directory (journal)");
-    st = gguf_fsync_dir(jpath, err);
+    st = gguf_fsync_dirfd(at->dfd, jpath, err);
 out:
     if (jfd >= 0)
         close(jfd);
-    if (st != GGUF_OK && created)
-        unlink(jpath);
+    /* Removed durably: a complete journal must not come back after a
+     * power cut to carry out a commit that was reported failed. */
+    if (st != GGUF_OK && created && unlinkat(at->dfd, at->name, 0) == 0)
+        (void)gguf_fsync_dirfd(at->dfd, jpath, NULL);
     gguf_buf_free(&b);
     return st;
 }
 
 /* Steps (fault points): unlink, directory fsync. */
-enum gguf_status gguf_jnl_drop(const char *jpath, struct gguf_faults *f,
+enum gguf_status gguf_jnl_drop(const struct gguf_at *at, struct gguf_faults *f,
                                struct gguf_error *err) {
     gguf_fault_point(f, "unlink journal");
-    if (unlink(jpath) < 0)
-        return gguf_sys_fail(err, errno, "cannot remove %s", jpath);
+    if (unlinkat(at->dfd, at->name, 0) < 0)
+        return gguf_sys_fail(err, errno, "cannot remove %s", at->shown);
     gguf_fault_point(f, "fsync directory");
-    return gguf_fsync_dir(jpath, err);
+    return gguf_fsync_dirfd(at->dfd, at->shown, err);
 }
 
 enum gguf_status gguf_jnl_read(int jfd, const char *jpath, uint8_t **out,

@@ -36,10 +36,12 @@ static enum gguf_status fd_read(void *u, uint64_t off, void *buf, size_t n,
     }
 }
 
-/* Makes a context of the open regular file fd (owned by the context from
- * here on, also on failure) and parses its header. */
-static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
-                                unsigned flags, struct gguf_error *err) {
+/* Makes a context of the open regular file fd in the directory dfd (both
+ * owned by the context from here on, also on failure; dfd may be -1) and
+ * parses its header. */
+static enum gguf_status open_fd(gguf_ctx **out, int fd, int dfd,
+                                const char *path, unsigned flags,
+                                struct gguf_error *err) {
     gguf_ctx *ctx = NULL;
     enum gguf_status st = GGUF_OK;
     struct stat sb;
@@ -65,6 +67,10 @@ static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
     }
     ctx->fd = fd;
     fd = -1;
+    ctx->dfd = dfd;
+    dfd = -1;
+    const char *slash = strrchr(ctx->path, '/');
+    ctx->base = slash ? slash + 1 : ctx->path;
     ctx->dev = sb.st_dev;
     ctx->ino = sb.st_ino;
     ctx->mtime_ns =
@@ -77,12 +83,19 @@ static enum gguf_status open_fd(gguf_ctx **out, int fd, const char *path,
 out:
     if (fd >= 0)
         close(fd);
+    if (dfd >= 0)
+        close(dfd);
     if (st != GGUF_OK) {
         gguf_close(ctx);
         return st;
     }
     *out = ctx;
     return GGUF_OK;
+}
+
+/* A duplicate of fd (close-on-exec), or -1 (open_fd says so). */
+static int dup2_of(int fd) {
+    return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
 enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
@@ -94,13 +107,24 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
      * is cleared again once the file is known to be regular.  O_NOFOLLOW:
      * the command resolves the path the user gave once (realpath); a
      * symlink found now was put there since. */
-    int fd = open(path, ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
-                            O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-    if (fd < 0)
+    const char *base;
+    int dfd = gguf_open_dir_of(path, &base, NULL);
+    int fd = dfd < 0 ? -1
+                     : openat(dfd, base,
+                              ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
+                                  O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
         return gguf_fail(err, GGUF_E_IO, "cannot open the file: %s",
-                         errno == ELOOP ? "it is a symbolic link"
-                                        : strerror(errno));
-    return open_fd(out, fd, path, flags, err);
+                         e == ELOOP ? "it is a symbolic link" : strerror(e));
+    }
+    if (!(flags & GGUF_OPEN_RDWR)) { /* a reader writes nothing beside it */
+        close(dfd);
+        dfd = -1;
+    }
+    return open_fd(out, fd, dfd, path, flags, err);
 }
 
 enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
@@ -108,11 +132,8 @@ enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
     if (!out || !ctx || ctx->fd < 0 || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
     *out = NULL;
-    int fd = fcntl(ctx->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
-                         strerror(errno));
-    return open_fd(out, fd, ctx->path, GGUF_OPEN_ALLOW_NESTED, err);
+    return open_fd(out, dup2_of(ctx->fd), dup2_of(ctx->dfd), ctx->path,
+                   GGUF_OPEN_ALLOW_NESTED, err);
 }
 
 enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
@@ -122,11 +143,11 @@ enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
     *out = NULL;
     if ((flags & GGUF_OPEN_RDWR) && !f->writable)
         return gguf_fail(err, GGUF_E_PERM, "%s is open read-only", f->path);
-    int fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return gguf_fail(err, GGUF_E_IO, "cannot duplicate the descriptor: %s",
-                         strerror(errno));
-    return open_fd(out, fd, f->path, flags, err);
+    /* The directory only for a writer: a reader writes nothing beside the
+     * file (and a store's models count their descriptors). */
+    return open_fd(out, dup2_of(f->fd),
+                   flags & GGUF_OPEN_RDWR ? dup2_of(f->dfd) : -1, f->path,
+                   flags, err);
 }
 
 enum gguf_status gguf_open_mem(gguf_ctx **out, const void *data, size_t len,

@@ -135,9 +135,10 @@ out:
 /* Completes the journaled commit j on the locked fd.  Leaves the journal
  * file to the caller; *rolled_back: undone instead (no room), the file is
  * as before the commit. */
-static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
-                             struct gguf_faults *f, bool *rolled_back,
-                             struct gguf_error *err) {
+static enum gguf_status redo(int fd, const struct gguf_at *at,
+                             const struct gguf_jnl *j, struct gguf_faults *f,
+                             bool *rolled_back, struct gguf_error *err) {
+    const char *path = at->shown;
     enum gguf_status st;
     struct stat sb;
     bool inserted = false;
@@ -154,8 +155,8 @@ static enum gguf_status redo(int fd, const char *path, const struct gguf_jnl *j,
         int nfd = -1;
         uint64_t copied = 0;
         memset(err, 0, sizeof *err);
-        st = gguf_rewrite_file(fd, path, &sb, j->old_len, j->new_hdr,
-                               j->new_len, f, &nfd, &copied, NULL, NULL, err);
+        st = gguf_rewrite_file(fd, at, &sb, j->old_len, j->new_hdr, j->new_len,
+                               f, &nfd, &copied, NULL, NULL, err);
         if (nfd >= 0)
             close(nfd);
     }
@@ -252,7 +253,9 @@ bool gguf_jnl_plausible(const struct gguf_jnl *j, const struct stat *model,
  * jpath and npath, the full names used in messages). */
 struct place {
     const char *path;
-    int dfd, fd;
+    int dfd, fd;    /* the journal's directory (the model's, or the state
+                    directory's), the model */
+    int mdfd;       /* the model's directory: a rewrite's new file goes there */
     struct stat sb; /* fstat of fd */
     const char *base, *jname, *nname;
     char *jpath, *npath;
@@ -437,7 +440,8 @@ static enum gguf_status recover_journal(struct place *pl, bool *changed,
         if (st != GGUF_OK)
             goto out; /* journal and stage kept */
     } else if (complete) {
-        st = redo(pl->fd, pl->path, &j, &pl->faults, &rolled_back, err);
+        struct gguf_at self = {pl->mdfd, pl->base, pl->path};
+        st = redo(pl->fd, &self, &j, &pl->faults, &rolled_back, err);
         if (st != GGUF_OK && !rolled_back)
             goto out; /* journal kept: the file needs it */
     }
@@ -451,8 +455,12 @@ static enum gguf_status recover_journal(struct place *pl, bool *changed,
         goto out;
     }
     *changed = true;
-    /* A stage goes once its journal has (tensorw.c, step 13). */
-    s2 = drop_stage(pl, &e2);
+    /* A stage goes once its journal has (tensorw.c, step 13), and once
+     * the journal's removal is durable: a journal brought back by a power
+     * cut without its stage would block the file. */
+    s2 = gguf_fsync_dirfd(pl->dfd, pl->jpath, &e2);
+    if (s2 == GGUF_OK)
+        s2 = drop_stage(pl, &e2);
     if (s2 != GGUF_OK && st == GGUF_OK) {
         *err = e2;
         st = s2;
@@ -495,15 +503,14 @@ static enum gguf_status recover_state_journal(const struct place *pl,
                                               struct gguf_error *err) {
     struct place ps = *pl;
     bool changed = false;
-    const char *slash = strrchr(sj, '/');
-    char *dir = strndup(sj, (size_t)(slash - sj));
+    char again[4096];
     ps.jpath = (char *)sj;
-    ps.jname = slash + 1;
-    ps.dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    free(dir);
-    if (ps.dfd < 0)
-        return gguf_sys_fail(err, errno ? errno : ENOMEM,
-                             "cannot open the directory of %s", sj);
+    ps.jname = strrchr(sj, '/') + 1;
+    /* The directory as state.c checked it, held: not looked up by path. */
+    enum gguf_status st0 =
+        gguf_state_journal(&pl->sb, false, again, sizeof again, &ps.dfd, err);
+    if (st0 != GGUF_OK)
+        return st0;
     enum gguf_status st = recover_journal(&ps, &changed, err);
     enum gguf_status sst =
         changed ? gguf_fsync_dirfd(ps.dfd, sj, st == GGUF_OK ? err : NULL)
@@ -527,7 +534,7 @@ bool gguf_commit_interrupted(const char *path) {
     struct stat sb;
     char sj[4096];
     if (!yes && stat(path, &sb) == 0 &&
-        gguf_state_journal(&sb, false, sj, sizeof sj, NULL) == GGUF_OK)
+        gguf_state_journal(&sb, false, sj, sizeof sj, NULL, NULL) == GGUF_OK)
         yes = gguf_path_exists(sj);
     return yes;
 }
@@ -538,8 +545,11 @@ bool gguf_commit_interrupted(const char *path) {
 enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                                    struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
-    struct place pl = {
-        .path = f->path, .dfd = f->dfd, .fd = f->fd, .sb = f->sb};
+    struct place pl = {.path = f->path,
+                       .dfd = f->dfd,
+                       .fd = f->fd,
+                       .mdfd = f->dfd,
+                       .sb = f->sb};
     bool changed = false;
     struct gguf_error scratch;
 
@@ -560,9 +570,9 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
     gguf_faults_init(&pl.faults);
     char sj[4096];
     struct gguf_error e2 = {0};
-    bool in_state =
-        gguf_state_journal(&f->sb, false, sj, sizeof sj, &e2) == GGUF_OK &&
-        gguf_path_exists(sj);
+    bool in_state = gguf_state_journal(&f->sb, false, sj, sizeof sj, NULL,
+                                       &e2) == GGUF_OK &&
+                    gguf_path_exists(sj);
     /* Nothing pending: touch nothing (the file may well be read-only). */
     char *sp = gguf_stage_path(pl.jpath);
     bool staged = sp && exists_at(pl.dfd, sp + skip);

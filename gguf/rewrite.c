@@ -223,7 +223,7 @@ static enum gguf_status take_over(int fd, const struct stat *sb, int nfd,
  * fsync.  On failure the new file is removed and the original is as it
  * was.  The caller holds the commit lock on fd, which makes a leftover
  * PATH.ggufs-new ours to remove. */
-enum gguf_status gguf_rewrite_file(int fd, const char *path,
+enum gguf_status gguf_rewrite_file(int fd, const struct gguf_at *at,
                                    const struct stat *sb, uint64_t d,
                                    const uint8_t *hdr, uint64_t d2,
                                    struct gguf_faults *f, int *newfd,
@@ -235,7 +235,9 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
      * writes into the file that was mounted, never over whatever path
      * names now (the user may have moved the model away, or put another
      * file there, while it was mounted). */
-    struct gguf_replace r = {.dfd = -1,
+    const char *path = at->shown;
+    struct gguf_replace r = {.dfd = at->dfd,
+                             .name = at->name,
                              .shown = path,
                              .what = "file",
                              .f = f,
@@ -256,12 +258,7 @@ enum gguf_status gguf_rewrite_file(int fd, const char *path,
     st = check_room(fd, sb, d2, tail, err);
     if (st != GGUF_OK)
         goto out;
-    if ((r.dfd = gguf_open_dir_of(path, &r.name, err)) < 0) {
-        st = err->code ? err->code : GGUF_E_IO;
-        goto out;
-    }
-    const char *slash = strrchr(npath, '/');
-    snprintf(r.tmp, sizeof r.tmp, "%s", slash ? slash + 1 : npath);
+    snprintf(r.tmp, sizeof r.tmp, "%s", gguf_at_beside(at, npath).name);
     /* A leftover PATH.ggufs-new of a killed rewrite is ours to remove,
      * since we hold the lock of the file it was meant to replace. */
     st = gguf_replace_open(&r, 0600, GGUF_REPLACE_STALE, err);
@@ -297,8 +294,6 @@ out:
                  "; the partial copy was removed, the file is unchanged");
     }
     gguf_replace_end(&r);
-    if (r.dfd >= 0)
-        close(r.dfd);
     free(npath);
     return st;
 }

@@ -25,17 +25,20 @@
 #define REMOVED_KEY GGUF_REMOVED_KEY
 #define REMOVED_KEY_LEN (sizeof REMOVED_KEY - 1)
 
-/* Creates the edits file beside prefix (a path; the name gets a timestamp
- * and, on a clash, a counter, and is shortened by gguf_sidecar_path like
- * every name beside a GGUF) exclusively, writes and syncs it.  The name is
- * put in out only if it fits. */
-static enum gguf_status write_edits_at(const char *prefix,
+/* Creates the edits file beside prefix (a path whose directory is open
+ * as dfd: the file is made through it, never by path; the name gets a
+ * timestamp and, on a clash, a counter, and is shortened by
+ * gguf_sidecar_path like every name beside a GGUF) exclusively, writes
+ * and syncs it and its directory (else it is removed: the edits are
+ * saved only once durable).  The name is put in out only if it fits. */
+static enum gguf_status write_edits_at(int dfd, const char *prefix,
                                        const struct gguf_buf *b, mode_t mode,
                                        char *out, size_t n,
                                        struct gguf_error *err) {
     enum gguf_status st = GGUF_OK;
     char stamp[48], suffix[80];
     char *name = NULL;
+    const char *leaf = NULL; /* name's last component */
     time_t now = time(NULL);
     struct tm tm;
     int fd = -1;
@@ -67,8 +70,10 @@ static enum gguf_status write_edits_at(const char *prefix,
                 gguf_fail(err, GGUF_E_RANGE, "the edits file name is too long");
             goto out;
         }
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  0600);
+        const char *slash = strrchr(prefix, '/');
+        leaf = name + (slash ? (size_t)(slash - prefix) + 1 : 0);
+        fd = openat(dfd, leaf,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && (errno != EEXIST || i >= 1000)) {
             st = gguf_sys_fail(err, errno, "cannot create %s", name);
             goto out;
@@ -85,11 +90,13 @@ static enum gguf_status write_edits_at(const char *prefix,
     if (st == GGUF_OK && closed < 0)
         st = gguf_sys_fail(err, errno, "cannot close %s", name);
     fd = -1;
+    if (st == GGUF_OK)
+        st = gguf_fsync_dirfd(dfd, name, err);
     if (st != GGUF_OK) {
-        unlink(name);
+        if (unlinkat(dfd, leaf, 0) == 0)
+            (void)gguf_fsync_dirfd(dfd, name, NULL);
         goto out;
     }
-    (void)gguf_fsync_dir(name, NULL);
     memcpy(out, name, strlen(name) + 1);
 out:
     if (fd >= 0)
@@ -128,7 +135,15 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
     if (st != GGUF_OK)
         goto out;
     if (ctx->path) {
-        st = write_edits_at(ctx->path, &b, mode, out, n, err);
+        /* A writer's context holds its directory; a reader's (an overlay
+         * mount's model) looks it up by path. */
+        const char *leaf;
+        int dfd =
+            ctx->dfd >= 0 ? ctx->dfd : gguf_open_dir_of(ctx->path, &leaf, err);
+        st = dfd < 0 ? GGUF_E_IO
+                     : write_edits_at(dfd, ctx->path, &b, mode, out, n, err);
+        if (dfd >= 0 && dfd != ctx->dfd)
+            close(dfd);
         if (st == GGUF_OK || st == GGUF_E_RANGE)
             goto out;
         int e = err ? err->sys_errno : 0;
@@ -157,7 +172,14 @@ enum gguf_status gguf_save_edits(const gguf_ctx *ctx, char *out, size_t n,
     }
     if (err)
         memset(err, 0, sizeof *err);
-    st = write_edits_at(prefix, &b, mode, out, n, err);
+    const char *leaf;
+    int tdfd = gguf_open_dir_of(prefix, &leaf, err);
+    if (tdfd < 0) {
+        st = err->code ? err->code : GGUF_E_IO;
+        goto out;
+    }
+    st = write_edits_at(tdfd, prefix, &b, mode, out, n, err);
+    close(tdfd);
 out:
     gguf_buf_free(&b);
     free(copy);

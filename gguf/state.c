@@ -63,20 +63,28 @@ static int state_dir_path(char *out, size_t n) {
     return w < 0 || (size_t)w >= n ? ENAMETOOLONG : 0;
 }
 
-/* mkdir -p of path with mode 0700 for what it creates. */
+/* mkdir -p of path with mode 0700 for what it creates: 0 or an errno.
+ * Each directory it creates is an entry in its parent, durable only once
+ * the parent is fsync'ed (the rule of durable.c): done before the next
+ * level is made, so that a power cut never keeps a state file whose
+ * directory it lost.  (The entries made in the state directory itself are
+ * synced by their writers: gguf_replace syncs it after its rename.) */
 static int make_dirs(char *path) {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
+    struct gguf_error e = {0};
+    for (char *p = path + 1;; p++) {
+        if (*p && *p != '/')
             continue;
+        char c = *p;
         *p = '\0';
-        int r = mkdir(path, 0700);
-        *p = '/';
-        if (r < 0 && errno != EEXIST)
-            return errno;
+        int r = mkdir(path, 0700), me = errno;
+        if (r == 0 && gguf_fsync_dir(path, &e) != GGUF_OK)
+            me = e.sys_errno ? e.sys_errno : EIO;
+        *p = c;
+        if ((r < 0 && me != EEXIST) || (r == 0 && e.code))
+            return me;
+        if (!c)
+            return 0;
     }
-    if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return errno;
-    return 0;
 }
 
 /* Opens the state directory (creating it if create), checked as the
@@ -153,10 +161,12 @@ enum gguf_status gguf_state_path(const char *model, enum gguf_state_kind kind,
 }
 
 enum gguf_status gguf_state_journal(const struct stat *model, bool create,
-                                    char *out, size_t n,
+                                    char *out, size_t n, int *dfd_out,
                                     struct gguf_error *err) {
     char dir[4096];
     bool absent = false;
+    if (dfd_out)
+        *dfd_out = -1;
     if (state_dir_path(dir, sizeof dir))
         return gguf_fail(err, GGUF_E_IO, "no state directory");
     /* The directory's trust checks, whether it is created or not. */
@@ -164,12 +174,17 @@ enum gguf_status gguf_state_journal(const struct stat *model, bool create,
     if (dfd < 0)
         return absent ? gguf_fail(err, GGUF_E_NOTFOUND, "no state directory")
                       : (err && err->code ? err->code : GGUF_E_IO);
-    close(dfd);
     int w = snprintf(out, n, "%s/%llx-%llx.journal", dir,
                      (unsigned long long)model->st_dev,
                      (unsigned long long)model->st_ino);
-    if (w < 0 || (size_t)w >= n)
+    if (w < 0 || (size_t)w >= n) {
+        close(dfd);
         return gguf_fail(err, GGUF_E_RANGE, "state path too long");
+    }
+    if (dfd_out)
+        *dfd_out = dfd;
+    else
+        close(dfd);
     return GGUF_OK;
 }
 
@@ -363,7 +378,9 @@ int gguf_state_log_open(struct gguf_error *err) {
     if (fd >= 0 && size >= GGUF_LOG_MAX) {
         /* Rotated: the full file becomes the old one (replacing it), a
          * new one starts.  Daemons still writing to the old file switch
-         * once they see it full. */
+         * once they see it full.  Neither the log's creation nor this
+         * rename is synced: the log holds no edit (a power cut may lose
+         * its last lines or the rotation, never an edit). */
         close(fd);
         fd = -1;
         if (renameat(dfd, LOG_NAME, dfd, LOG_OLD) < 0 && errno != ENOENT)

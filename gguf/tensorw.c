@@ -27,6 +27,7 @@
  *  10 fsync file
  *  11, 12 journal dropped  unlink, fsync directory
  *  13 unlink stage
+ *  14 fsync directory      the stage's removal durable
  *
  * A crash before step 7 leaves the file untouched (recovery removes the
  * incomplete journal and the stage); from step 7 on, recovery copies the
@@ -51,9 +52,12 @@
 #define STAGE_COPY ((size_t)1 << 20)
 
 struct gguf_stage {
-    int fd; /* the unnamed file */
+    int fd;  /* the unnamed file */
+    int dfd; /* the journal's directory, held (stage_place) */
     uint64_t pos, len;
-    char *jpath; /* the journal's path; the stage's is jpath + .data */
+    char *jpath;       /* the journal's path (for messages); the stage's is
+                          jpath + .data */
+    const char *jname; /* the journal's name in dfd (points into jpath) */
     struct range {
         uint64_t lo, hi;
     } r[STAGE_MAX_RANGES];
@@ -92,48 +96,57 @@ void gguf_data_adopt(gguf_ctx *ctx) {
 }
 
 /* The journal's place for ctx's file (as commit.c's write_journal
- * chooses it): beside the file if an unnamed file can be made there,
- * else the state directory.  *fd: that unnamed file. */
+ * chooses it): beside the file if an unnamed file can be made there, else
+ * the state directory.  s->fd: that unnamed file; s->dfd: the directory,
+ * held, through which the stage is named and the journal written (never
+ * by path: commit.c rule 1). */
 static enum gguf_status stage_place(gguf_ctx *ctx, struct gguf_stage *s,
                                     struct gguf_error *err) {
+    struct gguf_at self = {ctx->dfd, ctx->base, ctx->path};
     s->jpath = gguf_sidecar_path(ctx->path, GGUF_JOURNAL_SUFFIX);
     if (!s->jpath)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    for (int pass = 0; pass < 2; pass++) {
-        char *slash = strrchr(s->jpath, '/');
-        char *dir =
-            slash ? strndup(s->jpath, (size_t)(slash - s->jpath)) : strdup(".");
-        if (!dir)
-            return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        s->fd = open(*dir ? dir : "/", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        int e = errno;
-        free(dir);
-        if (s->fd >= 0)
-            return GGUF_OK;
-        if (pass || (e != EACCES && e != EPERM && e != EROFS))
-            return gguf_sys_fail(err, e,
-                                 "cannot make a file for the new bytes of "
-                                 "%s beside %s",
-                                 ctx->path, s->jpath);
-        char here[4096];
-        struct stat sb;
-        if (fstat(ctx->fd, &sb) < 0 ||
-            gguf_state_journal(&sb, true, here, sizeof here, err) != GGUF_OK)
-            return gguf_sys_fail(err, e,
-                                 "no place for the new bytes of %s (its "
-                                 "directory and the state directory)",
-                                 ctx->path);
-        free(s->jpath);
-        if (!(s->jpath = strdup(here)))
-            return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    }
-    return GGUF_E_IO; /* not reached */
+    s->jname = gguf_at_beside(&self, s->jpath).name;
+    if ((s->dfd = fcntl(ctx->dfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return gguf_sys_fail(err, errno, "cannot hold the directory of %s",
+                             ctx->path);
+    s->fd = openat(s->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int e = errno;
+    if (s->fd >= 0)
+        return GGUF_OK;
+    if (e != EACCES && e != EPERM && e != EROFS)
+        return gguf_sys_fail(err, e,
+                             "cannot make a file for the new bytes of %s "
+                             "beside it",
+                             ctx->path);
+    char here[4096];
+    struct stat sb;
+    close(s->dfd);
+    s->dfd = -1;
+    if (fstat(ctx->fd, &sb) < 0 ||
+        gguf_state_journal(&sb, true, here, sizeof here, &s->dfd, err) !=
+            GGUF_OK)
+        return gguf_sys_fail(err, e,
+                             "no place for the new bytes of %s (its "
+                             "directory and the state directory)",
+                             ctx->path);
+    free(s->jpath);
+    if (!(s->jpath = strdup(here)))
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    s->jname = strrchr(s->jpath, '/') + 1;
+    s->fd = openat(s->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (s->fd < 0)
+        return gguf_sys_fail(err, errno,
+                             "cannot make a file for the new bytes of %s in "
+                             "the state directory",
+                             ctx->path);
+    return GGUF_OK;
 }
 
 enum gguf_status gguf_stage_new(gguf_ctx *ctx, uint64_t pos, uint64_t len,
                                 gguf_stage **out, struct gguf_error *err) {
     *out = NULL;
-    if (!ctx || ctx->fd < 0 || pos < ctx->data_offset ||
+    if (!ctx || ctx->fd < 0 || ctx->dfd < 0 || pos < ctx->data_offset ||
         pos + len > ctx->file_size || pos + len < pos)
         return gguf_fail(err, GGUF_E_RANGE, "no such tensor bytes to replace");
     gguf_stage *s = calloc(1, sizeof *s);
@@ -141,7 +154,7 @@ enum gguf_status gguf_stage_new(gguf_ctx *ctx, uint64_t pos, uint64_t len,
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     s->pos = pos;
     s->len = len;
-    s->fd = -1;
+    s->fd = s->dfd = -1;
     enum gguf_status st = stage_place(ctx, s, err);
     /* Exactly 0600 whatever the umask: recovery trusts only that (as a
      * journal's, recover.c). */
@@ -162,6 +175,8 @@ void gguf_stage_free(gguf_stage *s) {
         return;
     if (s->fd >= 0)
         close(s->fd);
+    if (s->dfd >= 0)
+        close(s->dfd);
     free(s->jpath);
     free(s);
 }
@@ -292,17 +307,19 @@ enum gguf_status gguf_stage_copy_in(int sfd, int fd, uint64_t pos, uint64_t len,
     return st;
 }
 
-/* Steps 1-3: the stage durable under the name jpath + ".data". */
-static enum gguf_status stage_link(gguf_stage *s, const char *spath,
+/* Steps 1-3: the stage durable under the name jpath + ".data" (sp, in
+ * s->dfd). */
+static enum gguf_status stage_link(gguf_stage *s, const struct gguf_at *sp,
                                    struct gguf_faults *f,
                                    struct gguf_error *err) {
+    const char *spath = sp->shown;
     char proc[64];
     gguf_fault_point(f, "fsync stage");
     if (fsync(s->fd) < 0)
         return gguf_sys_fail(err, errno, "cannot sync the staged bytes");
     gguf_fault_point(f, "link stage");
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->fd);
-    if (linkat(AT_FDCWD, proc, AT_FDCWD, spath, AT_SYMLINK_FOLLOW) < 0)
+    if (linkat(AT_FDCWD, proc, sp->dfd, sp->name, AT_SYMLINK_FOLLOW) < 0)
         return errno == EEXIST
                    ? gguf_fail(err, GGUF_E_BUSY,
                                "%s exists: an interrupted write must be "
@@ -310,7 +327,7 @@ static enum gguf_status stage_link(gguf_stage *s, const char *spath,
                                spath)
                    : gguf_sys_fail(err, errno, "cannot name %s", spath);
     gguf_fault_point(f, "fsync directory (stage)");
-    return gguf_fsync_dir(spath, err);
+    return gguf_fsync_dirfd(sp->dfd, spath, err);
 }
 
 /* The journal's record of a stage: its length, its checksum. */
@@ -335,6 +352,9 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
         st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
+    /* The journal and the stage, in s->dfd (their names share a start). */
+    struct gguf_at jat = {s->dfd, s->jname, s->jpath};
+    struct gguf_at sat = gguf_at_beside(&jat, spath);
     if ((st = gguf_commit_lock(ctx->fd, true, err)) != GGUF_OK)
         goto out;
     locked = true;
@@ -344,7 +364,7 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
     }
     if ((st = stage_hash(s->fd, s->len, &h, err)) != GGUF_OK)
         goto out;
-    if ((st = stage_link(s, spath, &f, err)) != GGUF_OK)
+    if ((st = stage_link(s, &sat, &f, err)) != GGUF_OK)
         goto out;
     linked = true;
     stage_record(rec, s->len, h);
@@ -356,7 +376,7 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
                          .k = s->pos,
                          .new_hdr = rec,
                          .new_len = sizeof rec};
-    if ((st = gguf_jnl_write(s->jpath, &j, &f, err)) != GGUF_OK)
+    if ((st = gguf_jnl_write(&jat, &j, &f, err)) != GGUF_OK)
         goto out;
     journaled = true;
     /* From here on a crash is finished forwards by recovery; a failure
@@ -364,19 +384,23 @@ enum gguf_status gguf_stage_apply(gguf_ctx *ctx, gguf_stage *s,
     st = gguf_stage_copy_in(s->fd, ctx->fd, s->pos, s->len, &f, err);
     if (st != GGUF_OK)
         goto out;
-    if ((st = gguf_jnl_drop(s->jpath, &f, err)) != GGUF_OK)
+    if ((st = gguf_jnl_drop(&jat, &f, err)) != GGUF_OK)
         goto out;
     journaled = false;
     gguf_fault_point(&f, "unlink stage");
-    if (unlink(spath) < 0 && errno != ENOENT) {
+    if (unlinkat(s->dfd, sat.name, 0) < 0 && errno != ENOENT) {
         st = gguf_sys_fail(err, errno, "cannot remove %s", spath);
         goto out;
     }
     linked = false;
     gguf_data_adopt(ctx);
+    /* Step 14: the removal durable (else a power cut may bring the stage
+     * back, a stray file beside the model). */
+    gguf_fault_point(&f, "fsync directory (stage removed)");
+    st = gguf_fsync_dirfd(s->dfd, spath, err);
 out:
-    if (linked && !journaled)
-        (void)unlink(spath); /* never relied on */
+    if (linked && !journaled && unlinkat(s->dfd, sat.name, 0) == 0)
+        (void)gguf_fsync_dirfd(s->dfd, spath, NULL); /* never relied on */
     if (locked)
         (void)gguf_commit_lock(ctx->fd, false, NULL);
     free(spath);

@@ -45,7 +45,7 @@ import judge as J
 import mount_edit as E
 
 Fail = J.Fail
-STEPS = 13  # gguf/tensorw.c: fault points of an apply
+STEPS = 14  # gguf/tensorw.c: fault points of an apply
 JOURNALED = 6  # from this step on the journal is complete: the new tensor
 
 
