@@ -27,7 +27,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 
 import judge as J
 import mount_edit as E
@@ -592,10 +591,8 @@ def shared():
 
 
 def main():
-    J.require_fuse()
-    if not os.environ.get("XDG_STATE_HOME"):
-        raise Fail("XDG_STATE_HOME must be set (run through meson test)")
-    root = tempfile.mkdtemp(prefix="ggufs-hff-", dir="/var/tmp")
+    import mount_tokenizer as T
+    root = T.scratch_root("ggufs-hff-")
     try:
         try:
             mods = J.node_modules("node-llama-cpp", "@huggingface/jinja")

@@ -467,11 +467,17 @@ def sec_chat(d, voc, mods):
     J.log("ok   hf/tokenizer_config.json's chat template renders as llama.cpp renders the GGUF's")
 
 
-def main():
+def scratch_root(prefix):
+    """A scratch directory /var/tmp/prefix... of a test that meson runs
+    (FUSE there, Skip if not; XDG_STATE_HOME set, Fail if not)."""
     J.require_fuse()
     if not os.environ.get("XDG_STATE_HOME"):
         raise Fail("XDG_STATE_HOME must be set (run through meson test)")
-    root = tempfile.mkdtemp(prefix="ggufs-tok-", dir="/var/tmp")
+    return tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+
+
+def main():
+    root = scratch_root("ggufs-tok-")
     try:
         files, voc = fixtures(root)
         real = shared()
