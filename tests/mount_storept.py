@@ -101,7 +101,7 @@ def served(pid, view, label):
     fd = os.open(view, os.O_RDONLY)
     try:
         n = os.fstat(fd).st_size
-        _, _, done = stopped_read(pid, fd, n)
+        _, _, done = J.stopped_read(pid, fd, n)
     finally:
         os.close(fd)
     if done:
