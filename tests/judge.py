@@ -10,7 +10,9 @@ Conventions: a failed check raises Fail with a precise message; SKIP (77)
 is meson's "skipped" exit status.
 """
 
+import contextlib
 import errno
+import mmap
 import os
 import re
 import shutil
@@ -19,6 +21,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from decimal import Decimal
@@ -87,6 +90,115 @@ def main(fn):
         log("FAIL: %s" % e)
         sys.exit(1)
     sys.exit(0)
+
+
+def sections_main(prefix, sections, root=False):
+    """main() of a test whose sections each take one shared scratch
+    directory (named prefix...): 77 (skip) without /dev/fuse or, when root,
+    without root; else every section in order, exit 0, or the first Fail
+    logged and exit 1."""
+    if not os.path.exists("/dev/fuse"):
+        print("SKIP: no /dev/fuse")
+        sys.exit(SKIP)
+    if root and os.geteuid() != 0:
+        print("SKIP: passthrough needs root")
+        sys.exit(SKIP)
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            for sec in sections:
+                sec(tmp)
+    except Fail as e:
+        log("FAIL: %s" % e)
+        sys.exit(1)
+    sys.exit(0)
+
+
+@contextlib.contextmanager
+def store_scratch(prefix, mode=None):
+    """(tmp, mnt) of a store test: a scratch tree named prefix... (mode: its
+    permissions, e.g. 0o755 for other users to reach the mount point) with
+    mnt/ in it, XDG_STATE_HOME inside it (the overlays and pending edits of
+    the test's stores stay in its tree); unmounted and removed on exit."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    mnt = os.path.join(tmp, "mnt")
+    os.makedirs(mnt)
+    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
+    try:
+        yield tmp, mnt
+    finally:
+        cleanup(mnt, tmp)
+
+
+def chosen(var, fns):
+    """The functions of fns that $var (a comma-separated list of their
+    names) names, all of them when it is unset or empty."""
+    only = os.environ.get(var, "").split(",")
+    return [fn for fn in fns if only == [""] or fn.__name__ in only]
+
+
+def run_watched(mnt, seconds, fns, *args):
+    """fn(*args) for each of fns, each under a Watchdog of seconds on mnt."""
+    for fn in fns:
+        with Watchdog(mnt, seconds, fn.__name__):
+            fn(*args)
+
+
+def node_modules(*pkgs):
+    """.deps/node_modules of the source tree, holding every package of pkgs
+    (Skip when one is missing, or node)."""
+    d = os.path.join(os.environ.get("GGUFS_SRCDIR", ""), ".deps", "node_modules")
+    for pkg in pkgs:
+        if not os.path.isfile(os.path.join(d, pkg, "package.json")):
+            raise Skip("%s is not installed in %s (run dev/setup --tests)" % (pkg, d))
+    if not shutil.which("node"):
+        raise Skip("node is not installed")
+    return d
+
+
+def stopped_read(pid, fd, n):
+    """Reads fd whole and touches every page of a mapping of n bytes with
+    the daemon (pid) stopped: (bytes read, bytes mapped, done within 5 s)."""
+    m = mmap.mmap(fd, n, prot=mmap.PROT_READ)  # fstat: before the stop
+    res = {}
+
+    def work():
+        res["read"] = read_all(fd)
+        res["mmap"] = m[:]
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        t.join(5)
+        done = not t.is_alive()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    t.join(60)
+    m.close()
+    return res.get("read"), res.get("mmap"), done
+
+
+def mkfixture_model(path, mb=1, n=2, vocab=300, timeout=300):
+    """mkfixture's model at path: n tensors of mb MiB, a vocabulary of vocab
+    tokens; path (Fail with mkfixture's words when it fails)."""
+    p = subprocess.run([tool("MKFIXTURE"), "model", path, "--tensor-mb", str(mb), "--n-tensors", str(n),
+                        "--vocab", str(vocab)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if p.returncode != 0:
+        raise Fail("mkfixture failed: %s" % p.stderr.decode(errors="replace"))
+    return path
+
+
+def read_all(fd):
+    """The bytes of fd from offset 0 to its end, read by pread(2)s of 1 MiB."""
+    out, off = [], 0
+    while True:
+        b = os.pread(fd, 1 << 20, off)
+        if not b:
+            return b"".join(out)
+        out.append(b)
+        off += len(b)
 
 
 # ---------------------------------------------------------------------------

@@ -58,12 +58,7 @@ EXEMPT = re.compile(r"(\.ggufs-lock|/ggufs\.log(\.1)?)$")
 
 
 def fixture(d, name="model.gguf"):
-    path = os.path.join(d, name)
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", "1", "--n-tensors", "2",
-                        "--vocab", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise Fail("mkfixture failed: %s" % p.stderr.decode(errors="replace"))
-    return path
+    return J.mkfixture_model(os.path.join(d, name), 1, 2)
 
 
 def run(args, env=None, timeout=120):
@@ -339,6 +334,18 @@ def sec_strace(d):
 
 # ---- 2. a directory of the path swapped ---------------------------------
 
+def edit_then_swap(path, mnt, real, moved, value):
+    """The model's directory back at real, path mounted at mnt and its
+    general.name written as value; then the directory moved to moved and an
+    empty impostor made at real (the mount still open)."""
+    os.rmdir(real)
+    os.rename(moved, real)
+    E.mount(path, mnt)
+    E.write_file(os.path.join(mnt, "meta", "general.name"), value)
+    os.rename(real, moved)
+    os.mkdir(real)
+
+
 def sec_swap(d):
     real = os.path.join(d, "m")
     os.makedirs(real)
@@ -384,12 +391,7 @@ def sec_swap(d):
         raise Fail("left beside the model after --recover: %s" % beside(moved, "model.gguf"))
     what = "replace: journal beside the model, --recover finished it (%s)" % (out + err).strip()[:80]
     # a metadata commit after the same swap
-    os.rmdir(real)
-    os.rename(moved, real)
-    E.mount(path, mnt)
-    E.write_file(os.path.join(mnt, "meta", "general.name"), b"after the swap\n")
-    os.rename(real, moved)
-    os.mkdir(real)
+    edit_then_swap(path, mnt, real, moved, b"after the swap\n")
     rc, out, err = run(["-u", mnt])
     if os.listdir(real):
         raise Fail("the metadata commit put %s in the impostor directory" % os.listdir(real))
@@ -403,12 +405,7 @@ def sec_swap(d):
     what += "; metadata commit: %s" % (out + err).strip()[:100]
     # a commit refused (the model written behind the mount): its edits are
     # saved beside the model, not in the impostor
-    os.rmdir(real)
-    os.rename(moved, real)
-    E.mount(path, mnt)
-    E.write_file(os.path.join(mnt, "meta", "general.name"), b"to be saved\n")
-    os.rename(real, moved)
-    os.mkdir(real)
+    edit_then_swap(path, mnt, real, moved, b"to be saved\n")
     os.utime(there, ns=(1, 1))
     rc, out, err = run(["-u", mnt])
     saved = [f for f in beside(moved, "model.gguf") if ".ggufs-edits-" in f]

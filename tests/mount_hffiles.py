@@ -27,7 +27,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 
 import judge as J
 import mount_edit as E
@@ -105,16 +104,6 @@ def vocab_kvs(eot=None, eom=None, template=None):
     return kvs
 
 
-def node_modules():
-    d = os.path.join(os.environ.get("GGUFS_SRCDIR", ""), ".deps", "node_modules")
-    for pkg in ("node-llama-cpp", "@huggingface/jinja"):
-        if not os.path.isfile(os.path.join(d, pkg, "package.json")):
-            raise J.Skip("%s is not installed in %s (run dev/setup --tests)" % (pkg, d))
-    if not shutil.which("node"):
-        raise J.Skip("node is not installed")
-    return d
-
-
 def readme_line(mnt, name):
     with open(os.path.join(mnt, "hf", "README"), "rb") as f:
         m = re.search(rb"^" + re.escape(name.encode()) + rb": (.*)$", f.read(), re.M)
@@ -150,17 +139,6 @@ GEMMA = ("{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
          "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}").encode()
 
 
-def llama_renders(lib, tfile):
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(lib))
-    p = subprocess.run([J.tool("CHATDUMP"), lib, tfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=env, timeout=60)
-    if p.returncode == 77:
-        raise J.Skip("chatdump: " + p.stderr.decode(errors="replace"))
-    if p.returncode != 0 or not p.stdout:
-        raise Fail("llama.cpp's rendering failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
-    return p.stdout
-
-
 def sec_chat(d, mods):
     """chat_template.jinja is the GGUF's template as ggml reads it, and
     renders as llama.cpp renders it.  llama.cpp's built-in Gemma format
@@ -179,25 +157,17 @@ def sec_chat(d, mods):
         E.mount(path, mnt, ["-o", "ro"])
         try:
             got = need(mnt, "chat_template.jinja")
-            tfile = os.path.join(d, "chat_template.jinja")
-            with open(tfile, "wb") as f:
-                f.write(got)
-            cfg = os.path.join(d, "tokenizer_config.json")
-            shutil.copy(os.path.join(mnt, "hf", "tokenizer_config.json"), cfg)
+            tfile, cfg = T.chat_inputs(mnt, d, got, "chat_template.jinja")
         finally:
             J.unmount(mnt, [])
         if got != want:
             raise Fail("%s: hf/chat_template.jinja %r, ggml reads %r" % (label, J.shorten(got), J.shorten(want)))
-        ref = llama_renders(lib, tfile)
-        q = subprocess.run(["node", os.path.join(HERE, "chat_render.mjs"), mods, cfg, tfile],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-        if q.returncode != 0:
-            raise Fail("@huggingface/jinja on hf/chat_template.jinja failed (%d): %s"
-                       % (q.returncode, q.stderr.decode(errors="replace")[-1000:]))
-        text = q.stdout[len(b"<s>"):] if bos_in_text and q.stdout.startswith(b"<s>") else q.stdout
+        ref = T.llama_renders(lib, tfile)
+        out = T.jinja_renders(mods, "hf/chat_template.jinja", cfg, tfile)
+        text = out[len(b"<s>"):] if bos_in_text and out.startswith(b"<s>") else out
         if text != ref:
             raise Fail("%s: @huggingface/jinja renders hf/chat_template.jinja as %r, llama.cpp %r"
-                       % (label, q.stdout, ref))
+                       % (label, out, ref))
     # A template without a vocabulary (the file needs none; README agrees).
     path = os.path.join(d, "chat-novocab.gguf")
     write(path, [("general.architecture", STR, "llama"), ("tokenizer.chat_template", STR, T.CHATML)])
@@ -621,13 +591,11 @@ def shared():
 
 
 def main():
-    J.require_fuse()
-    if not os.environ.get("XDG_STATE_HOME"):
-        raise Fail("XDG_STATE_HOME must be set (run through meson test)")
-    root = tempfile.mkdtemp(prefix="ggufs-hff-", dir="/var/tmp")
+    import mount_tokenizer as T
+    root = T.scratch_root("ggufs-hff-")
     try:
         try:
-            mods = node_modules()
+            mods = J.node_modules("node-llama-cpp", "@huggingface/jinja")
         except J.Skip as e:
             J.log("note: llama.cpp and @huggingface/jinja not asked: %s" % e)
             mods = None

@@ -191,13 +191,7 @@ def judge(mods, label, gguf, corpus, d):
     finally:
         J.unmount(mnt, [])
     r = tok_judge(mods, gguf, copy, corpus, d)
-    if r["hfError"]:
-        raise Fail("%s: transformers.js cannot load hf/: %s" % (label, r["hfError"]))
-    with open(os.path.join(copy, "tokenizer_config.json"), "rb") as f:
-        cfg = json.load(f)
-    if cfg.get("add_bos_token") != r["addBos"] or cfg.get("add_eos_token") != r["addEos"]:
-        raise Fail("%s: tokenizer_config.json adds bos %r eos %r, llama.cpp %r %r"
-                   % (label, cfg.get("add_bos_token"), cfg.get("add_eos_token"), r["addBos"], r["addEos"]))
+    T.check_added(label, r, os.path.join(copy, "tokenizer_config.json"))
     bad = 0
     model = {kv.key: kv for kv in J.refdump(gguf)[1].kvs}.get(b"tokenizer.ggml.model")
     wpm = model is not None and model.content == b"bert\n"

@@ -542,16 +542,9 @@ CHECKS = [check_fifo_refs, check_fifo_manifest, check_fifo_layer, check_fifo_tsv
 
 def run():
     J.require_fuse()
-    tmp = tempfile.mkdtemp(prefix="ggufs-hostilestore-")
-    mnt = os.path.join(tmp, "mnt")
-    os.makedirs(mnt)
-    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
-    only = os.environ.get("HOSTILESTORE_ONLY", "").split(",")
     failed = []
-    try:
-        for fn in CHECKS:
-            if only != [""] and fn.__name__ not in only:
-                continue
+    with J.store_scratch("ggufs-hostilestore-") as (tmp, mnt):
+        for fn in J.chosen("HOSTILESTORE_ONLY", CHECKS):
             try:
                 fn(tmp, mnt)
             except Fail as e:
@@ -559,8 +552,6 @@ def run():
                 failed.append(fn.__name__)
                 if J.mountinfo_entry(mnt) is not None:
                     subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
-    finally:
-        J.cleanup(mnt, tmp)
     if failed:
         raise Fail("failed: " + ", ".join(failed))
 

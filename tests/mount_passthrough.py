@@ -27,11 +27,7 @@ import hashlib
 import mmap
 import multiprocessing as mp
 import os
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,13 +36,11 @@ import judge as J  # noqa: E402
 Fail = J.Fail
 log = J.log
 PT_OFF = os.environ.get("GGUFS_PASSTHROUGH") == "off"
+read_all = J.read_all
 
 
 def model(path, mb=2, n=4):
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", str(mb), "--n-tensors",
-                        str(n), "--vocab", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture: %s" % p.stderr.decode(errors="replace"))
+    J.mkfixture_model(path, mb, n)
 
 
 def mount(path, mnt, args=()):
@@ -61,16 +55,6 @@ def mount(path, mnt, args=()):
 
 def sha(b):
     return hashlib.sha256(b).hexdigest()
-
-
-def read_all(fd):
-    out, off = [], 0
-    while True:
-        b = os.pread(fd, 1 << 20, off)
-        if not b:
-            return b"".join(out)
-        out.append(b)
-        off += len(b)
 
 
 def commit(mnt):
@@ -93,25 +77,9 @@ def sec_proof(tmp):
         pid = mount(path, mnt)
         view = os.path.join(mnt, "p.gguf")
         fd = os.open(view, os.O_RDONLY)
-        m = mmap.mmap(fd, len(want), prot=mmap.PROT_READ)  # fstat: before the stop
-        res = {}
-
-        def work():
-            res["read"] = read_all(fd)
-            res["mmap"] = m[:]
-
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            t = threading.Thread(target=work, daemon=True)
-            t.start()
-            t.join(5)
-            done = not t.is_alive()
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        t.join(60)
-        if res.get("read") != want or res.get("mmap") != want:
+        got_r, got_m, done = J.stopped_read(pid, fd, len(want))
+        if got_r != want or got_m != want:
             raise Fail("live view: read/mmap differ from the GGUF")
-        m.close()
         os.close(fd)
         J.unmount(mnt)
     if PT_OFF and done:
@@ -241,23 +209,5 @@ def sec_commit_under_reader(tmp):
     log("ok: commit under a reader: %s; then %s" % (msg.split(": ", 1)[1], msg2.split(": ", 1)[1]))
 
 
-def main():
-    if not os.path.exists("/dev/fuse"):
-        print("SKIP: no /dev/fuse")
-        return 77
-    if os.geteuid() != 0 and not PT_OFF:
-        print("SKIP: passthrough needs root")
-        return 77
-    with tempfile.TemporaryDirectory(prefix="ggufs-pt-") as tmp:
-        sec_proof(tmp)
-        sec_commit_under_reader(tmp)
-        sec_versions(tmp)
-    return 0
-
-
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Fail as e:
-        log("FAIL: %s" % e)
-        sys.exit(1)
+    J.sections_main("ggufs-pt-", (sec_proof, sec_commit_under_reader, sec_versions), root=not PT_OFF)

@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -242,12 +241,16 @@ def overlays():
     return [ln.split("\t") for ln in lines[1:]]
 
 
-def check_carry(tmp):
-    mnt = os.path.join(tmp, "mnt")
-    store = os.path.join(tmp, "pull")
+def ollama_b(tmp, sub):
+    """(mnt, store, name, blob): an ollama store made at tmp/sub, its model
+    tiny-b:q4 and that model's blob."""
+    store = os.path.join(tmp, sub)
     made = dict(S.mkstore("ollama", store))
-    name = "tiny-b:q4"
-    old_blob = made[name]
+    return os.path.join(tmp, "mnt"), store, "tiny-b:q4", made["tiny-b:q4"]
+
+
+def check_carry(tmp):
+    mnt, store, name, old_blob = ollama_b(tmp, "pull")
     value = "my fixed name\n"
     edit_unmount(store, mnt, name, value)
     # Upstream changes another key: the edit is carried, upstream's kept.
@@ -322,11 +325,7 @@ def check_carry(tmp):
 
 
 def check_tensor_source(tmp):
-    mnt = os.path.join(tmp, "mnt")
-    store = os.path.join(tmp, "tw")
-    made = dict(S.mkstore("ollama", store))
-    name = "tiny-b:q4"
-    blob = made[name]
+    mnt, store, name, blob = ollama_b(tmp, "tw")
     before = S.sha(blob)
     ref = J.refdump(blob)[1]
     t = ref.tensors[0]
@@ -356,18 +355,9 @@ def check_tensor_source(tmp):
 
 def run():
     J.require_fuse()
-    tmp = tempfile.mkdtemp(prefix="ggufs-storeedits-")
-    mnt = os.path.join(tmp, "mnt")
-    os.makedirs(mnt)
-    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
-    only = os.environ.get("STOREEDITS_ONLY", "").split(",")
-    try:
-        for fn in (check_direct, check_commands, check_ro_store, check_carry, check_tensor_source):
-            if only == [""] or fn.__name__ in only:
-                with J.Watchdog(mnt, 300, fn.__name__):
-                    fn(tmp)
-    finally:
-        J.cleanup(mnt, tmp)
+    with J.store_scratch("ggufs-storeedits-") as (tmp, mnt):
+        J.run_watched(mnt, 300, J.chosen("STOREEDITS_ONLY", (check_direct, check_commands, check_ro_store,
+                                                             check_carry, check_tensor_source)), tmp)
 
 
 if __name__ == "__main__":

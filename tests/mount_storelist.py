@@ -30,7 +30,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -210,23 +209,14 @@ def check_other_user(tmp):
 
 def run():
     J.require_fuse()
-    tmp = tempfile.mkdtemp(prefix="ggufs-storelist-")
-    mnt = os.path.join(tmp, "mnt")
-    os.makedirs(mnt)
-    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
-    try:
+    with J.store_scratch("ggufs-storelist-") as (tmp, mnt):
         store = os.path.join(tmp, "many")
         names = bench_store(store, N)
-        only = os.environ.get("STORELIST_ONLY", "").split(",")  # e.g. check_plus
-        with J.Watchdog(mnt, 580, "storelist"):
-            for fn in (check_xattrs, check_plus, check_ro_reopen):
-                if only == [""] or fn.__name__ in only:
-                    fn(tmp, store, names)
-            for fn in (check_changes, check_other_user):
-                if only == [""] or fn.__name__ in only:
-                    fn(tmp)
-    finally:
-        J.cleanup(mnt, tmp)
+        with J.Watchdog(mnt, 580, "storelist"):  # STORELIST_ONLY=check_plus: that one alone
+            for fn in J.chosen("STORELIST_ONLY", (check_xattrs, check_plus, check_ro_reopen)):
+                fn(tmp, store, names)
+            for fn in J.chosen("STORELIST_ONLY", (check_changes, check_other_user)):
+                fn(tmp)
 
 
 if __name__ == "__main__":

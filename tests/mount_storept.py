@@ -35,11 +35,8 @@ import hashlib
 import mmap
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,24 +45,9 @@ import judge as J  # noqa: E402
 Fail = J.Fail
 log = J.log
 PT_OFF = os.environ.get("GGUFS_PASSTHROUGH") == "off"
+model = J.mkfixture_model
+read_all = J.read_all
 NAMES = ("alpha", "beta", "gamma")
-
-
-def model(path, mb, n):
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", str(mb), "--n-tensors",
-                        str(n), "--vocab", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise Fail("mkfixture: %s" % p.stderr.decode(errors="replace"))
-
-
-def read_all(fd):
-    out, off = [], 0
-    while True:
-        b = os.pread(fd, 1 << 20, off)
-        if not b:
-            return b"".join(out)
-        out.append(b)
-        off += len(b)
 
 
 def sha(b):
@@ -93,29 +75,6 @@ def judged_name(view, tmp, label):
     return None if got is None else got.rstrip(b"\n")
 
 
-def stopped_read(pid, fd, n):
-    """Reads fd whole and touches every page of a mapping of n bytes with
-    the daemon stopped: (bytes read, bytes mapped, done within 5 s)."""
-    m = mmap.mmap(fd, n, prot=mmap.PROT_READ)  # fstat: before the stop
-    res = {}
-
-    def work():
-        res["read"] = read_all(fd)
-        res["mmap"] = m[:]
-
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        t = threading.Thread(target=work, daemon=True)
-        t.start()
-        t.join(5)
-        done = not t.is_alive()
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    t.join(60)
-    m.close()
-    return res.get("read"), res.get("mmap"), done
-
-
 def passed_through(pid, view, want, label, first=True):
     """The view opened now reads and maps as want with the daemon stopped
     (passthrough), or, with GGUFS_PASSTHROUGH=off, waits for it if this is
@@ -123,7 +82,7 @@ def passed_through(pid, view, want, label, first=True):
     which the version's inode keeps)."""
     fd = os.open(view, os.O_RDONLY)
     try:
-        got_r, got_m, done = stopped_read(pid, fd, len(want))
+        got_r, got_m, done = J.stopped_read(pid, fd, len(want))
     finally:
         os.close(fd)
     if got_r != want or got_m != want:
@@ -142,7 +101,7 @@ def served(pid, view, label):
     fd = os.open(view, os.O_RDONLY)
     try:
         n = os.fstat(fd).st_size
-        _, _, done = stopped_read(pid, fd, n)
+        _, _, done = J.stopped_read(pid, fd, n)
     finally:
         os.close(fd)
     if done:
@@ -326,23 +285,5 @@ def no_getattr_per_read(tmp):
     log("ok: 100 read(2)s of an unchanged view (served by the daemon) sent %d GETATTR" % n)
 
 
-def main():
-    if not os.path.exists("/dev/fuse"):
-        print("SKIP: no /dev/fuse")
-        return 77
-    if os.geteuid() != 0 and not PT_OFF:
-        print("SKIP: passthrough needs root")
-        return 77
-    with tempfile.TemporaryDirectory(prefix="ggufs-storept-") as tmp:
-        run(tmp)
-        reopened(tmp)
-        no_getattr_per_read(tmp)
-    return 0
-
-
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Fail as e:
-        log("FAIL: %s" % e)
-        sys.exit(1)
+    J.sections_main("ggufs-storept-", (run, reopened, no_getattr_per_read), root=not PT_OFF)

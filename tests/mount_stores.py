@@ -708,21 +708,11 @@ def check_hub(tmp):
 
 def run():
     J.require_fuse()
-    tmp = tempfile.mkdtemp(prefix="ggufs-stores-")
-    mnt = os.path.join(tmp, "mnt")
-    os.makedirs(mnt)
-    # Overlays and pending edits of this test's stores stay in its tree.
-    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
-    only = os.environ.get("STORES_ONLY", "").split(",")
-    try:
+    with J.store_scratch("ggufs-stores-") as (tmp, mnt):
         for kind in KINDS:
             check_kind(kind, tmp)
-        for fn in (check_edits, check_changes, check_hostile, check_bounds, check_llama, check_hub):
-            if only == [""] or fn.__name__ in only:
-                with J.Watchdog(mnt, 580, fn.__name__):
-                    fn(tmp)
-    finally:
-        J.cleanup(mnt, tmp)
+        J.run_watched(mnt, 580, J.chosen("STORES_ONLY", (check_edits, check_changes, check_hostile, check_bounds,
+                                                         check_llama, check_hub)), tmp)
 
 
 if __name__ == "__main__":

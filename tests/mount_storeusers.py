@@ -34,7 +34,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -315,19 +314,9 @@ def run():
     J.require_fuse()
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         raise J.Skip("needs root and setpriv (another user, allow_other)")
-    tmp = tempfile.mkdtemp(prefix="ggufs-storeusers-")
-    os.chmod(tmp, 0o755)  # other users reach the mount point
-    mnt = os.path.join(tmp, "mnt")
-    os.makedirs(mnt)
-    os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
-    only = os.environ.get("STOREUSERS_ONLY", "").split(",")
-    try:
-        for fn in (check_readers, check_hf, check_eviction, check_holding, check_forget):
-            if only == [""] or fn.__name__ in only:
-                with J.Watchdog(mnt, 300, fn.__name__):
-                    fn(tmp)
-    finally:
-        J.cleanup(mnt, tmp)
+    with J.store_scratch("ggufs-storeusers-", 0o755) as (tmp, mnt):  # 0755: other users reach the mount point
+        J.run_watched(mnt, 300, J.chosen("STOREUSERS_ONLY", (check_readers, check_hf, check_eviction,
+                                                             check_holding, check_forget)), tmp)
 
 
 if __name__ == "__main__":

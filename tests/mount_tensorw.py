@@ -50,12 +50,7 @@ JOURNALED = 6  # from this step on the journal is complete: the new tensor
 
 
 def fixture(d, name="model.gguf"):
-    path = os.path.join(d, name)
-    p = subprocess.run([J.tool("MKFIXTURE"), "model", path, "--tensor-mb", "1", "--n-tensors", "2",
-                        "--vocab", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    if p.returncode != 0:
-        raise Fail("mkfixture failed: %s" % p.stderr.decode(errors="replace"))
-    return path
+    return J.mkfixture_model(os.path.join(d, name), 1, 2)
 
 
 def layout(path):

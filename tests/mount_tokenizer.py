@@ -127,13 +127,19 @@ CORPUS = [b"Hello world", b"  leading spaces and   runs\t\ttabs\n\nnewlines  ",
 
 
 def node_modules():
-    d = os.path.join(os.environ.get("GGUFS_SRCDIR", ""), ".deps", "node_modules")
-    for pkg in ("node-llama-cpp", "@huggingface/transformers"):
-        if not os.path.isfile(os.path.join(d, pkg, "package.json")):
-            raise J.Skip("%s is not installed in %s (run dev/setup --tests)" % (pkg, d))
-    if not shutil.which("node"):
-        raise J.Skip("node is not installed")
-    return d
+    return J.node_modules("node-llama-cpp", "@huggingface/transformers")
+
+
+def check_added(label, r, cfg_path):
+    """tok_judge's answer r: transformers.js loaded hf/, and the hf/
+    tokenizer_config.json at cfg_path adds BOS and EOS as llama.cpp does."""
+    if r["hfError"]:
+        raise Fail("%s: transformers.js cannot load hf/: %s" % (label, r["hfError"]))
+    with open(cfg_path, "rb") as f:
+        cfg = json.load(f)
+    if cfg.get("add_bos_token") != r["addBos"] or cfg.get("add_eos_token") != r["addEos"]:
+        raise Fail("%s: tokenizer_config.json adds bos %r eos %r, llama.cpp %r %r"
+                   % (label, cfg.get("add_bos_token"), cfg.get("add_eos_token"), r["addBos"], r["addEos"]))
 
 
 def judge_hf(label, mnt, gguf, mods, d):
@@ -157,13 +163,7 @@ def judge_hf(label, mnt, gguf, mods, d):
     if p.returncode != 0:
         raise Fail("%s: tok_judge exited %d: %s" % (label, p.returncode, p.stderr.decode(errors="replace")[-2000:]))
     r = json.loads(p.stdout)
-    if r["hfError"]:
-        raise Fail("%s: transformers.js cannot load hf/: %s" % (label, r["hfError"]))
-    with open(os.path.join(hf, "tokenizer_config.json"), "rb") as f:
-        cfg = json.load(f)
-    if cfg.get("add_bos_token") != r["addBos"] or cfg.get("add_eos_token") != r["addEos"]:
-        raise Fail("%s: tokenizer_config.json adds bos %r eos %r, llama.cpp %r %r"
-                   % (label, cfg.get("add_bos_token"), cfg.get("add_eos_token"), r["addBos"], r["addEos"]))
+    check_added(label, r, os.path.join(hf, "tokenizer_config.json"))
     kvs = {kv.key: kv for kv in J.refdump(gguf)[1].kvs}
     ids = {k: int(kvs[TOK + k.encode() + b"_token_id"].content) for k in ("bos", "eos")
            if TOK + k.encode() + b"_token_id" in kvs}
@@ -405,6 +405,41 @@ def libllama(mods):
     return os.path.join(d, libs[0])
 
 
+def llama_renders(lib, tfile):
+    """llama.cpp's rendering (tests/chatdump, libllama lib) of the template in
+    tfile; Skip when chatdump cannot load lib."""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(lib))
+    p = subprocess.run([J.tool("CHATDUMP"), lib, tfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=60)
+    if p.returncode == 77:
+        raise J.Skip("chatdump: " + p.stderr.decode(errors="replace"))
+    if p.returncode != 0 or not p.stdout:
+        raise Fail("llama.cpp's rendering failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
+    return p.stdout
+
+
+def chat_inputs(mnt, d, tmpl, name):
+    """(tfile, cfg): the template tmpl written to d/name (llama.cpp's input)
+    and a copy of the mount's hf/tokenizer_config.json (@huggingface/jinja's)."""
+    tfile = os.path.join(d, name)
+    with open(tfile, "wb") as f:
+        f.write(tmpl)
+    cfg = os.path.join(d, "tokenizer_config.json")
+    shutil.copy(os.path.join(mnt, "hf", "tokenizer_config.json"), cfg)
+    return tfile, cfg
+
+
+def jinja_renders(mods, what, cfg, *tfile):
+    """@huggingface/jinja's rendering (tests/chat_render.mjs) of cfg's chat
+    template, or of tfile's with cfg's tokens; what names it in a Fail."""
+    q = subprocess.run(["node", os.path.join(HERE, "chat_render.mjs"), mods, cfg, *tfile],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if q.returncode != 0:
+        raise Fail("@huggingface/jinja on %s failed (%d): %s"
+                   % (what, q.returncode, q.stderr.decode(errors="replace")[-1000:]))
+    return q.stdout
+
+
 def sec_chat(d, voc, mods):
     """The chat template of hf/tokenizer_config.json rendered by
     @huggingface/jinja against llama.cpp's own rendering of the GGUF's
@@ -422,35 +457,27 @@ def sec_chat(d, voc, mods):
         tmpl = kvs[b"tokenizer.chat_template"].content[:-1]
         if tmpl != CHATML:
             raise Fail("ggml reads the chat template as %r" % tmpl)
-        tfile = os.path.join(d, "template.jinja")
-        with open(tfile, "wb") as f:
-            f.write(tmpl)
-        cfg = os.path.join(d, "tokenizer_config.json")
-        shutil.copy(os.path.join(mnt, "hf", "tokenizer_config.json"), cfg)
+        tfile, cfg = chat_inputs(mnt, d, tmpl, "template.jinja")
     finally:
         J.unmount(mnt, [])
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(lib))
-    p = subprocess.run([J.tool("CHATDUMP"), lib, tfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=env, timeout=60)
-    if p.returncode == 77:
-        raise J.Skip("chatdump: " + p.stderr.decode(errors="replace"))
-    if p.returncode != 0:
-        raise Fail("llama.cpp's rendering failed (%d): %s" % (p.returncode, p.stderr.decode(errors="replace")))
-    q = subprocess.run(["node", os.path.join(HERE, "chat_render.mjs"), mods, cfg],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    if q.returncode != 0:
-        raise Fail("@huggingface/jinja on tokenizer_config.json failed (%d): %s"
-                   % (q.returncode, q.stderr.decode(errors="replace")[-1000:]))
-    if q.stdout != p.stdout or not p.stdout:
-        raise Fail("chat template: @huggingface/jinja renders %r, llama.cpp %r" % (q.stdout, p.stdout))
+    ref = llama_renders(lib, tfile)
+    got = jinja_renders(mods, "tokenizer_config.json", cfg)
+    if got != ref or not ref:
+        raise Fail("chat template: @huggingface/jinja renders %r, llama.cpp %r" % (got, ref))
     J.log("ok   hf/tokenizer_config.json's chat template renders as llama.cpp renders the GGUF's")
 
 
-def main():
+def scratch_root(prefix):
+    """A scratch directory /var/tmp/prefix... of a test that meson runs
+    (FUSE there, Skip if not; XDG_STATE_HOME set, Fail if not)."""
     J.require_fuse()
     if not os.environ.get("XDG_STATE_HOME"):
         raise Fail("XDG_STATE_HOME must be set (run through meson test)")
-    root = tempfile.mkdtemp(prefix="ggufs-tok-", dir="/var/tmp")
+    return tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+
+
+def main():
+    root = scratch_root("ggufs-tok-")
     try:
         files, voc = fixtures(root)
         real = shared()

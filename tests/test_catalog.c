@@ -384,13 +384,20 @@ START_TEST(stamps) {
 }
 END_TEST
 
-START_TEST(open_checks) {
-    struct cat_list l;
+/* The "dir" store made and scanned into *l: an fd of its root, *f the
+ * first file of its model tiny-a. */
+static int dir_store(struct cat_list *l, const struct cat_file **f) {
     struct logs lg;
     make("dir");
-    ck_assert_int_eq(scan(CAT_DIR, &l, &lg), 0);
-    int dfd = open(store, O_RDONLY | O_DIRECTORY);
-    const struct cat_file *f = &find(&l, "tiny-a")->files[0];
+    ck_assert_int_eq(scan(CAT_DIR, l, &lg), 0);
+    *f = &find(l, "tiny-a")->files[0];
+    return open(store, O_RDONLY | O_DIRECTORY);
+}
+
+START_TEST(open_checks) {
+    struct cat_list l;
+    const struct cat_file *f;
+    int dfd = dir_store(&l, &f);
     int fd = cat_open_file(dfd, f, O_RDONLY);
     ck_assert_int_ge(fd, 0);
     close(fd);
@@ -414,10 +421,8 @@ END_TEST
 START_TEST(fifo_files) {
     struct cat_list l;
     struct logs lg;
-    make("dir");
-    ck_assert_int_eq(scan(CAT_DIR, &l, &lg), 0);
-    int dfd = open(store, O_RDONLY | O_DIRECTORY);
-    const struct cat_file *f = &find(&l, "tiny-a")->files[0];
+    const struct cat_file *f;
+    int dfd = dir_store(&l, &f);
     sh("cd '%s' && mkfifo p && mv p tiny-a.gguf", store);
     ck_assert_int_eq(cat_open_file(dfd, f, O_RDONLY), -1);
     ck_assert_int_eq(errno, EINVAL);

@@ -52,14 +52,20 @@ static int add_specials(const gguf_ctx *ctx, json_t *o) {
     return bad;
 }
 
+/* The chat template's bytes (not NUL-terminated): true and *s, *n; false
+ * when the GGUF has none or not as a string. */
+static bool template_bytes(const gguf_ctx *ctx, const char **s, size_t *n) {
+    int64_t k = gguf_find_key(ctx, "tokenizer.chat_template",
+                              strlen("tokenizer.chat_template"));
+    return k >= 0 && gguf_kv_get_str(ctx, k, s, n);
+}
+
 /* The chat template as a JSON string, NULL if none; *bad when it is not
  * UTF-8. */
 static json_t *chat_template(const gguf_ctx *ctx, int *bad) {
-    int64_t k = gguf_find_key(ctx, "tokenizer.chat_template",
-                              strlen("tokenizer.chat_template"));
     const char *s;
     size_t n;
-    if (k < 0 || !gguf_kv_get_str(ctx, k, &s, &n))
+    if (!template_bytes(ctx, &s, &n))
         return NULL;
     json_t *v = json_stringn(s, n);
     *bad += !v;
@@ -141,11 +147,9 @@ enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
     if (!voc_hf_extra_has(ctx, f))
         return GGUF_E_NOTFOUND;
     if (f == VOC_HF_TEMPLATE) {
-        int64_t k = gguf_find_key(ctx, "tokenizer.chat_template",
-                                  strlen("tokenizer.chat_template"));
         const char *s;
         size_t n;
-        if (k < 0 || !gguf_kv_get_str(ctx, k, &s, &n))
+        if (!template_bytes(ctx, &s, &n))
             return GGUF_E_NOTFOUND;
         return gguf_buf_add(b, s, n);
     }
