@@ -1,23 +1,51 @@
 /*
  * index.c - the vocabulary's texts found by value (arr.h, struct
  * voc_index): each token's element found once, then an open-addressing
- * table of ids by a 64-bit FNV-1a hash of their text (twice as many slots
- * as tokens, linear probing), so that a lookup is a probe or two and a
- * text held by two ids is found while the table is made.  Memory: 24
- * bytes a token in one mapping of its own, handed back to the system by
- * voc_index_free (the allocator would keep a freed block of this size in
- * its arena: a daemon that checked a 150k vocabulary held 7 MB more).
- * Without by_text, the texts by id alone (no table: 16 bytes a token).
+ * table of ids by a 64-bit hash of their text (twice as many slots as
+ * tokens, linear probing), so that a lookup is a probe or two and a text
+ * held by two ids is found while the table is made.  The hash is a
+ * polynomial of the bytes (mod 2^64) with the length, mixed: a text's
+ * prefixes and suffixes then hash in O(1) each from the whole's
+ * (voc_split: the splits of a token, linear in its length).  A slot holds
+ * the hash's high 32 bits beside the id: a probe past another text
+ * reads no token (the lookups of the splits wait on memory, not on
+ * hashing).  Memory: 32 bytes a token in one mapping of its own, handed
+ * back to the system by voc_index_free (the allocator would keep a freed
+ * block of this size in its arena: a daemon that checked a 150k
+ * vocabulary held 7 MB more).  Without by_text, the texts by id alone (no
+ * table: 16 bytes a token).
  */
 #include "arr.h"
 
 #include <string.h>
 #include <sys/mman.h>
 
-static uint64_t fnv(const uint8_t *s, uint64_t n) {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
+#define B UINT64_C(0x9e3779b97f4a7c15) /* odd: invertible mod 2^64 */
+
+/* B's inverse mod 2^64 (Newton's iteration: 3, 6, ..., 96 bits). */
+static uint64_t b_inverse(void) {
+    uint64_t x = B;
+    for (int i = 0; i < 5; i++)
+        x *= 2 - B * x;
+    return x;
+}
+
+/* The hash of a text of n bytes whose polynomial is poly: mixed
+ * (murmur3's finalizer), so that its low bits pick the slot. */
+static uint64_t mix(uint64_t poly, uint64_t n) {
+    uint64_t h = poly + n * UINT64_C(0xc2b2ae3d27d4eb4f);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    return h ^ (h >> 33);
+}
+
+/* sum s[i] B^(n-1-i) */
+static uint64_t poly(const uint8_t *s, uint64_t n) {
+    uint64_t h = 0;
     for (uint64_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * UINT64_C(0x100000001b3);
+        h = h * B + s[i];
     return h;
 }
 
@@ -26,11 +54,14 @@ static bool same(const struct voc_index *ix, uint32_t id, const uint8_t *s,
     return ix->len[id] == n && memcmp(ix->text[id], s, n) == 0;
 }
 
-/* The slot of text s: the one holding its id, or the empty one where it
- * goes. */
-static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n) {
-    size_t mask = ix->cap - 1, k = (size_t)fnv(s, n) & mask;
-    while (ix->slot[k] && !same(ix, ix->slot[k] - 1, s, n))
+/* The slot of text s (hash h): the one holding its id, or the empty one
+ * where it goes. */
+static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n,
+                    uint64_t h) {
+    size_t mask = ix->cap - 1, k = (size_t)h & mask;
+    uint64_t tag = h >> 32 << 32;
+    while (ix->slot[k] && ((ix->slot[k] >> 32 << 32) != tag ||
+                           !same(ix, (uint32_t)ix->slot[k] - 1, s, n)))
         k = (k + 1) & mask;
     return k;
 }
@@ -66,9 +97,10 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         }
         if (!by_text)
             continue;
-        size_t k = probe(ix, ix->text[i], ix->len[i]);
+        uint64_t h = mix(poly(ix->text[i], ix->len[i]), ix->len[i]);
+        size_t k = probe(ix, ix->text[i], ix->len[i], h);
         if (!ix->slot[k])
-            ix->slot[k] = (uint32_t)i + 1;
+            ix->slot[k] = (h >> 32 << 32) | ((uint64_t)i + 1);
         else if (ix->dup < 0)
             ix->dup = (int64_t)i;
     }
@@ -81,14 +113,56 @@ void voc_index_free(struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
 }
 
-int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
-                       uint64_t n) {
+/* The id of text s of hash h, or -1. */
+static int64_t find(const struct voc_index *ix, const uint8_t *s, uint64_t n,
+                    uint64_t h) {
     if (!ix->cap)
         return -1;
-    size_t k = probe(ix, s, n);
-    return ix->slot[k] ? (int64_t)ix->slot[k] - 1 : -1;
+    size_t k = probe(ix, s, n, h);
+    return ix->slot[k] ? (int64_t)(uint32_t)ix->slot[k] - 1 : -1;
+}
+
+int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
+                       uint64_t n) {
+    return find(ix, s, n, mix(poly(s, n), n));
 }
 
 int64_t voc_index_duplicate(const struct voc_index *ix) {
     return ix->dup;
+}
+
+void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
+                     size_t t) {
+    sp->ix = ix;
+    sp->s = ix->text[t];
+    sp->n = ix->len[t];
+    sp->k = 0;
+    sp->pre = 0;
+    sp->whole = 0;
+    sp->pow = 1; /* B^n, then B^(n-k) as k grows */
+    sp->inv = b_inverse();
+    for (uint64_t i = 0; i < sp->n; i++) {
+        sp->whole = sp->whole * B + sp->s[i];
+        sp->pow *= B;
+    }
+}
+
+bool voc_split_next(struct voc_split *sp) {
+    if (sp->k >= sp->n)
+        return false;
+    do {
+        sp->pre = sp->pre * B + sp->s[sp->k++];
+        sp->pow *= sp->inv;
+    } while (sp->k < sp->n && (sp->s[sp->k] & 0xc0) == 0x80);
+    return sp->k < sp->n;
+}
+
+int64_t voc_split_left(const struct voc_split *sp) {
+    return find(sp->ix, sp->s, sp->k, mix(sp->pre, sp->k));
+}
+
+int64_t voc_split_right(const struct voc_split *sp) {
+    /* s[k..n)'s polynomial: the whole's less the prefix's, shifted */
+    return find(sp->ix, sp->s + sp->k, sp->n - sp->k,
+                mix(sp->whole - sp->pre * sp->pow, sp->n - sp->k));
 }
