@@ -119,14 +119,22 @@ bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response);
 
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
- * table of ids + 1 by the hash of their text (cap slots, 0 empty; the
- * hash's high 32 bits beside the id, so that a probe reads a token's
- * text only when they match). */
+ * table of ids + 1 by the hash of their text (cap slots; print[k] 0:
+ * slot k is empty, else 8 bits of its text's hash; the slot holds the
+ * text's length and first bytes beside the id, so that a probe reads no
+ * token's text to tell a short one). */
+#define VOC_SLOT_HEAD 24
+struct voc_slot {
+    uint32_t id1, len; /* len: UINT32_MAX from there on */
+    uint8_t head[VOC_SLOT_HEAD];
+};
 struct voc_index {
-    size_t n, cap, bytes; /* bytes: its mapping's */
+    size_t n, cap, bytes; /* bytes: its mapping's (at map) */
+    void *map;
     uint64_t *len;
     const uint8_t **text;
-    uint64_t *slot;
+    struct voc_slot *slot;
+    uint8_t *print;
     int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
