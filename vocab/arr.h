@@ -120,20 +120,13 @@ bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
 
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots; print[k] 0:
- * slot k is empty, else 8 bits of its text's hash; the slot holds the
- * text's length and first bytes beside the id, so that a probe reads no
- * token's text to tell a short one). */
-#define VOC_SLOT_HEAD 24
-struct voc_slot {
-    uint32_t id1, len; /* len: UINT32_MAX from there on */
-    uint8_t head[VOC_SLOT_HEAD];
-};
+ * slot k is empty, else 8 bits of its text's hash, so that a probe reads
+ * no id and no token to pass another text by). */
 struct voc_index {
-    size_t n, cap, bytes; /* bytes: its mapping's (at map) */
-    void *map;
+    size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
     const uint8_t **text;
-    struct voc_slot *slot;
+    uint32_t *slot;
     uint8_t *print;
     int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };

@@ -1,32 +1,29 @@
 /*
  * index.c - the vocabulary's texts found by value (arr.h, struct
  * voc_index): each token's element found once, then an open-addressing
- * table of ids by a 64-bit hash of their text (twice as many slots as
- * tokens, linear probing), so that a lookup is a probe or two and a text
- * held by two ids is found while the table is made.  The hash is a
- * polynomial of the bytes (mod 2^64) with the length, mixed: a text's
- * prefixes and suffixes then hash in O(1) each from the whole's
- * (voc_split: the splits of a token, linear in its length, where the
- * old lookups hashed each prefix and suffix anew: quadratic).  The splits
- * of a 262k vocabulary are two million lookups that wait on memory, so:
- * a byte array of fingerprints (8 bits of each slot's hash, a few
- * hundred kilobytes that stay in the cache) passes other texts by, and a
- * slot holds its text's length and first 24 bytes beside the id, so that
- * a found text is told by one read of its slot, not four (id, length,
- * pointer, bytes).  Memory: 33 bytes a slot and 16 a token (82 a token
- * for a power of two of them, 148 at most), in one mapping of its own,
- * in huge pages where the system lends them on request (fewer misses of
- * the TLB), handed back to the system by voc_index_free (the allocator
- * would keep a freed block of this size in its arena: a daemon that
- * checked a 150k vocabulary held 7 MB more).  Without by_text, the texts
- * by id alone (no table: 16 bytes a token).
+ * table of ids by a 64-bit hash of their text (at most 3/4 full, linear
+ * probing), so that a lookup is a probe or two and a text held by two ids
+ * is found while the table is made.  The hash is a polynomial of the
+ * bytes (mod 2^64) with the length, mixed: a text's prefixes and
+ * suffixes then hash in O(1) each from the whole's (voc_split: the
+ * splits of a token, linear in its length, where lookups that hashed
+ * each prefix and suffix anew were quadratic: 80,000 tokens of 250 bytes
+ * took 12 s).  The splits of a 262k vocabulary are two million lookups,
+ * most of which wait on memory: a byte a slot of fingerprints (8 bits of
+ * its text's hash, a few hundred kilobytes that stay in the cache)
+ * passes the other texts by, so that only a text that is there costs a
+ * read of the ids and of the vocabulary.  Memory: 5 bytes a slot and 16
+ * a token (30 a token at most), in one mapping of its own, handed back
+ * to the system by voc_index_free (the allocator would keep a freed block
+ * of this size in its arena: a daemon that checked a 150k vocabulary held
+ * 7 MB more).  Without by_text, the texts by id alone (no table: 16 bytes
+ * a token).
  */
 #include "arr.h"
 
 #include <string.h>
 #include <sys/mman.h>
 
-#define HUGE ((uintptr_t)2 << 20)
 #define B UINT64_C(0x9e3779b97f4a7c15) /* odd: invertible mod 2^64 */
 
 /* B's inverse mod 2^64 (Newton's iteration: 3, 6, ..., 96 bits). */
@@ -56,17 +53,9 @@ static uint64_t poly(const uint8_t *s, uint64_t n) {
     return h;
 }
 
-/* Whether slot sl holds text s: its first bytes are the slot's own, so
- * that a short token is told without a read of the vocabulary. */
-static bool same(const struct voc_index *ix, const struct voc_slot *sl,
-                 const uint8_t *s, uint64_t n) {
-    uint64_t h = n < VOC_SLOT_HEAD ? n : VOC_SLOT_HEAD;
-    uint32_t id = sl->id1 - 1;
-    if (sl->len != (n < UINT32_MAX ? n : UINT32_MAX) ||
-        (sl->len == UINT32_MAX && ix->len[id] != n))
-        return false;
-    return memcmp(sl->head, s, h) == 0 &&
-           (n == h || memcmp(ix->text[id] + h, s + h, n - h) == 0);
+static bool same(const struct voc_index *ix, uint32_t id, const uint8_t *s,
+                 uint64_t n) {
+    return ix->len[id] == n && memcmp(ix->text[id], s, n) == 0;
 }
 
 /* The fingerprint of hash h: never 0 (an empty slot). */
@@ -83,7 +72,8 @@ static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n,
                     uint64_t h) {
     size_t mask = ix->cap - 1, k = (size_t)h & mask;
     uint8_t f = print_of(h);
-    while (ix->print[k] && (ix->print[k] != f || !same(ix, &ix->slot[k], s, n)))
+    while (ix->print[k] &&
+           (ix->print[k] != f || !same(ix, ix->slot[k] - 1, s, n)))
         k = (k + 1) & mask;
     return k;
 }
@@ -92,39 +82,26 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
     ix->dup = -1;
-    if (toks->n > UINT32_MAX - 1 || toks->n > SIZE_MAX / 256)
+    if (toks->n > UINT32_MAX - 1 || toks->n > SIZE_MAX / 64)
         return false;
     ix->n = (size_t)toks->n;
     ix->cap = by_text ? 16 : 0;
-    while (by_text && ix->cap < 2 * ix->n)
+    while (by_text && ix->cap < ix->n + ix->n / 3) /* 3/4 full at most */
         ix->cap *= 2;
     ix->bytes = ix->cap * (sizeof *ix->slot + 1) +
                 ix->n * (sizeof *ix->text + sizeof *ix->len);
     if (!ix->bytes) /* no tokens, no table */
         return true;
-    /* at a 2 MB boundary, in huge pages where the system lends them on
-     * request: the lookups land all over the table, and a miss of the TLB
-     * for each would cost them as much again */
-    size_t pad = ix->bytes >= HUGE ? HUGE : 0;
-    ix->bytes += pad;
-    uint8_t *map = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED) {
+    void *m = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
         ix->bytes = 0;
         return false;
     }
-    ix->map = map;
-    void *m = map;
-    if (pad) {
-        m = map + (HUGE - (uintptr_t)map % HUGE) % HUGE;
-        (void)madvise(m, ix->bytes - pad, MADV_HUGEPAGE);
-    }
-    /* the slots first, aligned: none straddles a cache line; zero-filled
-     * (print 0: empty) */
-    ix->slot = m;
-    ix->print = (uint8_t *)(ix->slot + ix->cap);
-    ix->len = (uint64_t *)(ix->print + ix->cap); /* cap: a power of 2 */
+    ix->len = m; /* the 8-byte aligned parts first; zero-filled (print 0) */
     ix->text = (const uint8_t **)(ix->len + ix->n);
+    ix->slot = (uint32_t *)(ix->text + ix->n);
+    ix->print = (uint8_t *)(ix->slot + ix->cap);
     const uint8_t *pos = toks->p;
     for (size_t i = 0; i < ix->n; i++) {
         if (!voc_arr_next_str(toks, &pos, &ix->text[i], &ix->len[i])) {
@@ -142,16 +119,14 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
             continue;
         }
         ix->print[k] = print_of(h);
-        ix->slot[k].id1 = (uint32_t)i + 1;
-        ix->slot[k].len = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
-        memcpy(ix->slot[k].head, s, n < VOC_SLOT_HEAD ? n : VOC_SLOT_HEAD);
+        ix->slot[k] = (uint32_t)i + 1;
     }
     return true;
 }
 
 void voc_index_free(struct voc_index *ix) {
     if (ix->bytes)
-        munmap(ix->map, ix->bytes);
+        munmap(ix->len, ix->bytes);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -161,7 +136,7 @@ static int64_t find(const struct voc_index *ix, const uint8_t *s, uint64_t n,
     if (!ix->cap)
         return -1;
     size_t k = probe(ix, s, n, h);
-    return ix->print[k] ? (int64_t)ix->slot[k].id1 - 1 : -1;
+    return ix->print[k] ? (int64_t)ix->slot[k] - 1 : -1;
 }
 
 int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
