@@ -122,12 +122,16 @@ bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
  * table of ids + 1 by the hash of their text (cap slots; print[k] 0:
  * slot k is empty, else 8 bits of its text's hash, so that a probe reads
  * no id and no token to pass another text by). */
+#define VOC_POWS 64
 struct voc_index {
     size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
     const uint8_t **text;
+    uint64_t *poly; /* each text's hash before its mix (index.c) */
     uint32_t *slot;
     uint8_t *print;
+    uint64_t base, inv; /* the hash's key (index.c), and its powers */
+    uint64_t pows[VOC_POWS];
     int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
@@ -155,8 +159,7 @@ struct voc_split {
     const struct voc_index *ix;
     const uint8_t *s;
     uint64_t n, k;
-    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), B^(n-k) */
-    uint64_t inv;             /* B's inverse */
+    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), base^(n-k) */
 };
 void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
                      size_t t);

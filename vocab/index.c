@@ -4,16 +4,17 @@
  * table of ids by a 64-bit hash of their text (at most 3/4 full, linear
  * probing), so that a lookup is a probe or two and a text held by two ids
  * is found while the table is made.  The hash is a polynomial of the
- * bytes (mod 2^64) with the length, mixed: a text's prefixes and
- * suffixes then hash in O(1) each from the whole's (voc_split: the
+ * bytes (mod 2^61 - 1, at a random point: key) with the length, mixed:
+ * a text's prefixes and suffixes then hash in O(1) each from the
+ * whole's (voc_split: the
  * splits of a token, linear in its length, where lookups that hashed
  * each prefix and suffix anew were quadratic: 80,000 tokens of 250 bytes
  * took 12 s).  The splits of a 262k vocabulary are two million lookups,
  * most of which wait on memory: a byte a slot of fingerprints (8 bits of
  * its text's hash, a few hundred kilobytes that stay in the cache)
  * passes the other texts by, so that only a text that is there costs a
- * read of the ids and of the vocabulary.  Memory: 5 bytes a slot and 16
- * a token (30 a token at most), in one mapping of its own, handed back
+ * read of the ids and of the vocabulary.  Memory: 5 bytes a slot and 24
+ * a token (38 a token at most), in one mapping of its own, handed back
  * to the system by voc_index_free (the allocator would keep a freed block
  * of this size in its arena: a daemon that checked a 150k vocabulary held
  * 7 MB more).  Without by_text, the texts by id alone (no table: 16 bytes
@@ -23,15 +24,38 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
-#define B UINT64_C(0x9e3779b97f4a7c15) /* odd: invertible mod 2^64 */
+#define P ((UINT64_C(1) << 61) - 1) /* a prime */
 
-/* B's inverse mod 2^64 (Newton's iteration: 3, 6, ..., 96 bits). */
-static uint64_t b_inverse(void) {
-    uint64_t x = B;
-    for (int i = 0; i < 5; i++)
-        x *= 2 - B * x;
-    return x;
+static uint64_t mulmod(uint64_t a, uint64_t b) {
+    unsigned __int128 r = (unsigned __int128)a * b;
+    uint64_t x = ((uint64_t)r & P) + (uint64_t)(r >> 61);
+    x = (x & P) + (x >> 61);
+    return x >= P ? x - P : x;
+}
+
+static uint64_t addmod(uint64_t a, uint64_t c) {
+    a += c;
+    return a >= P ? a - P : a;
+}
+
+/* The key of ix's hash: a random base (a text's polynomial at an unknown
+ * point: two texts of n bytes collide with odds n / 2^61 whatever they
+ * are, where a fixed base, or any odd one mod 2^64, lets a crafted
+ * vocabulary pile its texts into one probe sequence), and its inverse. */
+static void key(struct voc_index *ix) {
+    uint64_t r = UINT64_C(0x9e3779b97f4a7c15);
+    (void)getrandom(&r, sizeof r, GRND_NONBLOCK); /* else the fixed one */
+    ix->base = 2 + r % (P - 2);
+    uint64_t inv = 1, x = ix->base;
+    for (uint64_t e = P - 2; e; e >>= 1, x = mulmod(x, x)) /* Fermat */
+        if (e & 1)
+            inv = mulmod(inv, x);
+    ix->inv = inv;
+    ix->pows[0] = 1;
+    for (int i = 1; i < VOC_POWS; i++)
+        ix->pows[i] = mulmod(ix->pows[i - 1], ix->base);
 }
 
 /* The hash of a text of n bytes whose polynomial is poly: mixed
@@ -45,11 +69,11 @@ static uint64_t mix(uint64_t poly, uint64_t n) {
     return h ^ (h >> 33);
 }
 
-/* sum s[i] B^(n-1-i) */
-static uint64_t poly(const uint8_t *s, uint64_t n) {
+/* sum s[i] base^(n-1-i) mod P */
+static uint64_t poly(const struct voc_index *ix, const uint8_t *s, uint64_t n) {
     uint64_t h = 0;
     for (uint64_t i = 0; i < n; i++)
-        h = h * B + s[i];
+        h = addmod(mulmod(h, ix->base), s[i]);
     return h;
 }
 
@@ -86,10 +110,13 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         return false;
     ix->n = (size_t)toks->n;
     ix->cap = by_text ? 16 : 0;
+    if (by_text)
+        key(ix);
     while (by_text && ix->cap < ix->n + ix->n / 3) /* 3/4 full at most */
         ix->cap *= 2;
     ix->bytes = ix->cap * (sizeof *ix->slot + 1) +
-                ix->n * (sizeof *ix->text + sizeof *ix->len);
+                ix->n * (sizeof *ix->text + sizeof *ix->len) +
+                (by_text ? ix->n * sizeof *ix->poly : 0);
     if (!ix->bytes) /* no tokens, no table */
         return true;
     void *m = mmap(NULL, ix->bytes, PROT_READ | PROT_WRITE,
@@ -100,7 +127,8 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
     }
     ix->len = m; /* the 8-byte aligned parts first; zero-filled (print 0) */
     ix->text = (const uint8_t **)(ix->len + ix->n);
-    ix->slot = (uint32_t *)(ix->text + ix->n);
+    ix->poly = (uint64_t *)(ix->text + ix->n);
+    ix->slot = (uint32_t *)(ix->poly + (by_text ? ix->n : 0));
     ix->print = (uint8_t *)(ix->slot + ix->cap);
     const uint8_t *pos = toks->p;
     for (size_t i = 0; i < ix->n; i++) {
@@ -111,7 +139,9 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         if (!by_text)
             continue;
         const uint8_t *s = ix->text[i];
-        uint64_t n = ix->len[i], h = mix(poly(s, n), n);
+        uint64_t n = ix->len[i];
+        ix->poly[i] = poly(ix, s, n);
+        uint64_t h = mix(ix->poly[i], n);
         size_t k = probe(ix, s, n, h);
         if (ix->print[k]) {
             if (ix->dup < 0)
@@ -141,7 +171,7 @@ static int64_t find(const struct voc_index *ix, const uint8_t *s, uint64_t n,
 
 int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
                        uint64_t n) {
-    return find(ix, s, n, mix(poly(s, n), n));
+    return find(ix, s, n, mix(poly(ix, s, n), n));
 }
 
 int64_t voc_index_duplicate(const struct voc_index *ix) {
@@ -156,20 +186,19 @@ void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
     sp->k = 0;
     sp->pre = 0;
     sp->whole = 0;
-    sp->pow = 1; /* B^n, then B^(n-k) as k grows */
-    sp->inv = b_inverse();
-    for (uint64_t i = 0; i < sp->n; i++) {
-        sp->whole = sp->whole * B + sp->s[i];
-        sp->pow *= B;
-    }
+    sp->whole = ix->cap ? ix->poly[t] : 0; /* made with the table */
+    sp->pow = 1; /* base^n, then base^(n-k) as k grows; past VOC_POWS */
+    for (uint64_t i = 0; sp->n >= VOC_POWS && i < sp->n; i++)
+        sp->pow = mulmod(sp->pow, ix->base);
 }
 
 bool voc_split_next(struct voc_split *sp) {
     if (sp->k >= sp->n)
         return false;
     do {
-        sp->pre = sp->pre * B + sp->s[sp->k++];
-        sp->pow *= sp->inv;
+        sp->pre = addmod(mulmod(sp->pre, sp->ix->base), sp->s[sp->k++]);
+        if (sp->n >= VOC_POWS)
+            sp->pow = mulmod(sp->pow, sp->ix->inv);
     } while (sp->k < sp->n && (sp->s[sp->k] & 0xc0) == 0x80);
     return sp->k < sp->n;
 }
@@ -180,6 +209,8 @@ int64_t voc_split_left(const struct voc_split *sp) {
 
 int64_t voc_split_right(const struct voc_split *sp) {
     /* s[k..n)'s polynomial: the whole's less the prefix's, shifted */
-    return find(sp->ix, sp->s + sp->k, sp->n - sp->k,
-                mix(sp->whole - sp->pre * sp->pow, sp->n - sp->k));
+    uint64_t m = sp->n - sp->k;
+    uint64_t pow = sp->n < VOC_POWS ? sp->ix->pows[m] : sp->pow;
+    return find(sp->ix, sp->s + sp->k, m,
+                mix(addmod(sp->whole, P - mulmod(sp->pre, pow)), m));
 }
