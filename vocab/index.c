@@ -185,7 +185,6 @@ void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
     sp->n = ix->len[t];
     sp->k = 0;
     sp->pre = 0;
-    sp->whole = 0;
     sp->whole = ix->cap ? ix->poly[t] : 0; /* made with the table */
     sp->pow = 1; /* base^n, then base^(n-k) as k grows; past VOC_POWS */
     for (uint64_t i = 0; sp->n >= VOC_POWS && i < sp->n; i++)
