@@ -129,12 +129,19 @@ bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response);
 
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
- * table of ids + 1 by the hash of their text (cap slots, 0 empty). */
+ * table of ids + 1 by the hash of their text (cap slots; print[k] 0:
+ * slot k is empty, else 8 bits of its text's hash, so that a probe reads
+ * no id and no token to pass another text by). */
+#define VOC_POWS 64
 struct voc_index {
     size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
     const uint8_t **text;
+    uint64_t *poly; /* each text's hash before its mix (index.c) */
     uint32_t *slot;
+    uint8_t *print;
+    uint64_t base, inv; /* the hash's key (index.c), and its powers */
+    uint64_t pows[VOC_POWS];
     int64_t dup; /* the first token whose text an earlier one has, or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
@@ -148,5 +155,27 @@ int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
                        uint64_t n);
 /* A token whose text an earlier id has too, or -1. */
 int64_t voc_index_duplicate(const struct voc_index *ix);
+
+/* The splits of token t's text into a prefix and a suffix at each
+ * character boundary k (0 < k < len, s[k] no UTF-8 continuation byte),
+ * left to right, each of the two found in O(1) from hashes kept as the
+ * walk goes (linear in the token's length, not quadratic): the one walk
+ * hfcheck.c's check and hfjson.c's SentencePiece merges share.
+ *     struct voc_split sp;
+ *     voc_split_start(&sp, ix, t);
+ *     while (voc_split_next(&sp))
+ *         ... sp.k, voc_split_left(&sp), voc_split_right(&sp) ... */
+struct voc_split {
+    const struct voc_index *ix;
+    const uint8_t *s;
+    uint64_t n, k;
+    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), base^(n-k) */
+};
+void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
+                     size_t t);
+bool voc_split_next(struct voc_split *sp);
+/* The id of the prefix s[0..k), of the suffix s[k..n), or -1. */
+int64_t voc_split_left(const struct voc_split *sp);
+int64_t voc_split_right(const struct voc_split *sp);
 
 #endif

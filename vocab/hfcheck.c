@@ -169,19 +169,20 @@ static uint64_t char_len(const uint8_t *s, uint64_t n) {
  * is no token beside a token, or two such characters) in *bad_at (the
  * offset), else -1. */
 static bool splits(const struct voc_index *ix, size_t t, int64_t *bad_at) {
-    bool any = false;
-    uint64_t len = ix->len[t];
-    const uint8_t *s = ix->text[t];
-    uint64_t first = char_len(s, len);
+    bool any = false, first = true;
+    struct voc_split sp;
     *bad_at = -1;
-    for (uint64_t k = first; k < len; k += char_len(s + k, len - k)) {
-        bool l = voc_index_find(ix, s, k) >= 0;
-        bool r = voc_index_find(ix, s + k, len - k) >= 0;
-        bool r_char = char_len(s + k, len - k) == len - k;
+    voc_split_start(&sp, ix, t);
+    for (; voc_split_next(&sp); first = false) {
+        bool l = voc_split_left(&sp) >= 0;
+        if (!l && !first) /* neither case below: the suffix not looked up */
+            continue;
+        bool r = voc_split_right(&sp) >= 0;
+        bool r_char = char_len(sp.s + sp.k, sp.n - sp.k) == sp.n - sp.k;
         if (l && r)
             any = true;
-        else if ((l || k == first) && (r || r_char)) {
-            *bad_at = (int64_t)k;
+        else if (r || r_char) { /* l, or the first character */
+            *bad_at = (int64_t)sp.k;
             return false;
         }
     }

@@ -183,14 +183,11 @@ static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct merge **out, size_t *n) {
     struct gguf_buf m = {0};
+    struct voc_split sp;
     for (size_t t = 0; t < ix->n; t++)
-        for (uint64_t k = 1; k < ix->len[t]; k++) {
-            if ((ix->text[t][k] & 0xc0) == 0x80) /* inside a character */
-                continue;
-            int64_t l = voc_index_find(ix, ix->text[t], k);
-            int64_t r =
-                l < 0 ? -1
-                      : voc_index_find(ix, ix->text[t] + k, ix->len[t] - k);
+        for (voc_split_start(&sp, ix, t); voc_split_next(&sp);) {
+            int64_t l = voc_split_left(&sp);
+            int64_t r = l < 0 ? -1 : voc_split_right(&sp);
             if (r < 0)
                 continue;
             struct merge e = {score_of(scores, (uint32_t)t), (uint32_t)t,
