@@ -118,6 +118,10 @@ const char *voc_hf_models_reason(const gguf_ctx *ctx,
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b);
+/* RWKV (llama.cpp's greedy longest match over bytes), likewise. */
+enum gguf_status voc_hf_rwkv_json(const gguf_ctx *ctx,
+                                  const struct voc_index *ix, uint64_t max,
+                                  struct gguf_buf *b);
 /* Unigram (t5, llama.cpp's UGM), likewise. */
 enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,

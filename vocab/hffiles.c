@@ -233,7 +233,7 @@ bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f) {
     int bad = 0;
     int64_t ids[EOG_MAX], bos;
     if (f == VOC_HF_GENCONFIG)
-        return eog_ids(ctx, ids) > 0 || bos_id(ctx, &bos);
+        return bos_id(ctx, &bos) || eog_ids(ctx, ids) > 0; /* cheap first */
     json_t *ct = f == VOC_HF_TEMPLATE ? chat_template(ctx, &bad) : NULL;
     json_decref(ct);
     return ct != NULL;
@@ -328,6 +328,10 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
                  : kind == VOC_HF_WPM
                      ? "WordPiece (bert) with llama.cpp's normalization, "
                        "the pieces' ## prefixes back"
+                 : kind == VOC_HF_RWKV
+                     ? "RWKV's longest match over the unescaped token "
+                       "bytes as WordPiece over ByteLevel characters "
+                       "(no split, no prefix, no length limit)"
                  : kind == VOC_HF_UGM
                      ? "Unigram (t5) over the pieces and scores, "
                        "tokenizer.ggml.precompiled_charsmap as its "
