@@ -16,7 +16,8 @@ quotes and backslashes).  Judged as every vocabulary
 transformers.js on the mounted hf/, the issue's stress corpus and the
 special token's text, plain and framed), once with llama.cpp's defaults
 (no BOS, no EOS) and once with add_bos_token.  A vocabulary without a
-token for byte 0x00 has no file and hf/README names the byte.
+token for byte 0x00, or with a \\x escape that is not two digits 0-9a-f,
+has no file and hf/README says which.
 """
 import os
 import re
@@ -36,14 +37,14 @@ WORDS = ["the", " the", "Hello", " world", "wor", "world", "\n\n", "  ", "    ",
 HALVES = [b"\xe6\xbc", b"\xf0\x9f", b"\xf0\x9f\x91", b"\x80\x80", b"\xff\xfe"]
 
 
-def rwkv_kvs(drop=None, add_bos=None):
+def rwkv_kvs(drop=None, add_bos=None, raw=()):
     """The vocabulary as the converter writes it (drop: a byte with no
-    token of its own)."""
+    token of its own; raw: texts appended as they are)."""
     byts = [b"<s>"] + [bytes([i]) for i in range(256) if i != drop]
     for m in [w.encode() for w in WORDS] + HALVES:
         if m not in byts:
             byts.append(m)
-    toks = ["<s>"] + [repr(t)[2:-1] for t in byts[1:]]
+    toks = ["<s>"] + [repr(t)[2:-1] for t in byts[1:]] + list(raw)
     kvs = [("general.architecture", STR, "llama"),
            ("llama.context_length", U32, 4096), ("llama.embedding_length", U32, 64),
            ("llama.block_count", U32, 2), ("llama.feed_forward_length", U32, 128),
@@ -74,21 +75,23 @@ def main():
             H.write(path, kvs)
             if not V.judge(mods, label, path, CORPUS, root):
                 raise Fail("%s: no hf/tokenizer.json" % label)
-        path = os.path.join(root, "rwkv-nul.gguf")
-        H.write(path, rwkv_kvs(drop=0))
-        mnt = os.path.join(root, "mnt")
-        E.mount(path, mnt, ["-o", "ro"])
-        try:
-            hf = os.path.join(mnt, "hf")
-            with open(os.path.join(hf, "README"), "rb") as f:
-                readme = f.read()
-            if "tokenizer.json" in os.listdir(hf) or not re.search(
-                    rb"^tokenizer\.json: absent: .*byte 0x00 is no token", readme, re.M):
-                raise Fail("rwkv without byte 0x00: hf/ %r, README %r" % (os.listdir(hf), readme))
-        finally:
-            J.unmount(mnt, [])
+        for label, kvs, why in (("no byte 0x00", rwkv_kvs(drop=0), rb"byte 0x00 is no token"),
+                                ("\\xZ1", rwkv_kvs(raw=["a\\xZ1"]), rb"token \d+ has a \\x escape")):
+            path = os.path.join(root, "rwkv-absent.gguf")
+            H.write(path, kvs)
+            mnt = os.path.join(root, "mnt")
+            E.mount(path, mnt, ["-o", "ro"])
+            try:
+                hf = os.path.join(mnt, "hf")
+                with open(os.path.join(hf, "README"), "rb") as f:
+                    readme = f.read()
+                if "tokenizer.json" in os.listdir(hf) or not re.search(
+                        rb"^tokenizer\.json: absent: RWKV: .*" + why, readme, re.M):
+                    raise Fail("rwkv with %s: hf/ %r, README %r" % (label, os.listdir(hf), readme))
+            finally:
+                J.unmount(mnt, [])
         J.log("ok   RWKV: hf/tokenizer.json gives llama.cpp's ids on %d lines, plain and framed (defaults and "
-              "add_bos); absent with the byte named when a byte has no token" % len(CORPUS))
+              "add_bos); absent with the reason for a byte with no token, a bad \\x escape" % len(CORPUS))
     finally:
         J.cleanup(os.path.join(root, "mnt"), root)
 
