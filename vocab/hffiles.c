@@ -331,7 +331,8 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
                  : kind == VOC_HF_RWKV
                      ? "RWKV's longest match over the unescaped token "
                        "bytes as WordPiece over ByteLevel characters "
-                       "(no split, no prefix, no length limit)"
+                       "(no split, no prefix, no length limit; exact ids, "
+                       "but time cubic in a text's length)"
                  : kind == VOC_HF_UGM
                      ? "Unigram (t5) over the pieces and scores, "
                        "tokenizer.ggml.precompiled_charsmap as its "

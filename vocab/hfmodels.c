@@ -457,7 +457,10 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
  * WordPiece makes the whole text unknown): absent otherwise.  A text
  * two tokens share after unescaping names the later id in both (the
  * trie's insert and the JSON object's).  Framed as add_bos and add_eos
- * say (llama.cpp's default: neither). */
+ * say (llama.cpp's default: neither).  WordPiece's search costs what the
+ * trie's does not: every end from the word's end back at each position,
+ * a substring each (cubic in a text's length: transformers.js takes 7 s
+ * on 2000 characters); ggufs(1) says so. */
 
 /* llama.cpp's llama_unescape_rwkv_token: \t \n \r, \xHH, \c as c (a
  * trailing \ dropped), into out (NULL: only counted); the length, or -1
