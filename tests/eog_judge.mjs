@@ -2,7 +2,7 @@
 // tests/mount_hffiles.py (issue 36: hf/generation_config.json): loads the
 // vocabulary only through node-llama-cpp and prints one JSON object
 //   {"bos": id|null, "eos": id|null, "eot": id|null,
-//    "eog": [ids llama.cpp ends a generation on]}
+//    "eog": [ids llama.cpp ends a generation on: llama_vocab_is_eog]}
 // usage: node eog_judge.mjs NODE_MODULES_DIR MODEL.gguf
 // Exit 0; 3 if node-llama-cpp cannot be loaded; 1 otherwise.
 import path from "node:path";
@@ -20,8 +20,11 @@ const llama = await lib.getLlama({gpu: false, build: "never", skipDownload: true
                                   logLevel: lib.LlamaLogLevel.error});
 const model = await llama.loadModel({modelPath, vocabOnly: true});
 const eog = [];
+// llama.cpp's own llama_vocab_is_eog (the addon's); LlamaModel.isEogToken
+// adds node-llama-cpp's EOS and EOT, which llama.cpp may have dropped
+// (gpt-oss's <|end|>)
 for (const t of model.iterateAllTokens())
-    if (model.isEogToken(t))
+    if (model._model.isEogToken(t))
         eog.push(t);
 const out = {bos: model.tokens.bos, eos: model.tokens.eos, eot: model.tokens.eot, eog};
 await model.dispose();

@@ -7,10 +7,12 @@
   of the same messages (tests/chatdump.c, tests/chat_render.mjs), for a
   ChatML and a Gemma template; absent, with the reason in hf/README, when
   the template is not UTF-8 or there is none.
-- hf/generation_config.json: bos_token_id and eos_token_id as ggml reads
-  the metadata; eos_token_id a list [eos, eot, eom] when the metadata names
-  an end-of-turn or end-of-message token; llama.cpp (node-llama-cpp,
-  tests/eog_judge.mjs) ends a generation on each id listed.
+- hf/generation_config.json: bos_token_id as llama.cpp reads it and, as
+  eos_token_id, exactly the ids llama.cpp ends a generation on
+  (llama_vocab_is_eog through node-llama-cpp, tests/eog_judge.mjs), the EOS
+  first: a Gemma-3-like vocabulary without eot_token_id (<end_of_turn> is
+  EOG by its text), EOT/EOM keys, an EOM key on a normal piece, gpt-oss's
+  <|end|> exception, Gemma 4's </s> exception, FIM pad/sep by their texts.
 - hf/config.json of each architecture of vocab/hfconfig.c's table (llama,
   qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, deepseek2
   as V2 and V3, gpt-oss, falcon, starcoder2): each field against ggml's
@@ -78,12 +80,12 @@ SPECIALS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<start_of_tur
 PIECES = ["\u2581Hello", "\u2581world", "\u2581", "H", "e", "l", "o"]
 
 
-def vocab_kvs(eot=None, eom=None, template=None):
+def vocab_kvs(eot=None, eom=None, template=None, extra=()):
     """A SentencePiece (llama) vocabulary llama.cpp loads: its specials,
-    the 256 byte tokens, a few pieces; the hyperparameters llama.cpp needs
-    to load a llama vocabulary."""
-    toks = SPECIALS + ["<0x%02X>" % b for b in range(256)] + PIECES
-    types = [2] + [3] * (len(SPECIALS) - 1) + [6] * 256 + [1] * len(PIECES)
+    the 256 byte tokens, a few pieces, the control tokens extra; the
+    hyperparameters llama.cpp needs to load a llama vocabulary."""
+    toks = SPECIALS + ["<0x%02X>" % b for b in range(256)] + PIECES + list(extra)
+    types = [2] + [3] * (len(SPECIALS) - 1) + [6] * 256 + [1] * len(PIECES) + [3] * len(extra)
     kvs = [("general.architecture", STR, "llama"),
            ("llama.context_length", U32, 4096), ("llama.embedding_length", U32, 64),
            ("llama.block_count", U32, 2), ("llama.feed_forward_length", U32, 128),
@@ -203,25 +205,15 @@ def eog_judge(mods, path):
 
 
 def expected_gen(kvs, ll):
-    """generation_config.json: the BOS and EOS as llama.cpp reads them
-    (ll: tests/eog_judge.mjs; without it the keys as ggml reads them, None
-    when one is absent: llama.cpp's defaults are not known here), then
-    the EOT and EOM keys as ggml reads them: each once, in that order,
-    those that are no token left out."""
-    n = len(kvs[b"tokenizer.ggml.tokens"].content.split(b"\n")) - 1
-
-    def ival(name):
-        kv = kvs.get(b"tokenizer.ggml." + name)
-        v = int(kv.content) if kv is not None else None
-        return v if v is not None and 0 <= v < n else None
-    if ll is None and (ival(b"bos_token_id") is None or ival(b"eos_token_id") is None):
+    """generation_config.json: the BOS as llama.cpp reads it and, as
+    eos_token_id, every id llama.cpp ends a generation on (ll:
+    tests/eog_judge.mjs), its EOS first when it is one, the others by id
+    (None without llama.cpp: its EOG rules are not known here)."""
+    if ll is None:
         return None
-    bos = ll["bos"] if ll else ival(b"bos_token_id")
-    want = {} if bos is None else {"bos_token_id": bos}
-    eos = []
-    for v in ((ll["eos"] if ll else ival(b"eos_token_id")), ival(b"eot_token_id"), ival(b"eom_token_id")):
-        if v is not None and v not in eos:
-            eos.append(v)
+    want = {} if ll["bos"] is None else {"bos_token_id": ll["bos"]}
+    eos = [ll["eos"]] if ll["eos"] in ll["eog"] else []
+    eos += sorted(set(ll["eog"]) - set(eos))
     if eos:
         want["eos_token_id"] = eos[0] if len(eos) == 1 else eos
     return want
@@ -229,8 +221,14 @@ def expected_gen(kvs, ll):
 
 def sec_gen(d, mods, shared):
     mnt = os.path.join(d, "mnt")
-    cases = [("eos", vocab_kvs(), None), ("eos+eot", vocab_kvs(eot=6), None),
-             ("eos+eot+eom", vocab_kvs(eot=6, eom=4), None), ("eot is the eos", vocab_kvs(eot=2), None)]
+    n = len(SPECIALS) + 256 + len(PIECES)
+    cases = [("gemma-3-like: no eot key", vocab_kvs(), None), ("eos+eot", vocab_kvs(eot=6), None),
+             ("eos+eot+eom", vocab_kvs(eot=6, eom=4), None), ("eot is the eos", vocab_kvs(eot=2), None),
+             ("eom a normal piece", vocab_kvs(eom=n - 1), None),
+             ("gpt-oss-like: <|end|> beside <|return|>, <|call|>",
+              vocab_kvs(extra=["<|end|>", "<|return|>", "<|call|>"]), None),
+             ("gemma-4-like: </s> beside <|tool_response>", vocab_kvs(extra=["<|tool_response>", "<eos>"]), None),
+             ("fim pad by its text", vocab_kvs(extra=["<|fim_pad|>", "<|file_sep|>"]), None)]
     cases += [(os.path.basename(p), None, p) for p in shared]
     for label, kvl, src in cases:
         path = src or os.path.join(d, "gen.gguf")
@@ -253,21 +251,15 @@ def sec_gen(d, mods, shared):
         finally:
             J.unmount(mnt, [])
         if got != want:
-            raise Fail("%s: hf/generation_config.json %r; llama.cpp's BOS, EOS and ggml's EOT, EOM: %r"
+            raise Fail("%s: hf/generation_config.json %r; llama.cpp's BOS and EOG ids: %r"
                        % (label, got, want))
-        if mods:
-            eos = want.get("eos_token_id")
-            listed = eos if isinstance(eos, list) else [eos] if eos is not None else []
-            missing = [i for i in listed if i not in ll["eog"]]
-            if missing:
-                raise Fail("%s: generation_config.json ends on %r, llama.cpp does not (its EOG %r)"
-                           % (label, missing, ll["eog"]))
-            more = sorted(set(ll["eog"]) - set(listed))
-            if more:
-                J.log("note: %s: llama.cpp also ends on %r (tokens it knows by their text; the metadata "
-                      "does not name them)" % (label, more))
-    J.log("ok   hf/generation_config.json names the BOS and the EOS (a list with the EOT, EOM) as ggml "
-          "reads them, %s" % ("each an end of generation for llama.cpp" if mods else "llama.cpp not asked"))
+        eos = want.get("eos_token_id")
+        listed = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        if sorted(listed) != sorted(ll["eog"]) or len(listed) != len(ll["eog"]):
+            raise Fail("%s: generation_config.json ends on %r, llama.cpp on %r" % (label, listed, ll["eog"]))
+    J.log("ok   hf/generation_config.json names the BOS and every end of generation as llama.cpp, "
+          "the EOS first (%d vocabularies)" % len(cases) if mods else
+          "skip hf/generation_config.json: llama.cpp (node-llama-cpp) not installed")
 
 
 # transformers' class, model_type and the name of its activation field,

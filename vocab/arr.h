@@ -118,6 +118,10 @@ const char *voc_hf_models_reason(const gguf_ctx *ctx,
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b);
+/* RWKV (llama.cpp's greedy longest match over bytes), likewise. */
+enum gguf_status voc_hf_rwkv_json(const gguf_ctx *ctx,
+                                  const struct voc_index *ix, uint64_t max,
+                                  struct gguf_buf *b);
 /* Unigram (t5, llama.cpp's UGM), likewise. */
 enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
@@ -127,6 +131,13 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
  * vocabulary has "<|tool_response>". */
 bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response);
+/* Whether s is one of the texts llama.cpp ends a generation on whatever
+ * the metadata says (hfpre.c; its special_eog_ids). */
+bool voc_text_eog(const uint8_t *s, uint64_t n);
+/* The fill-in-the-middle kind llama.cpp finds by the text s when the GGUF
+ * names none (0 pre, 1 suf, 2 mid, 3 pad, 4 rep, 5 sep) with *key its
+ * key, or -1. */
+int voc_text_fim(const uint8_t *s, uint64_t n, const char **key);
 
 /* The vocabulary by text (index.c): text[i], len[i] of token i, and a
  * table of ids + 1 by the hash of their text (cap slots; print[k] 0:

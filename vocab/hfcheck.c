@@ -60,6 +60,8 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
         return VOC_HF_WPM; /* hfmodels.c */
     if (str_is(ctx, TOK "model", "t5"))
         return VOC_HF_UGM; /* hfmodels.c */
+    if (str_is(ctx, TOK "model", "rwkv"))
+        return VOC_HF_RWKV; /* hfmodels.c */
     if ((pre = bpe_pre(ctx)) != NULL)
         return pre->utf8 ? VOC_HF_UTF8_BPE : VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
@@ -269,7 +271,8 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
         why = spm_reason(ctx, &ix, buf, n);
     if (d < 0 && !why &&
-        (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM))
+        (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM ||
+         voc_hf_kind(ctx) == VOC_HF_RWKV))
         why = voc_hf_models_reason(ctx, &ix, buf, n); /* hfmodels.c */
     if (d >= 0) {
         snprintf(buf, n,

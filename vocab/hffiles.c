@@ -15,15 +15,17 @@
  * bytes as they are, when they are UTF-8 (transformers reads the file as
  * UTF-8).  generation_config.json: bos_token_id and eos_token_id as
  * llama.cpp reads them (the keys, else its defaults for the tokenizer:
- * vocab.h voc_bos_id, voc_eos_id); eos_token_id a list when the metadata names an
- * end-of-turn or end-of-message token (eot_token_id, eom_token_id) other
- * than the EOS: llama.cpp ends a generation on each (its EOG tokens), and
- * a tool reading only the EOS would not (vLLM with Gemma 3, PR #30434).
+ * vocab.h voc_bos_id, voc_eos_id); eos_token_id every token llama.cpp ends
+ * a generation on (its special_eog_ids: the EOS, EOT, EOM, FIM pad, rep,
+ * sep, the tokens of its EOG text list, less its exceptions), the EOS
+ * first: a tool reading only the EOS would not stop at the end of a turn
+ * (vLLM with Gemma 3, PR #30434: its <end_of_turn> is EOG by its text).
  */
 #include "arr.h"
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TOK "tokenizer.ggml."
@@ -97,30 +99,131 @@ enum gguf_status voc_hf_config(const gguf_ctx *ctx, bool map,
     return finish(o, b);
 }
 
-/* The ids, in this order, that end a generation as llama.cpp reads them
- * (the EOS: its key, else llama.cpp's default for the tokenizer,
- * voc_eos_id; eot, eom: their keys; those that are no token left out),
- * each once; the number into ids (at most 3). */
-static size_t eog_ids(const gguf_ctx *ctx, int64_t ids[3]) {
-    static const char *const keys[] = {TOK "eot_token_id", TOK "eom_token_id"};
-    struct voc_arr toks;
-    size_t n = 0;
-    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
-        return 0;
-    for (size_t k = 0; k < 3; k++) {
-        int64_t id = -1;
-        size_t j = 0;
-        if (k == 0)
-            id = voc_eos_id(ctx);
-        else if (!voc_int(ctx, keys[k - 1], &id))
-            continue;
-        if (id < 0 || (uint64_t)id >= toks.n)
-            continue;
-        while (j < n && ids[j] != id)
-            j++;
-        if (j == n)
-            ids[n++] = id;
+/* The tokens llama.cpp ends a generation on (its special_eog_ids,
+ * llama-vocab.cpp load): each with its text, whether it came by its text
+ * (the EOG text list: llama.cpp's token_to_id keeps the last id of a
+ * text), at most one a text of the list plus the keys' 6. */
+#define EOG_MAX 48
+struct eog_set {
+    size_t n;
+    struct {
+        int64_t id;
+        const uint8_t *s;
+        uint64_t len;
+        bool by_text;
+    } e[EOG_MAX];
+};
+
+static void eog_add(struct eog_set *e, int64_t id, const uint8_t *s,
+                    uint64_t len, bool by_text) {
+    size_t j = 0;
+    while (by_text && j < e->n &&
+           !(e->e[j].by_text && e->e[j].len == len &&
+             memcmp(e->e[j].s, s, len) == 0))
+        j++;
+    if (!by_text || j == e->n) {
+        if (e->n == EOG_MAX) /* not reached: the lists are shorter */
+            return;
+        j = e->n++;
     }
+    e->e[j].id = id, e->e[j].s = s, e->e[j].len = len;
+    e->e[j].by_text = by_text;
+}
+
+/* Whether a token of e has text t: true and *last the largest such id. */
+static bool eog_has(const struct eog_set *e, const char *t, int64_t *last) {
+    bool has = false;
+    for (size_t j = 0; j < e->n; j++)
+        if (e->e[j].len == strlen(t) && memcmp(e->e[j].s, t, e->e[j].len) == 0)
+            has = true, *last = *last > e->e[j].id ? *last : e->e[j].id;
+    return has;
+}
+
+static void eog_drop(struct eog_set *e, int64_t id) {
+    size_t k = 0;
+    for (size_t j = 0; j < e->n; j++)
+        if (e->e[j].id != id)
+            e->e[k++] = e->e[j];
+    e->n = k;
+}
+
+/* llama.cpp's two exceptions: <|end|> is no EOG beside <|return|> and
+ * <|call|> (gpt-oss) or <|call(s)|> and <|flush|> (solar-open); </s> is
+ * none beside <|tool_response> (Gemma 4). */
+static void eog_except(struct eog_set *e) {
+    int64_t end = -1, s = -1, x = -1;
+    bool call = eog_has(e, "<|call|>", &x) || eog_has(e, "<|calls|>", &x);
+    if (eog_has(e, "<|end|>", &end) && call &&
+        (eog_has(e, "<|return|>", &x) || eog_has(e, "<|flush|>", &x)))
+        eog_drop(e, end);
+    if (eog_has(e, "<|tool_response>", &x) && eog_has(e, "</s>", &s))
+        eog_drop(e, s);
+}
+
+/* Into e llama.cpp's EOG tokens: the EOS (voc_eos_id), the EOT and EOM
+ * keys, the fill-in-the-middle pad, rep and sep tokens (their keys, else
+ * the first token by id among their texts: llama.cpp takes the first its
+ * hash map yields), every token of the EOG text list; then its
+ * exceptions.  A key naming no token counts as absent, as in llama.cpp. */
+static bool eog_set_of(const gguf_ctx *ctx, struct eog_set *e) {
+    static const char *const keys[] = {NULL,
+                                       TOK "eot_token_id",
+                                       TOK "eom_token_id",
+                                       TOK "fim_pad_token_id",
+                                       TOK "fim_rep_token_id",
+                                       TOK "fim_sep_token_id"};
+    int64_t kid[6];
+    struct voc_arr toks;
+    const uint8_t *pos, *s;
+    uint64_t len;
+    e->n = 0;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
+        return false;
+    for (size_t k = 0; k < 6; k++) {
+        if (k == 0)
+            kid[k] = voc_eos_id(ctx);
+        else if (!voc_int(ctx, keys[k], &kid[k]))
+            kid[k] = -1;
+        if (kid[k] < 0 || (uint64_t)kid[k] >= toks.n)
+            kid[k] = -1;
+    }
+    pos = toks.p;
+    for (int64_t i = 0; voc_arr_next_str(&toks, &pos, &s, &len); i++) {
+        const char *key;
+        int k = voc_text_fim(s, len, &key);
+        for (size_t j = 0; j < 6; j++)
+            if (kid[j] == i)
+                eog_add(e, i, s, len, false);
+        if (voc_text_eog(s, len))
+            eog_add(e, i, s, len, true);
+        else if (k >= 3 && kid[k] < 0)
+            kid[k] = i, eog_add(e, i, s, len, false);
+    }
+    eog_except(e);
+    return true;
+}
+
+static int cmp_id(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The ids llama.cpp ends a generation on (eog_set_of), each once: the
+ * EOS first when it is one, the others by id; the number into ids. */
+static size_t eog_ids(const gguf_ctx *ctx, int64_t ids[EOG_MAX]) {
+    struct eog_set e;
+    int64_t eos = voc_eos_id(ctx), all[EOG_MAX];
+    size_t n = 0;
+    if (!eog_set_of(ctx, &e))
+        return 0;
+    for (size_t j = 0; j < e.n; j++)
+        all[j] = e.e[j].id, n += e.e[j].id == eos && n == 0;
+    if (n)
+        ids[0] = eos;
+    qsort(all, e.n, sizeof *all, cmp_id);
+    for (size_t j = 0; j < e.n; j++)
+        if (all[j] != eos && (j == 0 || all[j - 1] != all[j]))
+            ids[n++] = all[j];
     return n;
 }
 
@@ -134,9 +237,9 @@ static bool bos_id(const gguf_ctx *ctx, int64_t *id) {
 
 bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f) {
     int bad = 0;
-    int64_t ids[3], bos;
+    int64_t ids[EOG_MAX], bos;
     if (f == VOC_HF_GENCONFIG)
-        return eog_ids(ctx, ids) > 0 || bos_id(ctx, &bos);
+        return bos_id(ctx, &bos) || eog_ids(ctx, ids) > 0; /* cheap first */
     json_t *ct = f == VOC_HF_TEMPLATE ? chat_template(ctx, &bad) : NULL;
     json_decref(ct);
     return ct != NULL;
@@ -154,7 +257,7 @@ enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,
         return gguf_buf_add(b, s, n);
     }
     json_t *o = json_object();
-    int64_t ids[3], bos;
+    int64_t ids[EOG_MAX], bos;
     size_t n = eog_ids(ctx, ids);
     if (!o)
         return GGUF_E_NOMEM;
@@ -196,13 +299,11 @@ static enum gguf_status extra_readme(const gguf_ctx *ctx, struct gguf_buf *b) {
     if (st == GGUF_OK)
         st = line(b, "generation_config.json",
                   voc_hf_extra_has(ctx, VOC_HF_GENCONFIG)
-                      ? "bos_token_id, and eos_token_id: the EOS, a list "
-                        "with the end-of-turn and end-of-message tokens "
-                        "(eot_token_id, eom_token_id) when the metadata "
-                        "names them"
-                      : "absent: neither the metadata nor llama.cpp's "
-                        "defaults name a BOS, EOS, EOT or EOM token of the "
-                        "vocabulary");
+                      ? "bos_token_id, and eos_token_id: every token "
+                        "llama.cpp ends a generation on (the EOS first; "
+                        "eot, eom, fim pad/rep/sep, the end texts it knows)"
+                      : "absent: llama.cpp names no BOS and ends a "
+                        "generation on no token of the vocabulary");
     return st;
 }
 
@@ -231,6 +332,11 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
                  : kind == VOC_HF_WPM
                      ? "WordPiece (bert) with llama.cpp's normalization, "
                        "the pieces' ## prefixes back"
+                 : kind == VOC_HF_RWKV
+                     ? "RWKV's longest match over the unescaped token "
+                       "bytes as WordPiece over ByteLevel characters "
+                       "(no split, no prefix, no length limit; exact ids, "
+                       "but time cubic in a text's length)"
                  : kind == VOC_HF_UGM
                      ? "Unigram (t5) over the pieces and scores, "
                        "tokenizer.ggml.precompiled_charsmap as its "

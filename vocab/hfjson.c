@@ -594,6 +594,8 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
         st = voc_hf_wpm_json(ctx, &ix, max, b);
     else if (kind == VOC_HF_UGM)
         st = voc_hf_ugm_json(ctx, &ix, max, b);
+    else if (kind == VOC_HF_RWKV)
+        st = voc_hf_rwkv_json(ctx, &ix, max, b);
     else if ((st = reserve(ctx, &toks, kind, max, b)) == GGUF_OK)
         st = document(ctx, &ix, kind, max, b);
     voc_index_free(&ix);

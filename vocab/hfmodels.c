@@ -2,7 +2,7 @@
  * hfmodels.c - hf/tokenizer.json for llama.cpp's tokenizer models other
  * than BPE (vocab.h; hfcheck.c lets them through, hfjson.c hands them
  * here): WordPiece (tokenizer.ggml.model "bert", llama.cpp's WPM) and
- * Unigram ("t5", llama.cpp's UGM).
+ * Unigram ("t5", llama.cpp's UGM), RWKV ("rwkv", at the end).
  *
  * Unigram: the pieces with their scores (a user-defined piece scores 0,
  * as in llama.cpp), the unknown token's id; the normalizer is
@@ -58,10 +58,6 @@ void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n) {
     static const struct {
         const char *name, *why;
     } why[] = {
-        {"rwkv", "RWKV (llama.cpp's greedy longest match over the raw bytes "
-                 "of escaped token texts): not made here; tokenizers has no "
-                 "byte-level longest match but WordPiece over ByteLevel "
-                 "characters, not checked against llama.cpp"},
         {"plamo2", "PLaMo 2 (llama.cpp's own Aho-Corasick and dynamic "
                    "program over bytes): tokenizers has no such model"},
         {"none", "no vocabulary (llama.cpp's LLAMA_VOCAB_TYPE_NONE)"},
@@ -74,7 +70,7 @@ void voc_hf_model_absent(const char *name, size_t len, char *buf, size_t n) {
         }
     snprintf(buf, n,
              "the tokenizer model '%.*s' is not one llama.cpp knows (llama, "
-             "gpt2, gemma4, bert, t5 are made; rwkv, plamo2 are not)",
+             "gpt2, gemma4, bert, t5, rwkv are made; plamo2 is not)",
              (int)(len > 64 ? 64 : len), name);
 }
 
@@ -108,12 +104,16 @@ static bool is_special(const struct voc_arr *types, size_t i, uint32_t *v) {
     return types && voc_arr_u32(types, i, v) && *v >= 2 && *v <= 4;
 }
 
+static const char *rwkv_reason(const struct voc_index *ix, char *buf, size_t n);
+
 const char *voc_hf_models_reason(const gguf_ctx *ctx,
                                  const struct voc_index *ix, char *buf,
                                  size_t n) {
     struct voc_arr types;
     bool ugm = voc_hf_kind(ctx) == VOC_HF_UGM;
     int64_t unk;
+    if (voc_hf_kind(ctx) == VOC_HF_RWKV)
+        return rwkv_reason(ix, buf, n);
     if (!voc_int(ctx, TOK "unknown_token_id", &unk))
         unk = ugm ? 2 : 100; /* llama.cpp's defaults */
     if (unk < 0 || (uint64_t)unk >= ix->n)
@@ -442,4 +442,155 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                           "replacement", SPM_SPACE, "prepend_scheme",
                           prefix ? "always" : "never", "split", 0),
                 model, max, b);
+}
+
+/* RWKV (tokenizer.ggml.model "rwkv", llama.cpp's llm_tokenizer_rwkv): a
+ * trie of every token's unescaped bytes, each text the longest token at
+ * its position, from the left, over the raw bytes.  tokenizers: ByteLevel
+ * without its expression (the whole text one word, each byte a
+ * character, no space added), WordPiece over the tokens' ByteLevel texts
+ * with no prefix and no length limit (the longest vocabulary entry from
+ * the word's start, then from its end, ...: the trie's walk), the
+ * ByteLevel decoder.  The same only while every single byte is a token
+ * (llama.cpp then always finds one; else it emits its unknown token for
+ * a byte or, where a longer token starts there, does not advance, and
+ * WordPiece makes the whole text unknown): absent otherwise.  A text
+ * two tokens share after unescaping names the later id in both (the
+ * trie's insert and the JSON object's).  Framed as add_bos and add_eos
+ * say (llama.cpp's default: neither).  WordPiece's search costs what the
+ * trie's does not: every end from the word's end back at each position,
+ * a substring each (cubic in a text's length: transformers.js takes 7 s
+ * on 2000 characters); ggufs(1) says so. */
+
+/* llama.cpp's llama_unescape_rwkv_token: \t \n \r, \xHH, \c as c (a
+ * trailing \ dropped), into out (NULL: only counted); the length, or -1
+ * on a \x not followed by two of 0-9a-f (llama.cpp's digit rule then
+ * depends on the platform's char). */
+static int64_t rwkv_unescape(const uint8_t *s, uint64_t n, uint8_t *out) {
+    int64_t k = 0;
+    unsigned hex = 0, esc = 0, acc = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        unsigned c = s[i];
+        if (hex) {
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+                return -1;
+            acc = acc << 4 | (c >= 'a' ? c - 'a' + 10 : c - '0');
+            if (--hex)
+                continue;
+            c = acc & 0xff, acc = 0;
+        } else if (esc) {
+            esc = 0;
+            if (c == 'x') {
+                hex = 2;
+                continue;
+            }
+            c = c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : c;
+        } else if (c == '\\') {
+            esc = 1;
+            continue;
+        }
+        if (out) /* NULL: only the length */
+            out[k] = (uint8_t)c;
+        k++;
+    }
+    return k;
+}
+
+/* Why an RWKV vocabulary has no tokenizer.json (into buf), or NULL. */
+static const char *rwkv_reason(const struct voc_index *ix, char *buf,
+                               size_t n) {
+    bool byte[256] = {false};
+    uint8_t one[1];
+    for (size_t i = 0; i < ix->n; i++) {
+        int64_t k = rwkv_unescape(ix->text[i], ix->len[i], NULL);
+        if (k < 0) {
+            snprintf(buf, n,
+                     "RWKV: token %zu has a \\x escape without two hex "
+                     "digits 0-9a-f",
+                     i);
+            return buf;
+        }
+        if (k == 1 && rwkv_unescape(ix->text[i], ix->len[i], one) == 1)
+            byte[one[0]] = true;
+    }
+    for (unsigned b = 0; b < 256; b++)
+        if (!byte[b]) {
+            snprintf(buf, n,
+                     "RWKV: byte 0x%02x is no token of its own: llama.cpp "
+                     "emits its unknown token there (or stops advancing), "
+                     "WordPiece would make the whole text unknown",
+                     b);
+            return buf;
+        }
+    return NULL;
+}
+
+/* ByteLevel's character of byte b (GPT-2's bytes_to_unicode). */
+static unsigned byte_char(unsigned b) {
+    unsigned shift = 0;
+    for (unsigned c = 0; c < b; c++)
+        shift += !((c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) ||
+                   (c >= 0xae));
+    bool kept =
+        (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae);
+    return kept ? b : 256 + shift;
+}
+
+/* The vocabulary (ByteLevel texts of the unescaped bytes) and the added
+ * tokens (their texts as they are: llama.cpp matches those). */
+static bool rwkv_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
+                       json_t *vocab, json_t *added) {
+    struct voc_arr types;
+    bool has = voc_arr_of(ctx, TOK "token_type", GGUF_TYPE_INT32, &types);
+    unsigned map[256];
+    for (unsigned b = 0; b < 256; b++)
+        map[b] = byte_char(b);
+    for (size_t i = 0; i < ix->n; i++) {
+        uint32_t v = 1;
+        uint8_t *raw = malloc((size_t)ix->len[i] + 1);
+        char *t = malloc(2 * (size_t)ix->len[i] + 1);
+        int64_t k = raw ? rwkv_unescape(ix->text[i], ix->len[i], raw) : -1;
+        size_t m = 0;
+        for (int64_t j = 0; t && j < k; j++)
+            m += utf8(t + m, map[raw[j]]);
+        bool ok =
+            t && k >= 0 &&
+            !json_object_setn_new(vocab, t, m, json_integer((json_int_t)i));
+        free(raw);
+        free(t);
+        if (ok && has && is_special(&types, i, &v)) {
+            json_t *s = json_stringn((const char *)ix->text[i], ix->len[i]);
+            ok = s != NULL;
+            if (ok)
+                add_token(added, i, s, v);
+            json_decref(s);
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+enum gguf_status voc_hf_rwkv_json(const gguf_ctx *ctx,
+                                  const struct voc_index *ix, uint64_t max,
+                                  struct gguf_buf *b) {
+    json_t *vocab = json_object(), *added = json_array();
+    if (!vocab || !added || !rwkv_vocab(ctx, ix, vocab, added)) {
+        json_decref(vocab);
+        json_decref(added);
+        return GGUF_E_NOMEM;
+    }
+    json_t *model = json_pack("{s:s,s:s,s:s,s:I,s:o}", "type", "WordPiece",
+                              "unk_token", "[UNK]", "continuing_subword_prefix",
+                              "", "max_input_chars_per_word",
+                              (json_int_t)1 << 40, "vocab", vocab);
+    return emit(
+        added, json_null(),
+        json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space",
+                  0, "trim_offsets", 0, "use_regex", 0),
+        framing(ix, voc_add_bos(ctx) ? voc_bos_id(ctx) : -1,
+                voc_add_eos(ctx) ? voc_eos_id(ctx) : -1),
+        json_pack("{s:s,s:b,s:b,s:b}", "type", "ByteLevel", "add_prefix_space",
+                  0, "trim_offsets", 0, "use_regex", 0),
+        model, max, b);
 }

@@ -380,6 +380,21 @@ static bool in(const char *const *list, const uint8_t *s, uint64_t n) {
     return false;
 }
 
+bool voc_text_eog(const uint8_t *s, uint64_t n) {
+    return n >= 3 && strchr("<[_\xe2", s[0]) && in(eog, s, n);
+}
+
+int voc_text_fim(const uint8_t *s, uint64_t n, const char **key) {
+    if (n < 3 || !strchr("<[_\xe2", s[0]))
+        return -1;
+    for (size_t k = 0; k < sizeof fim / sizeof *fim; k++)
+        if (in(fim[k].texts, s, n)) {
+            *key = fim[k].key;
+            return (int)k;
+        }
+    return -1;
+}
+
 bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response) {
     int64_t v;

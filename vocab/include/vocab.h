@@ -49,14 +49,16 @@ bool voc_has(const gguf_ctx *ctx, enum voc_file f);
 /* How hf/tokenizer.json maps the model's tokenizer (hfcheck.c). */
 /* VOC_HF_UTF8_BPE: BPE over the raw UTF-8 with spaces as U+2581 and byte
  * fallback (llama.cpp's gemma4 and sarvam-moe pre-tokenizers); VOC_HF_WPM,
- * VOC_HF_UGM: WordPiece and Unigram (hfmodels.c). */
+ * VOC_HF_UGM: WordPiece and Unigram; VOC_HF_RWKV: RWKV's longest match as
+ * WordPiece over ByteLevel characters (hfmodels.c). */
 enum voc_hf {
     VOC_HF_NONE,
     VOC_HF_SPM,
     VOC_HF_BYTE_BPE,
     VOC_HF_UTF8_BPE,
     VOC_HF_WPM,
-    VOC_HF_UGM
+    VOC_HF_UGM,
+    VOC_HF_RWKV
 };
 enum voc_hf voc_hf_kind(const gguf_ctx *ctx);
 /* Why ctx has no hf/tokenizer.json (a sentence in buf or a constant), or
