@@ -4,7 +4,9 @@ given /dev/fuse by an ACL removed in the end) mounts a small llama it owns
 with ggufs through fusermount3, and programs run as that user judge what
 they see of the live view MNT/NAME.gguf:
 
-- unedited, the view is a symbolic link to the model file (fs/viewlink.c),
+- unedited, the view is a symbolic link to the model file (fs/viewlink.c;
+  with GGUFS_PASSTHROUGH=off, the suite's second run, a regular file the
+  daemon serves, whose bytes every tool reads as the model's),
   so the kernel serves the file itself: lstat says link, readlink names the
   model, stat follows it to the model's own device and inode; `ls -l`
   shows the arrow; cp copies the model's bytes; cp -a and rsync -a copy
@@ -114,8 +116,35 @@ def llama(mods, model, what):
     return r
 
 
+# The suite's second run (GGUFS_PASSTHROUGH=off, meson's ptoff setup) is
+# -o passthrough=off, which ggufs(1) says turns the link off too: the
+# unedited view is then a regular file the daemon serves.
+PT_OFF = os.environ.get("GGUFS_PASSTHROUGH") == "off"
+
+
+def check_served(d, model, r, view, mods, base, what):
+    """-o passthrough=off: the unedited view is no link, and every tool
+    reads the model's bytes from it."""
+    if r["link"] or r["same_file"]:
+        raise Fail("%s: with passthrough off the view is still the model file (`%s`)" % (what, r["ls"]))
+    out = os.path.join(d, what.replace(" ", "_"))
+    want = sha(model)
+    for name in ("cp", "rsync_a", "rsync_aL"):
+        p = os.path.join(out, name + ".gguf")
+        if os.path.islink(p) or sha(p) != want:
+            raise Fail("%s: %s of the served view did not copy the model's bytes" % (what, name))
+    if r["numpy"] is not None and r["numpy"] != want:
+        raise Fail("%s: numpy.memmap of the served view maps other bytes than the model's" % what)
+    got = llama(mods, view, "llama.cpp, " + what)
+    if not L.same_math(got, base):
+        raise Fail("%s: llama.cpp computes %s from the view, %s from the file" % (what, got["tokens"], base["tokens"]))
+
+
 def check_unedited(d, mnt, model, view, mods, base, what):
     r = probe(view, model, os.path.join(d, what.replace(" ", "_")), what)
+    if PT_OFF:
+        check_served(d, model, r, view, mods, base, what)
+        return
     if not r["link"] or r["target"] != model or not r["same_file"]:
         raise Fail("%s: the view is not a link to the model file (lstat link %s, target %r, same inode %s): "
                    "`%s`" % (what, r["link"], r["target"], r["same_file"], r["ls"]))
