@@ -226,7 +226,7 @@ def run():
     mnt = os.path.join(d, "mnt")
     os.mkdir(mnt)
     model = os.path.join(d, "tiny-llama.gguf")
-    acl = False
+    acl = had_acl = False
     try:
         L.make_model(model)
         # The suite's state directory is root's: the user's daemon gets its own.
@@ -237,6 +237,10 @@ def run():
             os.chown(p, UID, UID)
         before = E.snapshot(model)
         base = llama(mods, model, "llama.cpp, the file")
+        # /dev/fuse's extended ACL entries before ours (getfacl -s prints
+        # none for a file with the mode's entries only): put back as found.
+        had_acl = subprocess.run(["getfacl", "-cs", "/dev/fuse"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL).stdout.strip() != b""
         subprocess.run(["setfacl", "-m", "u:%d:rw" % UID, "/dev/fuse"], check=True)
         acl = True
         with E.Watchdog(mnt, 600, "non-root mount"):
@@ -265,7 +269,11 @@ def run():
         if J.mountinfo_entry(mnt) is not None:
             subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
         if acl:
+            # -x leaves the mask entry it made: a device without an ACL
+            # before gets none after (-b), as the machine had it.
             subprocess.run(["setfacl", "-x", "u:%d" % UID, "/dev/fuse"])
+            if not had_acl:
+                subprocess.run(["setfacl", "-b", "/dev/fuse"])
         time.sleep(0.1)
         shutil.rmtree(d, ignore_errors=True)
 
