@@ -107,11 +107,6 @@ static int fusermount_once(const char *mnt, int last) {
                : -1;
 }
 
-/* Unmounts mnt, whose daemon is daemon (0: unknown).  The daemon is told
- * first (SIGUSR2) to end its long requests (a hash reading the model) and
- * start none for a while: the kernel refuses the unmount (EBUSY) while a
- * request is in flight.  Tries again for up to 2 s while busy.  0 or -1
- * (fusermount3's message printed). */
 /* True if process pid blocks sig (its SigBlk in /proc): a daemon of
  * another version might not take SIGUSR2, whose default ends it. */
 static int blocks_signal(pid_t pid, int sig) {
@@ -127,6 +122,11 @@ static int blocks_signal(pid_t pid, int sig) {
     return yes;
 }
 
+/* Unmounts mnt, whose daemon is daemon (0: unknown).  The daemon is told
+ * first (SIGUSR2) to end its long requests (a hash reading the model) and
+ * start none for a while: the kernel refuses the unmount (EBUSY) while a
+ * request is in flight.  Tries again for up to 2 s while busy.  0 or -1
+ * (fusermount3's message printed). */
 static int unmount_idle(const char *mnt, pid_t daemon) {
     if (daemon > 0 && blocks_signal(daemon, SIGUSR2))
         (void)kill(daemon, SIGUSR2);

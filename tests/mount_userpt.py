@@ -122,22 +122,27 @@ def llama(mods, model, what):
 PT_OFF = os.environ.get("GGUFS_PASSTHROUGH") == "off"
 
 
+def tools_read(out, r, view, mods, base, what, want, copies, label):
+    """The copies named (cp, rsync ...) hold bytes want, numpy maps them,
+    llama.cpp computes from the view what it computes from base."""
+    for name in copies:
+        p = os.path.join(out, name + ".gguf")
+        if os.path.islink(p) or sha(p) != want:
+            raise Fail("%s: %s of the %s did not copy the model's bytes" % (what, name, label))
+    if r["numpy"] is not None and r["numpy"] != want:
+        raise Fail("%s: numpy.memmap of the %s maps other bytes than the model's" % (what, label))
+    got = llama(mods, view, "llama.cpp, " + what)
+    if not L.same_math(got, base):
+        raise Fail("%s: llama.cpp computes %s from the view, %s from the file" % (what, got["tokens"], base["tokens"]))
+
+
 def check_served(d, model, r, view, mods, base, what):
     """-o passthrough=off: the unedited view is no link, and every tool
     reads the model's bytes from it."""
     if r["link"] or r["same_file"]:
         raise Fail("%s: with passthrough off the view is still the model file (`%s`)" % (what, r["ls"]))
-    out = os.path.join(d, what.replace(" ", "_"))
-    want = sha(model)
-    for name in ("cp", "rsync_a", "rsync_aL"):
-        p = os.path.join(out, name + ".gguf")
-        if os.path.islink(p) or sha(p) != want:
-            raise Fail("%s: %s of the served view did not copy the model's bytes" % (what, name))
-    if r["numpy"] is not None and r["numpy"] != want:
-        raise Fail("%s: numpy.memmap of the served view maps other bytes than the model's" % what)
-    got = llama(mods, view, "llama.cpp, " + what)
-    if not L.same_math(got, base):
-        raise Fail("%s: llama.cpp computes %s from the view, %s from the file" % (what, got["tokens"], base["tokens"]))
+    tools_read(os.path.join(d, what.replace(" ", "_")), r, view, mods, base, what, sha(model),
+               ("cp", "rsync_a", "rsync_aL"), "served view")
 
 
 def check_unedited(d, mnt, model, view, mods, base, what):
@@ -150,19 +155,11 @@ def check_unedited(d, mnt, model, view, mods, base, what):
                    "`%s`" % (what, r["link"], r["target"], r["same_file"], r["ls"]))
     if not r["ls"].startswith("l") or not r["ls"].endswith("-> " + model):
         raise Fail("%s: ls -l shows %r" % (what, r["ls"]))
-    out = os.path.join(d, what.replace(" ", "_"))
-    want = sha(model)
-    for name in ("cp", "rsync_aL"):
-        if os.path.islink(os.path.join(out, name + ".gguf")) or sha(os.path.join(out, name + ".gguf")) != want:
-            raise Fail("%s: %s of the view did not copy the model's bytes" % (what, name))
     for name in ("cp_a", "rsync_a"):
         if r[name]["target"] != model:
             raise Fail("%s: %s of the view made %r, not the link to %s" % (what, name, r[name]["target"], model))
-    if r["numpy"] is not None and r["numpy"] != want:
-        raise Fail("%s: numpy.memmap of the view maps other bytes than the model's" % what)
-    got = llama(mods, view, "llama.cpp, " + what)
-    if not L.same_math(got, base):
-        raise Fail("%s: llama.cpp computes %s from the view, %s from the file" % (what, got["tokens"], base["tokens"]))
+    tools_read(os.path.join(d, what.replace(" ", "_")), r, view, mods, base, what, sha(model),
+               ("cp", "rsync_aL"), "view")
 
 
 def check_edited(d, mnt, model, view, mods, base, before):
