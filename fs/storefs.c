@@ -798,10 +798,10 @@ struct gfs_storefs *gfs_store_open(struct gfs_mount *mount,
         fprintf(stderr, "ggufs: %s: %s\n", o->file, strerror(errno));
         goto fail;
     }
-    if (gfs_st_remote(st))
+    if (gfs_st_remote(st)) {
         clock_gettime(CLOCK_REALTIME, &st->st.st_mtim);
-    if (gfs_st_remote(st))
         st->st.st_atim = st->st.st_ctim = st->st.st_mtim;
+    }
     if (st->kind == CAT_NONE && descend_home(st) != 0)
         goto fail;
     if (!st->dir || node_new(st, 0, "", 0, 0) != 0) {
