@@ -320,6 +320,24 @@ static enum gguf_status rewrite(struct commit *c, struct gguf_error *err) {
     return st;
 }
 
+/* The journal of an earlier commit still there, beside the file or in the
+ * state directory (there, n bytes: its path), each looked up in the
+ * directory held, not by path; else NULL. */
+static const char *pending_journal(const struct commit *c, char *there,
+                                   size_t n) {
+    struct stat js;
+    if (fstatat(c->ctx->dfd, c->jat.name, &js, AT_SYMLINK_NOFOLLOW) == 0)
+        return c->jpath;
+    int sdfd = -1;
+    struct gguf_error e2 = {0};
+    bool yes =
+        gguf_state_journal(&c->sb, false, there, n, &sdfd, &e2) == GGUF_OK &&
+        fstatat(sdfd, strrchr(there, '/') + 1, &js, AT_SYMLINK_NOFOLLOW) == 0;
+    if (sdfd >= 0)
+        close(sdfd);
+    return yes ? there : NULL;
+}
+
 /* Rules 1 and 2: a file-backed, writable context whose file is unchanged
  * and has no pending journal, locked for the commit. */
 static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
@@ -345,15 +363,7 @@ static enum gguf_status begin(struct commit *c, struct gguf_error *err) {
     if (st != GGUF_OK)
         return st;
     char there[4096];
-    struct gguf_error e2 = {0};
-    struct stat js;
-    const char *pending =
-        fstatat(ctx->dfd, c->jat.name, &js, AT_SYMLINK_NOFOLLOW) == 0 ? c->jpath
-        : gguf_state_journal(&c->sb, false, there, sizeof there, NULL, &e2) ==
-                    GGUF_OK &&
-                gguf_path_exists(there)
-            ? there
-            : NULL;
+    const char *pending = pending_journal(c, there, sizeof there);
     if (pending)
         return gguf_fail(err, GGUF_E_BUSY,
                          "%s exists: an interrupted commit must be recovered "

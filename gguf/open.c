@@ -94,7 +94,7 @@ out:
 }
 
 /* A duplicate of fd (close-on-exec), or -1 (open_fd says so). */
-static int dup2_of(int fd) {
+static int dup_cloexec(int fd) {
     return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
@@ -111,11 +111,13 @@ enum gguf_status gguf_open(gguf_ctx **out, const char *path, unsigned flags,
     int dfd = gguf_open_dir_of(path, &base, NULL);
     /* A path without a last name ("/", "dir/") names a directory: opened
      * as it is, so that the check of its type refuses it (GGUF_E_INVAL). */
-    int fd = dfd >= 0 && !base[0] ? open(path, O_RDONLY | O_CLOEXEC)
-             : dfd < 0            ? -1
-                                  : openat(dfd, base,
-                                           ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) |
-                                               O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    int fd = -1;
+    if (dfd >= 0 && !base[0])
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    else if (dfd >= 0)
+        fd = openat(dfd, base,
+                    ((flags & GGUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+                        O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
         if (dfd >= 0)
@@ -135,7 +137,7 @@ enum gguf_status gguf_reopen(const gguf_ctx *ctx, gguf_ctx **out,
     if (!out || !ctx || ctx->fd < 0 || !ctx->path)
         return gguf_fail(err, GGUF_E_INVAL, "the context has no file");
     *out = NULL;
-    return open_fd(out, dup2_of(ctx->fd), dup2_of(ctx->dfd), ctx->path,
+    return open_fd(out, dup_cloexec(ctx->fd), dup_cloexec(ctx->dfd), ctx->path,
                    GGUF_OPEN_ALLOW_NESTED, err);
 }
 
@@ -148,8 +150,8 @@ enum gguf_status gguf_open_file(gguf_ctx **out, const struct gguf_file *f,
         return gguf_fail(err, GGUF_E_PERM, "%s is open read-only", f->path);
     /* The directory only for a writer: a reader writes nothing beside the
      * file (and a store's models count their descriptors). */
-    return open_fd(out, dup2_of(f->fd),
-                   flags & GGUF_OPEN_RDWR ? dup2_of(f->dfd) : -1, f->path,
+    return open_fd(out, dup_cloexec(f->fd),
+                   flags & GGUF_OPEN_RDWR ? dup_cloexec(f->dfd) : -1, f->path,
                    flags, err);
 }
 

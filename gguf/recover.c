@@ -495,29 +495,24 @@ static enum gguf_status drop_new_file(struct place *pl, bool *changed,
     return st;
 }
 
-/* The journal of a commit whose directory was not writable, in the user's
- * state directory (state.c, gguf_state_journal): the same checks and the
- * same redo as beside the file; that directory is synced here. */
+/* The journal of a commit whose directory was not writable, sj in the
+ * user's state directory sdfd (as gguf_state_journal checked it, held:
+ * not looked up by path again): the same checks and the same redo as
+ * beside the file; that directory is synced here. */
 static enum gguf_status recover_state_journal(const struct place *pl,
-                                              const char *sj,
+                                              const char *sj, int sdfd,
                                               struct gguf_error *err) {
     struct place ps = *pl;
     bool changed = false;
-    char again[4096];
     ps.jpath = (char *)sj;
     ps.jname = strrchr(sj, '/') + 1;
-    /* The directory as state.c checked it, held: not looked up by path. */
-    enum gguf_status st0 =
-        gguf_state_journal(&pl->sb, false, again, sizeof again, &ps.dfd, err);
-    if (st0 != GGUF_OK)
-        return st0;
+    ps.dfd = sdfd;
     enum gguf_status st = recover_journal(&ps, &changed, err);
     enum gguf_status sst =
         changed ? gguf_fsync_dirfd(ps.dfd, sj, st == GGUF_OK ? err : NULL)
                 : GGUF_OK;
     if (st == GGUF_OK)
         st = sst;
-    close(ps.dfd);
     return st;
 }
 
@@ -551,6 +546,7 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
                        .mdfd = f->dfd,
                        .sb = f->sb};
     bool changed = false;
+    int sdfd = -1; /* the state directory (gguf_state_journal), when any */
     struct gguf_error scratch;
 
     if (!err)
@@ -570,9 +566,9 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
     gguf_faults_init(&pl.faults);
     char sj[4096];
     struct gguf_error e2 = {0};
-    bool in_state = gguf_state_journal(&f->sb, false, sj, sizeof sj, NULL,
+    bool in_state = gguf_state_journal(&f->sb, false, sj, sizeof sj, &sdfd,
                                        &e2) == GGUF_OK &&
-                    gguf_path_exists(sj);
+                    exists_at(sdfd, strrchr(sj, '/') + 1);
     /* Nothing pending: touch nothing (the file may well be read-only). */
     char *sp = gguf_stage_path(pl.jpath);
     bool staged = sp && exists_at(pl.dfd, sp + skip);
@@ -603,7 +599,7 @@ enum gguf_status gguf_recover_file(struct gguf_file *f, bool *did,
         changed = true;
     }
     if (st == GGUF_OK && in_state)
-        st = recover_state_journal(&pl, sj, err);
+        st = recover_state_journal(&pl, sj, sdfd, err);
 out:
     if (changed) {
         gguf_fault_point(&pl.faults, "fsync directory");
@@ -628,6 +624,8 @@ out:
             (void)fstat(f->fd, &f->sb); /* a redo in place changed it */
         }
     }
+    if (sdfd >= 0)
+        close(sdfd);
     free(pl.jpath);
     free(pl.npath);
     return st;
