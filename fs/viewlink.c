@@ -77,7 +77,8 @@ static int is_link(const struct gfs_vlink *vl, fuse_ino_t ino) {
 }
 
 static struct gfs_vlink *state(struct gfs *fs) {
-    if (!fs->vlink) { /* made under fs->lock (read) by several: once */
+    if (!fs->vlink) { /* made under fs->lock (read) by several: once
+                         (fs->vlink is atomic: the check outside `once`) */
         static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
         pthread_mutex_lock(&once);
         if (!fs->vlink) {
