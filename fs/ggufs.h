@@ -469,8 +469,10 @@ struct gfs {
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
     /* A mount without privileges: its unedited view as a link to the
-     * file (viewlink.c, its own leaf lock); NULL until first asked. */
-    struct gfs_vlink *vlink;
+     * file (viewlink.c, its own leaf lock); NULL until first asked.
+     * Atomic: made under fs->lock (read) by the first asker, read by
+     * others without viewlink.c's lock. */
+    struct gfs_vlink *_Atomic vlink;
 
     /* The mount's log (log.c), shared by its models. */
     struct gfs_log *log;

@@ -278,10 +278,12 @@ static int64_t re_cost(const char *re) {
             }
             last = 1;
             break;
-        case '[':
-            i = bracket_end(re, i) - (re[bracket_end(re, i)] ? 0 : 1);
+        case '[': {
+            size_t e = bracket_end(re, i); /* its ']', or the string's end */
+            i = e - (re[e] ? 0 : 1);
             last = 1;
             break;
+        }
         case '\\':
             i += re[i + 1] ? 1 : 0;
             last = 1;
@@ -306,8 +308,9 @@ static int64_t re_cost(const char *re) {
  * squares so far. */
 static int re_bounded(const char *re, const char *where, uint64_t *sum2,
                       char *msg, size_t n) {
-    int64_t c = strlen(re) > GFS_MIX_MAX_REGEX ? 0 : re_cost(re);
-    if (strlen(re) > GFS_MIX_MAX_REGEX)
+    int over = strlen(re) > GFS_MIX_MAX_REGEX;
+    int64_t c = over ? 0 : re_cost(re);
+    if (over)
         snprintf(msg, n, "%s: the REGEX is over %d bytes", where,
                  GFS_MIX_MAX_REGEX);
     else if (c < 0)

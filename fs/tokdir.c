@@ -12,10 +12,12 @@
  * Like meta.tsv (metatsv.c) each file is made on its first stat or open
  * at an edit generation (gfs_text_of_gen: one text per fs->generation,
  * cached under text_lock, so pending edits of meta/ show), and an open
- * serves the text of its open.  Bounded: a file past GFS_MAX_TEXT is
- * EFBIG (said in the log); a text is held while cached or open, and made
- * again only after an edit, but one longer than GFS_TEXT_WHOLE is dropped
- * from the cache at the release of an open of it (file_release).  Read-write mounts open them in direct I/O
+ * serves the text of its open.  Bounded (tok_make): a file past
+ * GFS_TEXTS_MAX alone is EFBIG, one past what the texts of all models
+ * leave of it ENOMEM (said in the log); a text is held while cached or
+ * open, and made again only after an edit, but one longer than
+ * GFS_TEXT_WHOLE is dropped from the cache at the release of an open of
+ * it (file_release).  Read-write mounts open them in direct I/O
  * with attributes never cached (a size taken before an edit never cuts
  * the text read after it).  Read-only.
  */

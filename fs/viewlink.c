@@ -50,16 +50,23 @@ struct gfs_vlink {
     int any_resolved;
 };
 
+/* fs->path still names the file the mount reads (same device and
+ * inode): the one check of a link's decision and of each READLINK.
+ * Caller holds fs->lock (read). */
+static int path_is_file(const struct gfs *fs) {
+    struct stat st;
+    return stat(fs->path, &st) == 0 && S_ISREG(st.st_mode) &&
+           st.st_dev == fs->st.st_dev && st.st_ino == fs->st.st_ino;
+}
+
 /* The mount may present its unedited view as a link (see the top).
  * Caller holds fs->lock (read). */
 static int may_link(const struct gfs *fs) {
-    struct stat st;
     if (geteuid() == 0 || !fs->pt || !gfs_pt_auto(fs) || !fs->path ||
         fs->path[0] != '/' || gfs_view_merged(fs) || gfs_remote_file(fs, 0) ||
         gfs_overlay_where(fs) || gfs_patch_any(fs) || gguf_dirty(fs->ctx))
         return 0;
-    return stat(fs->path, &st) == 0 && S_ISREG(st.st_mode) &&
-           st.st_dev == fs->st.st_dev && st.st_ino == fs->st.st_ino;
+    return path_is_file(fs);
 }
 
 static int is_link(const struct gfs_vlink *vl, fuse_ino_t ino) {
@@ -70,7 +77,8 @@ static int is_link(const struct gfs_vlink *vl, fuse_ino_t ino) {
 }
 
 static struct gfs_vlink *state(struct gfs *fs) {
-    if (!fs->vlink) { /* made under fs->lock (read) by several: once */
+    if (!fs->vlink) { /* made under fs->lock (read) by several: once
+                         (fs->vlink is atomic: the check outside `once`) */
         static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
         pthread_mutex_lock(&once);
         if (!fs->vlink) {
@@ -136,10 +144,8 @@ void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
     }
     /* The path must still name the file the mount reads: a file renamed
      * over it behind the mount is not this model (ESTALE, not its bytes). */
-    struct stat st;
     pthread_rwlock_rdlock(&fs->lock);
-    int same = stat(fs->path, &st) == 0 && st.st_dev == fs->st.st_dev &&
-               st.st_ino == fs->st.st_ino;
+    int same = path_is_file(fs);
     pthread_mutex_lock(&vl->mu);
     vl->resolved = fs->st.st_ino;
     vl->any_resolved = 1;
