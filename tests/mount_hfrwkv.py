@@ -77,12 +77,10 @@ def main():
             mnt = os.path.join(root, "mnt")
             E.mount(path, mnt, ["-o", "ro"])
             try:
-                hf = os.path.join(mnt, "hf")
-                with open(os.path.join(hf, "README"), "rb") as f:
-                    readme = f.read()
-                if "tokenizer.json" in os.listdir(hf) or not re.search(
+                _, names, readme = V.hf_of(mnt)
+                if "tokenizer.json" in names or not re.search(
                         rb"^tokenizer\.json: absent: RWKV: .*" + why, readme, re.M):
-                    raise Fail("rwkv with %s: hf/ %r, README %r" % (label, os.listdir(hf), readme))
+                    raise Fail("rwkv with %s: hf/ %r, README %r" % (label, names, readme))
             finally:
                 J.unmount(mnt, [])
         J.log("ok   RWKV: hf/tokenizer.json gives llama.cpp's ids on %d lines, plain and framed (defaults and "
