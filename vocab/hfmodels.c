@@ -357,7 +357,7 @@ enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
         unk_text ? unk_text : json_null(), "continuing_subword_prefix", "##",
         "max_input_chars_per_word", (json_int_t)1 << 40, "vocab", vocab);
     return emit(added, normalizer(strip, lower), wpm_pre(),
-                framing(ix, id_or(ctx, TOK "bos_token_id", 101, ix->n),
+                framing(ix, voc_bos_id(ctx),
                         id_or(ctx, TOK "seperator_token_id", 102, ix->n)),
                 json_pack("{s:s,s:s,s:b}", "type", "WordPiece", "prefix", "##",
                           "cleanup", 1),
@@ -440,12 +440,9 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
     json_t *meta = json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
                              "replacement", SPM_SPACE, "prepend_scheme",
                              prefix ? "always" : "never", "split", 0);
-    bool bos = voc_flag(ctx, TOK "add_bos_token", false);
-    bool eos = voc_flag(ctx, TOK "add_eos_token", true);
     return emit(added, ugm_normalizer(ctx), meta,
-                framing(ix,
-                        bos ? id_or(ctx, TOK "bos_token_id", -1, ix->n) : -1,
-                        eos ? id_or(ctx, TOK "eos_token_id", 1, ix->n) : -1),
+                framing(ix, voc_add_bos(ctx) ? voc_bos_id(ctx) : -1,
+                        voc_add_eos(ctx) ? voc_eos_id(ctx) : -1),
                 json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
                           "replacement", SPM_SPACE, "prepend_scheme",
                           prefix ? "always" : "never", "split", 0),
