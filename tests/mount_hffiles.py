@@ -80,18 +80,24 @@ SPECIALS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<start_of_tur
 PIECES = ["\u2581Hello", "\u2581world", "\u2581", "H", "e", "l", "o"]
 
 
+def llama_kvs(model):
+    """The hyperparameters llama.cpp needs to load a llama model, and the
+    tokenizer.ggml.model of its vocabulary."""
+    return [("general.architecture", STR, "llama"),
+            ("llama.context_length", U32, 4096), ("llama.embedding_length", U32, 64),
+            ("llama.block_count", U32, 2), ("llama.feed_forward_length", U32, 128),
+            ("llama.attention.head_count", U32, 4), ("llama.attention.head_count_kv", U32, 2),
+            ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5), ("llama.rope.dimension_count", U32, 16),
+            ("tokenizer.ggml.model", STR, model)]
+
+
 def vocab_kvs(eot=None, eom=None, template=None, extra=()):
     """A SentencePiece (llama) vocabulary llama.cpp loads: its specials,
     the 256 byte tokens, a few pieces, the control tokens extra; the
     hyperparameters llama.cpp needs to load a llama vocabulary."""
     toks = SPECIALS + ["<0x%02X>" % b for b in range(256)] + PIECES + list(extra)
     types = [2] + [3] * (len(SPECIALS) - 1) + [6] * 256 + [1] * len(PIECES) + [3] * len(extra)
-    kvs = [("general.architecture", STR, "llama"),
-           ("llama.context_length", U32, 4096), ("llama.embedding_length", U32, 64),
-           ("llama.block_count", U32, 2), ("llama.feed_forward_length", U32, 128),
-           ("llama.attention.head_count", U32, 4), ("llama.attention.head_count_kv", U32, 2),
-           ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5), ("llama.rope.dimension_count", U32, 16),
-           ("tokenizer.ggml.model", STR, "llama"),
+    kvs = llama_kvs("llama") + [
            ("tokenizer.ggml.tokens", ARR, (STR, toks)),
            ("tokenizer.ggml.scores", ARR, (F32, [0.0] * len(toks))),
            ("tokenizer.ggml.token_type", ARR, (I32, types)),

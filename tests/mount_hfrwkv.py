@@ -45,12 +45,7 @@ def rwkv_kvs(drop=None, add_bos=None, raw=()):
         if m not in byts:
             byts.append(m)
     toks = ["<s>"] + [repr(t)[2:-1] for t in byts[1:]] + list(raw)
-    kvs = [("general.architecture", STR, "llama"),
-           ("llama.context_length", U32, 4096), ("llama.embedding_length", U32, 64),
-           ("llama.block_count", U32, 2), ("llama.feed_forward_length", U32, 128),
-           ("llama.attention.head_count", U32, 4), ("llama.attention.head_count_kv", U32, 2),
-           ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5), ("llama.rope.dimension_count", U32, 16),
-           ("tokenizer.ggml.model", STR, "rwkv"),
+    kvs = H.llama_kvs("rwkv") + [
            ("tokenizer.ggml.tokens", ARR, (STR, toks)),
            ("tokenizer.ggml.token_type", ARR, (I32, [3] + [1] * (len(toks) - 1))),
            ("tokenizer.ggml.bos_token_id", U32, 0), ("tokenizer.ggml.eos_token_id", U32, 0)]
@@ -82,12 +77,10 @@ def main():
             mnt = os.path.join(root, "mnt")
             E.mount(path, mnt, ["-o", "ro"])
             try:
-                hf = os.path.join(mnt, "hf")
-                with open(os.path.join(hf, "README"), "rb") as f:
-                    readme = f.read()
-                if "tokenizer.json" in os.listdir(hf) or not re.search(
+                _, names, readme = V.hf_of(mnt)
+                if "tokenizer.json" in names or not re.search(
                         rb"^tokenizer\.json: absent: RWKV: .*" + why, readme, re.M):
-                    raise Fail("rwkv with %s: hf/ %r, README %r" % (label, os.listdir(hf), readme))
+                    raise Fail("rwkv with %s: hf/ %r, README %r" % (label, names, readme))
             finally:
                 J.unmount(mnt, [])
         J.log("ok   RWKV: hf/tokenizer.json gives llama.cpp's ids on %d lines, plain and framed (defaults and "

@@ -171,16 +171,21 @@ def check_maker(mods, name, src, gguf, corpus, d):
           % (name, len(corpus) - len(diff), len(corpus)))
 
 
+def hf_of(mnt):
+    """hf/ of the mount at mnt: its path, its names and its README."""
+    hf = os.path.join(mnt, "hf")
+    with open(os.path.join(hf, "README"), "rb") as f:
+        return hf, os.listdir(hf), f.read()
+
+
 def judge(mods, label, gguf, corpus, d):
     """hf/ of the mounted gguf against llama.cpp: True when judged, False
     when absent with its reason."""
     mnt = os.path.join(d, "mnt")
     E.mount(gguf, mnt, ["-o", "ro"])
     try:
-        hf = os.path.join(mnt, "hf")
-        with open(os.path.join(hf, "README"), "rb") as f:
-            readme = f.read()
-        if "tokenizer.json" not in os.listdir(hf):
+        hf, names, readme = hf_of(mnt)
+        if "tokenizer.json" not in names:
             if not re.search(rb"^tokenizer\.json: absent: \S", readme, re.M):
                 raise Fail("%s: no hf/tokenizer.json and no reason in hf/README: %r" % (label, readme))
             J.log("note: %s: %s" % (label, readme.split(b"\n")[0].decode(errors="replace")))

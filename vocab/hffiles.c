@@ -236,13 +236,13 @@ static bool bos_id(const gguf_ctx *ctx, int64_t *id) {
 }
 
 bool voc_hf_extra_has(const gguf_ctx *ctx, enum voc_file f) {
-    int bad = 0;
     int64_t ids[EOG_MAX], bos;
+    const char *s;
+    size_t n;
     if (f == VOC_HF_GENCONFIG)
         return bos_id(ctx, &bos) || eog_ids(ctx, ids) > 0; /* cheap first */
-    json_t *ct = f == VOC_HF_TEMPLATE ? chat_template(ctx, &bad) : NULL;
-    json_decref(ct);
-    return ct != NULL;
+    return f == VOC_HF_TEMPLATE && template_bytes(ctx, &s, &n) &&
+           gguf_utf8_valid((const uint8_t *)s, n);
 }
 
 enum gguf_status voc_hf_extra(const gguf_ctx *ctx, enum voc_file f,

@@ -326,18 +326,29 @@ static enum gguf_status emit(json_t *added, json_t *norm, json_t *pre,
                         "\n");
 }
 
+/* Fills *vocab (a fresh object or array, NULL when out of memory; taken
+ * over) and a fresh *added by fill: false, both freed, when out of memory. */
+typedef bool vocab_fill(const gguf_ctx *ctx, const struct voc_index *ix,
+                        json_t *vocab, json_t *added);
+static bool new_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
+                      vocab_fill *fill, json_t **vocab, json_t **added) {
+    *added = json_array();
+    if (*vocab && *added && fill(ctx, ix, *vocab, *added))
+        return true;
+    json_decref(*vocab);
+    json_decref(*added);
+    return false;
+}
+
 enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
                                  const struct voc_index *ix, uint64_t max,
                                  struct gguf_buf *b) {
     bool lower = voc_flag(ctx, TOK "normalizer.lowercase", true);
     bool strip = voc_flag(ctx, TOK "normalizer.strip_accents", lower);
     int64_t unk = id_or(ctx, TOK "unknown_token_id", 100, ix->n);
-    json_t *vocab = json_object(), *added = json_array();
-    if (!vocab || !added || !wpm_vocab(ctx, ix, vocab, added)) {
-        json_decref(vocab);
-        json_decref(added);
+    json_t *vocab = json_object(), *added;
+    if (!new_vocab(ctx, ix, wpm_vocab, &vocab, &added))
         return GGUF_E_NOMEM;
-    }
     json_t *unk_text =
         unk < 0 ? json_null()
                 : json_stringn((const char *)ix->text[unk], ix->len[unk]);
@@ -346,7 +357,7 @@ enum gguf_status voc_hf_wpm_json(const gguf_ctx *ctx,
         unk_text ? unk_text : json_null(), "continuing_subword_prefix", "##",
         "max_input_chars_per_word", (json_int_t)1 << 40, "vocab", vocab);
     return emit(added, normalizer(strip, lower), wpm_pre(),
-                framing(ix, id_or(ctx, TOK "bos_token_id", 101, ix->n),
+                framing(ix, voc_bos_id(ctx),
                         id_or(ctx, TOK "seperator_token_id", 102, ix->n)),
                 json_pack("{s:s,s:s,s:b}", "type", "WordPiece", "prefix", "##",
                           "cleanup", 1),
@@ -420,24 +431,18 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
                                  struct gguf_buf *b) {
     bool prefix = voc_flag(ctx, TOK "add_space_prefix", true);
     int64_t unk = id_or(ctx, TOK "unknown_token_id", 2, ix->n);
-    json_t *vocab = json_array(), *added = json_array();
-    if (!vocab || !added || !ugm_vocab(ctx, ix, vocab, added)) {
-        json_decref(vocab);
-        json_decref(added);
+    json_t *vocab = json_array(), *added;
+    if (!new_vocab(ctx, ix, ugm_vocab, &vocab, &added))
         return GGUF_E_NOMEM;
-    }
     json_t *model =
         json_pack("{s:s,s:I,s:o,s:b}", "type", "Unigram", "unk_id",
                   (json_int_t)unk, "vocab", vocab, "byte_fallback", 0);
     json_t *meta = json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
                              "replacement", SPM_SPACE, "prepend_scheme",
                              prefix ? "always" : "never", "split", 0);
-    bool bos = voc_flag(ctx, TOK "add_bos_token", false);
-    bool eos = voc_flag(ctx, TOK "add_eos_token", true);
     return emit(added, ugm_normalizer(ctx), meta,
-                framing(ix,
-                        bos ? id_or(ctx, TOK "bos_token_id", -1, ix->n) : -1,
-                        eos ? id_or(ctx, TOK "eos_token_id", 1, ix->n) : -1),
+                framing(ix, voc_add_bos(ctx) ? voc_bos_id(ctx) : -1,
+                        voc_add_eos(ctx) ? voc_eos_id(ctx) : -1),
                 json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace",
                           "replacement", SPM_SPACE, "prepend_scheme",
                           prefix ? "always" : "never", "split", 0),
@@ -574,12 +579,9 @@ static bool rwkv_vocab(const gguf_ctx *ctx, const struct voc_index *ix,
 enum gguf_status voc_hf_rwkv_json(const gguf_ctx *ctx,
                                   const struct voc_index *ix, uint64_t max,
                                   struct gguf_buf *b) {
-    json_t *vocab = json_object(), *added = json_array();
-    if (!vocab || !added || !rwkv_vocab(ctx, ix, vocab, added)) {
-        json_decref(vocab);
-        json_decref(added);
+    json_t *vocab = json_object(), *added;
+    if (!new_vocab(ctx, ix, rwkv_vocab, &vocab, &added))
         return GGUF_E_NOMEM;
-    }
     json_t *model = json_pack("{s:s,s:s,s:s,s:I,s:o}", "type", "WordPiece",
                               "unk_token", "[UNK]", "continuing_subword_prefix",
                               "", "max_input_chars_per_word",
