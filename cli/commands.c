@@ -9,7 +9,7 @@
  *                                    filler key, for publishing
  *
  * and the arguments of the overlay commands (--overlay-apply, -drop,
- * -rebase), which the overlay's code runs (fs/overlay.c, daemon.h).
+ * -rebase), which the overlay's code runs (fs/cmd/overlaycmds.c, daemon.h).
  *
  * Both open the model as the pending commands do (cli_open_model:
  * recovered, read-write, locked against mounts) and write it with
@@ -140,7 +140,7 @@ int cli_commands(int argc, char **argv) {
 
 /* ggufs --overlay-apply|--overlay-drop FILE [OVERLAY], --overlay-rebase
  * FILE|URL [OVERLAY] [--take-overlay]: the arguments checked, the command
- * run by the overlay's own code (fs/overlay.c, through daemon.h). */
+ * run by the overlay's own code (fs/cmd/overlaycmds.c, through daemon.h). */
 int cli_overlay_cmd(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--overlays") == 0)
         return gfs_overlays_list();

@@ -1,6 +1,6 @@
 /*
  * edit.c - the commands that read or edit a model with no mount (issue
- * 37), their arguments; fs/nomount.c runs them through the mount's own
+ * 37), their arguments; fs/cmd/nomount.c runs them through the mount's own
  * code (daemon.h, gfs_nomount_show and gfs_nomount_set):
  *
  *   ggufs get [-o OPT] FILE NAME...    meta/NAME of each, as cat shows it

@@ -10,7 +10,7 @@
  *                               applied, no lock taken: it only reads)
  *
  * The records are the library's (gguf/state.c, gguf/pending.c); when a
- * mount prints what is left is fs/leftover.c's.  Exit statuses:
+ * mount prints what is left is fs/edits/leftover.c's.  Exit statuses:
  * status.h.
  */
 #include "cli.h"

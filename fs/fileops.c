@@ -227,7 +227,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         err = fh_open(fs, fh, fi);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_store_unlock(fs);
+    gfs_edits_unlock(fs);
     if (err) {
         fh_free(fs, fh);
         fuse_reply_err(req, err);

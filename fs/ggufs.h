@@ -68,7 +68,7 @@
 
 #include "catalog.h" /* struct cat_file: a store's files */
 #include "gguf.h"
-#include "store/store.h"
+#include "edits/edits.h"
 
 #define GFS_INO_ROOT 1
 #define GFS_INO_META 2
@@ -431,9 +431,9 @@ struct gfs {
     char name_error[512]; /* why the last name in meta/ was refused
                              (user.gguf.error of meta/), or "" */
     uint64_t generation;  /* bumped by every applied edit */
-    /* Where the edits go and what of them is durable (store/store.h):
+    /* Where the edits go and what of them is durable (edits/edits.h):
      * the backend chosen at mount, the report of the last commit. */
-    struct gfs_store store;
+    struct gfs_edits edits;
 
     /* Guarded by text_lock, taken with lock held (for reading at least):
      * readers render and cache texts concurrently. */
@@ -914,18 +914,18 @@ void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
 int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
                    const char *name, fuse_ino_t ino, mode_t mode, off_t next,
                    const struct fuse_entry_param *plus);
-/* store/store.c: gfs_store_may_commit (store.h, which says who may) for
+/* edits/edits.c: gfs_edits_may_commit (edits.h, which says who may) for
  * the user of req. */
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
 
-/* store/overlay.c: -o overlay[=PATH] (issue 14).
+/* edits/overlay.c: -o overlay[=PATH] (issue 14).
  * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
  * where the overlay is (a->opt, else the default in the state
  * directory), its lock taken (read-write mounts), the source's identity,
  * and the overlay applied if it belongs to it; 0, or -1 after one line on
  * stderr (an overlay that does not belong, one not to be trusted, one in
  * use by another mount); the overlay chosen as the mount's edit store
- * (store/overlay.c).  The overlay commands and gfs_overlay_dead_note:
+ * (edits/overlay.c).  The overlay commands and gfs_overlay_dead_note:
  * daemon.h. */
 struct gfs_overlay_args {
     const char *path;      /* the source: absolute path, or its http(s) URL */
@@ -936,7 +936,7 @@ struct gfs_overlay_args {
     const char *mnt;       /* the mountpoint, absolute, or NULL */
     int readonly;          /* -o ro: no lock, no record, never written */
     const char *name_key;  /* a store's model: "STORE\nNAME", its edits
-                              follow the name (store/carry.c); else NULL */
+                              follow the name (edits/carry.c); else NULL */
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
 void gfs_overlay_free(struct gfs *fs);
@@ -947,7 +947,7 @@ const char *gfs_overlay_where(const struct gfs *fs);
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
-/* store/carry.c, at a store's mount (stderr still the user's): one line per model of
+/* edits/carry.c, at a store's mount (stderr still the user's): one line per model of
  * store whose name's record names another file than the name leads to
  * now (now_of: its first file, resolved, into buf; NULL if the store has
  * no such name) while the new file has no overlay and the old one's is

@@ -9,7 +9,7 @@
  */
 #include "ggufs.h"
 #include "model.h"
-#include "mounts.h"
+#include "session/mounts.h"
 #include "source/source.h"
 
 #include "../status.h"
@@ -119,13 +119,13 @@ static int hash_named(struct gfs_model *m) {
 }
 
 /* -o overlay: the overlay found and applied once the GGUF is open
- * (fs/overlay.c); a remote source's is known by URL and the server's
+ * (fs/cmd/overlaycmds.c); a remote source's is known by URL and the server's
  * version.  0 or -1 after one line. */
 static int setup_overlay(struct gfs_model *m) {
     char ident[512];
     int remote = gfs_remote_is(m->a.file);
     if (!overlay_wanted(m)) {
-        gfs_store_use_file(&m->fs);
+        gfs_edits_use_file(&m->fs);
         gfs_overlay_note(m->shown, m->a.file);
         return 0;
     }

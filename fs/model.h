@@ -27,7 +27,7 @@ struct gfs_model_args {
     int store;
     const char *live_name; /* the live view's name, or NULL: the source's */
     /* A content-addressed store's model: "STORE\nNAME", the key its
-     * edits follow (store/carry.c); else NULL. */
+     * edits follow (edits/carry.c); else NULL. */
     const char *name_key;
     /* A store's model: its files (NULL: the source alone, shards found
      * beside it by name). */

@@ -18,27 +18,27 @@
 #include <sys/statvfs.h>
 
 /* Unmount: edits still pending are committed; a failure saves them beside
- * the GGUF (gfs_store_commit says where) and makes ggufs exit non-zero.
+ * the GGUF (gfs_edits_commit says where) and makes ggufs exit non-zero.
  * Files still open when the mount goes away get no release: what their
  * flushes applied is committed, a draft never flushed is dropped (it may
  * be torn) and named in the log and the report (gfs_fh_close_all). */
 void gfs_model_destroy(struct gfs *fs) {
-    char dropped[sizeof fs->store.commit_msg / 2] = "";
+    char dropped[sizeof fs->edits.commit_msg / 2] = "";
     size_t n_dropped = gfs_fh_close_all(fs, dropped, sizeof dropped);
     pthread_rwlock_wrlock(&fs->lock);
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
      * command on the model to print, with the drafts left out. */
-    int nothing = !gfs_store_uncommitted(fs) && !fs->store.commit_failed;
+    int nothing = !gfs_edits_uncommitted(fs) && !fs->edits.commit_failed;
     int work = !fs->readonly && (!nothing || n_dropped);
-    gfs_store_commit(fs, gfs_meta_files_note);
+    gfs_edits_commit(fs, gfs_meta_files_note);
     if (n_dropped) {
         if (nothing) /* else the commit wrote its report */
-            snprintf(fs->store.commit_msg, sizeof fs->store.commit_msg,
+            snprintf(fs->edits.commit_msg, sizeof fs->edits.commit_msg,
                      "%s: nothing to commit", fs->path);
-        size_t used = strlen(fs->store.commit_msg);
-        snprintf(fs->store.commit_msg + used,
-                 sizeof fs->store.commit_msg - used, "%s", dropped);
+        size_t used = strlen(fs->edits.commit_msg);
+        snprintf(fs->edits.commit_msg + used,
+                 sizeof fs->edits.commit_msg - used, "%s", dropped);
     }
     if (work)
         gfs_record_outcome(fs, "at unmount");
@@ -54,7 +54,7 @@ void gfs_op_lookup(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     int err = gfs_lookup_name(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_store_unlock(fs);
+    gfs_edits_unlock(fs);
     if (err == ENOENT && !fs->readonly) {
         /* Negative entries are not cached: a key may appear by an edit. */
         memset(&e, 0, sizeof e);
@@ -206,7 +206,7 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     int err = row->create(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_store_unlock(fs);
+    gfs_edits_unlock(fs);
     if (err)
         fuse_reply_err(req, err);
     else
@@ -218,14 +218,14 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
  * owner or root (gfs_may_commit); others: EACCES. */
 int gfs_model_commit(struct gfs *fs) {
     pthread_rwlock_wrlock(&fs->lock);
-    int nothing = !gfs_store_uncommitted(fs) && !fs->store.commit_failed;
+    int nothing = !gfs_edits_uncommitted(fs) && !fs->edits.commit_failed;
     if (nothing)
-        snprintf(fs->store.commit_msg, sizeof fs->store.commit_msg,
+        snprintf(fs->edits.commit_msg, sizeof fs->edits.commit_msg,
                  "%s: nothing to commit", fs->path);
-    int err = gfs_store_commit(fs, gfs_meta_files_note);
+    int err = gfs_edits_commit(fs, gfs_meta_files_note);
     if (nothing) /* the commit logged them; the report names them too */
-        gfs_meta_files_note(fs, fs->store.commit_msg,
-                            sizeof fs->store.commit_msg, 0);
+        gfs_meta_files_note(fs, fs->edits.commit_msg,
+                            sizeof fs->edits.commit_msg, 0);
     pthread_rwlock_unlock(&fs->lock);
     return err;
 }

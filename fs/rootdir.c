@@ -114,8 +114,8 @@ static int root_dirent(struct gfs *fs, fuse_ino_t dir, int64_t k,
 static int root_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
                          struct gguf_buf *out) {
     (void)ino;
-    if (strcmp(name, "user.ggufs.commit") == 0 && fs->store.commit_msg[0])
-        return gfs_add_str(out, fs->store.commit_msg);
+    if (strcmp(name, "user.ggufs.commit") == 0 && fs->edits.commit_msg[0])
+        return gfs_add_str(out, fs->edits.commit_msg);
     if (strcmp(name, "user.ggufs.overlay") == 0 && gfs_overlay_where(fs))
         return gfs_add_str(out, gfs_overlay_where(fs));
     if (strcmp(name, "user.ggufs.pid") == 0) {
@@ -129,7 +129,7 @@ static int root_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
 static int root_listxattr(struct gfs *fs, fuse_ino_t ino,
                           struct gguf_buf *out) {
     (void)ino;
-    if (fs->store.commit_msg[0] &&
+    if (fs->edits.commit_msg[0] &&
         gguf_buf_add(out, "user.ggufs.commit", 18) != GGUF_OK)
         return ENOMEM;
     if (gfs_overlay_where(fs) &&

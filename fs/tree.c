@@ -4,7 +4,7 @@
  */
 #include "ggufs.h"
 #include "kinds.h"
-#include "views.h"
+#include "views/views.h"
 #include "source/source.h"
 
 #include <errno.h>

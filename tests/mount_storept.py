@@ -2,7 +2,7 @@
 """mount_storept: a store's models' live views by FUSE passthrough (issue 35).
 
 A store (a folder of three GGUFs made by tests/mkfixture) is mounted as
-root.  The kernel shim belongs to the session (fs/devio.c), so each model
+root.  The kernel shim belongs to the session (fs/base/devio.c), so each model
 the store opens passes its live view through as a single-file mount does
 (tests/mount_passthrough.py):
 

@@ -4,7 +4,7 @@ given /dev/fuse by an ACL removed in the end) mounts a small llama it owns
 with ggufs through fusermount3, and programs run as that user judge what
 they see of the live view MNT/NAME.gguf:
 
-- unedited, the view is a symbolic link to the model file (fs/viewlink.c;
+- unedited, the view is a symbolic link to the model file (fs/live/viewlink.c;
   with GGUFS_PASSTHROUGH=off, the suite's second run, a regular file the
   daemon serves, whose bytes every tool reads as the model's),
   so the kernel serves the file itself: lstat says link, readlink names the

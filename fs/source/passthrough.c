@@ -49,7 +49,7 @@
  *    store letting it go with none of its files open).
  *
  * The kernel's side (what INIT negotiated, backing ids, the OPEN reply
- * that carries one) is the session's shim, fs/devio.c, which every model
+ * that carries one) is the session's shim, fs/base/devio.c, which every model
  * of the mount shares: a single-file mount's and each of a store's.  What
  * this file adds, from iomode.c (Linux 6.9+): while an inode has
  * passthrough opens (a backing attached), an open of it without
@@ -62,8 +62,8 @@
  * with no lock (release); nothing is taken while it is held.
  */
 #include "source.h"
-#include "../devio.h"
-#include "../mounts.h"
+#include "../base/devio.h"
+#include "../session/mounts.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -104,7 +104,7 @@ struct pt_epoch {
 
 struct gfs_pt {
     enum gfs_pt_mode mode;
-    struct gfs_devio *io; /* the session's shim (fs/devio.h) */
+    struct gfs_devio *io; /* the session's shim (fs/base/devio.h) */
 
     pthread_mutex_t mu;         /* guards what follows; a leaf */
     struct pt_epoch *epochs;    /* the current one first, then those with

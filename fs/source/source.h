@@ -14,9 +14,9 @@
 #ifndef GGUFS_SOURCE_H
 #define GGUFS_SOURCE_H
 
-#include "ggufs.h"
+#include "../ggufs.h"
 
-struct gfs_devio; /* the session's kernel shim (fs/devio.h) */
+struct gfs_devio; /* the session's kernel shim (fs/base/devio.h) */
 
 /* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
  * file at pos into buf: 0, or an errno (EIO if the file ends first, said
@@ -131,7 +131,7 @@ int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
 /* Sets up fs->pt: the model's view versions, served through io, the
- * session's shim (fs/devio.h; NULL: no session, nothing passed through).
+ * session's shim (fs/base/devio.h; NULL: no session, nothing passed through).
  * A single-file mount's model (mount.c, once the session's shim is up)
  * and each model a store opens (model.c) are started the same way.  0, or
  * -1 (out of memory: the view is served as without passthrough). */

@@ -718,10 +718,10 @@ enum gguf_state_kind {
     GGUF_STATE_STATUS,
     GGUF_STATE_PENDING_OLD,
     GGUF_STATE_OVERLAY_MOUNT, /* a read-write overlay mount's mountpoint and
-                                 overlay, while it runs (fs/overlay.c) */
+                                 overlay, while it runs (fs/cmd/overlaycmds.c) */
     GGUF_STATE_OVERLAY_NAME   /* keyed by a store model's name: the source
                                  whose overlay holds its edits
-                                 (fs/store/carry.c) */
+                                 (fs/edits/carry.c) */
 };
 #define GGUF_STATE_MAX (UINT64_C(1) << 31)
 /* Where the file of that kind for model (an absolute path) is. */

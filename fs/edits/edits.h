@@ -1,0 +1,170 @@
+/*
+ * edits.h - the edit store: where a mount's edits go and when they become
+ * durable.  metaedit.c applies an edit in memory (the library context,
+ * fs->generation bumped); the store makes it durable and commits it.  One
+ * interface, two backends, chosen once at mount (a const table of
+ * functions, struct gfs_edits_ops, as kinds.h's rows):
+ *
+ *   file.c     the model file: the edits kept as its pending record in
+ *              the state directory (gguf/pending.c), committed into the
+ *              GGUF crash-safely (gguf_commit; the rules: gguf/commit.c)
+ *   overlay.c  -o overlay: the edits kept in the overlay, rewritten whole
+ *              after every edit (gguf/overlay.c); the GGUF is never
+ *              written, a commit makes sure the overlay holds every edit
+ *
+ * store.c is what both share, written once: the dispatch, the commit's
+ * report (user.ggufs.commit, the log) and the save-aside after a failed
+ * commit (gguf_save_edits).  The store never calls metaedit.c: the commit
+ * report's note of the FILEs in meta/ is passed in (gfs_edits_note_fn).
+ *
+ * The states of a mount's edits (G is fs->generation, bumped by every
+ * applied edit; the store remembers which G it made durable):
+ *
+ *                              edit
+ *        CLEAN ---------------------------------> EDITED <-----+
+ *          ^  ^                                     |          |
+ *          |  |                                keep |          | edit
+ *          |  |             commit ok               v          |
+ *          |  +--------------------------------- PENDING ------+
+ *          |                                        |          |
+ *          |                           commit fails |          |
+ *          |    commit ok                           v          |
+ *          +--------------------------------+-- FAILED         |
+ *          |                                |       |          |
+ *          |                                |  save aside      |
+ *          |    commit ok                   |       v          |
+ *          +--------------------------------+-- SAVED ---------+
+ *                                                      edit
+ *
+ * An edit leads from any state to EDITED (from FAILED too); a keep that
+ * fails leaves the edits there; a commit starts from PENDING (or EDITED
+ * after a failed keep), never mid-edit: both hold fs->lock for writing.
+ *
+ *   CLEAN    Nothing to commit: at mount, and after a commit that
+ *            succeeded.  On disk: the GGUF holds the model (file), or the
+ *            overlay holds every edit (overlay; none if never edited).
+ *   EDITED   An edit applied in memory, not durable yet.  Only while
+ *            fs->lock is held for writing: every edit handler leaves by
+ *            gfs_edits_unlock, which keeps first (gfs_edits_keep).  If that
+ *            keep fails the edits stay EDITED: logged once per G, an fsync
+ *            of a meta file answers EIO, the mount goes on.  On disk: what
+ *            the state before held.
+ *   PENDING  The edits of G durable outside the GGUF: the pending record
+ *            (file; the GGUF untouched) or the overlay (overlay).  A daemon
+ *            killed now loses nothing: `ggufs --apply-pending` commits the
+ *            record, the next -o overlay mount shows the overlay.  For the
+ *            overlay PENDING is already committed: its commit only writes
+ *            the overlay again if the last keep failed.
+ *   FAILED   A commit failed (commit_failed): the edits still in memory;
+ *            gguf_commit leaves the GGUF as it was or its journal for
+ *            recovery; the pending record kept (file) or the overlay as
+ *            last written (overlay).  Left at once for SAVED, or stays
+ *            here if saving fails: the report then says where the edits
+ *            still are (the backend's stranded clause).
+ *   SAVED    FAILED, and the edits of G saved to a file beside the GGUF
+ *            (saved_path; `ggufs --apply-saved` applies it), once per G:
+ *            `ggufs -u`'s fsync and the unmount after it both commit.  The
+ *            file backend's next keep drops the pending record (the saved
+ *            file holds the same edits) until an edit makes a new G.
+ *
+ * commit_failed stays set from FAILED until a commit succeeds; the daemon
+ * exits with EXIT_COMMIT if it is still set at unmount.
+ *
+ * Locks: every function here is called with fs->lock held for writing,
+ * but gfs_edits_uncommitted (held at least for reading) and
+ * gfs_edits_may_commit (no lock).  Prefix gfs_store_.
+ */
+#ifndef GGUFS_STORE_H
+#define GGUFS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gguf.h"
+
+struct gfs;
+struct gfs_overlay; /* overlay.c's own state */
+
+/* What a backend's commit did (struct gfs_edits_ops, commit). */
+enum gfs_edits_done {
+    GFS_EDITS_FAILED = -1, /* err says why; the backend kept its record */
+    GFS_EDITS_WROTE,       /* written: what says how (the report's clause) */
+    GFS_EDITS_HELD,        /* nothing to write, the durable copy holds every
+                              edit: what says so (reported, not logged) */
+    GFS_EDITS_CLEAN        /* nothing to commit: no report */
+};
+
+struct gfs_edits_ops {
+    const char *name; /* "the model file", "the overlay" (messages) */
+    /* The report's verb: "commit", "commit to the overlay" (+ " failed"). */
+    const char *commit_what;
+    /* Makes the edits of fs->generation durable unless they already are
+     * (nothing on a read-only mount): 0, or EIO (logged once per
+     * generation; repeated until the edits change). */
+    int (*keep)(struct gfs *fs);
+    /* True if a commit has something to do. */
+    int (*uncommitted)(struct gfs *fs);
+    /* The commit itself: enum gfs_edits_done; what (n bytes) gets the
+     * report's clause without the path. */
+    int (*commit)(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
+    /* After a failed commit whose save-aside failed too (why): where the
+     * edits still are, one clause into where (n bytes). */
+    void (*stranded)(struct gfs *fs, const char *why, char *where, size_t n);
+    /* Frees the backend's own state (at unmount). */
+    void (*free)(struct gfs *fs);
+};
+
+extern const struct gfs_edits_ops gfs_edits_file;    /* file.c */
+extern const struct gfs_edits_ops gfs_edits_overlay; /* overlay.c */
+
+/* The durability state of a mount's edits (struct gfs, member store).
+ * Guarded by fs->lock (changed with it held for writing). */
+struct gfs_edits {
+    const struct gfs_edits_ops *ops; /* chosen at mount, never changes */
+    struct gfs_overlay *overlay;     /* the overlay backend's own, or NULL */
+    uint64_t kept_gen;               /* the generation last kept (or tried) */
+    int kept_failed; /* that keep failed (overlay: or the last commit) */
+    int record;      /* file: a pending record exists (as far as known) */
+    gguf_ctx *disk;  /* the model without edits, what the durable copy is
+                       a diff against: the GGUF as on disk (file: opened at
+                       the first keep, dropped when a commit changes it) or
+                       the source as mounted (overlay) */
+    uint64_t saved_generation; /* the generation last saved aside */
+    char saved_path[4096];     /* where ("" if never, or saving failed) */
+    char commit_msg[1024];     /* the last commit's report,
+                                  user.ggufs.commit */
+    int commit_failed;         /* FAILED or SAVED (above) */
+};
+
+/* A note appended to the commit report: metaedit.c's FILEs in meta/
+ * (gfs_meta_files_note: appends to msg, size bytes, if msg; logs if
+ * log; returns how many). */
+typedef size_t (*gfs_edits_note_fn)(struct gfs *fs, char *msg, size_t size,
+                                    int log);
+
+/* Chooses the model file as the store (a mount without -o overlay; the
+ * overlay is chosen by gfs_overlay_setup).  At mount. */
+void gfs_edits_use_file(struct gfs *fs);
+/* EDITED -> PENDING: the backend's keep. */
+int gfs_edits_keep(struct gfs *fs);
+/* Leaves an edit: gfs_edits_keep (a failure leaves EDITED, as above),
+ * then unlocks fs->lock. */
+void gfs_edits_unlock(struct gfs *fs);
+/* True if there are edits a commit would write. */
+int gfs_edits_uncommitted(struct gfs *fs);
+/* PENDING -> CLEAN, or FAILED (then SAVED): commits, writes the report
+ * into commit_msg (logged, note appended); 0 or errno. */
+int gfs_edits_commit(struct gfs *fs, gfs_edits_note_fn note);
+/* FAILED -> SAVED: the edits saved to a file once per generation:
+ * saved_path, "" when saving failed (why in serr, which may be NULL). */
+const char *gfs_edits_save_aside(struct gfs *fs, struct gguf_error *serr);
+/* Whether a request of user uid may make edits durable or commit them
+ * (fsync of a meta file, fsyncdir): the mount's owner (fs->uid) or root.
+ * With -o allow_other, another user's fsync must not publish the owner's
+ * edits. */
+int gfs_edits_may_commit(const struct gfs *fs, uid_t uid);
+/* Frees what the store holds (at unmount; again is harmless). */
+void gfs_edits_free(struct gfs *fs);
+
+#endif

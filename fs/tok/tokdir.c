@@ -1,0 +1,248 @@
+/*
+ * tokdir.c - MNT/tokenizer/ and MNT/hf/ (issue 26): the model's tokenizer
+ * as plain text for grep and diff (tokens.tsv, special, merges.txt) and
+ * the Hugging Face files tools look for beside a model (tokenizer.json,
+ * tokenizer_config.json, special_tokens_map.json, README), made by vocab/
+ * (vocab.h, which states their formats and rules) from the metadata as it
+ * is now.  A directory lists a file while the metadata makes it (voc_has;
+ * for tokenizer.json voc_present, a pass over the vocabulary, asked once
+ * per edit generation); both are always there, hf/ with at least its
+ * README saying why the others are absent.
+ *
+ * Like meta.tsv (metatsv.c) each file is made on its first stat or open
+ * at an edit generation (gfs_text_of_gen: one text per fs->generation,
+ * cached under text_lock, so pending edits of meta/ show), and an open
+ * serves the text of its open.  Bounded (tok_make): a file past
+ * GFS_TEXTS_MAX alone is EFBIG, one past what the texts of all models
+ * leave of it ENOMEM (said in the log); a text is held while cached or
+ * open, and made again only after an edit, but one longer than
+ * GFS_TEXT_WHOLE is dropped from the cache at the release of an open of
+ * it (file_release).  Read-write mounts open them in direct I/O
+ * with attributes never cached (a size taken before an edit never cuts
+ * the text read after it).  Read-only.
+ */
+#include "../kinds.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <string.h>
+
+_Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
+
+/* What the strings of array key are at least once escaped, by either
+ * of the files' escapes (tokens.tsv's and merges.txt's gguf_escape_line,
+ * tokenizer.json's JSON): a control byte but tab, newline and CR is at
+ * least 4 bytes (\xHH, \u00HH), those three and '\\' 2, any other 1.
+ * 0 without the key. */
+static uint64_t strings_floor(const gguf_ctx *ctx, const char *key) {
+    int64_t i = gguf_find_key(ctx, key, strlen(key));
+    size_t len = 0;
+    const uint8_t *p = i < 0 || gguf_kv_arr_type(ctx, i) != GGUF_TYPE_STRING
+                           ? NULL
+                           : gguf_kv_payload(ctx, i, &len);
+    uint64_t floor = 0;
+    /* elem type, count, then each string: a uint64 length, its bytes
+     * (validated at open: the lengths stay within the payload) */
+    for (size_t at = 12; p && at + 8 <= len;) {
+        uint64_t n;
+        memcpy(&n, p + at, 8);
+        at += 8;
+        for (size_t end = at + (n < len - at ? n : len - at); at < end; at++)
+            floor += p[at] >= 0x20 && p[at] != '\\' ? 1
+                     : p[at] == '\t' || p[at] == '\n' || p[at] == '\r' ||
+                             p[at] == '\\'
+                         ? 2
+                         : 4;
+    }
+    return floor;
+}
+
+/* What file f's text is at least, known before it is made: tokens.tsv
+ * and tokenizer.json hold every token's text, merges.txt every merge's,
+ * escaped (a pass over the strings, no rendering). */
+static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f) {
+    if (f == VOC_TOKENS_TSV || f == VOC_HF_TOKENIZER)
+        return strings_floor(ctx, "tokenizer.ggml.tokens");
+    return f == VOC_MERGES ? strings_floor(ctx, "tokenizer.ggml.merges") : 0;
+}
+
+/* File *arg's text now (gfs_text_of_gen's make), made within
+ * what is left of the daemon's GFS_TEXTS_MAX (below GFS_MAX_TEXT): one
+ * whose strings alone pass it is refused before it is made, one that
+ * passes it while made stops there.  EFBIG when it would pass the whole
+ * bound alone, ENOMEM when the texts of others hold the rest. */
+static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
+    _Static_assert(GFS_TEXTS_MAX <= GFS_MAX_TEXT, "the smaller bound");
+    enum voc_file f = *(const enum voc_file *)arg;
+    struct gguf_error gerr = {0};
+    /* Under text_lock, at the generation present() asked (the caller
+     * holds fs->lock): its mask spares tokenizer.json a second check. */
+    uint32_t known = fs->tok_mask_gen == fs->generation + 1 ? fs->tok_mask : 0;
+    size_t max = gfs_texts_room();
+    uint64_t floor = tok_floor(fs->ctx, f);
+    if (floor > max)
+        gguf_fail(&gerr, GGUF_E_RANGE,
+                  "%s would pass %zu bytes: its strings alone hold %llu",
+                  voc_file_name(f), max, (unsigned long long)floor);
+    else if (voc_render_known(fs->ctx, f, known, max, b, &gerr) == GGUF_OK)
+        return 0;
+    if (gerr.code == GGUF_E_RANGE) {
+        gfs_log(fs,
+                "%s: %s (%zu bytes left of the %zu that the tokenizer's "
+                "files of all models may hold together)",
+                fs->path, gerr.msg, max, GFS_TEXTS_MAX);
+        return max < GFS_TEXTS_MAX ? ENOMEM : EFBIG;
+    }
+    if (gerr.code != GGUF_E_NOTFOUND)
+        gfs_log(fs, "tokenizer/%s: %s", voc_file_name(f), gerr.msg);
+    return gfs_errno(&gerr);
+}
+
+/* Whether file f is there now: voc_has, but for tokenizer.json, whose
+ * pass over the vocabulary (voc_present) is made once per generation and
+ * only when asked.  Caller holds fs->lock (read at least); takes
+ * text_lock for tokenizer.json. */
+static int present(struct gfs *fs, int f) {
+    if (f < 0 || f >= VOC_N_FILES || !voc_has(fs->ctx, f))
+        return 0;
+    if (f != VOC_HF_TOKENIZER)
+        return 1;
+    pthread_mutex_lock(&fs->text_lock);
+    int made = fs->tok_mask_gen != fs->generation + 1;
+    if (made) {
+        fs->tok_mask = voc_present(fs->ctx);
+        fs->tok_mask_gen = fs->generation + 1;
+    }
+    uint32_t m = fs->tok_mask;
+    pthread_mutex_unlock(&fs->text_lock);
+    if (made)
+        malloc_trim(0); /* see tok_text */
+    return m >> f & 1;
+}
+
+static enum voc_dir dir_of(fuse_ino_t dir) {
+    return dir == GFS_INO_DIR_HF ? VOC_DIR_HF : VOC_DIR_TOKENIZER;
+}
+
+/* File f's text now, or NULL with *err (ENOENT while the metadata does
+ * not make it).  Caller holds fs->lock (read at least). */
+static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
+    if (!present(fs, f)) {
+        *err = ENOENT;
+        return NULL;
+    }
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_text *old = fs->tok[f];
+    pthread_mutex_unlock(&fs->text_lock);
+    struct gfs_text *t =
+        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], tok_make, &f, 1, err);
+    /* A text made now (tens of MB for a large vocabulary) leaves its
+     * buffer and the renderer's index freed but held by the allocator's
+     * arena of this thread: handed back, so that the daemon holds the
+     * text and no more. */
+    if (t && t != old)
+        malloc_trim(0);
+    return t;
+}
+
+static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
+                      fuse_ino_t *out) {
+    for (int f = 0; f < VOC_N_FILES; f++)
+        if (voc_file_dir(f) == dir_of(dir) &&
+            strcmp(name, voc_file_name(f)) == 0 && present(fs, f)) {
+            *out = GFS_INO_TOKFILE + (fuse_ino_t)f;
+            return 0;
+        }
+    return ENOENT;
+}
+
+static int64_t dir_n(struct gfs *fs, fuse_ino_t dir) {
+    (void)fs, (void)dir;
+    return VOC_N_FILES; /* those absent are skipped */
+}
+
+static int dir_entry(struct gfs *fs, fuse_ino_t dir, int64_t k,
+                     struct gfs_dir_pos *pos, struct gguf_buf *name,
+                     fuse_ino_t *child, mode_t *mode) {
+    (void)pos;
+    if (k < 0 || k >= VOC_N_FILES || voc_file_dir(k) != dir_of(dir) ||
+        !present(fs, (int)k))
+        return 0;
+    const char *nm = voc_file_name((enum voc_file)k);
+    name->len = 0;
+    if (gguf_buf_add(name, nm, strlen(nm) + 1) != GGUF_OK)
+        return -1;
+    *child = GFS_INO_TOKFILE + (fuse_ino_t)k;
+    *mode = S_IFREG;
+    return 1;
+}
+
+static int file_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_stat(t, err, st);
+}
+
+static int file_open(struct gfs *fs, struct gfs_fh *fh,
+                     struct fuse_file_info *fi, int wants_write) {
+    (void)wants_write; /* read-only: the core refuses writes */
+    int err = 0;
+    struct gfs_text *t =
+        tok_text(fs, (enum voc_file)(fh->ino - GFS_INO_TOKFILE), &err);
+    return gfs_kind_text_open(fs, fh, fi, t, err);
+}
+
+/* A text longer than GFS_TEXT_WHOLE (the size past which meta/ holds no
+ * value's text either) is held from its making until the release of an
+ * open of it, not for the mount's life: the cache's reference and the
+ * handle's go at the release, the memory back to the system (tens of MB
+ * for a large tokenizer.json; a later open makes it again). */
+static void file_release(struct gfs *fs, struct gfs_fh *fh) {
+    enum voc_file f = (enum voc_file)(fh->ino - GFS_INO_TOKFILE);
+    struct gfs_text *t = fh->text, *cached = NULL;
+    if (!t || t->len <= GFS_TEXT_WHOLE || (unsigned)f >= VOC_N_FILES)
+        return;
+    pthread_mutex_lock(&fs->text_lock);
+    if (fs->tok[f] == t) {
+        cached = t;
+        fs->tok[f] = NULL;
+    }
+    pthread_mutex_unlock(&fs->text_lock);
+    gfs_text_put(cached);
+    gfs_text_put(t);
+    fh->text = NULL;
+    malloc_trim(0); /* see tok_text */
+}
+
+static void file_fini(struct gfs *fs) {
+    for (int f = 0; f < VOC_N_FILES; f++) {
+        gfs_text_put(fs->tok[f]);
+        fs->tok[f] = NULL;
+    }
+}
+
+/* The two directories' rows: the same hooks, their own kind and name. */
+#define DIR_ROW(KIND, INO, NAME)                                               \
+    {                                                                          \
+        .kind = KIND, .ino_lo = INO, .ino_hi = INO + 1, .root_name = NAME,     \
+        .root_mode = S_IFDIR, .changes = 1, .stat = gfs_kind_dir_stat,         \
+        .lookup = dir_lookup, .n_entries = dir_n, .dirent = dir_entry,         \
+    }
+const struct gfs_kind_ops gfs_kind_dir_tok =
+    DIR_ROW(GFS_DIR_TOK, GFS_INO_DIR_TOK, "tokenizer");
+const struct gfs_kind_ops gfs_kind_dir_hf =
+    DIR_ROW(GFS_DIR_HF, GFS_INO_DIR_HF, "hf");
+
+const struct gfs_kind_ops gfs_kind_tokfile = {
+    .kind = GFS_TOKFILE,
+    .ino_lo = GFS_INO_TOKFILE,
+    .ino_hi = GFS_INO_TOKFILE + VOC_N_FILES,
+    .changes = 1,
+    .stat = file_stat,
+    .open = file_open,
+    .read = gfs_read_text,
+    .release = file_release,
+    .fini = file_fini,
+};
