@@ -2,10 +2,10 @@
  * tree.c - the directory tree of a mount: inode numbers, names, attributes
  * and the cache of rendered meta files.
  */
-#include "ggufs.h"
-#include "kinds.h"
-#include "views/views.h"
-#include "source/source.h"
+#include "../ggufs.h"
+#include "../kinds.h"
+#include "../views/views.h"
+#include "../source/source.h"
 
 #include <errno.h>
 #include <stdlib.h>
