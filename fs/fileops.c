@@ -236,42 +236,6 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     reply_open(fs, req, fi, fh, &e);
 }
 
-/* Reads.  Nothing of fh may be touched once the reply is sent: the kernel
- * can release the handle on another thread right then.  So each reader
- * holds its own reference on a text. */
-
-void gfs_reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
-                     size_t size) {
-    size_t o = (uint64_t)off < len ? (size_t)off : len;
-    size_t n = len - o < size ? len - o : size;
-    fuse_reply_buf(req, (const char *)p + o, n);
-}
-
-void gfs_reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
-                      off_t off, size_t size) {
-    struct gguf_buf b = {0};
-    int err = gfs_text_read(fs, t, (uint64_t)off, size, &b);
-    if (err)
-        fuse_reply_err(req, err);
-    else
-        fuse_reply_buf(req, (const char *)b.p, b.len);
-    gguf_buf_free(&b);
-}
-
-/* A text opened read-only: the snapshot taken at open (a windowed text:
- * the value as it was at open, or ESTALE). */
-void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
-                   size_t size) {
-    struct gfs_text *t = fh->text;
-    if (t->windowed) {
-        gfs_reply_window(req, fs, t, off, size);
-        return;
-    }
-    atomic_fetch_add(&t->refs, 1);
-    gfs_reply_bytes(req, t->data, t->len, off, size);
-    gfs_text_put(t);
-}
-
 void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                  off_t off, struct fuse_file_info *fi) {
     (void)ino;

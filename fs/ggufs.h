@@ -906,14 +906,6 @@ struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
  * asked for it (size 0), ERANGE when b passes size, else b. */
 void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
                      const struct gguf_buf *b);
-/* Appends one directory entry (ino: the kernel's) to b if it stays
- * within max bytes; 0 when it does not (the listing is full).  plus: a
- * readdirplus entry, its lookup reply, or GFS_DIRENT_PLUS_NONE (the name
- * and type alone: the kernel looks the name up when it needs it). */
-#define GFS_DIRENT_PLUS_NONE ((const struct fuse_entry_param *)1)
-int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                   const char *name, fuse_ino_t ino, mode_t mode, off_t next,
-                   const struct fuse_entry_param *plus);
 /* edits/edits.c: gfs_edits_may_commit (edits.h, which says who may) for
  * the user of req. */
 int gfs_may_commit(const struct gfs *fs, fuse_req_t req);

@@ -75,33 +75,3 @@ void gfs_kinds_free(struct gfs *fs) {
         if (table[r]->fini)
             table[r]->fini(fs);
 }
-
-int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
-    (void)fs, (void)ino;
-    st->st_mode = S_IFDIR | 0555;
-    st->st_nlink = 2;
-    return 0;
-}
-
-int gfs_kind_text_stat(struct gfs_text *t, int err, struct stat *st) {
-    if (!t)
-        return err;
-    st->st_mode = S_IFREG | 0444;
-    st->st_nlink = 1;
-    st->st_size = (off_t)t->len;
-    st->st_blocks = (st->st_size + 511) / 512;
-    gfs_text_put(t);
-    return 0;
-}
-
-int gfs_kind_text_open(struct gfs *fs, struct gfs_fh *fh,
-                       struct fuse_file_info *fi, struct gfs_text *t, int err) {
-    if (!(fh->text = t))
-        return err;
-    fi->noflush = 1;
-    if (fs->readonly)
-        fi->keep_cache = 1; /* never changes */
-    else
-        fi->direct_io = 1;
-    return 0;
-}

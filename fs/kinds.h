@@ -20,6 +20,7 @@
 #define GGUFS_KINDS_H
 
 #include "ggufs.h"
+#include "node/node.h" /* the helpers every row uses */
 
 /* Where a readdir is in a directory's entries, kept by the handler for
  * one reply: zeroed before its first entry; a row may keep its place in
@@ -160,30 +161,5 @@ static inline int gfs_write_over_cap(const struct gfs *fs, off_t off,
                                      size_t n) {
     return off < 0 || (uint64_t)off + n > fs->max_value;
 }
-
-/* A read-only directory's attributes (0555, two links): the stat of a
- * row that lists what it does not let anyone change (kinds.c). */
-int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
-/* A read-only file whose text is made again after each edit (meta.tsv,
- * tokenizer/'s files; gfs_text_of_gen): its attributes from text t (its
- * reference dropped), or err when t is NULL; and its open, fh holding t
- * (in direct I/O on a writable mount, where the text changes; kept in the
- * page cache on a read-only one). */
-int gfs_kind_text_stat(struct gfs_text *t, int err, struct stat *st);
-int gfs_kind_text_open(struct gfs *fs, struct gfs_fh *fh,
-                       struct fuse_file_info *fi, struct gfs_text *t, int err);
-
-/* Core helpers a row may use.  xattr.c: gfs_add_str appends s to out (0
- * or ENOMEM).  fileops.c: gfs_reply_bytes replies with [off, off + size)
- * of p's len bytes; gfs_reply_window the same of a windowed text (made
- * for this read; caller holds no lock); gfs_read_text the bytes of the
- * text fh holds (fh->text, taken at open), read without fs->lock. */
-int gfs_add_str(struct gguf_buf *out, const char *s);
-void gfs_reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
-                     size_t size);
-void gfs_reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
-                      off_t off, size_t size);
-void gfs_read_text(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
-                   size_t size);
 
 #endif

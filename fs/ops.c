@@ -95,28 +95,6 @@ void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     }
 }
 
-int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
-                   const char *name, fuse_ino_t ino, mode_t mode, off_t next,
-                   const struct fuse_entry_param *plus) {
-    struct stat st = {.st_ino = ino, .st_mode = mode}; /* the kernel's */
-    struct fuse_entry_param none = {.attr = st};       /* nodeid 0: no entry */
-    size_t need = plus ? fuse_add_direntry_plus(req, NULL, 0, name, plus, 0)
-                       : fuse_add_direntry(req, NULL, 0, name, NULL, 0);
-    if (b->len + need > max)
-        return 0;
-    if (gguf_buf_reserve(b, need) != GGUF_OK)
-        return 0;
-    char *at = (char *)b->p + b->len;
-    if (plus)
-        fuse_add_direntry_plus(req, at, need, name,
-                               plus == GFS_DIRENT_PLUS_NONE ? &none : plus,
-                               next);
-    else
-        fuse_add_direntry(req, at, need, name, &st, next);
-    b->len += need;
-    return 1;
-}
-
 /* readdirplus's entry of child (a model's own number) into e, as a
  * lookup would give it, if its attributes cost nothing: a directory's
  * (find -ls of a store's models: no LOOKUP per model directory); the

@@ -11,11 +11,6 @@
 #include "kinds.h"
 
 #include <errno.h>
-#include <string.h>
-
-int gfs_add_str(struct gguf_buf *out, const char *s) {
-    return gguf_buf_add(out, s, strlen(s)) == GGUF_OK ? 0 : ENOMEM;
-}
 
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out) {

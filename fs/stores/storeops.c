@@ -7,7 +7,7 @@
  * store, so entries and attributes are trusted for a second.
  */
 #include "storefs.h"
-#include "../kinds.h" /* the core's helpers: gfs_add_str, gfs_reply_bytes */
+#include "../node/node.h" /* gfs_add_str, gfs_reply_bytes, gfs_add_dirent */
 
 #include <errno.h>
 #include <fcntl.h>
