@@ -31,7 +31,7 @@ static struct gfs_fh *fh_new(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
     struct gfs_fh *fh = calloc(1, sizeof *fh);
     if (fh) {
         fh->uid = req ? fuse_req_ctx(req)->uid : getuid();
-        fh->kind = gfs_kind(ino);
+        fh->kind = gfs_kind(fs, ino);
         fh->ino = ino;
         pthread_mutex_init(&fh->mu, NULL);
         pthread_mutex_lock(&fs->fh_lock);
@@ -80,7 +80,7 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size) {
         if (!fh)
             break;
         pthread_mutex_lock(&fh->mu);
-        const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+        const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
         char line[GGUF_QUOTE_MAX + 160];
         if (row && row->lost && row->lost(fs, fh, line, sizeof line)) {
             gfs_log(fs, "%s: %s", fs->path, line);
@@ -142,7 +142,7 @@ static int open_wants_write(const struct fuse_file_info *fi) {
  * Caller holds fs->lock as kinds.h says. */
 static int fh_open(struct gfs *fs, struct gfs_fh *fh,
                    struct fuse_file_info *fi) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     int wants_write = open_wants_write(fi);
     if (!row)
         return ENOENT;
@@ -179,7 +179,7 @@ void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     if (row && row->owner_writes && row->write && open_wants_write(fi) &&
         !gfs_may_commit(fs, req)) {
         fh_free(fs, fh);
@@ -212,7 +212,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EROFS);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
     if (!row || !row->create) {
         fuse_reply_err(req, row ? EACCES : ENOENT);
         return;
@@ -249,14 +249,14 @@ void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
         fuse_reply_err(req, EIO);
         return;
     }
-    gfs_kind_row(fh->kind)->read(req, fs, fh, off, size); /* opened */
+    gfs_kind_row(fs, fh->kind)->read(req, fs, fh, off, size); /* opened */
 }
 
 void gfs_op_write(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, const char *p,
                   size_t n, off_t off, struct fuse_file_info *fi) {
     (void)ino; /* fh->ino was resolved at open */
     struct gfs_fh *fh = fh_of(fi);
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     if (row->write_req) {
         row->write_req(fs, req, fh, p, n, off);
         return;
@@ -274,7 +274,7 @@ void gfs_op_flush(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                   struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     fuse_reply_err(req, row->flush ? row->flush(fs, fh) : 0);
 }
 
@@ -293,7 +293,7 @@ struct gfs_text *gfs_open_text(struct gfs *fs, fuse_ino_t ino, int *err) {
         *err = EISDIR; /* bytes that are no text (a tensor, a view) */
     if (t)
         atomic_fetch_add(&t->refs, 1);
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     if (!*err && row->release)
         row->release(fs, fh);
     fh_free(fs, fh);
@@ -304,7 +304,7 @@ void gfs_op_release(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
     (void)ino;
     struct gfs_fh *fh = fh_of(fi);
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     if (row->release)
         row->release(fs, fh);
     fh_free(fs, fh);
@@ -316,6 +316,6 @@ void gfs_op_fsync(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, int datasync,
     (void)ino;
     (void)datasync;
     struct gfs_fh *fh = fh_of(fi);
-    const struct gfs_kind_ops *row = gfs_kind_row(fh->kind);
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, fh->kind);
     fuse_reply_err(req, row->fsync ? row->fsync(fs, req, fh) : 0);
 }

@@ -352,6 +352,10 @@ struct gfs {
      * root for a single-file mount). */
     struct gfs_mount *mount;
     fuse_ino_t ino_base, parent;
+    /* The kinds' table (kinds.h), n_kinds rows: kinds.c's, set by
+     * model.c; the core's bottom (node/rows.c) walks it. */
+    const struct gfs_kind_ops *const *kinds;
+    size_t n_kinds;
     const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
@@ -500,7 +504,6 @@ static inline fuse_ino_t gfs_ino_out(const struct gfs *fs, fuse_ino_t ino) {
 
 /* tree.c: inodes, names, attributes and the cache of rendered meta files.
  * Callers hold lock (read at least) unless noted. */
-enum gfs_kind gfs_kind(fuse_ino_t ino);
 /* Tensors are numbered across the shards of a set, in shard order. */
 int64_t gfs_n_tensors(const struct gfs *fs);
 /* The context holding global tensor g, its index there in *i, its shard

@@ -26,52 +26,8 @@ static const struct gfs_kind_ops *const table[] = {
     &gfs_kind_dir_extras,  /* extras.c */
     &gfs_kind_extra,       /* extras.c */
 };
-#define N_ROWS (sizeof table / sizeof *table)
 
-const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k) {
-    for (size_t r = 0; r < N_ROWS; r++)
-        if (table[r]->kind == k)
-            return table[r];
-    return NULL;
-}
-
-enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino) {
-    for (size_t r = 0; r < N_ROWS; r++)
-        if ((ino >= table[r]->ino_lo && ino < table[r]->ino_hi) ||
-            (ino >= table[r]->ino_lo2 && ino < table[r]->ino_hi2))
-            return table[r]->kind;
-    return GFS_NONE;
-}
-
-int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
-                        fuse_ino_t *ino, mode_t *mode) {
-    for (size_t r = 0; r < N_ROWS; r++) {
-        const struct gfs_kind_ops *row = table[r];
-        if (row->present && !row->present(fs))
-            continue;
-        /* The rows before entry k: their names alone (an inode can
-         * cost a rendering: the live view's header). */
-        if (row->root_entry)
-            *name = row->root_entry(fs, NULL);
-        else
-            *name = row->root_name;
-        if (!*name || k-- > 0)
-            continue;
-        if (ino && row->root_entry)
-            *name = row->root_entry(fs, ino);
-        else if (ino)
-            *ino = row->ino_lo;
-        if (!*name)
-            return ENOENT;
-        *mode =
-            ino && row->root_type ? row->root_type(fs, *ino) : row->root_mode;
-        return 0;
-    }
-    return ENOENT;
-}
-
-void gfs_kinds_free(struct gfs *fs) {
-    for (size_t r = 0; r < N_ROWS; r++)
-        if (table[r]->fini)
-            table[r]->fini(fs);
+void gfs_kinds_set(struct gfs *fs) {
+    fs->kinds = table;
+    fs->n_kinds = sizeof table / sizeof *table;
 }

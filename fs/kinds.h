@@ -1,6 +1,6 @@
 /*
  * kinds.h - the node kinds of a mount's tree, one row each (issue 22), as
- * libfuse's lowlevel ops or squashfuse's inode schemes: the core (tree.c's
+ * libfuse's lowlevel ops or squashfuse's inode schemes: the core (node/'s
  * inode-to-kind map and attributes, the handlers of ops.c, fileops.c and
  * xattr.c) asks the row of a node's kind and never names a kind's file;
  * every node kind is a row, the core has no case of its own.
@@ -122,18 +122,9 @@ struct gfs_kind_ops {
     void (*fini)(struct gfs *fs);
 };
 
-/* The row of kind k, or NULL (GFS_NONE). */
-const struct gfs_kind_ops *gfs_kind_row(enum gfs_kind k);
-/* The kind whose inode ranges hold ino, or GFS_NONE. */
-enum gfs_kind gfs_kind_of_ino(fuse_ino_t ino);
-/* Entry k (0-based) of the root of fs, from the rows that are root
- * entries and present: its name, inode (ino NULL: the name and type only,
- * which a lookup compares before it asks the one inode) and file type;
- * 0, or ENOENT past the last.  Caller holds fs->lock (read). */
-int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
-                        fuse_ino_t *ino, mode_t *mode);
-/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
-void gfs_kinds_free(struct gfs *fs);
+/* Gives fs this table (model.c, at the model's open, before anything
+ * asks a node's kind): node.h's gfs_kind and gfs_kind_row walk it. */
+void gfs_kinds_set(struct gfs *fs);
 
 /* The rows, each defined in its kind's file. */
 extern const struct gfs_kind_ops gfs_kind_root;     /* rootdir.c */

@@ -8,6 +8,7 @@
  * mount, in the mount's log inside a running store (gfs_model_args.store).
  */
 #include "ggufs.h"
+#include "kinds.h" /* gfs_kinds_set */
 #include "model.h"
 #include "session/mounts.h"
 #include "source/source.h"
@@ -495,6 +496,7 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     m->fs.log = &a->mount->log;
     m->fs.ino_base = a->ino_base;
     m->fs.parent = a->parent;
+    gfs_kinds_set(&m->fs);
     /* A store's model is opened after the daemon detached: what the
      * overlay's code says goes to the mount's log. */
     gfs_say_to(a->store ? m->fs.log : NULL);

@@ -134,7 +134,7 @@ static int nm_edit(struct gfs *fs, const struct gfs_nm_edit *e) {
             return err;
         created = 1;
     }
-    if (!err && gfs_kind(ino) != GFS_KV)
+    if (!err && gfs_kind(fs, ino) != GFS_KV)
         err = EINVAL; /* a FILE of meta/ (an editor's scratch name) */
     if (!err && e->type)
         err = gfs_meta_set_type(fs, ino, e->type, strlen(e->type));

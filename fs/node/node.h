@@ -16,6 +16,19 @@
 
 struct gfs_kind_ops; /* kinds.h */
 
+/* rows.c.  The kind whose inode ranges hold ino, or GFS_NONE. */
+enum gfs_kind gfs_kind(const struct gfs *fs, fuse_ino_t ino);
+/* The row of kind k, or NULL (GFS_NONE). */
+const struct gfs_kind_ops *gfs_kind_row(const struct gfs *fs, enum gfs_kind k);
+/* Entry k (0-based) of the root of fs, from the rows that are root
+ * entries and present: its name, inode (ino NULL: the name and type only,
+ * which a lookup compares before it asks the one inode) and file type;
+ * 0, or ENOENT past the last.  Caller holds fs->lock (read). */
+int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
+                        fuse_ino_t *ino, mode_t *mode);
+/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
+void gfs_kinds_free(struct gfs *fs);
+
 /* reply.c.  A read-only directory's attributes (0555, two links): the
  * stat of a row that lists what it does not let anyone change. */
 int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);

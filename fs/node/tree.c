@@ -5,15 +5,10 @@
 #include "../ggufs.h"
 #include "../kinds.h"
 #include "../views/views.h"
-#include "../source/source.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum gfs_kind gfs_kind(fuse_ino_t ino) {
-    return gfs_kind_of_ino(ino); /* the kinds' table */
-}
 
 int64_t gfs_n_tensors(const struct gfs *fs) {
     return fs->t_first[fs->n_shards];
@@ -47,7 +42,7 @@ static int64_t find_tensor(const struct gfs *fs, const char *name, size_t len) {
 
 /* Tensor index of ino, or -1 if ino is not a tensor of this file. */
 int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino) {
-    if (gfs_kind(ino) != GFS_TENSOR)
+    if (gfs_kind(fs, ino) != GFS_TENSOR)
         return -1;
     uint64_t i = ino - GFS_INO_TENSOR;
     return i < (uint64_t)gfs_n_tensors(fs) ? (int64_t)i : -1;
@@ -55,7 +50,7 @@ int64_t gfs_tensor_index(const struct gfs *fs, fuse_ino_t ino) {
 
 /* Current kv index of ino, or -1 if the key is gone (removed) or hidden. */
 int64_t gfs_kv_index(const struct gfs *fs, fuse_ino_t ino) {
-    if (gfs_kind(ino) != GFS_KV)
+    if (gfs_kind(fs, ino) != GFS_KV)
         return -1;
     int64_t i = gguf_find_id(fs->ctx, (uint32_t)(ino - GFS_INO_KV));
     if (i < 0 || gfs_kv_hidden(fs, i))
@@ -102,7 +97,7 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     return row ? row->stat(fs, ino, st) : ENOENT;
 }
 
@@ -110,7 +105,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
  * applied and the text rendered anew): never let the kernel trust a
  * stale size on a writable mount. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     /* But an inode that shows one version of the live view (passthrough.c,
      * a new inode per version) keeps its attributes: cached, a read(2)
      * of it through the page cache sends no GETATTR. */
@@ -131,7 +126,7 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     e->attr_timeout = gfs_attr_timeout(fs, ino);
     /* A name that moves to a new inode (the view's with each version of
      * it, passthrough.c): never cached on a read-write mount. */
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(ino));
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     e->entry_timeout = row && row->moves && !fs->readonly ? 0.0 : fs->timeout;
     return 0;
 }
@@ -295,7 +290,7 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
-    const struct gfs_kind_ops *row = gfs_kind_row(gfs_kind(parent));
+    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
     if (!row)
         return ENOENT;
     return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;

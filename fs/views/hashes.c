@@ -40,6 +40,7 @@
  *   mount's owner or root (may_compute): anyone else would make the daemon
  *   download the model in a request the owner cannot end.
  */
+#include "../node/node.h" /* gfs_kind */
 #include "../session/mounts.h"
 #include "views.h"
 #include "../source/source.h"
@@ -366,10 +367,10 @@ int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
     int progress = strcmp(name, PROGRESS_ATTR) == 0;
     if (!is_hash_attr(name) && !progress)
         return GFS_XATTR_OTHER;
-    if (!fs->views ||
-        (gfs_kind(ino) != GFS_TENSOR && gfs_kind(ino) != GFS_DIR_TENSORS))
+    if (!fs->views || (gfs_kind(fs, ino) != GFS_TENSOR &&
+                       gfs_kind(fs, ino) != GFS_DIR_TENSORS))
         return ENODATA;
-    if (gfs_kind(ino) == GFS_TENSOR) {
+    if (gfs_kind(fs, ino) == GFS_TENSOR) {
         pthread_rwlock_rdlock(&fs->lock);
         i = gfs_tensor_index(fs, ino);
         pthread_rwlock_unlock(&fs->lock);
@@ -396,7 +397,7 @@ int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
 }
 
 int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
-    enum gfs_kind k = gfs_kind(ino);
+    enum gfs_kind k = gfs_kind(fs, ino);
     if (!fs->views || (k != GFS_TENSOR && k != GFS_DIR_TENSORS))
         return 0;
     for (size_t a = 0; a < 2; a++)
