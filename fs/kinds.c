@@ -1,6 +1,8 @@
 /*
  * kinds.c - the table of node kinds (kinds.h): one line per kind; the
- * root lists the rows that are its entries in the table's order.
+ * root lists the rows that are its entries in the table's order.  Each
+ * model is given it (fs->kinds, gfs_kinds_set) and node/rows.c walks it:
+ * only this file, above the rows, names them.
  */
 #include "kinds.h"
 
