@@ -183,7 +183,8 @@ def stopped_read_as_nobody(pid, view):
             r.kill()
             r.wait()
     if r.returncode != 0 or len(out) != 2:
-        raise Fail("nobody's read of %s failed (%s): %s" % (view, r.returncode, r.stderr.read().decode(errors="replace")))
+        raise Fail("nobody's read of %s failed (%s): %s"
+                   % (view, r.returncode, r.stderr.read().decode(errors="replace")))
     return [x.decode() for x in out], done
 
 
@@ -192,7 +193,8 @@ def nobody_reads(pid, mnt, store, arch):
     got, done = stopped_read_as_nobody(pid, view)
     want = sha(os.path.join(store, "open.gguf"))
     if got != [want, want]:
-        raise Fail("nobody's read/mmap of open/open.gguf: %s/%s, the file is %s" % (got[0][:12], got[1][:12], want[:12]))
+        raise Fail("nobody's read/mmap of open/open.gguf: %s/%s, the file is %s"
+                   % (got[0][:12], got[1][:12], want[:12]))
     if PT_OFF and done:
         raise Fail("GGUFS_PASSTHROUGH=off, yet nobody read open/open.gguf with the daemon stopped")
     if not PT_OFF and not done:
