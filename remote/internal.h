@@ -42,7 +42,7 @@ struct rmt_s3 {
 struct curl_slist;
 /* True if s is an s3:// URL. */
 int rmt_is_s3(const char *s);
-/* Settings from the environment, then the profile (s3conf.c), into c.
+/* s3conf.c: settings from the environment, then the profile, into c.
  * 0 or -1 with msg (naming the variable or file at fault); rmt_s3_free
  * in both cases. */
 int rmt_s3_load(struct rmt_s3 *c, enum rmt_s3_style path_style, char *msg,

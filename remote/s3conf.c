@@ -1,6 +1,8 @@
 /*
- * s3conf.c - the AWS CLI's shared files, as the AWS CLI and SDKs read them
- * (issue 25): the profile AWS_PROFILE names ("default" when unset), from
+ * s3conf.c - S3's settings (issue 25), as the AWS CLI and SDKs find them:
+ * the environment's variables (rmt_s3_load: each checked by rmt_s3_set),
+ * then the AWS CLI's shared files: the profile AWS_PROFILE names
+ * ("default" when unset), from
  *   the credentials file  AWS_SHARED_CREDENTIALS_FILE, else
  *                         ~/.aws/credentials: section [NAME]
  *   the config file       AWS_CONFIG_FILE, else ~/.aws/config: section
@@ -8,7 +10,7 @@
  * Keys aws_access_key_id, aws_secret_access_key, aws_session_token (the
  * credentials file first, then the config file), region and endpoint_url
  * (the config file; the credentials file's too).  They fill only what the
- * environment left unset (s3.c's rmt_s3_load), the credentials only when
+ * environment left unset (rmt_s3_load, below), the credentials only when
  * the environment has none.
  *
  * A root daemon reads these files for the user who ran ggufs, so with the
@@ -22,6 +24,7 @@
  */
 #include "internal.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -32,6 +35,9 @@
 #include <unistd.h>
 
 #define CONF_MAX (1 << 20)
+#define KEY_ID_MAX 128
+#define SECRET_MAX 256
+#define TOKEN_MAX 8192
 
 /* The file's text, NUL-terminated (malloc'ed), or NULL: *absent when it
  * does not exist, else -1 in *bad with msg. */
@@ -175,5 +181,158 @@ int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n) {
         if (r != 0)
             return -1;
     }
+    return 0;
+}
+
+/* A setting's text: at most max bytes, no control character (a header
+ * line or a user name must stay one). */
+static int text_ok(const char *s, size_t max) {
+    size_t len = strlen(s);
+    if (!len || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* REGION: 1..63 of [a-z0-9-] (it is part of a host name). */
+static int region_ok(const char *s) {
+    size_t len = strlen(s);
+    return len && len < 64 &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+/* An endpoint URL: http(s)://HOST[:PORT][/], no user info, path or
+ * query; kept without its trailing '/'.  0 or -1 with msg. */
+static int set_endpoint(struct rmt_s3 *c, const char *v, const char *from,
+                        char *msg, size_t n) {
+    CURLU *u = curl_url();
+    char *scheme = NULL, *user = NULL, *path = NULL, *query = NULL;
+    int r = -1;
+    if (u && curl_url_set(u, CURLUPART_URL, v, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        (!strcmp(scheme, "http") || !strcmp(scheme, "https")) &&
+        curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
+        curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+        strspn(path, "/") == strlen(path) && strlen(v) < 512) {
+        free(c->endpoint);
+        size_t len = strlen(v);
+        while (len && v[len - 1] == '/')
+            len--;
+        c->endpoint = strndup(v, len);
+        r = c->endpoint ? 0 : -1;
+        if (r)
+            snprintf(msg, n, "out of memory");
+    } else {
+        snprintf(msg, n,
+                 "%s is not an endpoint URL (http(s)://HOST[:PORT], no path, "
+                 "user info or query)",
+                 from);
+    }
+    curl_free(scheme);
+    curl_free(user);
+    curl_free(path);
+    curl_free(query);
+    curl_url_cleanup(u);
+    return r;
+}
+
+int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
+               const char *from, char *msg, size_t n) {
+    char **slot = !strcmp(what, "aws_access_key_id")       ? &c->key
+                  : !strcmp(what, "aws_secret_access_key") ? &c->secret
+                  : !strcmp(what, "aws_session_token")     ? &c->token
+                                                           : NULL;
+    size_t max = slot == &c->key      ? KEY_ID_MAX
+                 : slot == &c->secret ? SECRET_MAX
+                                      : TOKEN_MAX;
+    if (!strcmp(what, "endpoint_url"))
+        return set_endpoint(c, v, from, msg, n);
+    if (!strcmp(what, "region")) {
+        if (!region_ok(v)) {
+            snprintf(msg, n, "%s is not a region name ([a-z0-9-], 1..63)",
+                     from);
+            return -1;
+        }
+        snprintf(c->region, sizeof c->region, "%s", v);
+        return 0;
+    }
+    if (!slot)
+        return 0;
+    if (!text_ok(v, max) || (slot == &c->key && strchr(v, ':'))) {
+        snprintf(
+            msg, n,
+            "%s is not a valid credential (empty, too long, or a control character)",
+            from);
+        return -1;
+    }
+    free(*slot);
+    if (!(*slot = strdup(v))) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The environment's settings, each set only if the environment has it. */
+static int from_env(struct rmt_s3 *c, char *msg, size_t n) {
+    static const char *const vars[][2] = {
+        {"AWS_ACCESS_KEY_ID", "aws_access_key_id"},
+        {"AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"},
+        {"AWS_SESSION_TOKEN", "aws_session_token"},
+        {"AWS_REGION", "region"},
+        {"AWS_ENDPOINT_URL_S3", "endpoint_url"},
+    };
+    static const char *const fallback[][2] = {
+        {"AWS_DEFAULT_REGION", "region"},
+        {"AWS_ENDPOINT_URL", "endpoint_url"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i][0]);
+        if (v && *v && rmt_s3_set(c, vars[i][1], v, vars[i][0], msg, n) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof fallback / sizeof *fallback; i++) {
+        const char *v = getenv(fallback[i][0]);
+        int have = i == 0 ? c->region[0] != 0 : c->endpoint != NULL;
+        if (!have && v && *v &&
+            rmt_s3_set(c, fallback[i][1], v, fallback[i][0], msg, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int rmt_s3_load(struct rmt_s3 *c, enum rmt_s3_style path_style, char *msg,
+                size_t n) {
+    *c = (struct rmt_s3){.path_style = path_style};
+    /* The environment first; the profile fills only what it left unset,
+     * and its keys only when the environment has none (a key from one
+     * place and a secret from another would never sign right). */
+    int env_key = getenv("AWS_ACCESS_KEY_ID") && *getenv("AWS_ACCESS_KEY_ID");
+    int env_secret =
+        getenv("AWS_SECRET_ACCESS_KEY") && *getenv("AWS_SECRET_ACCESS_KEY");
+    if (env_key != env_secret) {
+        snprintf(msg, n, "%s is set without %s",
+                 env_key ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+                 env_key ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+        return -1;
+    }
+    if (from_env(c, msg, n) != 0 || rmt_s3_profile(c, !env_key, msg, n) != 0)
+        return -1;
+    if (!!c->key != !!c->secret) {
+        snprintf(msg, n, "the profile has %s without %s",
+                 c->key ? "aws_access_key_id" : "aws_secret_access_key",
+                 c->key ? "aws_secret_access_key" : "aws_access_key_id");
+        return -1;
+    }
+    if (!c->key && c->token) { /* a token alone signs nothing */
+        free(c->token);
+        c->token = NULL;
+    }
+    if (!c->region[0])
+        snprintf(c->region, sizeof c->region, "us-east-1");
+    snprintf(c->sigv4, sizeof c->sigv4, "aws:amz:%s:s3", c->region);
     return 0;
 }

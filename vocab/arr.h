@@ -34,14 +34,14 @@ bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v);
 
 /* The special token ids llama.cpp reads (its llama-arch.cpp): the name
  * tokenizer/special gives each, Hugging Face's (NULL: none), the key;
- * in the order tokenizer/special lists them (files.c). */
+ * in the order tokenizer/special lists them (tsv.c). */
 struct voc_special_key {
     const char *name, *hf, *key;
 };
 extern const struct voc_special_key voc_special_keys[];
 extern const size_t voc_n_special_keys;
 
-/* The one way vocab/ writes a json_t (hfjson.c): appends v's JSON as
+/* The one way vocab/ writes a json_t (jsonput.c): appends v's JSON as
  * jansson's flags lay it out, then end (NULL: nothing), and drops the
  * reference to v.  GGUF_E_INVAL when v is NULL (jansson refused a string
  * that is not UTF-8), GGUF_E_RANGE when the bytes appended would pass

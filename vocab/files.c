@@ -24,29 +24,6 @@ static const struct {
     [VOC_HF_GENCONFIG] = {"generation_config.json", VOC_DIR_HF},
 };
 
-const struct voc_special_key voc_special_keys[] = {
-    {"bos", "bos_token", TOK "bos_token_id"},
-    {"eos", "eos_token", TOK "eos_token_id"},
-    {"eot", NULL, TOK "eot_token_id"},
-    {"eom", NULL, TOK "eom_token_id"},
-    {"unk", "unk_token", TOK "unknown_token_id"},
-    {"sep", "sep_token", TOK "seperator_token_id"},
-    {"pad", "pad_token", TOK "padding_token_id"},
-    {"cls", "cls_token", TOK "cls_token_id"},
-    {"mask", "mask_token", TOK "mask_token_id"},
-    {"fim_pre", NULL, TOK "fim_pre_token_id"},
-    {"fim_suf", NULL, TOK "fim_suf_token_id"},
-    {"fim_mid", NULL, TOK "fim_mid_token_id"},
-    {"fim_pad", NULL, TOK "fim_pad_token_id"},
-    {"fim_rep", NULL, TOK "fim_rep_token_id"},
-    {"fim_sep", NULL, TOK "fim_sep_token_id"},
-    {"prefix", NULL, TOK "prefix_token_id"},
-    {"suffix", NULL, TOK "suffix_token_id"},
-    {"middle", NULL, TOK "middle_token_id"},
-};
-const size_t voc_n_special_keys =
-    sizeof voc_special_keys / sizeof *voc_special_keys;
-
 const char *voc_file_name(enum voc_file f) {
     return (unsigned)f < VOC_N_FILES ? files[f].name : NULL;
 }

@@ -42,39 +42,6 @@
 #define TOK "tokenizer.ggml."
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
-/* voc_json_put's dump: appends while room lasts. */
-struct put {
-    struct gguf_buf *b;
-    uint64_t room;
-    enum gguf_status st;
-};
-
-static int put_chunk(const char *s, size_t n, void *u) {
-    struct put *p = u;
-    if (n > p->room)
-        p->st = GGUF_E_RANGE;
-    else if ((p->st = gguf_buf_add(p->b, s, n)) == GGUF_OK)
-        p->room -= n;
-    return p->st == GGUF_OK ? 0 : -1;
-}
-
-enum gguf_status voc_json_put(struct gguf_buf *b, json_t *v, size_t flags,
-                              uint64_t max, const char *end) {
-    if (!v)
-        return GGUF_E_INVAL;
-    size_t mark = b->len;
-    struct put p = {b, max, GGUF_OK};
-    /* One pass, straight into b (the same text as json_dumps). */
-    if (json_dump_callback(v, put_chunk, &p, flags) != 0 && p.st == GGUF_OK)
-        p.st = GGUF_E_NOMEM; /* jansson's own failure */
-    json_decref(v);
-    if (p.st == GGUF_OK && end)
-        (void)put_chunk(end, strlen(end), &p);
-    if (p.st != GGUF_OK)
-        b->len = mark;
-    return p.st;
-}
-
 /* Appends v's JSON (compact), as voc_json_put. */
 static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
     return voc_json_put(b, v, JSON_ENCODE_ANY | JSON_COMPACT, UINT64_MAX, NULL);

@@ -16,7 +16,7 @@
  *               not the model's.
  *   special     "model\tNAME" and "pre\tNAME" (tokenizer.ggml.model and
  *               .pre); then for each special token id the metadata names
- *               (voc_special_keys, files.c, in that order) "NAME\tID\tTEXT", or
+ *               (voc_special_keys, below, in that order) "NAME\tID\tTEXT", or
  *               "NAME\tID" alone when ID is no token of the vocabulary;
  *               then the flags (flags[]) "NAME\ttrue" or "NAME\tfalse".
  *               A key of the wrong type: "NAME\tnot an integer (TYPE)" or
@@ -31,6 +31,29 @@
 #include <string.h>
 
 #define TOK "tokenizer.ggml."
+
+const struct voc_special_key voc_special_keys[] = {
+    {"bos", "bos_token", TOK "bos_token_id"},
+    {"eos", "eos_token", TOK "eos_token_id"},
+    {"eot", NULL, TOK "eot_token_id"},
+    {"eom", NULL, TOK "eom_token_id"},
+    {"unk", "unk_token", TOK "unknown_token_id"},
+    {"sep", "sep_token", TOK "seperator_token_id"},
+    {"pad", "pad_token", TOK "padding_token_id"},
+    {"cls", "cls_token", TOK "cls_token_id"},
+    {"mask", "mask_token", TOK "mask_token_id"},
+    {"fim_pre", NULL, TOK "fim_pre_token_id"},
+    {"fim_suf", NULL, TOK "fim_suf_token_id"},
+    {"fim_mid", NULL, TOK "fim_mid_token_id"},
+    {"fim_pad", NULL, TOK "fim_pad_token_id"},
+    {"fim_rep", NULL, TOK "fim_rep_token_id"},
+    {"fim_sep", NULL, TOK "fim_sep_token_id"},
+    {"prefix", NULL, TOK "prefix_token_id"},
+    {"suffix", NULL, TOK "suffix_token_id"},
+    {"middle", NULL, TOK "middle_token_id"},
+};
+const size_t voc_n_special_keys =
+    sizeof voc_special_keys / sizeof *voc_special_keys;
 
 static const struct {
     const char *name, *key;

@@ -620,6 +620,7 @@ enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
     size_t k = (size_t)(*ino >> GFS_INO_SLOT_SHIFT);
     uid_t uid = fuse_req_ctx(req)->uid;
     int owner = gfs_st_owner(uid), err = 0;
+    char why[200] = ""; /* gfs_st_may_hold's refusal, logged unlocked */
     if (k == 0)
         return GFS_TO_STORE;
     pthread_mutex_lock(&st->mu);
@@ -635,7 +636,7 @@ enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
     if (!err)
         err = gfs_st_ensure_open_as(st, k, owner);
     if (!err && !owner && how == GFS_TO_OPEN)
-        err = gfs_st_may_hold(st, uid, k);
+        err = gfs_st_may_hold(st, uid, k, why, sizeof why);
     struct node *nd = &st->nodes[k];
     if (!err) {
         nd->refs++;
@@ -645,6 +646,8 @@ enum gfs_route gfs_store_route(struct gfs_storefs *st, fuse_req_t req,
     }
 out:
     pthread_mutex_unlock(&st->mu);
+    if (*why)
+        gfs_st_log(st, why);
     if (err) {
         fuse_reply_err(req, err);
         return GFS_REPLIED;

@@ -168,8 +168,11 @@ int gfs_st_owner(uid_t uid);
  * Caller holds st->mu, dropped while the files are checked. */
 int gfs_st_may_read(struct gfs_storefs *st, fuse_req_t req, size_t k);
 /* Whether another user may hold one more file open in node k's model
- * (the per-user bound): 0 or EMFILE.  Caller holds st->mu. */
-int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k);
+ * (the per-user bound): 0, or EMFILE with the line for the mount's log in
+ * why (why_size bytes), which the caller writes (this file calls nothing
+ * of storefs.c: no file circle).  Caller holds st->mu. */
+int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k, char *why,
+                    size_t why_size);
 /* models.tsv as the request's user may see it: the lines (node[i]'s is
  * line i + 1) of models it may not read keep their name only. */
 int gfs_st_tsv_for(struct gfs_storefs *st, fuse_req_t req, const uint32_t *node,

@@ -197,7 +197,8 @@ static void holders(const struct node *nd, uid_t uid, int *mine, int *other) {
     pthread_mutex_unlock(&nd->fs->fh_lock);
 }
 
-int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k) {
+int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k, char *why,
+                    size_t why_size) {
     size_t mine = 0, others = 0;
     int k_mine = 0, k_other = 0;
     for (size_t j = 1; j < st->n_nodes; j++) {
@@ -211,12 +212,10 @@ int gfs_st_may_hold(struct gfs_storefs *st, uid_t uid, size_t k) {
     size_t all_cap = st->max_open / 2 ? st->max_open / 2 : 1;
     if (k_mine || (mine < user_cap && (k_other || others < all_cap)))
         return 0;
-    char line[200];
-    snprintf(line, sizeof line,
+    snprintf(why, why_size,
              "models: user %lu holds files open in %zu models, other users "
              "in %zu (at most %zu for one user, %zu for all)",
              (unsigned long)uid, mine, others, user_cap, all_cap);
-    gfs_st_log(st, line);
     return EMFILE;
 }
 
