@@ -285,7 +285,7 @@ static int remove_key(struct gfs *fs, int64_t i) {
         return gfs_meta_refuse(fs, i, &err);
     gfs_text_forget(fs, id);
     gfs_meta_set_error(fs, id, NULL);
-    fs->generation++;
+    gfs_edit_changed(fs);
     return 0;
 }
 

@@ -93,7 +93,7 @@ int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what) {
 }
 
 void gfs_meta_edited(struct gfs *fs, int64_t i) {
-    fs->generation++;
+    gfs_edit_changed(fs);
     if (i >= 0) {
         gfs_text_forget(fs, gguf_kv_id(fs->ctx, i));
         gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), NULL);
