@@ -39,7 +39,9 @@
  *      (it would deadlock), not a recursion.
  *   2. fs->generation changes only by gfs_edit_changed, inside a section.
  *   3. gfs_edits_keep, gfs_edits_commit and gfs_edits_save_aside run
- *      inside a section; a store's own functions only from those.
+ *      inside a section; a backend's keep and commit are called only
+ *      from those (gfs_edits_uncommitted is a reader's, gfs_edits_free
+ *      the model's close).
  *   4. A section that changed the edits (2) ends in gfs_edit_end, or in
  *      gfs_edit_abort after a keep or commit inside it reached the
  *      generation (kept_gen == fs->generation); gfs_edit_abort of a
@@ -52,8 +54,8 @@
  *      kept_gen, saved_generation and the section's own start at most
  *      fs->generation; a pending record only with the file store.
  *
- * The edit store.
- * Where a mount's edits go and when they become durable.  metaedit.c applies an edit in memory (the library context,
+ * The edit store: where a mount's edits go and when they become durable.
+ * metaedit.c applies an edit in memory (the library context,
  * fs->generation bumped); the store makes it durable and commits it.  One
  * interface, two backends, chosen once at mount (a const table of
  * functions, struct gfs_edits_ops, as kinds.h's rows):
