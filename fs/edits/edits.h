@@ -36,7 +36,9 @@
  *      only by gfs_edit_end, gfs_edit_abort or gfs_edit_drop, on the
  *      thread that took it (recorded in debug builds: gfs_edit_held).
  *      Sections do not nest: begin on a thread already inside is a bug
- *      (it would deadlock), not a recursion.
+ *      (it would deadlock), not a recursion.  meta/'s changes
+ *      (gfs_meta_create, _unlink, _rename, _drop_new, _apply_text,
+ *      _set_type, _truncate, _set_error) assert they run inside one.
  *   2. fs->generation changes only by gfs_edit_changed, inside a section.
  *   3. gfs_edits_keep, gfs_edits_commit and gfs_edits_save_aside run
  *      inside a section; a backend's keep and commit are called only
