@@ -186,12 +186,18 @@ void gfs_op_open(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_err(req, EACCES);
         return;
     }
-    if (row && row->open_writes && open_wants_write(fi))
-        pthread_rwlock_wrlock(&fs->lock);
+    /* An open that may write is a section: an O_TRUNC empties a FILE of
+     * meta/, an overlay's tensor is recorded (kept there: tensorw.c). */
+    int writes = row && row->open_writes && open_wants_write(fi);
+    if (writes)
+        gfs_edit_begin(fs);
     else
         pthread_rwlock_rdlock(&fs->lock);
     int err = fh_open(fs, fh, fi);
-    pthread_rwlock_unlock(&fs->lock);
+    if (writes)
+        gfs_edit_abort(fs);
+    else
+        pthread_rwlock_unlock(&fs->lock);
     if (err) {
         fh_free(fs, fh);
         fuse_reply_err(req, err);
@@ -217,7 +223,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, row ? EACCES : ENOENT);
         return;
     }
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     err = row->create(fs, parent, name, &ino);
     if (!err && !(fh = fh_new(fs, req, ino)))
         err = ENOMEM;
@@ -227,7 +233,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         err = fh_open(fs, fh, fi);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     if (err) {
         fh_free(fs, fh);
         fuse_reply_err(req, err);

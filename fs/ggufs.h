@@ -414,7 +414,8 @@ struct gfs {
     atomic_int changed;
 
     /* Guarded by lock: held for reading to look, for writing to change
-     * (edits, commits).  It also guards the contents of ctx and shards. */
+     * (edits, commits: only in an edit section, edits/edits.h).  It
+     * also guards the contents of ctx and shards. */
     pthread_rwlock_t lock;
     struct stat st; /* of the GGUF, at mount and after each
                        commit: times for every file */
@@ -434,7 +435,7 @@ struct gfs {
     size_t n_errors;
     char name_error[512]; /* why the last name in meta/ was refused
                              (user.gguf.error of meta/), or "" */
-    uint64_t generation;  /* bumped by every applied edit */
+    uint64_t generation;  /* bumped by every applied edit: gfs_edit_changed */
     /* Where the edits go and what of them is durable (edits/edits.h):
      * the backend chosen at mount, the report of the last commit. */
     struct gfs_edits edits;

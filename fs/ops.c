@@ -25,7 +25,7 @@
 void gfs_model_destroy(struct gfs *fs) {
     char dropped[sizeof fs->edits.commit_msg / 2] = "";
     size_t n_dropped = gfs_fh_close_all(fs, dropped, sizeof dropped);
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     /* Nobody may be waiting for this commit (fusermount3 -u, umount and
      * signals return first): its outcome is recorded for the next ggufs
      * command on the model to print, with the drafts left out. */
@@ -42,7 +42,7 @@ void gfs_model_destroy(struct gfs *fs) {
     }
     if (work)
         gfs_record_outcome(fs, "at unmount");
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_edit_abort(fs); /* the commit kept what it left */
 }
 
 void gfs_op_lookup(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
@@ -54,7 +54,7 @@ void gfs_op_lookup(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     int err = gfs_lookup_name(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_edits_unlock(fs);
+    pthread_rwlock_unlock(&fs->lock);
     if (err == ENOENT && !fs->readonly) {
         /* Negative entries are not cached: a key may appear by an edit. */
         memset(&e, 0, sizeof e);
@@ -180,11 +180,11 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
         return;
     }
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int err = row->create(fs, parent, name, &ino);
     if (!err)
         err = gfs_fill_entry(fs, ino, &e);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     if (err)
         fuse_reply_err(req, err);
     else
@@ -195,7 +195,7 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
  * it to learn whether the commit succeeded before it unmounts.  Only the
  * owner or root (gfs_may_commit); others: EACCES. */
 int gfs_model_commit(struct gfs *fs) {
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int nothing = !gfs_edits_uncommitted(fs) && !fs->edits.commit_failed;
     if (nothing)
         snprintf(fs->edits.commit_msg, sizeof fs->edits.commit_msg,
@@ -204,7 +204,7 @@ int gfs_model_commit(struct gfs *fs) {
     if (nothing) /* the commit logged them; the report names them too */
         gfs_meta_files_note(fs, fs->edits.commit_msg,
                             sizeof fs->edits.commit_msg, 0);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_edit_abort(fs); /* the commit kept what it left */
     return err;
 }
 

@@ -156,7 +156,7 @@ int gfs_nomount_set(const struct gfs_opts *o, const struct gfs_nm_edit *edits,
     struct gfs *fs = nm_open(&mount, o, 1, &status);
     if (!fs)
         return status;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     for (int k = 0; k < n && !err; k++)
         if ((err = nm_edit(fs, &edits[k])) != 0)
             fprintf(stderr, "ggufs: %s: meta/%s: %s; nothing written\n",
@@ -173,7 +173,7 @@ int gfs_nomount_set(const struct gfs_opts *o, const struct gfs_nm_edit *edits,
         status = EXIT_COMMIT; /* the store's report (logged, as at unmount)
                                  says where the edits were saved */
     }
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_edit_drop(fs); /* committed, or refused: nothing written */
     nm_close(&mount, fs);
     return status;
 }

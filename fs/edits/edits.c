@@ -1,5 +1,5 @@
 /*
- * store.c - what both edit stores share (edits.h draws the states): the
+ * edits.c - what both edit stores share (edits.h draws the states): the
  * dispatch to the backend chosen at mount, the commit's report and the
  * save-aside after a failed commit, each written once.
  *
@@ -13,6 +13,7 @@
 
 #include "../ggufs.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -22,12 +23,8 @@ void gfs_edits_use_file(struct gfs *fs) {
 }
 
 int gfs_edits_keep(struct gfs *fs) {
+    assert(gfs_edits_check(fs)); /* 3: inside a section */
     return fs->edits.ops->keep(fs);
-}
-
-void gfs_edits_unlock(struct gfs *fs) {
-    (void)gfs_edits_keep(fs);
-    pthread_rwlock_unlock(&fs->lock);
 }
 
 int gfs_edits_uncommitted(struct gfs *fs) {
@@ -44,6 +41,7 @@ int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
 
 const char *gfs_edits_save_aside(struct gfs *fs, struct gguf_error *serr) {
     struct gfs_edits *s = &fs->edits;
+    assert(gfs_edits_check(fs)); /* 3 */
     if (s->saved_generation != fs->generation || !s->saved_path[0]) {
         if (gguf_save_edits(fs->ctx, s->saved_path, sizeof s->saved_path,
                             serr) == GGUF_OK)
@@ -79,6 +77,7 @@ int gfs_edits_commit(struct gfs *fs, gfs_edits_note_fn note) {
     struct gguf_error err = {0};
     char what[sizeof s->commit_msg] = "";
     struct timespec t0, t1;
+    assert(gfs_edits_check(fs)); /* 3 */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int done = s->ops->commit(fs, what, sizeof what, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1,6 +1,63 @@
 /*
- * edits.h - the edit store: where a mount's edits go and when they become
- * durable.  metaedit.c applies an edit in memory (the library context,
+ * edits.h - a mount's edits: the section that makes one (section.c), and
+ * the edit store that keeps them (edits.c, file.c, overlay.c).
+ *
+ * The edit section.  Every change of a model's edits, and every keep and
+ * commit of them, runs between gfs_edit_begin and one of its ends, on one
+ * thread.  Calling sequence (as git's lockfile.h writes its own):
+ *
+ *   gfs_edit_begin(fs);          fs->lock taken for writing
+ *   ... change the model (meta/'s gfs_meta_*, tensors/tensorw.c), and
+ *   gfs_edit_changed(fs);        once each applied edit: fs->generation+1
+ *   err = gfs_edit_end(fs);      keeps the edits (gfs_edits_keep, below),
+ *                                unlocks; 0 or the keep's EIO
+ *
+ * or, for a section with nothing left to keep (a refusal recorded, a FILE
+ * of meta/ written, a tensor applied in place, a commit, or edits kept
+ * inside it by a caller that needs the keep's status first):
+ *
+ *   gfs_edit_begin(fs); ... gfs_edit_abort(fs);
+ *
+ * or, for a section whose edits are never to be kept because the model
+ * is closed next without serving (`ggufs set` refused one of its edits,
+ * or committed them): gfs_edit_begin(fs); ... gfs_edit_drop(fs).
+ *
+ * Readers take fs->lock for reading with pthread_rwlock_rdlock (ggufs.h,
+ * struct gfs, says the lock order: after a handle's fh->mu, before the
+ * leaves); they change nothing of the edits and call nothing here but
+ * gfs_edits_uncommitted.
+ *
+ * Invariants (asserted in builds without NDEBUG: meson's debug and
+ * debugoptimized buildtypes, which dev/build, dev/test and its sanitizer
+ * build use; meson.build sets b_ndebug=if-release, so release and plain
+ * builds, the Debian package's, have none of these checks):
+ *
+ *   1. fs->lock is taken for writing only by gfs_edit_begin and let go
+ *      only by gfs_edit_end, gfs_edit_abort or gfs_edit_drop, on the
+ *      thread that took it (recorded in debug builds: gfs_edit_held).
+ *      Sections do not nest: begin on a thread already inside is a bug
+ *      (it would deadlock), not a recursion.  meta/'s changes
+ *      (gfs_meta_create, _unlink, _rename, _drop_new, _apply_text,
+ *      _set_type, _truncate, _set_error) assert they run inside one.
+ *   2. fs->generation changes only by gfs_edit_changed, inside a section.
+ *   3. gfs_edits_keep, gfs_edits_commit and gfs_edits_save_aside run
+ *      inside a section; a backend's keep and commit are called only
+ *      from those (gfs_edits_uncommitted is a reader's, gfs_edits_free
+ *      the model's close).
+ *   4. A section that changed the edits (2) ends in gfs_edit_end, or in
+ *      gfs_edit_abort after a keep or commit inside it reached the
+ *      generation (kept_gen == fs->generation); gfs_edit_abort of a
+ *      section that changed nothing is always right.
+ *   5. Hence between sections every generation of the edits has been
+ *      through a keep (EDITED lasts only inside a section, or after a
+ *      keep that failed): kept_gen == fs->generation at each begin, but
+ *      on a read-only mount, and never after gfs_edit_drop.
+ *   6. The store's state is consistent at each step (gfs_edits_check):
+ *      kept_gen, saved_generation and the section's own start at most
+ *      fs->generation; a pending record only with the file store.
+ *
+ * The edit store: where a mount's edits go and when they become durable.
+ * metaedit.c applies an edit in memory (the library context,
  * fs->generation bumped); the store makes it durable and commits it.  One
  * interface, two backends, chosen once at mount (a const table of
  * functions, struct gfs_edits_ops, as kinds.h's rows):
@@ -12,7 +69,7 @@
  *              after every edit (gguf/overlay.c); the GGUF is never
  *              written, a commit makes sure the overlay holds every edit
  *
- * store.c is what both share, written once: the dispatch, the commit's
+ * edits.c is what both share, written once: the dispatch, the commit's
  * report (user.ggufs.commit, the log) and the save-aside after a failed
  * commit (gguf_save_edits).  The store never calls metaedit.c: the commit
  * report's note of the FILEs in meta/ is passed in (gfs_edits_note_fn).
@@ -43,9 +100,9 @@
  *   CLEAN    Nothing to commit: at mount, and after a commit that
  *            succeeded.  On disk: the GGUF holds the model (file), or the
  *            overlay holds every edit (overlay; none if never edited).
- *   EDITED   An edit applied in memory, not durable yet.  Only while
- *            fs->lock is held for writing: every edit handler leaves by
- *            gfs_edits_unlock, which keeps first (gfs_edits_keep).  If that
+ *   EDITED   An edit applied in memory, not durable yet.  Only inside
+ *            an edit section: every edit handler leaves by
+ *            gfs_edit_end, which keeps first (gfs_edits_keep).  If that
  *            keep fails the edits stay EDITED: logged once per G, an fsync
  *            of a meta file answers EIO, the mount goes on.  On disk: what
  *            the state before held.
@@ -70,13 +127,15 @@
  * commit_failed stays set from FAILED until a commit succeeds; the daemon
  * exits with EXIT_COMMIT if it is still set at unmount.
  *
- * Locks: every function here is called with fs->lock held for writing,
- * but gfs_edits_uncommitted (held at least for reading) and
- * gfs_edits_may_commit (no lock).  Prefix gfs_store_.
+ * Locks: every function of the store is called inside an edit section
+ * (fs->lock held for writing), but gfs_edits_uncommitted (held at least
+ * for reading) and gfs_edits_may_commit (no lock).  Prefix gfs_edits_;
+ * the section's, gfs_edit_.
  */
 #ifndef GGUFS_STORE_H
 #define GGUFS_STORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -135,7 +194,38 @@ struct gfs_edits {
     char commit_msg[1024];     /* the last commit's report,
                                   user.ggufs.commit */
     int commit_failed;         /* FAILED or SAVED (above) */
+    /* The edit section (section.c), kept by debug builds only (without
+     * NDEBUG) for their asserts: the thread inside (its tid; 0: none,
+     * atomic: a thread outside reads it to learn it is not the one),
+     * fs->generation at its begin, and a gfs_edit_drop made. */
+    atomic_int sect_owner;
+    uint64_t sect_gen;
+    int sect_dropped;
 };
+
+/* The edit section (the calling sequence and invariants: above). */
+/* Takes fs->lock for writing: the section starts.  Not on a thread
+ * already inside one of fs (invariant 1). */
+void gfs_edit_begin(struct gfs *fs);
+/* An edit applied: the one place fs->generation is bumped (the live
+ * view's version, the texts made per generation and the keep's "already
+ * durable" all follow it).  Inside a section. */
+void gfs_edit_changed(struct gfs *fs);
+/* Keeps the edits (gfs_edits_keep: EDITED -> PENDING; a failure leaves
+ * EDITED, logged once per generation), then unlocks: the section ends.
+ * Returns the keep's status, 0 or EIO. */
+int gfs_edit_end(struct gfs *fs);
+/* Unlocks: the section ends with nothing to keep (invariant 4). */
+void gfs_edit_abort(struct gfs *fs);
+/* Unlocks, the section's edits not kept: only when the model is closed
+ * next without another section (`ggufs set`, cmd/nomount.c). */
+void gfs_edit_drop(struct gfs *fs);
+/* For asserts: true if this thread is inside a section of fs (debug
+ * builds; with NDEBUG nothing is recorded and it says 1). */
+int gfs_edit_held(const struct gfs *fs);
+/* For asserts, as SQLite's assert_pager_state: asserts invariants 1 and
+ * 6 one by one (the failing line names the broken one) and returns 1. */
+int gfs_edits_check(const struct gfs *fs);
 
 /* A note appended to the commit report: metaedit.c's FILEs in meta/
  * (gfs_meta_files_note: appends to msg, size bytes, if msg; logs if
@@ -146,11 +236,10 @@ typedef size_t (*gfs_edits_note_fn)(struct gfs *fs, char *msg, size_t size,
 /* Chooses the model file as the store (a mount without -o overlay; the
  * overlay is chosen by gfs_overlay_setup).  At mount. */
 void gfs_edits_use_file(struct gfs *fs);
-/* EDITED -> PENDING: the backend's keep. */
+/* EDITED -> PENDING: the backend's keep, inside a section (gfs_edit_end
+ * calls it; a caller that needs its status before the section ends, too:
+ * 0 or EIO). */
 int gfs_edits_keep(struct gfs *fs);
-/* Leaves an edit: gfs_edits_keep (a failure leaves EDITED, as above),
- * then unlocks fs->lock. */
-void gfs_edits_unlock(struct gfs *fs);
 /* True if there are edits a commit would write. */
 int gfs_edits_uncommitted(struct gfs *fs);
 /* PENDING -> CLEAN, or FAILED (then SAVED): commits, writes the report

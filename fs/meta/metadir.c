@@ -80,18 +80,18 @@ static int dir_create(struct gfs *fs, fuse_ino_t dir, const char *name,
 
 static int dir_unlink(struct gfs *fs, fuse_ino_t dir, const char *name) {
     (void)dir;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int err = gfs_meta_unlink(fs, name);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     return err;
 }
 
 static int dir_rename(struct gfs *fs, fuse_ino_t dir, const char *name,
                       const char *newname, unsigned int flags) {
     (void)dir;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int err = gfs_meta_rename(fs, name, newname, flags);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     return err;
 }
 

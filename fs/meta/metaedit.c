@@ -64,6 +64,7 @@
 #include "metaedit.h"
 #include "../edits/edits.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,7 +286,7 @@ static int remove_key(struct gfs *fs, int64_t i) {
         return gfs_meta_refuse(fs, i, &err);
     gfs_text_forget(fs, id);
     gfs_meta_set_error(fs, id, NULL);
-    fs->generation++;
+    gfs_edit_changed(fs);
     return 0;
 }
 
@@ -366,6 +367,7 @@ static int ghost_restore(struct gfs *fs, struct gfs_ghost *g, int64_t *i) {
 }
 
 int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct gguf_buf key = {0};
     struct name_info ni;
     int64_t i = -1;
@@ -404,6 +406,7 @@ out:
 }
 
 int gfs_meta_unlink(struct gfs *fs, const char *name) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct name_info ni;
     name_state(fs, name, &ni);
     switch (ni.state) {
@@ -418,6 +421,7 @@ int gfs_meta_unlink(struct gfs *fs, const char *name) {
 }
 
 void gfs_meta_drop_new(struct gfs *fs, fuse_ino_t ino) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct gguf_buf zero = {0};
     int64_t i = gfs_kv_index(fs, ino);
     if (i < 0 ||
@@ -619,6 +623,7 @@ static int key_onto_ghost(struct gfs *fs, int64_t fi, struct gfs_ghost *g) {
 
 int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
                     unsigned flags) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct gguf_buf tkey = {0};
     struct name_info src, dst;
     int rc = 0;

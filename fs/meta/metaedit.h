@@ -2,7 +2,8 @@
  * metaedit.h - what the two halves of the edits through meta/ share:
  * metaedit.c (the names: KEY, GHOST, FILE; create, unlink, rename) and
  * metavalues.c (the values: texts, types, refusals).  Their entry points
- * for the handlers are in ggufs.h.  Caller holds fs->lock for writing.
+ * for the handlers are in ggufs.h.  Caller is inside an edit section
+ * (fs->lock held for writing: edits/edits.h; the entry points assert it).
  */
 #ifndef GGUFS_METAEDIT_H
 #define GGUFS_METAEDIT_H

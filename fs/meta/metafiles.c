@@ -126,12 +126,12 @@ static int fh_apply(struct gfs *fs, struct gfs_fh *fh, int quiet) {
     int err = 0;
     pthread_mutex_lock(&fh->mu);
     if (fh->writable && fh->dirty && !fh->bad && (fh->written || !quiet)) {
-        pthread_rwlock_wrlock(&fs->lock);
+        gfs_edit_begin(fs);
         int64_t i = gfs_kv_index(fs, fh->ino);
         err = i < 0 ? ENOENT
                     : gfs_meta_apply_text(fs, i, (char *)fh->draft.p,
                                           fh->draft.len, quiet);
-        gfs_edits_unlock(fs);
+        gfs_edit_end(fs);
         if (!err || !quiet)
             fh->dirty = 0;
         if (err && !quiet)
@@ -201,10 +201,12 @@ static int draft_check(struct gfs *fs, struct gfs_fh *fh) {
         gfs_log(fs, "%s: refused write to '%s': %s", fs->path,
                 gguf_quote(q, sizeof q, key, klen), gerr.msg);
         pthread_rwlock_unlock(&fs->lock);
-        pthread_rwlock_wrlock(&fs->lock);
+        gfs_edit_begin(fs); /* the refusal recorded: no edit */
         i = gfs_kv_index(fs, fh->ino);
         if (i >= 0)
             gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), gerr.msg);
+        gfs_edit_abort(fs);
+        return err;
     }
     pthread_rwlock_unlock(&fs->lock);
     return err;
@@ -286,9 +288,9 @@ static int meta_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
         return EFBIG; /* before anything is allocated */
     if (fh && fh->kind == GFS_KV && fh->writable)
         return draft_truncate(fs, fh, size);
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int err = gfs_meta_truncate(fs, ino, size);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     return err;
 }
 
@@ -298,9 +300,9 @@ static int kv_flush(struct gfs *fs, struct gfs_fh *fh) {
 
 static void kv_release(struct gfs *fs, struct gfs_fh *fh) {
     if (fh_apply(fs, fh, 0) && fh->created) {
-        pthread_rwlock_wrlock(&fs->lock);
+        gfs_edit_begin(fs);
         gfs_meta_drop_new(fs, fh->ino);
-        gfs_edits_unlock(fs);
+        gfs_edit_end(fs);
     }
 }
 
@@ -315,9 +317,8 @@ static int kv_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
         return EACCES;
     int err = fh_apply(fs, fh, 0);
     if (!err) {
-        pthread_rwlock_wrlock(&fs->lock);
-        err = gfs_edits_keep(fs);
-        pthread_rwlock_unlock(&fs->lock);
+        gfs_edit_begin(fs);
+        err = gfs_edit_end(fs); /* the keep's status */
     }
     return err;
 }
@@ -376,9 +377,9 @@ static int kv_setxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
         return ENOTSUP;
     if (fs->readonly)
         return EROFS;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     int err = gfs_meta_set_type(fs, ino, value, size);
-    gfs_edits_unlock(fs);
+    gfs_edit_end(fs);
     return err;
 }
 
@@ -443,7 +444,7 @@ static int scratch_write(struct gfs *fs, struct gfs_fh *fh, const char *p,
                          size_t n, off_t off) {
     if (gfs_write_over_cap(fs, off, n))
         return EFBIG;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs); /* a FILE is no edit of the model: nothing kept */
     struct gfs_scratch *sc = gfs_meta_scratch_by_ino(fs, fh->ino);
     size_t end = (size_t)off + n;
     int err = !sc                  ? ENOENT
@@ -453,7 +454,7 @@ static int scratch_write(struct gfs *fs, struct gfs_fh *fh, const char *p,
         err = buf_pwrite(&sc->data, p, n, off);
     if (sc)
         clock_gettime(CLOCK_REALTIME, &sc->mtime);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_edit_abort(fs);
     return err;
 }
 

@@ -10,12 +10,14 @@
 #include "../ggufs.h"
 #include "metaedit.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     if (id >= fs->n_errors) {
         if (!msg)
             return;
@@ -93,7 +95,7 @@ int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what) {
 }
 
 void gfs_meta_edited(struct gfs *fs, int64_t i) {
-    fs->generation++;
+    gfs_edit_changed(fs);
     if (i >= 0) {
         gfs_text_forget(fs, gguf_kv_id(fs->ctx, i));
         gfs_meta_set_error(fs, gguf_kv_id(fs->ctx, i), NULL);
@@ -102,6 +104,7 @@ void gfs_meta_edited(struct gfs *fs, int64_t i) {
 
 int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
                         int quiet) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct gguf_buf payload = {0};
     struct gguf_error err = {0};
     size_t klen;
@@ -156,6 +159,7 @@ static int parse_type(const char *s, size_t n, enum gguf_type *t,
 
 int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
                       size_t len) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     enum gguf_type t, at;
     struct gguf_buf payload = {0}, back = {0};
     struct gguf_error err = {0};
@@ -221,6 +225,7 @@ out:
 }
 
 int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
+    assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
     struct gfs_scratch *s = gfs_meta_scratch_by_ino(fs, ino);
     if (s) {
         if ((size_t)size > fs->max_value)

@@ -115,7 +115,7 @@ static int ovl_open(struct gfs *fs, struct gfs_fh *fh) {
     else if (!gfs_patch_find(fs, g, &doff)) {
         err = gfs_patch_region(fs, g, &doff, msg, sizeof msg);
         if (!err && !(err = gfs_patch_set(fs, g, doff))) {
-            fs->generation++; /* the live view's version, the overlay */
+            gfs_edit_changed(fs); /* the live view's version, the overlay */
             err = gfs_edits_keep(fs);
         }
     }
@@ -447,7 +447,7 @@ static enum gguf_status ovl_apply(struct gfs *fs, struct gfs_fh *fh,
         return gguf_fail(err, GGUF_E_IO, "cannot sync the overlay's tensors");
     if (gfs_patch_set(fs, gfs_tensor_index(fs, fh->ino), fh->ovl_doff))
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-    fs->generation++;
+    gfs_edit_changed(fs);
     return gfs_edits_keep(fs)
                ? gguf_fail(err, GGUF_E_IO, "the overlay could not be written")
                : GGUF_OK;
@@ -457,14 +457,14 @@ static int apply(struct gfs *fs, struct gfs_fh *fh) {
     struct gguf_error err = {0};
     if ((!fh->stage && !fh->ovl_whole) || !fh->staged)
         return 0;
-    pthread_rwlock_wrlock(&fs->lock);
+    gfs_edit_begin(fs);
     enum gguf_status st =
         fh->ovl_whole
             ? ovl_apply(fs, fh, &err)
             : gguf_stage_apply(fs->shards[fh->shard], fh->stage, &err);
     if (st == GGUF_OK && fh->shard == 0)
         fstat(gguf_fd(fs->ctx), &fs->st);
-    pthread_rwlock_unlock(&fs->lock);
+    gfs_edit_abort(fs); /* ovl_apply kept the record */
     if (st != GGUF_OK) {
         struct gguf_buf name = {0};
         (void)gfs_tensor_fname(fs, gfs_tensor_index(fs, fh->ino), &name);

@@ -1,0 +1,109 @@
+/*
+ * section.c - the edit section (edits.h draws its calling sequence and
+ * numbers its invariants): the one place that takes a model's fs->lock
+ * for writing, the one place that bumps fs->generation, the one place
+ * that keeps the edits and unlocks.
+ *
+ * Builds without NDEBUG (meson's debug and debugoptimized, the default
+ * build and dev/test's sanitizer build) record the thread inside and the
+ * generation at its begin, and assert the invariants at every step, as
+ * SQLite's pager asserts its state (assert_pager_state): a generation
+ * bumped outside a section, a keep or commit outside one, a section left
+ * on another thread or begun twice on one, edits left unkept: each aborts
+ * at its line instead of racing or losing an edit quietly.  Release
+ * builds record nothing and check nothing: the functions are the lock,
+ * the bump and the keep.
+ */
+#include "edits.h"
+
+#include "../ggufs.h"
+
+#include <assert.h>
+#include <unistd.h>
+
+#ifndef NDEBUG
+/* This thread's id (never 0), asked of the kernel once a thread. */
+static int self(void) {
+    static _Thread_local int tid;
+    if (!tid)
+        tid = (int)gettid();
+    return tid;
+}
+#endif
+
+int gfs_edit_held(const struct gfs *fs) {
+#ifndef NDEBUG
+    return atomic_load_explicit(&fs->edits.sect_owner, memory_order_relaxed) ==
+           self();
+#else
+    (void)fs;
+    return 1;
+#endif
+}
+
+int gfs_edits_check(const struct gfs *fs) {
+#ifndef NDEBUG
+    const struct gfs_edits *s = &fs->edits;
+    assert(gfs_edit_held(fs)); /* 1: inside, on this thread */
+    assert(s->ops);            /* 6: a store chosen at mount */
+    assert(s->sect_gen <= fs->generation);
+    assert(s->kept_gen <= fs->generation);
+    assert(s->saved_generation <= fs->generation);
+    assert(!s->record || s->ops == &gfs_edits_file);
+#endif
+    (void)fs;
+    return 1;
+}
+
+void gfs_edit_begin(struct gfs *fs) {
+    assert(!gfs_edit_held(fs)); /* 1: no nesting (it would deadlock) */
+    int rc = pthread_rwlock_wrlock(&fs->lock);
+    assert(rc == 0);
+    (void)rc;
+#ifndef NDEBUG
+    struct gfs_edits *s = &fs->edits;
+    assert(!s->sect_dropped); /* the model was to close */
+    /* 5: between sections every generation went through a keep */
+    assert(fs->readonly || s->kept_gen == fs->generation);
+    atomic_store_explicit(&s->sect_owner, self(), memory_order_relaxed);
+    s->sect_gen = fs->generation;
+    assert(gfs_edits_check(fs));
+#endif
+}
+
+void gfs_edit_changed(struct gfs *fs) {
+    assert(gfs_edit_held(fs)); /* 2: only inside a section */
+    assert(!fs->readonly);
+    fs->generation++;
+}
+
+/* Leaves the section (the checks first, while still inside). */
+static void leave(struct gfs *fs) {
+    assert(gfs_edits_check(fs));
+#ifndef NDEBUG
+    atomic_store_explicit(&fs->edits.sect_owner, 0, memory_order_relaxed);
+#endif
+    pthread_rwlock_unlock(&fs->lock);
+}
+
+int gfs_edit_end(struct gfs *fs) {
+    int err = gfs_edits_keep(fs);
+    /* 4: kept, or tried (a failure stays EDITED, logged) */
+    assert(fs->readonly || fs->edits.kept_gen == fs->generation);
+    leave(fs);
+    return err;
+}
+
+void gfs_edit_abort(struct gfs *fs) {
+    /* 4: nothing changed, or what changed went through a keep here */
+    assert(fs->edits.sect_gen == fs->generation ||
+           fs->edits.kept_gen == fs->generation);
+    leave(fs);
+}
+
+void gfs_edit_drop(struct gfs *fs) {
+#ifndef NDEBUG
+    fs->edits.sect_dropped = 1;
+#endif
+    leave(fs);
+}
