@@ -73,7 +73,7 @@ struct gfs_kind_ops {
                   fuse_ino_t *child, mode_t *mode);
     /* Names changed in a directory (NULL: EACCES there).  Called without
      * fs->lock but create's, which the core holds for writing and ends
-     * with gfs_edits_unlock.  0 or an errno. */
+     * with gfs_edit_end.  0 or an errno. */
     int (*create)(struct gfs *fs, fuse_ino_t dir, const char *name,
                   fuse_ino_t *out);
     int (*unlink)(struct gfs *fs, fuse_ino_t dir, const char *name);
