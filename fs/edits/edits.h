@@ -223,6 +223,8 @@ void gfs_edit_drop(struct gfs *fs);
 /* For asserts: true if this thread is inside a section of fs (debug
  * builds; with NDEBUG nothing is recorded and it says 1). */
 int gfs_edit_held(const struct gfs *fs);
+/* This thread's id, as gfs_edit_held records it (held.c). */
+int gfs_edit_thread(void);
 /* For asserts, as SQLite's assert_pager_state: asserts invariants 1 and
  * 6 one by one (the failing line names the broken one) and returns 1. */
 int gfs_edits_check(const struct gfs *fs);

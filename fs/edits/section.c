@@ -19,41 +19,6 @@
 #include "../ggufs.h"
 
 #include <assert.h>
-#include <unistd.h>
-
-#ifndef NDEBUG
-/* This thread's id (never 0), asked of the kernel once a thread. */
-static int self(void) {
-    static _Thread_local int tid;
-    if (!tid)
-        tid = (int)gettid();
-    return tid;
-}
-#endif
-
-int gfs_edit_held(const struct gfs *fs) {
-#ifndef NDEBUG
-    return atomic_load_explicit(&fs->edits.sect_owner, memory_order_relaxed) ==
-           self();
-#else
-    (void)fs;
-    return 1;
-#endif
-}
-
-int gfs_edits_check(const struct gfs *fs) {
-#ifndef NDEBUG
-    const struct gfs_edits *s = &fs->edits;
-    assert(gfs_edit_held(fs)); /* 1: inside, on this thread */
-    assert(s->ops);            /* 6: a store chosen at mount */
-    assert(s->sect_gen <= fs->generation);
-    assert(s->kept_gen <= fs->generation);
-    assert(s->saved_generation <= fs->generation);
-    assert(!s->record || s->ops == &gfs_edits_file);
-#endif
-    (void)fs;
-    return 1;
-}
 
 void gfs_edit_begin(struct gfs *fs) {
     assert(!gfs_edit_held(fs)); /* 1: no nesting (it would deadlock) */
@@ -65,7 +30,8 @@ void gfs_edit_begin(struct gfs *fs) {
     assert(!s->sect_dropped); /* the model was to close */
     /* 5: between sections every generation went through a keep */
     assert(fs->readonly || s->kept_gen == fs->generation);
-    atomic_store_explicit(&s->sect_owner, self(), memory_order_relaxed);
+    atomic_store_explicit(&s->sect_owner, gfs_edit_thread(),
+                          memory_order_relaxed);
     s->sect_gen = fs->generation;
     assert(gfs_edits_check(fs));
 #endif
