@@ -487,9 +487,10 @@ struct gfs {
     atomic_int tw_any;
     /* A read-write overlay mount's tensors (source/patch.c), or NULL. */
     struct gfs_patch *patch;
-    /* In-place tensor writes answered and not yet written (tensorw.c,
-     * Pipelining), or NULL: made at the first open of a tensor for
-     * writing (fs->lock held for writing), freed with the model. */
+    /* In-place tensor writes answered and not yet written
+     * (source/inflight.c; tensorw.c, Pipelining), or NULL: made at the
+     * first open of a tensor for writing (fs->lock held for writing),
+     * freed with the model. */
     struct gfs_twq *twq;
 };
 
@@ -599,11 +600,6 @@ int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
  * (Pipelining); the others as gfs_tw_write. */
 void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
                       const char *p, size_t n, off_t off);
-/* Waits until no in-place write answered but not yet written overlaps
- * [pos, pos + n) of shard's file (data.c, before it serves those bytes).
- * Any lock of fs may be held: writers in flight take none after their
- * answer until they are written. */
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
 int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                 size_t size);
 int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh);

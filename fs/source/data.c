@@ -126,7 +126,7 @@ static int read_model(struct gfs *fs, int shard, uint64_t pos, void *buf,
 
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
-    gfs_tw_wait(fs, shard, pos, n);
+    gfs_inflight_wait(fs, shard, pos, n);
     int err = read_model(fs, shard, pos, buf, n);
     return err || !fs->patch ? err : gfs_patch_read(fs, shard, pos, buf, n);
 }
@@ -248,7 +248,7 @@ static void reply_remote(fuse_req_t req, struct gfs *fs, int shard,
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
     int fd, err;
-    gfs_tw_wait(fs, shard, pos, n);
+    gfs_inflight_wait(fs, shard, pos, n);
     /* A remote file has no descriptor; an overlay's tensors are not the
      * file's bytes: both are copied (gfs_data_read lays them over). */
     if (gfs_patch_overlaps(fs, shard, pos, n)) {
@@ -310,7 +310,7 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
     for (int k = 0; k < np; k++) {
         total += p[k].n;
         if (p[k].shard >= 0)
-            gfs_tw_wait(fs, p[k].shard, p[k].pos, p[k].n);
+            gfs_inflight_wait(fs, p[k].shard, p[k].pos, p[k].n);
         by_fd =
             by_fd && (p[k].shard < 0 ||
                       (!gfs_remote_file(fs, p[k].shard) &&

@@ -8,6 +8,7 @@
  *
  *   data.c         reads, replies, the calling thread's buffers
  *   fds.c          the descriptors of a set's (a mix's) files, on demand
+ *   inflight.c     the writes in flight, which every read waits for
  *   passthrough.c  the live view by FUSE passthrough, its inode versions
  *   remote.c       a remote model as fs/ sees it (remote/include/remote.h)
  */
@@ -125,6 +126,28 @@ int gfs_patch_region(struct gfs *fs, int64_t g, uint64_t *doff, char *msg,
 int gfs_patch_set(struct gfs *fs, int64_t g, uint64_t doff);
 int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
                       size_t *nt);
+
+/* inflight.c: writes answered and not yet written (tensors/'s pipelined
+ * writes in place; the contract and the lock: its top comment).  Every
+ * read of the model's bytes in data.c waits for those overlapping it, so
+ * no read path above source/ has to.
+ *   gfs_inflight_init        fs->twq made, once (fs->lock held for
+ *                            writing); 0 or ENOMEM
+ *   gfs_inflight_free        at the model's close
+ *   gfs_inflight_enter       a write of [lo, hi) of shard's file by owner
+ *                            enters, once nothing overlaps it and a slot is
+ *                            free; its slot (fs->twq made)
+ *   gfs_inflight_leave       ... its pwrite ended: it leaves its slot
+ *   gfs_inflight_wait        until nothing overlaps [pos, pos + n) of
+ *                            shard's file (any lock of fs may be held)
+ *   gfs_inflight_wait_owner  until owner has nothing in flight */
+int gfs_inflight_init(struct gfs *fs);
+void gfs_inflight_free(struct gfs *fs);
+int gfs_inflight_enter(struct gfs *fs, const void *owner, int shard,
+                       uint64_t lo, uint64_t hi);
+void gfs_inflight_leave(struct gfs *fs, int slot);
+void gfs_inflight_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
+void gfs_inflight_wait_owner(struct gfs *fs, const void *owner);
 
 /* passthrough.c: the live view by FUSE passthrough while it is
  * byte-identical to the GGUF, and one inode number per version of the view

@@ -43,8 +43,9 @@
  *    were answered;
  *  - every read the daemon serves (source/data.c: tensors/, f32/, npy/,
  *    the hashes, the live view but by passthrough) first waits for the
- *    writes in flight that overlap what it reads: a read after write(2)
- *    returned sees the bytes;
+ *    writes in flight that overlap what it reads (source/inflight.c,
+ *    where a write enters before its answer and leaves after its pwrite):
+ *    a read after write(2) returned sees the bytes;
  *  - flush (each close(2)) and fsync of a tensor file wait for the
  *    tensor's writes in flight (of any handle: the kernel writes a shared
  *    mapping back through any writable open), release for the handle's;
@@ -77,8 +78,9 @@
  * (gfs_tw_commit).
  *
  * Locks: writes in place hold fs->lock (read), like reads: a commit never
- * moves the data under them; the queue of writes in flight (twq.mu) is a
- * leaf, never held while waiting for anything but its own condition; a stage's writes take fh->mu then fs->lock
+ * moves the data under them; the writes in flight are source/inflight.c's
+ * (its lock a leaf, never held while waiting for anything but its own
+ * condition); a stage's writes take fh->mu then fs->lock
  * (read); an apply holds fs->lock for writing (one at a time, none during
  * a commit).  The kernel is told to drop pages with no lock held.
  */
@@ -146,93 +148,6 @@ static int ovl_pwrite(struct gfs *fs, struct gfs_fh *fh, const char *p,
     return GGUF_OK;
 }
 
-/* ---- writes in flight (Pipelining) ------------------------------------ */
-
-#define TWQ_MAX 16 /* writes answered and not yet written, at most */
-
-struct gfs_twq {
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* an entry left */
-    atomic_int n;      /* entries in use (read without mu: none, no wait) */
-    struct {
-        const struct gfs_fh *fh; /* NULL: a free slot */
-        int shard;
-        uint64_t lo, hi; /* bytes [lo, hi) of shard's file */
-    } v[TWQ_MAX];
-};
-
-static struct gfs_twq *twq_new(void) {
-    struct gfs_twq *q = calloc(1, sizeof *q);
-    if (q) {
-        pthread_mutex_init(&q->mu, NULL);
-        pthread_cond_init(&q->cv, NULL);
-    }
-    return q;
-}
-
-/* Whether an entry is in the way: of fh (any range) when fh is given,
- * else overlapping [lo, hi) of shard.  Caller holds q->mu. */
-static int twq_busy(const struct gfs_twq *q, const struct gfs_fh *fh, int shard,
-                    uint64_t lo, uint64_t hi) {
-    for (int i = 0; i < TWQ_MAX; i++) {
-        if (!q->v[i].fh)
-            continue;
-        if (fh ? q->v[i].fh == fh
-               : q->v[i].shard == shard && q->v[i].lo < hi && lo < q->v[i].hi)
-            return 1;
-    }
-    return 0;
-}
-
-/* Waits until no entry is in the way (twq_busy's fh, shard, lo, hi). */
-static void twq_wait(struct gfs *fs, const struct gfs_fh *fh, int shard,
-                     uint64_t lo, uint64_t hi) {
-    struct gfs_twq *q = fs->twq;
-    if (!q || !atomic_load(&q->n))
-        return;
-    pthread_mutex_lock(&q->mu);
-    while (twq_busy(q, fh, shard, lo, hi))
-        pthread_cond_wait(&q->cv, &q->mu);
-    pthread_mutex_unlock(&q->mu);
-}
-
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
-    if (n)
-        twq_wait(fs, NULL, shard, pos, pos + n);
-}
-
-/* Enters a write of [lo, hi) of fh's file, once nothing overlaps it and a
- * slot is free; its slot. */
-static int twq_enter(struct gfs_twq *q, const struct gfs_fh *fh, uint64_t lo,
-                     uint64_t hi) {
-    int slot = -1;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        slot = -1;
-        for (int i = 0; i < TWQ_MAX && slot < 0; i++)
-            if (!q->v[i].fh)
-                slot = i;
-        if (slot >= 0 && !twq_busy(q, NULL, fh->shard, lo, hi))
-            break;
-        pthread_cond_wait(&q->cv, &q->mu);
-    }
-    q->v[slot].fh = fh;
-    q->v[slot].shard = fh->shard;
-    q->v[slot].lo = lo;
-    q->v[slot].hi = hi;
-    atomic_fetch_add(&q->n, 1);
-    pthread_mutex_unlock(&q->mu);
-    return slot;
-}
-
-static void twq_leave(struct gfs_twq *q, int slot) {
-    pthread_mutex_lock(&q->mu);
-    q->v[slot].fh = NULL;
-    atomic_fetch_sub(&q->n, 1);
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-}
-
 /* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
  * (read). */
 static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
@@ -285,7 +200,7 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
         if (!fs->tw_marks)
             return ENOMEM;
     }
-    if (!fs->twq && !(fs->twq = twq_new()))
+    if (gfs_inflight_init(fs))
         return ENOMEM;
     atomic_store(&fh->werr, 0);
     fh->tensor_w = 1;
@@ -383,12 +298,12 @@ void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
     /* In place (Pipelining): answered, then written.  What other files
      * cached of these bytes is dropped before the answer (a read after
      * write(2) returned finds no old page; one made meanwhile is served
-     * after the pwrite: gfs_tw_wait) and again after the pwrite (pages a
+     * after the pwrite: gfs_inflight_wait) and again after the pwrite (pages a
      * reader cached before the write entered the queue).  Never while in
      * the queue: a reader holding a page lock may be waiting for it. */
     changed(fs, fh, (uint64_t)off, n, 0);
     uint64_t at = pos_of(fs, fh, (uint64_t)off);
-    int slot = twq_enter(fs->twq, fh, at, at + n);
+    int slot = gfs_inflight_enter(fs, fh, fh->shard, at, at + n);
     pthread_rwlock_rdlock(&fs->lock);
     fuse_reply_write(req, n);
     if (test_delay_us())
@@ -404,7 +319,7 @@ void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
                 "write, close or fsync): %s",
                 fs->path, err.msg);
     }
-    twq_leave(fs->twq, slot);
+    gfs_inflight_leave(fs, slot);
     if (st == GGUF_OK)
         changed(fs, fh, (uint64_t)off, n, 0);
 }
@@ -481,7 +396,7 @@ static int apply(struct gfs *fs, struct gfs_fh *fh) {
 int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh) {
     /* the tensor's writes in flight, of any handle: the kernel writes a
      * shared mapping's pages back through any writable open */
-    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    gfs_inflight_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
     int werr = atomic_exchange(&fh->werr, 0);
     pthread_mutex_lock(&fh->mu);
     int err = apply(fs, fh);
@@ -498,7 +413,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
         return gfs_tw_flush(fs, fh);
     /* the tensor's writes in flight, of any handle: the kernel writes a
      * shared mapping's pages back through any writable open */
-    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    gfs_inflight_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
     int werr = atomic_exchange(&fh->werr, 0);
     if (werr)
         return werr;
@@ -511,7 +426,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
 }
 
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh) {
-    twq_wait(fs, fh, -1, 0, 0); /* fh's writes: the core frees fh after */
+    gfs_inflight_wait_owner(fs, fh); /* the core frees fh after */
     pthread_mutex_lock(&fh->mu);
     (void)apply(fs, fh); /* a failure is logged */
     gguf_stage_free(fh->stage);
@@ -582,10 +497,5 @@ int gfs_tw_commit(struct gfs *fs, char *what, size_t n,
 void gfs_tw_free(struct gfs *fs) {
     free((void *)fs->tw_marks);
     fs->tw_marks = NULL;
-    if (fs->twq) {
-        pthread_mutex_destroy(&fs->twq->mu);
-        pthread_cond_destroy(&fs->twq->cv);
-        free(fs->twq);
-        fs->twq = NULL;
-    }
+    gfs_inflight_free(fs);
 }
