@@ -352,6 +352,11 @@ struct gfs {
      * root for a single-file mount). */
     struct gfs_mount *mount;
     fuse_ino_t ino_base, parent;
+    /* The session's kernel shim (base/devio.h: what INIT negotiated, the
+     * kernel told of stale pages, whether long requests yield), or NULL
+     * (no session: the commands that never mount).  Set before the
+     * session serves the model. */
+    struct gfs_devio *io;
     const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
@@ -607,6 +612,11 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh);
 int gfs_tw_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
                     off_t size);
+/* The tensor row's hooks (kinds.h): tensor_changed (the tensor marked
+ * for the commit's report; after an apply its own pages dropped) and
+ * commit_sync. */
+void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                    int whole);
 int gfs_tw_commit(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
 void gfs_tw_free(struct gfs *fs);
 
@@ -616,9 +626,6 @@ void gfs_tw_free(struct gfs *fs);
  * 0, or -1 with err. */
 int gfs_view_number(struct gfs *fs, struct gguf_error *err);
 int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
-/* Whether the view's data section is laid out anew (a shard set, a mix)
- * rather than the GGUF's own bytes.  No lock: fixed at mount. */
-int gfs_view_merged(const struct gfs *fs);
 /* viewlink.c: the live view of a mount without privileges as a link to
  * the file while it is the file (the contract: that file's top).
  * gfs_vlink_decide: the root entry gave ino (an epoch), decided once;

@@ -76,6 +76,38 @@ void gfs_kinds_free(struct gfs *fs) {
             table[r]->fini(fs);
 }
 
+/* The fan-outs of the hooks (kinds.h): every row that has one, in table
+ * order. */
+void gfs_kinds_tensor_changed(struct gfs *fs, int64_t i, uint64_t off,
+                              uint64_t n, int whole) {
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (table[r]->tensor_changed)
+            table[r]->tensor_changed(fs, i, off, n, whole);
+}
+
+int gfs_kinds_commit_sync(struct gfs *fs, char *what, size_t n,
+                          struct gguf_error *err) {
+    int e = 0;
+    for (size_t r = 0; r < N_ROWS && !e; r++)
+        if (table[r]->commit_sync)
+            e = table[r]->commit_sync(fs, what, n, err);
+    return e;
+}
+
+unsigned gfs_kinds_commit_flags(struct gfs *fs) {
+    unsigned flags = 0;
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (table[r]->commit_flags)
+            flags |= table[r]->commit_flags(fs);
+    return flags;
+}
+
+void gfs_kinds_committed(struct gfs *fs) {
+    for (size_t r = 0; r < N_ROWS; r++)
+        if (table[r]->committed)
+            table[r]->committed(fs);
+}
+
 int gfs_kind_dir_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     (void)fs, (void)ino;
     st->st_mode = S_IFDIR | 0555;

@@ -124,6 +124,10 @@ static int read_model(struct gfs *fs, int shard, uint64_t pos, void *buf,
     return err;
 }
 
+int gfs_data_merged(const struct gfs *fs) {
+    return fs->n_shards > 1 || fs->picks;
+}
+
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
     gfs_inflight_wait(fs, shard, pos, n);

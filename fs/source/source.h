@@ -24,6 +24,10 @@ struct gfs_devio; /* the session's kernel shim (fs/base/devio.h) */
  * once in the log: a read past the end must be EIO, never a short read,
  * which the kernel takes for EOF).  Callers hold fs->lock (read). */
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf, size_t n);
+/* Whether the model's tensor data is not one file's data section as it
+ * is: a shard set's, or a mix's (-o mix; the live view lays it out anew,
+ * a tensor's file is named).  No lock: fixed at mount. */
+int gfs_data_merged(const struct gfs *fs);
 /* A buffer of the calling thread of at least n bytes, kept for its next
  * request (a fresh malloc of a megabyte per read is an mmap, page faults
  * and zeroing each time) and freed when the thread ends; its contents
@@ -153,20 +157,17 @@ void gfs_inflight_wait_owner(struct gfs *fs, const void *owner);
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
-/* Sets up fs->pt: the model's view versions, served through io, the
- * session's shim (fs/base/devio.h; NULL: no session, nothing passed through).
- * A single-file mount's model (mount.c, once the session's shim is up)
- * and each model a store opens (model.c) are started the same way.  0, or
- * -1 (out of memory: the view is served as without passthrough). */
-int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode);
+/* Sets up fs->pt: the model's view versions, served through fs->io, the
+ * session's shim (fs/base/devio.h; NULL: no session, nothing passed
+ * through).  A single-file mount's model (mount.c, once the session's
+ * shim is up and fs->io set) and each model a store opens (model.c) are
+ * started the same way.  0, or -1 (out of memory: the view is served as
+ * without passthrough). */
+int gfs_pt_start(struct gfs *fs, enum gfs_pt_mode mode);
 /* The model closes (unmount, once the workers have stopped; a store's
  * model let go, none of its files open): its backing ids closed, fs->pt
  * freed. */
 void gfs_pt_stop(struct gfs *fs);
-/* Whether the kernel maps direct-I/O files shared (the session's shim
- * negotiated FUSE_DIRECT_IO_ALLOW_MMAP, gfs_devio_dio_mmap): only then may
- * a file that must support mmap(MAP_SHARED) be opened with direct I/O. */
-int gfs_pt_dio_mmap(struct gfs *fs);
 /* The session's passthrough option is auto (not -o passthrough=off). */
 int gfs_pt_auto(const struct gfs *fs);
 /* The live view (liveview.c) asks with its header (hdr) and size now.
@@ -184,12 +185,11 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, struct gfs_text *hdr,
                       uint64_t size, int reopened);
 /* Bytes [data_rel, data_rel + len) of the view's data section changed on
- * disk (a tensor written, tensorw.c): every version of the view served
- * from the page cache has them dropped (se's notify; passthrough ones read
- * the file).  Caller holds fs->lock (read); the kernel is told after
- * pt->mu is let go. */
-void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
-                       uint64_t data_rel, uint64_t len);
+ * disk (a tensor written: the live row's tensor_changed, liveview.c):
+ * every version of the view served from the page cache has them dropped
+ * (gfs_devio_inval; passthrough ones read the file).  fs->pt set.  Caller
+ * holds fs->lock (read); the kernel is told after pt->mu is let go. */
+void gfs_pt_inval_data(struct gfs *fs, uint64_t data_rel, uint64_t len);
 /* Around fuse_reply_open of fh (same thread): the reply then carries the
  * backing id. */
 void gfs_pt_arm(const struct gfs_fh *fh);

@@ -24,7 +24,7 @@
  *    tensor's offsets at once, like a regular file's.  fsync of the tensor
  *    file is fdatasync of the GGUF; a crash leaves what reached the disk.
  *    Served in direct I/O where the kernel maps such files
- *    (gfs_pt_dio_mmap, asked for at mount when tensors are writable): a
+ *    (gfs_devio_dio_mmap, asked for at mount when tensors are writable): a
  *    write is copied once less (bench/run twrite), and the kernel drops
  *    the pages other opens of the tensor cached for the range written.
  *  - with O_TRUNC (cp of a whole tensor), a whole replace: writes go to a
@@ -65,7 +65,10 @@
  * from the page cache (passthrough ones read the file itself), f32/ and
  * npy/ of the tensor, and (after an apply) the tensor file itself are
  * invalidated, and the tensor's hashes and tensors/'s are forgotten
- * (computed again on the next request).
+ * (computed again on the next request).  Each row that shows tensor bytes
+ * does its part in its own tensor_changed hook (kinds.h), which this file
+ * calls through the table (gfs_kinds_tensor_changed): it names none of
+ * them, and a new view of tensor bytes is one row.
  *
  * An overlay mount (source/patch.c) never writes the model: the first
  * open for writing copies the tensor whole into the overlay's data file
@@ -75,7 +78,8 @@
  *
  * The commit (ggufs -u, unmount) syncs the GGUF (or the overlay's data
  * file) and names the tensors written since the last one in its report
- * (gfs_tw_commit).
+ * (gfs_tw_commit: the tensor row's commit_sync hook, which the edit
+ * stores call through the table).
  *
  * Locks: writes in place hold fs->lock (read), like reads: a commit never
  * moves the data under them; the writes in flight are source/inflight.c's
@@ -85,9 +89,8 @@
  * a commit).  The kernel is told to drop pages with no lock held.
  */
 #include "../kinds.h"
-#include "../session/mounts.h"
+#include "../base/devio.h"
 #include "../source/source.h"
-#include "../views/views.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,35 +158,25 @@ static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
     return gguf_data_offset(fs->shards[fh->shard]) + fh->rel + off;
 }
 
-/* Offset of byte off of tensor i in the live view's data section. */
-static uint64_t view_rel(const struct gfs *fs, int64_t i,
-                         const struct gfs_fh *fh, uint64_t off) {
-    return (fs->ext ? fs->ext[i].merged_rel : fh->rel) + off;
-}
-
-/* Bytes [off, off + n) of fh's tensor changed on disk: what shows them
- * elsewhere drops its copy (see the top comment); whole: an apply, the
- * tensor file's own pages too.  No lock held. */
+/* Bytes [off, off + n) of fh's tensor changed on disk (whole: an
+ * apply): every row that shows them is told (kinds.h, tensor_changed:
+ * this file's own, gfs_tw_changed, the live view's, f32/'s and npy/'s).
+ * No lock held. */
 static void changed(struct gfs *fs, struct gfs_fh *fh, uint64_t off, uint64_t n,
                     int whole) {
-    struct fuse_session *se = fs->mount ? fs->mount->se : NULL;
-    int64_t i = gfs_tensor_index(fs, fh->ino);
+    gfs_kinds_tensor_changed(fs, gfs_tensor_index(fs, fh->ino), off, n, whole);
+}
+
+void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                    int whole) {
+    (void)off, (void)n;
+    if (i < 0 || !fs->tw_marks)
+        return;
     atomic_store(&fs->tw_marks[i], 1);
     atomic_store(&fs->tw_any, 1);
-    gfs_hashes_forget(fs, i);
-    if (!se)
-        return;
-    pthread_rwlock_rdlock(&fs->lock);
-    gfs_pt_inval_data(fs, se, view_rel(fs, i, fh, off), n);
-    pthread_rwlock_unlock(&fs->lock);
-    if (fs->views) {
-        fuse_lowlevel_notify_inval_inode(
-            se, gfs_ino_out(fs, GFS_INO_F32 + (fuse_ino_t)i), 0, 0);
-        fuse_lowlevel_notify_inval_inode(
-            se, gfs_ino_out(fs, GFS_INO_NPY + (fuse_ino_t)i), 0, 0);
-    }
-    if (whole)
-        fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, fh->ino), 0, 0);
+    if (whole) /* the tensor file's own pages: its stage's bytes now */
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_TENSOR + (uint64_t)i),
+                        0, 0);
 }
 
 int gfs_tw_tensor_writable(const struct gfs *fs, int shard) {
@@ -218,7 +211,7 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     if (!(fi->flags & O_TRUNC) || fs->patch) {
         /* Direct I/O where the kernel still maps such files: a write is
          * copied once less (not into the mount's page cache too). */
-        if (gfs_pt_dio_mmap(fs)) {
+        if (gfs_devio_dio_mmap(fs->io)) {
             fi->direct_io = 1;
             fi->keep_cache = 0;
         }
