@@ -7,7 +7,10 @@
  * local file has these functions to serve.  Both are the one choke point
  * of an overlay's tensors (patch.c): bytes a tensor written on an overlay
  * mount replaced are read from the overlay's data file, and a reply that
- * holds any is copied, never served from the model's descriptor.
+ * holds any is copied, never served from the model's descriptor.  And
+ * of the writes in flight (inflight.c): each of the three waits for
+ * those that overlap what it reads before it reads, so that a read after
+ * write(2) returned sees the bytes, whichever path above asked.
  */
 #include "source.h"
 #include "remote.h"
