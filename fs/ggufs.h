@@ -591,9 +591,10 @@ int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
  * kinds' row of tensors (tensors.c) calls tw_open for an open that may
  * write (fs->lock held for writing), and its write, flush, fsync,
  * release, truncate hooks are these.  gfs_tw_writable: whether tensors of
- * this mount can be written (no lock).  gfs_tw_commit: at a commit
- * (fs->lock write): syncs the GGUF if tensors were written, and appends
- * "; tensors written: NAMES" to what; 0 or EIO with err. */
+ * this mount can be written (no lock).  gfs_tw_commit (the row's
+ * commit_sync hook): at a commit (fs->lock write): syncs the GGUF if
+ * tensors were written, and appends "; tensors written: NAMES" to what; 0
+ * or EIO with err. */
 int gfs_tw_writable(const struct gfs *fs);
 /* ... and a tensor of shard (a shard set's first file, or any on an
  * overlay mount). */

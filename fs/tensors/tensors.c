@@ -82,7 +82,7 @@ static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
     if (fs->tensor_dio) {
         /* -o tensor_direct_io: each read is one request served from the
          * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
-         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, passthrough.c)
+         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, base/devio.c)
          * through a cache dropped at each mmap.  ggufs(1) has the
          * figures behind the default (off). */
         fi->direct_io = 1;
