@@ -255,7 +255,7 @@ void gfs_devio_idle(struct gfs_devio *d, long long ms) {
         atomic_store(&d->idle_ms, now_ms() + ms);
 }
 
-int gfs_devio_yield(const struct gfs_devio *d) {
+int gfs_devio_yielding(const struct gfs_devio *d) {
     return d &&
            (fuse_session_exited(d->se) || now_ms() < atomic_load(&d->idle_ms));
 }

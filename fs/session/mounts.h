@@ -34,8 +34,8 @@ struct gfs_mount {
      * hooks find it in the session's userdata, this struct. */
     struct gfs_devio *devio;
     /* Set before the session runs.  Handlers that read for long (the
-     * hashes) ask the shim whether to stop (gfs_devio_yield: the session
-     * exited, or SIGUSR2 asked the mount to go idle). */
+     * hashes) ask the shim whether to stop (gfs_devio_yielding: the
+     * session exited, or SIGUSR2 asked the mount to go idle). */
     struct fuse_session *se;
     struct gfs_log log;
     struct gfs *single;        /* a single-file mount's model, or NULL */
