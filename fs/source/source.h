@@ -17,8 +17,6 @@
 
 #include "../ggufs.h"
 
-struct gfs_devio; /* the session's kernel shim (fs/base/devio.h) */
-
 /* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
  * file at pos into buf: 0, or an errno (EIO if the file ends first, said
  * once in the log: a read past the end must be EIO, never a short read,
