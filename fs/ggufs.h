@@ -356,7 +356,7 @@ struct gfs {
      * kernel told of stale pages, whether long requests yield), or NULL
      * (no session: the commands that never mount).  Set before the
      * session serves the model. */
-    struct gfs_devio *io;            /* base/devio.h */
+    struct gfs_devio *io;
     const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
