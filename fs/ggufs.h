@@ -356,6 +356,11 @@ struct gfs {
      * model.c; the core's bottom (node/rows.c) walks it. */
     const struct gfs_kind_ops *const *kinds;
     size_t n_kinds;
+    /* The session's kernel shim (base/devio.h: what INIT negotiated, the
+     * kernel told of stale pages, whether long requests yield), or NULL
+     * (no session: the commands that never mount).  Set before the
+     * session serves the model. */
+    struct gfs_devio *io;
     const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */
@@ -492,9 +497,10 @@ struct gfs {
     atomic_int tw_any;
     /* A read-write overlay mount's tensors (source/patch.c), or NULL. */
     struct gfs_patch *patch;
-    /* In-place tensor writes answered and not yet written (tensorw.c,
-     * Pipelining), or NULL: made at the first open of a tensor for
-     * writing (fs->lock held for writing), freed with the model. */
+    /* In-place tensor writes answered and not yet written
+     * (source/inflight.c; tensorw.c, Pipelining), or NULL: made at the
+     * first open of a tensor for writing (fs->lock held for writing),
+     * freed with the model. */
     struct gfs_twq *twq;
 };
 
@@ -589,9 +595,10 @@ int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
  * kinds' row of tensors (tensors.c) calls tw_open for an open that may
  * write (fs->lock held for writing), and its write, flush, fsync,
  * release, truncate hooks are these.  gfs_tw_writable: whether tensors of
- * this mount can be written (no lock).  gfs_tw_commit: at a commit
- * (fs->lock write): syncs the GGUF if tensors were written, and appends
- * "; tensors written: NAMES" to what; 0 or EIO with err. */
+ * this mount can be written (no lock).  gfs_tw_commit (the row's
+ * commit_sync hook): at a commit (fs->lock write): syncs the GGUF if
+ * tensors were written, and appends "; tensors written: NAMES" to what; 0
+ * or EIO with err. */
 int gfs_tw_writable(const struct gfs *fs);
 /* ... and a tensor of shard (a shard set's first file, or any on an
  * overlay mount). */
@@ -603,11 +610,6 @@ int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
  * (Pipelining); the others as gfs_tw_write. */
 void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
                       const char *p, size_t n, off_t off);
-/* Waits until no in-place write answered but not yet written overlaps
- * [pos, pos + n) of shard's file (data.c, before it serves those bytes).
- * Any lock of fs may be held: writers in flight take none after their
- * answer until they are written. */
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
 int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
                 size_t size);
 int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh);
@@ -615,6 +617,11 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh);
 int gfs_tw_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
                     off_t size);
+/* The tensor row's hooks (kinds.h): tensor_changed (the tensor marked
+ * for the commit's report; after an apply its own pages dropped) and
+ * commit_sync. */
+void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                    int whole);
 int gfs_tw_commit(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
 void gfs_tw_free(struct gfs *fs);
 
@@ -624,9 +631,6 @@ void gfs_tw_free(struct gfs *fs);
  * 0, or -1 with err. */
 int gfs_view_number(struct gfs *fs, struct gguf_error *err);
 int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
-/* Whether the view's data section is laid out anew (a shard set, a mix)
- * rather than the GGUF's own bytes.  No lock: fixed at mount. */
-int gfs_view_merged(const struct gfs *fs);
 /* viewlink.c: the live view of a mount without privileges as a link to
  * the file while it is the file (the contract: that file's top).
  * gfs_vlink_decide: the root entry gave ino (an epoch), decided once;

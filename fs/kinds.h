@@ -120,6 +120,30 @@ struct gfs_kind_ops {
     /* Frees what the row keeps in fs (its cached text), at the model's
      * close (gfs_kinds_free; NULL: nothing). */
     void (*fini)(struct gfs *fs);
+    /* Hooks: what changed in the model, told to every row that has the
+     * hook by kinds.c's fan-outs below, in table order, so that a writer
+     * never names the rows that show what it wrote (NULL: nothing to do).
+     * tensor_changed: bytes [off, off + n) of tensor i changed in the
+     * model's files (a write in place; whole: a whole replace applied, the
+     * tensor file's own pages too): what shows them drops its copy (the
+     * kernel's pages, through gfs_devio_inval; a cached result).  Called
+     * with no lock held; the hook may take fs->lock (read) and its leaves,
+     * and tells the kernel with none held (a reader holding a page lock
+     * may wait for the writer).
+     * commit_sync: first in an edit store's commit (fs->lock held for
+     * writing): what the row wrote outside the edits made durable, and
+     * named in what (n bytes: "tensors written: ..." appended, after "; "
+     * if what holds a clause); 0, or an errno with err.
+     * commit_flags: gguf_commit's flags the row needs (GGUF_COMMIT_NEW_FILE
+     * while the kernel may read the GGUF's file itself); committed: after
+     * a commit that wrote the file (fs->st refreshed).  Both with fs->lock
+     * held for writing. */
+    void (*tensor_changed)(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                           int whole);
+    int (*commit_sync)(struct gfs *fs, char *what, size_t n,
+                       struct gguf_error *err);
+    unsigned (*commit_flags)(struct gfs *fs);
+    void (*committed)(struct gfs *fs);
 };
 
 /* Gives fs this table (model.c, at the model's open, before anything

@@ -493,6 +493,7 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     m->fs.extras = a->extras;
     m->file.dfd = m->file.fd = -1;
     m->fs.mount = a->mount;
+    m->fs.io = a->mount->devio;
     m->fs.log = &a->mount->log;
     m->fs.ino_base = a->ino_base;
     m->fs.parent = a->parent;
@@ -509,7 +510,7 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     /* A store's model, opened while its session runs: its live view
      * passed through as a single-file mount's (mount.c starts that one
      * once its session is up). */
-    if (a->store && gfs_pt_start(&m->fs, a->mount->devio, a->o.passthrough))
+    if (a->store && gfs_pt_start(&m->fs, a->o.passthrough))
         goto fail;
     return &m->fs;
 fail:

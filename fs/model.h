@@ -43,9 +43,9 @@ void gfs_extras_free(struct gfs_extras *x);
 /* Opens the model a describes (a is copied).  NULL after one line (stderr,
  * or the log for a store) with *status the exit status it means
  * (status.h).  Its overlay is set up; its views (gfs_views_init) and
- * a single-file mount's passthrough (gfs_pt_start) are the caller's to
- * start; a store's model (a->store) is started on the session's shim
- * (mounts.h, devio.h) here. */
+ * a single-file mount's shim (fs->io) and passthrough (gfs_pt_start) are
+ * the caller's to start; a store's model (a->store) is started on the
+ * session's shim (mounts.h, devio.h) here. */
 struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status);
 /* The model's last state freed (after gfs_model_destroy's commit at
  * unmount, or once a store let it go). */

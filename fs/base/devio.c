@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -75,7 +76,9 @@ _Static_assert(offsetof(struct fuse_open_out, padding) ==
 _Static_assert(sizeof(struct io_backing_map) == 16, "fuse_backing_map");
 
 struct gfs_devio {
+    struct fuse_session *se;     /* the session (its notifications) */
     atomic_int devfd;            /* the session's device; -1 once stopped */
+    atomic_llong idle_ms;        /* gfs_devio_idle's time, or 0 */
     int want_pt, want_dio_mmap;  /* what the mount asks for */
     atomic_int offered;          /* the kernel's INIT offered passthrough */
     atomic_int offered_dio_mmap; /* ... and FUSE_DIRECT_IO_ALLOW_MMAP */
@@ -180,6 +183,7 @@ int gfs_devio_start(struct gfs_devio **out, struct fuse_session *se,
         *why = "out of memory";
         return -1;
     }
+    d->se = se;
     atomic_store(&d->devfd, fuse_session_fd(se));
     d->want_pt = want_pt;
     d->want_dio_mmap = want_dio_mmap;
@@ -231,4 +235,27 @@ void gfs_passthrough_close(struct gfs_devio *d, int id) {
 
 void gfs_devio_arm(int id) {
     reply_backing = id;
+}
+
+void gfs_devio_inval(struct gfs_devio *d, uint64_t ino, int64_t off,
+                     int64_t len) {
+    if (d && atomic_load(&d->devfd) >= 0)
+        fuse_lowlevel_notify_inval_inode(d->se, (fuse_ino_t)ino, (off_t)off,
+                                         (off_t)len);
+}
+
+static long long now_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+void gfs_devio_idle(struct gfs_devio *d, long long ms) {
+    if (d)
+        atomic_store(&d->idle_ms, now_ms() + ms);
+}
+
+int gfs_devio_yielding(const struct gfs_devio *d) {
+    return d &&
+           (fuse_session_exited(d->se) || now_ms() < atomic_load(&d->idle_ms));
 }

@@ -22,6 +22,8 @@
 #ifndef GGUFS_DEVIO_H
 #define GGUFS_DEVIO_H
 
+#include <stdint.h>
+
 struct fuse_session;
 
 struct gfs_devio;
@@ -55,6 +57,22 @@ int gfs_passthrough_open(struct gfs_devio *d, int fd);
 /* FUSE_DEV_IOC_BACKING_CLOSE of id (fuse_passthrough_close); files the
  * kernel opened with it keep their own reference.  A no-op once stopped. */
 void gfs_passthrough_close(struct gfs_devio *d, int id);
+
+/* The kernel is told to drop what it caches of kernel inode ino (a
+ * fuse_ino_t: the model's number through gfs_ino_out): bytes [off, off +
+ * len) of its pages (len 0: to the end), or its attributes only (off -1).
+ * Called with no lock held that a request holding the inode's page lock
+ * may wait for (fuse_lowlevel_notify_inval_inode waits for that lock).
+ * d may be NULL (no session: nothing to tell); a no-op once stopped. */
+void gfs_devio_inval(struct gfs_devio *d, uint64_t ino, int64_t off,
+                     int64_t len);
+/* Long requests (a hash reading a whole model) stop at their next step
+ * when this is true: the session exited (its loop waits for every
+ * handler before the last commit), or it was told to let the mount go
+ * idle for ms milliseconds from now (gfs_devio_idle: SIGUSR2, sent by
+ * ggufs -u before it unmounts).  d may be NULL (0).  No lock: atomic. */
+void gfs_devio_idle(struct gfs_devio *d, long long ms);
+int gfs_devio_yielding(const struct gfs_devio *d);
 
 /* Around fuse_reply_open/fuse_reply_create on the handler's own thread:
  * while armed with id > 0 that reply is a passthrough open of backing id

@@ -9,7 +9,7 @@
 #include "edits.h"
 
 #include "../ggufs.h"
-#include "../source/source.h"
+#include "../kinds.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,9 +51,10 @@ static int file_commit(struct gfs *fs, char *what, size_t n,
                                       "grown by rewriting the file"};
     struct gguf_commit_info info = {0};
     char tw[sizeof fs->edits.commit_msg / 2] = "";
-    /* Tensors written in place (tensorw.c): synced, their names reported,
+    /* What the rows wrote outside the edits (kinds.h, commit_sync: the
+     * tensors written in place, tensorw.c): synced, their names reported,
      * and the file's new times taken before gguf_commit checks them. */
-    if (gfs_tw_commit(fs, tw, sizeof tw, err))
+    if (gfs_kinds_commit_sync(fs, tw, sizeof tw, err))
         return GFS_EDITS_FAILED;
     if (!gguf_dirty(fs->ctx) && tw[0]) {
         fstat(gguf_fd(fs->ctx), &fs->st);
@@ -66,14 +67,16 @@ static int file_commit(struct gfs *fs, char *what, size_t n,
      * pending record's picture of it is made again when next needed. */
     gguf_close(fs->edits.disk);
     fs->edits.disk = NULL;
-    unsigned flags =
-        fs->commit_flags | gfs_pt_commit_flags(fs) | gfs_vlink_commit_flags(fs);
+    /* A new file renamed over while the kernel reads the old one for a
+     * row (kinds.h, commit_flags: the live view's passthrough opens and
+     * links). */
+    unsigned flags = fs->commit_flags | gfs_kinds_commit_flags(fs);
     if (gguf_commit(fs->ctx, flags, &info, err) != GGUF_OK) {
         (void)file_keep(fs); /* the record holds the edits still */
         return GFS_EDITS_FAILED;
     }
     fstat(gguf_fd(fs->ctx), &fs->st);
-    gfs_pt_committed(fs);
+    gfs_kinds_committed(fs);
     const char *way = how[info.how <= GGUF_COMMIT_REWRITE ? info.how : 0];
     if (info.how == GGUF_COMMIT_REWRITE && (flags & GGUF_COMMIT_NEW_FILE))
         way = "written as a new file: passthrough readers of the live view "

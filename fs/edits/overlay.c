@@ -29,6 +29,7 @@
 #include "edits.h"
 
 #include "../ggufs.h"
+#include "../kinds.h"
 #include "../source/source.h"
 
 #include <errno.h>
@@ -408,7 +409,7 @@ static int overlay_commit(struct gfs *fs, char *what, size_t n,
     struct gfs_edits *s = &fs->edits;
     const char *shown = s->overlay->shown;
     char tw[sizeof s->commit_msg / 2] = "";
-    if (gfs_tw_commit(fs, tw, sizeof tw, err))
+    if (gfs_kinds_commit_sync(fs, tw, sizeof tw, err))
         return GFS_EDITS_FAILED;
     if (tw[0] && !overlay_uncommitted(fs)) {
         snprintf(what, n,

@@ -14,6 +14,7 @@
  * (source/passthrough.c), read only.
  */
 #include "../kinds.h"
+#include "../base/devio.h"
 #include "../source/source.h"
 
 #include <errno.h>
@@ -30,10 +31,6 @@ int gfs_view_number(struct gfs *fs, struct gguf_error *err) {
     for (int s = 0; s < fs->n_shards; s++)
         fs->t_first[s + 1] = fs->t_first[s] + gguf_n_tensors(fs->shards[s]);
     return 0;
-}
-
-int gfs_view_merged(const struct gfs *fs) {
-    return fs->n_shards > 1 || fs->picks;
 }
 
 /* The context of the file the view shows, tensors and keys as they are
@@ -60,7 +57,7 @@ int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
     gguf_ctx *m = NULL;
     if (!fs->t_first && gfs_view_number(fs, err) != 0)
         return -1;
-    if (!gfs_view_merged(fs))
+    if (!gfs_data_merged(fs))
         return 0;
     /* The merged file's tensor offsets never change (edits touch keys
      * only): lay them out once. */
@@ -170,7 +167,7 @@ static int view_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     (void)arg;
     struct gguf_error gerr = {0};
     uint64_t d2;
-    if (gfs_view_merged(fs)) {
+    if (gfs_data_merged(fs)) {
         /* The merged file gguf-split --merge would write (or the mix),
          * from the current (edited) keys of the first shard. */
         gguf_ctx *m = merged_ctx(fs, &gerr);
@@ -192,7 +189,7 @@ struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
 /* Bytes of the view's data section: a shard set's merged one, else the
  * GGUF's own. */
 static uint64_t data_size(const struct gfs *fs) {
-    if (gfs_view_merged(fs))
+    if (gfs_data_merged(fs))
         return fs->merged_data_size;
     uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
     return fsz > d ? fsz - d : 0;
@@ -286,7 +283,7 @@ static int live_open(struct gfs *fs, struct gfs_fh *fh,
     if (!(fh->text = gfs_view_header(fs, &err)))
         return err;
     fi->noflush = 1;
-    if (!gfs_view_merged(fs)) {
+    if (!gfs_data_merged(fs)) {
         uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
         fh->drop = fsz > d && !gfs_data_cached(fs, 0, d, fsz - d);
     }
@@ -311,7 +308,7 @@ static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     pthread_rwlock_rdlock(&fs->lock);
     atomic_fetch_add(&hdr->refs, 1);
     gfs_view_span(fs, hdr->len, (uint64_t)off, size, &sp);
-    if (!gfs_view_merged(fs)) {
+    if (!gfs_data_merged(fs)) {
         gfs_data_reply(req, fs, 0, hdr->data + sp.hdr_off, sp.hdr_n,
                        sp.data_pos, sp.data_n, drop);
     } else {
@@ -339,6 +336,42 @@ static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     pthread_rwlock_unlock(&fs->lock);
 }
 
+/* Bytes [off, off + n) of tensor i changed (kinds.h, tensor_changed):
+ * the versions of the view served from the page cache drop them
+ * (passthrough.c; passthrough ones read the file), or, with no versions
+ * kept (fs->pt NULL: out of memory at start), the view's one inode.  A
+ * link (viewlink.c) is the file itself. */
+static void live_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                         int whole) {
+    (void)whole;
+    int err = 0;
+    int64_t j;
+    uint64_t at = 0;
+    if (!fs->io || i < 0)
+        return; /* no session: nothing cached */
+    pthread_rwlock_rdlock(&fs->lock);
+    uint64_t rel =
+        fs->ext ? fs->ext[i].merged_rel
+                : gguf_tensor_rel_offset(gfs_tensor_ctx(fs, i, &j, NULL), j);
+    struct gfs_text *hdr = NULL;
+    if (fs->pt)
+        gfs_pt_inval_data(fs, rel + off, n);
+    else if ((hdr = gfs_view_header(fs, &err)))
+        at = hdr->len + rel + off;
+    pthread_rwlock_unlock(&fs->lock);
+    if (hdr)
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_LIVE), (int64_t)at,
+                        (int64_t)n);
+    gfs_text_put(hdr);
+}
+
+/* GGUF_COMMIT_NEW_FILE while the kernel may read the GGUF's file itself
+ * for the view: passthrough opens (passthrough.c), a link resolved
+ * (viewlink.c). */
+static unsigned live_commit_flags(struct gfs *fs) {
+    return gfs_pt_commit_flags(fs) | gfs_vlink_commit_flags(fs);
+}
+
 const struct gfs_kind_ops gfs_kind_live = {
     .kind = GFS_LIVE,
     .ino_lo = GFS_INO_LIVE,
@@ -354,4 +387,7 @@ const struct gfs_kind_ops gfs_kind_live = {
     .stat = live_stat,
     .open = live_open,
     .read = live_read,
+    .tensor_changed = live_changed,
+    .commit_flags = live_commit_flags,
+    .committed = gfs_pt_committed,
 };

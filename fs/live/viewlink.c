@@ -63,7 +63,7 @@ static int path_is_file(const struct gfs *fs) {
  * Caller holds fs->lock (read). */
 static int may_link(const struct gfs *fs) {
     if (geteuid() == 0 || !fs->pt || !gfs_pt_auto(fs) || !fs->path ||
-        fs->path[0] != '/' || gfs_view_merged(fs) || gfs_remote_file(fs, 0) ||
+        fs->path[0] != '/' || gfs_data_merged(fs) || gfs_remote_file(fs, 0) ||
         gfs_overlay_where(fs) || gfs_patch_any(fs) || gguf_dirty(fs->ctx))
         return 0;
     return path_is_file(fs);

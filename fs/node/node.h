@@ -61,4 +61,16 @@ int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
                    const char *name, fuse_ino_t ino, mode_t mode, off_t next,
                    const struct fuse_entry_param *plus);
 
+/* rows.c. The hooks' fan-outs (the hooks' contracts: struct gfs_kind_ops).
+ * gfs_kinds_tensor_changed: after a tensor's bytes changed (tensorw.c).
+ * The commit's, called by the edit stores (edits/file.c, overlay.c):
+ * gfs_kinds_commit_sync (the first error stops it), gfs_kinds_commit_flags
+ * (every row's, or'ed), gfs_kinds_committed. */
+void gfs_kinds_tensor_changed(struct gfs *fs, int64_t i, uint64_t off,
+                              uint64_t n, int whole);
+int gfs_kinds_commit_sync(struct gfs *fs, char *what, size_t n,
+                          struct gguf_error *err);
+unsigned gfs_kinds_commit_flags(struct gfs *fs);
+void gfs_kinds_committed(struct gfs *fs);
+
 #endif

@@ -57,3 +57,36 @@ void gfs_kinds_free(struct gfs *fs) {
         if (fs->kinds[r]->fini)
             fs->kinds[r]->fini(fs);
 }
+
+/* The fan-outs of the hooks (kinds.h): every row of fs->kinds that has
+ * one, in table order; named by no row, so a wing, edits/ or source/ tells
+ * the others through them without calling up or across. */
+void gfs_kinds_tensor_changed(struct gfs *fs, int64_t i, uint64_t off,
+                              uint64_t n, int whole) {
+    for (size_t r = 0; r < fs->n_kinds; r++)
+        if (fs->kinds[r]->tensor_changed)
+            fs->kinds[r]->tensor_changed(fs, i, off, n, whole);
+}
+
+int gfs_kinds_commit_sync(struct gfs *fs, char *what, size_t n,
+                          struct gguf_error *err) {
+    int e = 0;
+    for (size_t r = 0; r < fs->n_kinds && !e; r++)
+        if (fs->kinds[r]->commit_sync)
+            e = fs->kinds[r]->commit_sync(fs, what, n, err);
+    return e;
+}
+
+unsigned gfs_kinds_commit_flags(struct gfs *fs) {
+    unsigned flags = 0;
+    for (size_t r = 0; r < fs->n_kinds; r++)
+        if (fs->kinds[r]->commit_flags)
+            flags |= fs->kinds[r]->commit_flags(fs);
+    return flags;
+}
+
+void gfs_kinds_committed(struct gfs *fs) {
+    for (size_t r = 0; r < fs->n_kinds; r++)
+        if (fs->kinds[r]->committed)
+            fs->kinds[r]->committed(fs);
+}

@@ -123,11 +123,7 @@ static void *gfs_sig_thread(void *arg) {
         if (atomic_load(&c->quit))
             break;
         if (sig == SIGUSR2) { /* ggufs -u: let the mount go idle */
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            atomic_store(&c->mount->hash_yield_ms,
-                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
-                             HASH_YIELD_MS);
+            gfs_devio_idle(c->mount->devio, HASH_YIELD_MS);
             continue;
         }
         fuse_session_exit(c->se);
@@ -256,8 +252,10 @@ static void start_devio(struct gfs_main *m) {
                  m->c->o.file, why);
         gfs_log_line(&m->mount.log, line);
     }
-    if (m->fs)
-        (void)gfs_pt_start(m->fs, m->mount.devio, m->c->o.passthrough);
+    if (m->fs) {
+        m->fs->io = m->mount.devio;
+        (void)gfs_pt_start(m->fs, m->c->o.passthrough);
+    }
 }
 
 /* Serve: mount, detach, and run the session until unmount or a signal.

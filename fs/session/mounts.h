@@ -33,13 +33,10 @@ struct gfs_mount {
     /* The session's kernel shim (devio.h): first, as the shim's device
      * hooks find it in the session's userdata, this struct. */
     struct gfs_devio *devio;
-    /* Set before the session runs: handlers that read for long (the
-     * hashes) stop once it has exited, as the last commit waits for them. */
+    /* Set before the session runs.  Handlers that read for long (the
+     * hashes) ask the shim whether to stop (gfs_devio_yielding: the
+     * session exited, or SIGUSR2 asked the mount to go idle). */
     struct fuse_session *se;
-    /* Until this CLOCK_MONOTONIC time (ms), hashes being computed stop and
-     * none starts: set by SIGUSR2 (ggufs -u sends it before unmounting, so
-     * that no long request keeps the mount busy).  No lock. */
-    atomic_llong hash_yield_ms;
     struct gfs_log log;
     struct gfs *single;        /* a single-file mount's model, or NULL */
     struct gfs_storefs *store; /* a store mount (storefs.c), or NULL */

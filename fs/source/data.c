@@ -7,7 +7,10 @@
  * local file has these functions to serve.  Both are the one choke point
  * of an overlay's tensors (patch.c): bytes a tensor written on an overlay
  * mount replaced are read from the overlay's data file, and a reply that
- * holds any is copied, never served from the model's descriptor.
+ * holds any is copied, never served from the model's descriptor.  And
+ * of the writes in flight (inflight.c): each of the three waits for
+ * those that overlap what it reads before it reads, so that a read after
+ * write(2) returned sees the bytes, whichever path above asked.
  */
 #include "source.h"
 #include "remote.h"
@@ -124,9 +127,13 @@ static int read_model(struct gfs *fs, int shard, uint64_t pos, void *buf,
     return err;
 }
 
+int gfs_data_merged(const struct gfs *fs) {
+    return fs->n_shards > 1 || fs->picks;
+}
+
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                   size_t n) {
-    gfs_tw_wait(fs, shard, pos, n);
+    gfs_inflight_wait(fs, shard, pos, n);
     int err = read_model(fs, shard, pos, buf, n);
     return err || !fs->patch ? err : gfs_patch_read(fs, shard, pos, buf, n);
 }
@@ -248,7 +255,7 @@ static void reply_remote(fuse_req_t req, struct gfs *fs, int shard,
 void gfs_data_reply(fuse_req_t req, struct gfs *fs, int shard, const char *mem,
                     size_t mem_n, uint64_t pos, uint64_t n, int drop) {
     int fd, err;
-    gfs_tw_wait(fs, shard, pos, n);
+    gfs_inflight_wait(fs, shard, pos, n);
     /* A remote file has no descriptor; an overlay's tensors are not the
      * file's bytes: both are copied (gfs_data_read lays them over). */
     if (gfs_patch_overlaps(fs, shard, pos, n)) {
@@ -310,7 +317,7 @@ void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
     for (int k = 0; k < np; k++) {
         total += p[k].n;
         if (p[k].shard >= 0)
-            gfs_tw_wait(fs, p[k].shard, p[k].pos, p[k].n);
+            gfs_inflight_wait(fs, p[k].shard, p[k].pos, p[k].n);
         by_fd =
             by_fd && (p[k].shard < 0 ||
                       (!gfs_remote_file(fs, p[k].shard) &&

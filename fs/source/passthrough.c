@@ -63,7 +63,6 @@
  */
 #include "source.h"
 #include "../base/devio.h"
-#include "../session/mounts.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -104,7 +103,6 @@ struct pt_epoch {
 
 struct gfs_pt {
     enum gfs_pt_mode mode;
-    struct gfs_devio *io; /* the session's shim (fs/base/devio.h) */
 
     pthread_mutex_t mu;         /* guards what follows; a leaf */
     struct pt_epoch *epochs;    /* the current one first, then those with
@@ -115,12 +113,11 @@ struct gfs_pt {
     uint64_t next_n;
 };
 
-int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode) {
+int gfs_pt_start(struct gfs *fs, enum gfs_pt_mode mode) {
     struct gfs_pt *pt = calloc(1, sizeof *pt);
     if (!pt)
         return -1;
     pt->mode = mode;
-    pt->io = io;
     pt->next_n = 1;
     pthread_mutex_init(&pt->mu, NULL);
     fs->pt = pt;
@@ -131,12 +128,8 @@ int gfs_pt_auto(const struct gfs *fs) {
     return fs->pt && fs->pt->mode == GFS_PT_AUTO;
 }
 
-int gfs_pt_dio_mmap(struct gfs *fs) {
-    return fs->pt && gfs_devio_dio_mmap(fs->pt->io);
-}
-
-static void backing_close(struct gfs_pt *pt, struct pt_backing *b) {
-    gfs_passthrough_close(pt->io, b->id);
+static void backing_close(struct gfs *fs, struct pt_backing *b) {
+    gfs_passthrough_close(fs->io, b->id);
     free(b);
 }
 
@@ -154,11 +147,11 @@ void gfs_pt_stop(struct gfs *fs) {
         free(e);
     }
     if (pt->cur)
-        backing_close(pt, pt->cur);
+        backing_close(fs, pt->cur);
     while (pt->retired) {
         struct pt_backing *b = pt->retired;
         pt->retired = b->next;
-        backing_close(pt, b);
+        backing_close(fs, b);
     }
     pthread_mutex_destroy(&pt->mu);
     free(pt);
@@ -262,7 +255,7 @@ static struct pt_backing *backing(struct gfs *fs) {
         return pt->cur;
     if (pt->failed)
         return NULL;
-    int id = gfs_passthrough_open(pt->io, gguf_fd(fs->ctx));
+    int id = gfs_passthrough_open(fs->io, gguf_fd(fs->ctx));
     if (id <= 0) {
         pt->failed = -id;
         gfs_log(fs,
@@ -273,7 +266,7 @@ static struct pt_backing *backing(struct gfs *fs) {
     }
     struct pt_backing *b = calloc(1, sizeof *b);
     if (!b) {
-        gfs_passthrough_close(pt->io, id);
+        gfs_passthrough_close(fs->io, id);
         return NULL;
     }
     b->id = id;
@@ -286,33 +279,25 @@ static struct pt_backing *backing(struct gfs *fs) {
  * source's bytes are in a cache, not a file that is the model), no edit
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
-    return fs->pt->mode == GFS_PT_AUTO && gfs_devio_passthrough(fs->pt->io) &&
-           !gfs_view_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty &&
+    return fs->pt->mode == GFS_PT_AUTO && gfs_devio_passthrough(fs->io) &&
+           !gfs_data_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty &&
            !gfs_patch_any(fs); /* an overlay's tensors: not the file's */
 }
 
-void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
-                       uint64_t data_rel, uint64_t len) {
+void gfs_pt_inval_data(struct gfs *fs, uint64_t data_rel, uint64_t len) {
     struct {
         fuse_ino_t ino;
         uint64_t off;
     } v[16];
-    int n = 0, err = 0;
-    if (fs->pt) {
-        pthread_mutex_lock(&fs->pt->mu);
-        for (struct pt_epoch *e = fs->pt->epochs; e && n < 16; e = e->next)
-            if (e->how != PT_PASSTHROUGH && e->hdr)
-                v[n].ino = epoch_ino(e->n), v[n++].off = e->hdr->len + data_rel;
-        pthread_mutex_unlock(&fs->pt->mu);
-    } else {
-        struct gfs_text *hdr = gfs_view_header(fs, &err);
-        if (hdr)
-            v[n].ino = GFS_INO_LIVE, v[n++].off = hdr->len + data_rel;
-        gfs_text_put(hdr);
-    }
+    int n = 0;
+    pthread_mutex_lock(&fs->pt->mu);
+    for (struct pt_epoch *e = fs->pt->epochs; e && n < 16; e = e->next)
+        if (e->how != PT_PASSTHROUGH && e->hdr)
+            v[n].ino = epoch_ino(e->n), v[n++].off = e->hdr->len + data_rel;
+    pthread_mutex_unlock(&fs->pt->mu);
     for (int k = 0; k < n; k++)
-        fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, v[k].ino),
-                                         (off_t)v[k].off, (off_t)len);
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, v[k].ino), (int64_t)v[k].off,
+                        (int64_t)len);
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
@@ -394,9 +379,8 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
      * shows a version for the first time has the kernel's dropped (only
      * the attributes: offset -1).  The kernel takes no lock of the inode
      * for it, so an open in progress cannot deadlock with it. */
-    if (stale && fs->mount && fs->mount->se)
-        fuse_lowlevel_notify_inval_inode(fs->mount->se,
-                                         gfs_ino_out(fs, fh->ino), -1, 0);
+    if (stale)
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, fh->ino), -1, 0);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {
@@ -420,7 +404,7 @@ void gfs_pt_release(struct gfs *fs, struct gfs_fh *fh) {
                 *p = b->next;
                 break;
             }
-        backing_close(pt, b);
+        backing_close(fs, b);
     }
     struct pt_epoch *e = fh->pt_epoch;
     if (e) {
@@ -457,7 +441,7 @@ void gfs_pt_committed(struct gfs *fs) {
             b->next = pt->retired;
             pt->retired = b;
         } else {
-            backing_close(pt, b);
+            backing_close(fs, b);
         }
     }
     pthread_mutex_unlock(&pt->mu);

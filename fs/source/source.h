@@ -8,6 +8,7 @@
  *
  *   data.c         reads, replies, the calling thread's buffers
  *   fds.c          the descriptors of a set's (a mix's) files, on demand
+ *   inflight.c     the writes in flight, which every read waits for
  *   passthrough.c  the live view by FUSE passthrough, its inode versions
  *   remote.c       a remote model as fs/ sees it (remote/include/remote.h)
  */
@@ -16,13 +17,15 @@
 
 #include "../ggufs.h"
 
-struct gfs_devio; /* the session's kernel shim (fs/base/devio.h) */
-
 /* The model's bytes (data.c).  gfs_data_read reads n bytes of shard's
  * file at pos into buf: 0, or an errno (EIO if the file ends first, said
  * once in the log: a read past the end must be EIO, never a short read,
  * which the kernel takes for EOF).  Callers hold fs->lock (read). */
 int gfs_data_read(struct gfs *fs, int shard, uint64_t pos, void *buf, size_t n);
+/* Whether the model's tensor data is not one file's data section as it
+ * is: a shard set's, or a mix's (-o mix; the live view lays it out anew,
+ * a tensor's file is named).  No lock: fixed at mount. */
+int gfs_data_merged(const struct gfs *fs);
 /* A buffer of the calling thread of at least n bytes, kept for its next
  * request (a fresh malloc of a megabyte per read is an mmap, page faults
  * and zeroing each time) and freed when the thread ends; its contents
@@ -126,24 +129,43 @@ int gfs_patch_set(struct gfs *fs, int64_t g, uint64_t doff);
 int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
                       size_t *nt);
 
+/* inflight.c: writes answered and not yet written (tensors/'s pipelined
+ * writes in place; the contract and the lock: its top comment).  Every
+ * read of the model's bytes in data.c waits for those overlapping it, so
+ * no read path above source/ has to.
+ *   gfs_inflight_init        fs->twq made, once (fs->lock held for
+ *                            writing); 0 or ENOMEM
+ *   gfs_inflight_free        at the model's close
+ *   gfs_inflight_enter       a write of [lo, hi) of shard's file by owner
+ *                            enters, once nothing overlaps it and a slot is
+ *                            free; its slot (fs->twq made)
+ *   gfs_inflight_leave       ... its pwrite ended: it leaves its slot
+ *   gfs_inflight_wait        until nothing overlaps [pos, pos + n) of
+ *                            shard's file (any lock of fs may be held)
+ *   gfs_inflight_wait_owner  until owner has nothing in flight */
+int gfs_inflight_init(struct gfs *fs);
+void gfs_inflight_free(struct gfs *fs);
+int gfs_inflight_enter(struct gfs *fs, const void *owner, int shard,
+                       uint64_t lo, uint64_t hi);
+void gfs_inflight_leave(struct gfs *fs, int slot);
+void gfs_inflight_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
+void gfs_inflight_wait_owner(struct gfs *fs, const void *owner);
+
 /* passthrough.c: the live view by FUSE passthrough while it is
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
-/* Sets up fs->pt: the model's view versions, served through io, the
- * session's shim (fs/base/devio.h; NULL: no session, nothing passed through).
- * A single-file mount's model (mount.c, once the session's shim is up)
- * and each model a store opens (model.c) are started the same way.  0, or
- * -1 (out of memory: the view is served as without passthrough). */
-int gfs_pt_start(struct gfs *fs, struct gfs_devio *io, enum gfs_pt_mode mode);
+/* Sets up fs->pt: the model's view versions, served through fs->io, the
+ * session's shim (fs/base/devio.h; NULL: no session, nothing passed
+ * through).  A single-file mount's model (mount.c, once the session's
+ * shim is up and fs->io set) and each model a store opens (model.c) are
+ * started the same way.  0, or -1 (out of memory: the view is served as
+ * without passthrough). */
+int gfs_pt_start(struct gfs *fs, enum gfs_pt_mode mode);
 /* The model closes (unmount, once the workers have stopped; a store's
  * model let go, none of its files open): its backing ids closed, fs->pt
  * freed. */
 void gfs_pt_stop(struct gfs *fs);
-/* Whether the kernel maps direct-I/O files shared (the session's shim
- * negotiated FUSE_DIRECT_IO_ALLOW_MMAP, gfs_devio_dio_mmap): only then may
- * a file that must support mmap(MAP_SHARED) be opened with direct I/O. */
-int gfs_pt_dio_mmap(struct gfs *fs);
 /* The session's passthrough option is auto (not -o passthrough=off). */
 int gfs_pt_auto(const struct gfs *fs);
 /* The live view (liveview.c) asks with its header (hdr) and size now.
@@ -161,12 +183,11 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
                       struct fuse_file_info *fi, struct gfs_text *hdr,
                       uint64_t size, int reopened);
 /* Bytes [data_rel, data_rel + len) of the view's data section changed on
- * disk (a tensor written, tensorw.c): every version of the view served
- * from the page cache has them dropped (se's notify; passthrough ones read
- * the file).  Caller holds fs->lock (read); the kernel is told after
- * pt->mu is let go. */
-void gfs_pt_inval_data(struct gfs *fs, struct fuse_session *se,
-                       uint64_t data_rel, uint64_t len);
+ * disk (a tensor written: the live row's tensor_changed, liveview.c):
+ * every version of the view served from the page cache has them dropped
+ * (gfs_devio_inval; passthrough ones read the file).  fs->pt set.  Caller
+ * holds fs->lock (read); the kernel is told after pt->mu is let go. */
+void gfs_pt_inval_data(struct gfs *fs, uint64_t data_rel, uint64_t len);
 /* Around fuse_reply_open of fh (same thread): the reply then carries the
  * backing id. */
 void gfs_pt_arm(const struct gfs_fh *fh);

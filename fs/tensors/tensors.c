@@ -82,7 +82,7 @@ static int tensor_open(struct gfs *fs, struct gfs_fh *fh,
     if (fs->tensor_dio) {
         /* -o tensor_direct_io: each read is one request served from the
          * GGUF, no FUSE page cache (so nothing to drop from the GGUF's);
-         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, passthrough.c)
+         * an mmap still works (FUSE_DIRECT_IO_ALLOW_MMAP, base/devio.c)
          * through a cache dropped at each mmap.  ggufs(1) has the
          * figures behind the default (off). */
         fi->direct_io = 1;
@@ -149,7 +149,7 @@ static int tensor_attr(struct gfs *fs, int64_t g, const char *name,
         return gfs_add_str(out, tmp);
     }
     if (strcmp(name, "user.gguf.file") == 0 &&
-        (gfs_view_merged(fs) || file != gguf_path(c)))
+        (gfs_data_merged(fs) || file != gguf_path(c)))
         return gfs_add_str(out, file);
     if (strcmp(name, "user.gguf.source") == 0) {
         snprintf(tmp, sizeof tmp, "@%" PRIu64, off);
@@ -178,7 +178,7 @@ static int tensor_listxattr(struct gfs *fs, fuse_ino_t ino,
     if (gguf_buf_add(out, names, sizeof names) != GGUF_OK)
         return ENOMEM;
     uint64_t off;
-    if ((gfs_view_merged(fs) ||
+    if ((gfs_data_merged(fs) ||
          gfs_patch_find(fs, gfs_tensor_index(fs, ino), &off)) &&
         gguf_buf_add(out, "user.gguf.file", 15) != GGUF_OK)
         return ENOMEM;
@@ -215,4 +215,6 @@ const struct gfs_kind_ops gfs_kind_tensor = {
     .getxattr = tensor_getxattr,
     .listxattr = tensor_listxattr,
     .fini = gfs_tw_free,
+    .tensor_changed = gfs_tw_changed,
+    .commit_sync = gfs_tw_commit,
 };

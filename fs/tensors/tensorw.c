@@ -24,7 +24,7 @@
  *    tensor's offsets at once, like a regular file's.  fsync of the tensor
  *    file is fdatasync of the GGUF; a crash leaves what reached the disk.
  *    Served in direct I/O where the kernel maps such files
- *    (gfs_pt_dio_mmap, asked for at mount when tensors are writable): a
+ *    (gfs_devio_dio_mmap, asked for at mount when tensors are writable): a
  *    write is copied once less (bench/run twrite), and the kernel drops
  *    the pages other opens of the tensor cached for the range written.
  *  - with O_TRUNC (cp of a whole tensor), a whole replace: writes go to a
@@ -43,8 +43,9 @@
  *    were answered;
  *  - every read the daemon serves (source/data.c: tensors/, f32/, npy/,
  *    the hashes, the live view but by passthrough) first waits for the
- *    writes in flight that overlap what it reads: a read after write(2)
- *    returned sees the bytes;
+ *    writes in flight that overlap what it reads (source/inflight.c,
+ *    where a write enters before its answer and leaves after its pwrite):
+ *    a read after write(2) returned sees the bytes;
  *  - flush (each close(2)) and fsync of a tensor file wait for the
  *    tensor's writes in flight (of any handle: the kernel writes a shared
  *    mapping back through any writable open), release for the handle's;
@@ -64,7 +65,10 @@
  * from the page cache (passthrough ones read the file itself), f32/ and
  * npy/ of the tensor, and (after an apply) the tensor file itself are
  * invalidated, and the tensor's hashes and tensors/'s are forgotten
- * (computed again on the next request).
+ * (computed again on the next request).  Each row that shows tensor bytes
+ * does its part in its own tensor_changed hook (kinds.h), which this file
+ * calls through the table (gfs_kinds_tensor_changed): it names none of
+ * them, and a new view of tensor bytes is one row.
  *
  * An overlay mount (source/patch.c) never writes the model: the first
  * open for writing copies the tensor whole into the overlay's data file
@@ -74,18 +78,19 @@
  *
  * The commit (ggufs -u, unmount) syncs the GGUF (or the overlay's data
  * file) and names the tensors written since the last one in its report
- * (gfs_tw_commit).
+ * (gfs_tw_commit: the tensor row's commit_sync hook, which the edit
+ * stores call through the table).
  *
  * Locks: writes in place hold fs->lock (read), like reads: a commit never
- * moves the data under them; the queue of writes in flight (twq.mu) is a
- * leaf, never held while waiting for anything but its own condition; a stage's writes take fh->mu then fs->lock
+ * moves the data under them; the writes in flight are source/inflight.c's
+ * (its lock a leaf, never held while waiting for anything but its own
+ * condition); a stage's writes take fh->mu then fs->lock
  * (read); an apply holds fs->lock for writing (one at a time, none during
  * a commit).  The kernel is told to drop pages with no lock held.
  */
 #include "../kinds.h"
-#include "../session/mounts.h"
+#include "../base/devio.h"
 #include "../source/source.h"
-#include "../views/views.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,93 +151,6 @@ static int ovl_pwrite(struct gfs *fs, struct gfs_fh *fh, const char *p,
     return GGUF_OK;
 }
 
-/* ---- writes in flight (Pipelining) ------------------------------------ */
-
-#define TWQ_MAX 16 /* writes answered and not yet written, at most */
-
-struct gfs_twq {
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* an entry left */
-    atomic_int n;      /* entries in use (read without mu: none, no wait) */
-    struct {
-        const struct gfs_fh *fh; /* NULL: a free slot */
-        int shard;
-        uint64_t lo, hi; /* bytes [lo, hi) of shard's file */
-    } v[TWQ_MAX];
-};
-
-static struct gfs_twq *twq_new(void) {
-    struct gfs_twq *q = calloc(1, sizeof *q);
-    if (q) {
-        pthread_mutex_init(&q->mu, NULL);
-        pthread_cond_init(&q->cv, NULL);
-    }
-    return q;
-}
-
-/* Whether an entry is in the way: of fh (any range) when fh is given,
- * else overlapping [lo, hi) of shard.  Caller holds q->mu. */
-static int twq_busy(const struct gfs_twq *q, const struct gfs_fh *fh, int shard,
-                    uint64_t lo, uint64_t hi) {
-    for (int i = 0; i < TWQ_MAX; i++) {
-        if (!q->v[i].fh)
-            continue;
-        if (fh ? q->v[i].fh == fh
-               : q->v[i].shard == shard && q->v[i].lo < hi && lo < q->v[i].hi)
-            return 1;
-    }
-    return 0;
-}
-
-/* Waits until no entry is in the way (twq_busy's fh, shard, lo, hi). */
-static void twq_wait(struct gfs *fs, const struct gfs_fh *fh, int shard,
-                     uint64_t lo, uint64_t hi) {
-    struct gfs_twq *q = fs->twq;
-    if (!q || !atomic_load(&q->n))
-        return;
-    pthread_mutex_lock(&q->mu);
-    while (twq_busy(q, fh, shard, lo, hi))
-        pthread_cond_wait(&q->cv, &q->mu);
-    pthread_mutex_unlock(&q->mu);
-}
-
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n) {
-    if (n)
-        twq_wait(fs, NULL, shard, pos, pos + n);
-}
-
-/* Enters a write of [lo, hi) of fh's file, once nothing overlaps it and a
- * slot is free; its slot. */
-static int twq_enter(struct gfs_twq *q, const struct gfs_fh *fh, uint64_t lo,
-                     uint64_t hi) {
-    int slot = -1;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        slot = -1;
-        for (int i = 0; i < TWQ_MAX && slot < 0; i++)
-            if (!q->v[i].fh)
-                slot = i;
-        if (slot >= 0 && !twq_busy(q, NULL, fh->shard, lo, hi))
-            break;
-        pthread_cond_wait(&q->cv, &q->mu);
-    }
-    q->v[slot].fh = fh;
-    q->v[slot].shard = fh->shard;
-    q->v[slot].lo = lo;
-    q->v[slot].hi = hi;
-    atomic_fetch_add(&q->n, 1);
-    pthread_mutex_unlock(&q->mu);
-    return slot;
-}
-
-static void twq_leave(struct gfs_twq *q, int slot) {
-    pthread_mutex_lock(&q->mu);
-    q->v[slot].fh = NULL;
-    atomic_fetch_sub(&q->n, 1);
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-}
-
 /* The absolute offset of byte off of fh's tensor.  Caller holds fs->lock
  * (read). */
 static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
@@ -240,35 +158,25 @@ static uint64_t pos_of(const struct gfs *fs, const struct gfs_fh *fh,
     return gguf_data_offset(fs->shards[fh->shard]) + fh->rel + off;
 }
 
-/* Offset of byte off of tensor i in the live view's data section. */
-static uint64_t view_rel(const struct gfs *fs, int64_t i,
-                         const struct gfs_fh *fh, uint64_t off) {
-    return (fs->ext ? fs->ext[i].merged_rel : fh->rel) + off;
-}
-
-/* Bytes [off, off + n) of fh's tensor changed on disk: what shows them
- * elsewhere drops its copy (see the top comment); whole: an apply, the
- * tensor file's own pages too.  No lock held. */
+/* Bytes [off, off + n) of fh's tensor changed on disk (whole: an
+ * apply): every row that shows them is told (kinds.h, tensor_changed:
+ * this file's own, gfs_tw_changed, the live view's, f32/'s and npy/'s).
+ * No lock held. */
 static void changed(struct gfs *fs, struct gfs_fh *fh, uint64_t off, uint64_t n,
                     int whole) {
-    struct fuse_session *se = fs->mount ? fs->mount->se : NULL;
-    int64_t i = gfs_tensor_index(fs, fh->ino);
+    gfs_kinds_tensor_changed(fs, gfs_tensor_index(fs, fh->ino), off, n, whole);
+}
+
+void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                    int whole) {
+    (void)off, (void)n;
+    if (i < 0 || !fs->tw_marks)
+        return;
     atomic_store(&fs->tw_marks[i], 1);
     atomic_store(&fs->tw_any, 1);
-    gfs_hashes_forget(fs, i);
-    if (!se)
-        return;
-    pthread_rwlock_rdlock(&fs->lock);
-    gfs_pt_inval_data(fs, se, view_rel(fs, i, fh, off), n);
-    pthread_rwlock_unlock(&fs->lock);
-    if (fs->views) {
-        fuse_lowlevel_notify_inval_inode(
-            se, gfs_ino_out(fs, GFS_INO_F32 + (fuse_ino_t)i), 0, 0);
-        fuse_lowlevel_notify_inval_inode(
-            se, gfs_ino_out(fs, GFS_INO_NPY + (fuse_ino_t)i), 0, 0);
-    }
-    if (whole)
-        fuse_lowlevel_notify_inval_inode(se, gfs_ino_out(fs, fh->ino), 0, 0);
+    if (whole) /* the tensor file's own pages: its stage's bytes now */
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_TENSOR + (uint64_t)i),
+                        0, 0);
 }
 
 int gfs_tw_tensor_writable(const struct gfs *fs, int shard) {
@@ -285,7 +193,7 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
         if (!fs->tw_marks)
             return ENOMEM;
     }
-    if (!fs->twq && !(fs->twq = twq_new()))
+    if (gfs_inflight_init(fs))
         return ENOMEM;
     atomic_store(&fh->werr, 0);
     fh->tensor_w = 1;
@@ -303,7 +211,7 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     if (!(fi->flags & O_TRUNC) || fs->patch) {
         /* Direct I/O where the kernel still maps such files: a write is
          * copied once less (not into the mount's page cache too). */
-        if (gfs_pt_dio_mmap(fs)) {
+        if (gfs_devio_dio_mmap(fs->io)) {
             fi->direct_io = 1;
             fi->keep_cache = 0;
         }
@@ -383,12 +291,12 @@ void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
     /* In place (Pipelining): answered, then written.  What other files
      * cached of these bytes is dropped before the answer (a read after
      * write(2) returned finds no old page; one made meanwhile is served
-     * after the pwrite: gfs_tw_wait) and again after the pwrite (pages a
+     * after the pwrite: gfs_inflight_wait) and again after the pwrite (pages a
      * reader cached before the write entered the queue).  Never while in
      * the queue: a reader holding a page lock may be waiting for it. */
     changed(fs, fh, (uint64_t)off, n, 0);
     uint64_t at = pos_of(fs, fh, (uint64_t)off);
-    int slot = twq_enter(fs->twq, fh, at, at + n);
+    int slot = gfs_inflight_enter(fs, fh, fh->shard, at, at + n);
     pthread_rwlock_rdlock(&fs->lock);
     fuse_reply_write(req, n);
     if (test_delay_us())
@@ -404,7 +312,7 @@ void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
                 "write, close or fsync): %s",
                 fs->path, err.msg);
     }
-    twq_leave(fs->twq, slot);
+    gfs_inflight_leave(fs, slot);
     if (st == GGUF_OK)
         changed(fs, fh, (uint64_t)off, n, 0);
 }
@@ -481,7 +389,7 @@ static int apply(struct gfs *fs, struct gfs_fh *fh) {
 int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh) {
     /* the tensor's writes in flight, of any handle: the kernel writes a
      * shared mapping's pages back through any writable open */
-    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    gfs_inflight_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
     int werr = atomic_exchange(&fh->werr, 0);
     pthread_mutex_lock(&fh->mu);
     int err = apply(fs, fh);
@@ -498,7 +406,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
         return gfs_tw_flush(fs, fh);
     /* the tensor's writes in flight, of any handle: the kernel writes a
      * shared mapping's pages back through any writable open */
-    gfs_tw_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
+    gfs_inflight_wait(fs, fh->shard, pos_of(fs, fh, 0), fh->size);
     int werr = atomic_exchange(&fh->werr, 0);
     if (werr)
         return werr;
@@ -511,7 +419,7 @@ int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh) {
 }
 
 void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh) {
-    twq_wait(fs, fh, -1, 0, 0); /* fh's writes: the core frees fh after */
+    gfs_inflight_wait_owner(fs, fh); /* the core frees fh after */
     pthread_mutex_lock(&fh->mu);
     (void)apply(fs, fh); /* a failure is logged */
     gguf_stage_free(fh->stage);
@@ -582,10 +490,5 @@ int gfs_tw_commit(struct gfs *fs, char *what, size_t n,
 void gfs_tw_free(struct gfs *fs) {
     free((void *)fs->tw_marks);
     fs->tw_marks = NULL;
-    if (fs->twq) {
-        pthread_mutex_destroy(&fs->twq->mu);
-        pthread_cond_destroy(&fs->twq->cv);
-        free(fs->twq);
-        fs->twq = NULL;
-    }
+    gfs_inflight_free(fs);
 }

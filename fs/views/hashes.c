@@ -11,8 +11,9 @@
  *       (or paused) has read, "D of T bytes (P%)", or "done"; ENODATA
  *       before the first request.  Asked by name, never listed.
  * Hashes are computed on first request and kept until the bytes change:
- * a write of a tensor (tensorw.c) forgets its hash and tensors/'s
- * (gfs_hashes_forget; a hash being computed then starts over).  Nothing
+ * a write of a tensor (tensorw.c, through the f32/ row's tensor_changed
+ * hook, views.c) forgets its hash and tensors/'s (gfs_hashes_forget; a
+ * hash being computed then starts over).  Nothing
  * else changes them under a mount: a read-only mount fails once the file
  * changes; a read-write one holds it locked.  The first request on
  * tensors/ computes every tensor's hash in the same pass.
@@ -41,8 +42,8 @@
  *   download the model in a request the owner cannot end.
  */
 #include "../node/node.h" /* gfs_kind */
-#include "../session/mounts.h"
 #include "views.h"
+#include "../base/devio.h"
 #include "../source/source.h"
 
 #include <errno.h>
@@ -133,12 +134,7 @@ static struct gfs_hjob *job_new(int64_t i) {
  * mount is going away (the session waits for its handlers to end before
  * the last commit).  No lock. */
 static int gave_up(struct gfs *fs, fuse_req_t req) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    return fuse_req_interrupted(req) ||
-           (fs->mount->se && fuse_session_exited(fs->mount->se)) ||
-           ms < atomic_load(&fs->mount->hash_yield_ms);
+    return fuse_req_interrupted(req) || gfs_devio_yielding(fs->io);
 }
 
 /* Who may start a hash of a remote mount (its bytes have no local

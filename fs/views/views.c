@@ -25,6 +25,7 @@
  * whose shape fits the type and whose data holds all its blocks.
  */
 #include "views.h"
+#include "../base/devio.h"
 #include "../kinds.h"
 #include "../source/source.h"
 
@@ -102,7 +103,7 @@ size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf) {
 /* Whether f32/ and npy/ files are opened in direct I/O (gfs_views_open):
  * only where the kernel still lets them be mapped. */
 static int views_direct(struct gfs *fs) {
-    return gfs_pt_dio_mmap(fs);
+    return gfs_devio_dio_mmap(fs->io);
 }
 
 /* st_blksize of f32/ and npy/ files in direct I/O: each read(2) of such a
@@ -475,22 +476,42 @@ static void views_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
         .root_mode = S_IFDIR, .present = views_present, .stat = views_stat,    \
         .lookup = views_lookup, .n_entries = views_n, .dirent = views_dirent,  \
     }
-#define VIEWS_FILE(k, lo, hi, nm)                                              \
+/* Tensor i's bytes changed (kinds.h, tensor_changed): the kernel drops
+ * its f32/ (and the hashes of it and of tensors/ are forgotten: the views'
+ * state, hashes.c) or its npy/ pages.  No lock held. */
+static void f32_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                        int whole) {
+    (void)off, (void)n, (void)whole;
+    gfs_hashes_forget(fs, i);
+    if (fs->views && i >= 0)
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_F32 + (uint64_t)i), 0,
+                        0);
+}
+
+static void npy_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
+                        int whole) {
+    (void)off, (void)n, (void)whole;
+    if (fs->views && i >= 0)
+        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_NPY + (uint64_t)i), 0,
+                        0);
+}
+
+#define VIEWS_FILE(k, lo, hi, nm, changed)                                     \
     {                                                                          \
         .kind = k, .ino_lo = lo, .ino_hi = hi, .root_name = nm,                \
         .root_mode = S_IFREG, .present = views_present, .stat = views_stat,    \
-        .open = views_open, .read = views_read,                                \
+        .open = views_open, .read = views_read, .tensor_changed = changed,     \
     }
 const struct gfs_kind_ops gfs_kind_dir_f32 =
     VIEWS_DIR(GFS_DIR_F32, GFS_INO_DIR_F32, "f32");
 const struct gfs_kind_ops gfs_kind_dir_npy =
     VIEWS_DIR(GFS_DIR_NPY, GFS_INO_DIR_NPY, "npy");
 const struct gfs_kind_ops gfs_kind_index =
-    VIEWS_FILE(GFS_INDEX, GFS_INO_INDEX, GFS_INO_INDEX + 1, "index.tsv");
+    VIEWS_FILE(GFS_INDEX, GFS_INO_INDEX, GFS_INO_INDEX + 1, "index.tsv", NULL);
 const struct gfs_kind_ops gfs_kind_f32 =
-    VIEWS_FILE(GFS_F32, GFS_INO_F32, GFS_INO_NPY, NULL);
-const struct gfs_kind_ops gfs_kind_npy =
-    VIEWS_FILE(GFS_NPY, GFS_INO_NPY, GFS_INO_NPY + (UINT64_C(1) << 32), NULL);
+    VIEWS_FILE(GFS_F32, GFS_INO_F32, GFS_INO_NPY, NULL, f32_changed);
+const struct gfs_kind_ops gfs_kind_npy = VIEWS_FILE(
+    GFS_NPY, GFS_INO_NPY, GFS_INO_NPY + (UINT64_C(1) << 32), NULL, npy_changed);
 
 /* ---- index.tsv --------------------------------------------------------
  * One line per tensor in file order, NAME<TAB>TYPE<TAB>SHAPE<TAB>BYTES,

@@ -73,8 +73,9 @@ void gfs_pool_stop(struct gfs_views *v);
  * (at free: no request runs any more). */
 void gfs_hashes_init(struct gfs_views *v);
 void gfs_hashes_free(struct gfs_views *v);
-/* Tensor i was written: its hashes and tensors/'s are forgotten (v->mu
- * taken; no other lock needed). */
+/* Tensor i was written (views.c, the f32/ row's tensor_changed hook):
+ * its hashes and tensors/'s are forgotten (v->mu taken; no other lock
+ * needed). */
 void gfs_hashes_forget(struct gfs *fs, int64_t i);
 
 #endif
