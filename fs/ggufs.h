@@ -400,6 +400,10 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
+    /* ggml's library once views.c loaded it (its own, freed by it), or
+     * NULL: the size of a type only ggml knows (gfs_tensor_bytes, the
+     * core's bottom, which may not reach into views/). */
+    const gguf_ggml *ggml;
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Which files (indexes of shards) are remote, and whose source they

@@ -10,7 +10,7 @@
 #include "ggufs.h"
 #include "kinds.h" /* gfs_kinds_set */
 #include "model.h"
-#include "session/mounts.h"
+#include "base/mount.h"
 #include "source/source.h"
 
 #include "../status.h"

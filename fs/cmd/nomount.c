@@ -28,7 +28,7 @@
 #include "../ggufs.h"
 #include "../kinds.h"
 #include "../model.h"
-#include "../session/mounts.h"
+#include "../base/mount.h"
 
 #include "../../status.h"
 

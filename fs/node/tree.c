@@ -4,7 +4,6 @@
  */
 #include "../ggufs.h"
 #include "../kinds.h"
-#include "../views/views.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -597,15 +596,15 @@ struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino) {
 }
 
 /* Bytes of tensor i (ggufs.h): the library's size, or ggml's for a type
- * only ggml knows (views.h: its library, loaded by views.c). */
+ * only ggml knows (fs->ggml: its library, loaded by views.c). */
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i) {
     int64_t j;
     gguf_ctx *c = gfs_tensor_ctx(fs, i, &j, NULL);
     uint64_t size = gguf_tensor_size(c, j), elems, bytes;
     uint32_t ty = gguf_tensor_type(c, j);
-    if (!fs->views || !fs->views->ggml || gguf_ggml_type_known(ty) ||
-        !gguf_dq_extent(fs->views->ggml, ty, GGUF_MAX_DIMS,
-                        gguf_tensor_ne(c, j), &elems, &bytes) ||
+    if (!fs->ggml || gguf_ggml_type_known(ty) ||
+        !gguf_dq_extent(fs->ggml, ty, GGUF_MAX_DIMS, gguf_tensor_ne(c, j),
+                        &elems, &bytes) ||
         bytes > size)
         return size;
     return bytes;

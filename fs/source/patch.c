@@ -242,7 +242,7 @@ int gfs_patch_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
 }
 
 int gfs_patch_region(struct gfs *fs, int64_t g, uint64_t *doff, char *msg,
-                     size_t mn) {
+                     size_t mn, gfs_patch_read_fn read) {
     struct gfs_patch *p = fs->patch;
     int64_t j;
     int shard, err = open_data(p, 1, msg, mn);
@@ -256,7 +256,7 @@ int gfs_patch_region(struct gfs *fs, int64_t g, uint64_t *doff, char *msg,
     /* The tensor's bytes as they are now (an earlier region's, if any). */
     for (uint64_t o = 0; o < size && !err;) {
         size_t k = size - o < PATCH_COPY ? (size_t)(size - o) : PATCH_COPY;
-        err = gfs_data_read(fs, shard, pos + o, buf, k);
+        err = read(fs, shard, pos + o, buf, k);
         if (!err && pwrite(p->fd, buf, k, (off_t)(p->end + o)) != (ssize_t)k)
             err = errno ? errno : EIO;
         o += k;

@@ -123,8 +123,12 @@ int gfs_patch_overlaps(const struct gfs *fs, int shard, uint64_t pos,
                        uint64_t n);
 int gfs_patch_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                    size_t n);
+/* gfs_patch_region reads the tensor's bytes as they are now through read
+ * (the caller's gfs_data_read: patch.c is below data.c, which asks it). */
+typedef int (*gfs_patch_read_fn)(struct gfs *fs, int shard, uint64_t pos,
+                                 void *buf, size_t n);
 int gfs_patch_region(struct gfs *fs, int64_t g, uint64_t *doff, char *msg,
-                     size_t mn);
+                     size_t mn, gfs_patch_read_fn read);
 int gfs_patch_set(struct gfs *fs, int64_t g, uint64_t doff);
 int gfs_patch_records(struct gfs *fs, struct gguf_overlay_tensor **t,
                       size_t *nt);

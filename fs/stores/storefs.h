@@ -8,7 +8,7 @@
 #define GGUFS_STOREFS_H
 
 #include "catalog.h"
-#include "../session/mounts.h"
+#include "stores.h"
 
 #define GFS_STORE_TSV 2   /* models.tsv */
 #define GFS_STORE_DIR0 16 /* directory node k: GFS_STORE_DIR0 + k */

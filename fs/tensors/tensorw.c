@@ -116,9 +116,10 @@ static int ovl_open(struct gfs *fs, struct gfs_fh *fh) {
     int err = 0;
     fh->ovl = 1;
     if (fh->ovl_whole)
-        err = gfs_patch_region(fs, g, &fh->ovl_doff, msg, sizeof msg);
+        err = gfs_patch_region(fs, g, &fh->ovl_doff, msg, sizeof msg,
+                               gfs_data_read);
     else if (!gfs_patch_find(fs, g, &doff)) {
-        err = gfs_patch_region(fs, g, &doff, msg, sizeof msg);
+        err = gfs_patch_region(fs, g, &doff, msg, sizeof msg, gfs_data_read);
         if (!err && !(err = gfs_patch_set(fs, g, doff))) {
             gfs_edit_changed(fs); /* the live view's version, the overlay */
             err = gfs_edits_keep(fs);

@@ -413,6 +413,7 @@ int gfs_views_init(struct gfs *fs, const char *ggml, const char *file) {
     if (need || (ggml && strcmp(ggml, "none") != 0)) {
         if (find_ggml(fs, ggml, file, why, sizeof why) != 0)
             return -1;
+        fs->ggml = v->ggml;
         for (int64_t i = 0; i < n && v->ggml; i++)
             if (!v->t[i].dq.to_float)
                 decide(fs, v->ggml, i, &v->t[i]);
@@ -442,6 +443,7 @@ void gfs_views_free(struct gfs *fs) {
     if (!v)
         return;
     gfs_pool_stop(v);
+    fs->ggml = NULL;
     gguf_ggml_unload(v->ggml);
     gfs_text_put(v->index);
     gfs_hashes_free(v);
