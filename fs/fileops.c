@@ -9,6 +9,7 @@
  * Locks (see struct gfs): fh->mu, then fs->lock, then fs->fh_lock or
  * fs->text_lock.
  */
+#include "base/base.h"
 #include "ggufs.h"
 #include "kinds.h"
 #include "source/source.h"

@@ -7,6 +7,7 @@
  * looked into.  What is wrong is said in one line: on stderr before the
  * mount, in the mount's log inside a running store (gfs_model_args.store).
  */
+#include "base/base.h"
 #include "ggufs.h"
 #include "model.h"
 #include "session/mounts.h"

@@ -13,6 +13,7 @@
  * fs->live_name, whose inode moves to a new number with each version
  * (source/passthrough.c), read only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../source/source.h"
 

@@ -60,6 +60,7 @@
  * change with EPERM where the caller sees it: open for writing, truncate,
  * unlink, rename from or onto, setxattr.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
 #include "metaedit.h"
 #include "../edits/edits.h"

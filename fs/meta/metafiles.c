@@ -18,6 +18,7 @@
  * Locks (see struct gfs): fh->mu, then fs->lock, then fs->fh_lock or
  * fs->text_lock.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../edits/edits.h"
 

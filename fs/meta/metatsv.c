@@ -12,6 +12,7 @@
  * cached, so that a size taken before an edit never cuts the text read
  * after it.  Read-only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 
 #include <errno.h>

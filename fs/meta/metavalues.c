@@ -7,6 +7,7 @@
  * records why (log, and user.gguf.error on the file).  The names of
  * meta/ (create, unlink, rename) are metaedit.c's.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
 #include "metaedit.h"
 

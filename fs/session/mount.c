@@ -7,6 +7,7 @@
  * "ggufs: FILE: what is wrong" and returns non-zero (status.h) with no
  * mount left behind.
  */
+#include "../base/base.h"
 #include "../base/devio.h"
 #include "../ggufs.h"
 #include "../model.h"

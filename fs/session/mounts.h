@@ -25,6 +25,7 @@
 #ifndef GGUFS_MOUNTS_H
 #define GGUFS_MOUNTS_H
 
+#include "../base/base.h"
 #include "../ggufs.h"
 
 struct gfs_storefs;

@@ -9,6 +9,7 @@
  * mount replaced are read from the overlay's data file, and a reply that
  * holds any is copied, never served from the model's descriptor.
  */
+#include "../base/base.h"
 #include "source.h"
 #include "remote.h"
 

@@ -7,6 +7,7 @@
  * server; the overlay's identity includes gfs_remote_identity); everything
  * else of the tree is the same as for a local file.
  */
+#include "../base/base.h"
 #include "source.h"
 #include "catalog.h"
 #include "remote.h"

@@ -42,6 +42,7 @@
  * is marked so (opening) and opened without st->mu; others wanting it
  * wait on st->cv.
  */
+#include "../base/base.h"
 #include "storefs.h"
 #include "../model.h"
 #include "../source/source.h"

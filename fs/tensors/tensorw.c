@@ -82,6 +82,7 @@
  * (read); an apply holds fs->lock for writing (one at a time, none during
  * a commit).  The kernel is told to drop pages with no lock held.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../session/mounts.h"
 #include "../source/source.h"

@@ -21,6 +21,7 @@
  * with attributes never cached (a size taken before an edit never cuts
  * the text read after it).  Read-only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "vocab.h"
 
