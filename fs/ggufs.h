@@ -556,39 +556,6 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 
-/* tensorw.c: tensors/NAME written (the contract: its top comment).  The
- * kinds' row of tensors (tensors.c) calls tw_open for an open that may
- * write (fs->lock held for writing), and its write, flush, fsync,
- * release, truncate hooks are these.  gfs_tw_writable: whether tensors of
- * this mount can be written (no lock).  gfs_tw_commit: at a commit
- * (fs->lock write): syncs the GGUF if tensors were written, and appends
- * "; tensors written: NAMES" to what; 0 or EIO with err. */
-int gfs_tw_writable(const struct gfs *fs);
-/* ... and a tensor of shard (a shard set's first file, or any on an
- * overlay mount). */
-int gfs_tw_tensor_writable(const struct gfs *fs, int shard);
-int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi);
-int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
-                 off_t off);
-/* The row's write_req: an in-place write is answered before its pwrite
- * (Pipelining); the others as gfs_tw_write. */
-void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
-                      const char *p, size_t n, off_t off);
-/* Waits until no in-place write answered but not yet written overlaps
- * [pos, pos + n) of shard's file (data.c, before it serves those bytes).
- * Any lock of fs may be held: writers in flight take none after their
- * answer until they are written. */
-void gfs_tw_wait(struct gfs *fs, int shard, uint64_t pos, uint64_t n);
-int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
-                size_t size);
-int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh);
-int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
-void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh);
-int gfs_tw_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                    off_t size);
-int gfs_tw_commit(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
-void gfs_tw_free(struct gfs *fs);
-
 /* liveview.c: the live view.  At mount: gfs_view_number numbers the
  * tensors across shards (t_first); gfs_view_layout (numbering first if
  * not done) lays out the merged data section of a shard set or a mix.

@@ -7,6 +7,7 @@
  * nothing.
  */
 #include "../base/base.h"
+#include "../tensors/tensors.h"
 #include "edits.h"
 
 #include "../ggufs.h"

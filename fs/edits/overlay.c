@@ -26,6 +26,7 @@
  * gfs_overlay_.
  */
 #include "../base/base.h"
+#include "../tensors/tensors.h"
 #include "overlay.h"
 #include "edits.h"
 

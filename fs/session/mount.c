@@ -11,6 +11,7 @@
 #include "../base/devio.h"
 #include "../ggufs.h"
 #include "../model.h"
+#include "../tensors/tensors.h"
 #include "mounts.h"
 #include "../source/source.h"
 

@@ -10,6 +10,7 @@
  * holds any is copied, never served from the model's descriptor.
  */
 #include "../base/base.h"
+#include "../tensors/tensors.h"
 #include "source.h"
 #include "remote.h"
 

@@ -87,6 +87,7 @@
 #include "../session/mounts.h"
 #include "../source/source.h"
 #include "../views/views.h"
+#include "tensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
