@@ -290,14 +290,6 @@ struct gfs_lnames {
     uint64_t next; /* ids (indexes) below next are in */
 };
 
-/* Where a byte range of a shard set's merged live view comes from. */
-struct gfs_extent {
-    uint64_t merged_rel; /* offset in the merged data section */
-    uint64_t size;       /* tensor bytes; zero padding follows up to the next */
-    int shard;
-    uint64_t rel; /* offset in that shard's data section */
-};
-
 /*
  * The state of a model: what one GGUF (or shard set, or remote file)
  * mounted as a tree holds.  A mount holds one model (a single-file mount)
@@ -555,66 +547,6 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 /* The file name of kv i / tensor i into out (reset first). */
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
-
-/* liveview.c: the live view.  At mount: gfs_view_number numbers the
- * tensors across shards (t_first); gfs_view_layout (numbering first if
- * not done) lays out the merged data section of a shard set or a mix.
- * 0, or -1 with err. */
-int gfs_view_number(struct gfs *fs, struct gguf_error *err);
-int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
-/* Whether the view's data section is laid out anew (a shard set, a mix)
- * rather than the GGUF's own bytes.  No lock: fixed at mount. */
-int gfs_view_merged(const struct gfs *fs);
-/* viewlink.c: the live view of a mount without privileges as a link to
- * the file while it is the file (the contract: that file's top).
- * gfs_vlink_decide: the root entry gave ino (an epoch), decided once;
- * caller holds fs->lock (read).  gfs_vlink_is: ino is a link;
- * gfs_vlink_stat: fills st and returns 1 if it is; gfs_vlink_readlink
- * replies (EINVAL for any other inode); gfs_vlink_commit_flags:
- * GGUF_COMMIT_NEW_FILE while a reader may hold the file by the link;
- * gfs_vlink_free at the model's close (the live row's fini). */
-void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino);
-int gfs_vlink_is(struct gfs *fs, fuse_ino_t ino);
-int gfs_vlink_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
-void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
-unsigned gfs_vlink_commit_flags(struct gfs *fs);
-void gfs_vlink_free(struct gfs *fs);
-/* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
- * after the base is open and before gfs_view_layout: opens the sources
- * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.
- * warn gets one line per rule that matches nothing.  0, or -1 with one
- * line in msg (the sources opened so far stay in fs->shards, closed with
- * the model). */
-int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
-                 const struct gfs_remote_opts *ro,
-                 void (*warn)(void *u, const char *line), void *u, char *msg,
-                 size_t n);
-void gfs_mix_free(struct gfs *fs);
-void gfs_view_layout_free(struct gfs *fs);
-/* Returns the view's header (a new reference) as a commit would write it
- * now.  Caller holds lock (read); takes text_lock. */
-struct gfs_text *gfs_view_header(struct gfs *fs, int *err);
-/* Size of the live view; 0 or errno.  Caller holds lock (read). */
-int gfs_view_size(struct gfs *fs, uint64_t *size);
-/* Records an open of the view; true if its header is the one of the last
- * open (the kernel may keep its page cache).  Caller holds lock (read). */
-int gfs_view_reopened(struct gfs *fs);
-/* Where bytes [off, off+size) of the view come from, clamped to its end:
- * hdr_n bytes of the header from hdr_off, then data_n bytes of the data
- * section from data_rel.  One file: that is the GGUF's bytes from
- * data_pos, to be served from its fd.  Caller holds lock (read). */
-struct gfs_view_span {
-    size_t hdr_off, hdr_n;
-    uint64_t data_rel, data_n;
-    uint64_t data_pos; /* one file: offset of data_rel in the GGUF */
-};
-void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
-                   size_t size, struct gfs_view_span *sp);
-/* A shard set's view: copies the span's bytes (hdr_n + data_n) into buf,
- * the data from the shards' tensors, zeros between; 0 or errno.  Caller
- * holds lock (read). */
-int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
-                  const struct gfs_view_span *sp, char *buf);
 
 /* xattr.c.  Caller holds lock (read). */
 /* Fills out with the value of attribute name on ino; 0 or errno.  Not the

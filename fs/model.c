@@ -9,6 +9,7 @@
  */
 #include "base/base.h"
 #include "ggufs.h"
+#include "live/live.h"
 #include "model.h"
 #include "session/mounts.h"
 #include "source/source.h"

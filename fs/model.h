@@ -57,4 +57,16 @@ void gfs_model_set_aliases(struct gfs *fs, char *names, size_t n);
 /* The options after opening (read-only when the file was not writable). */
 const struct gfs_opts *gfs_model_opts(const struct gfs *fs);
 
+/* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
+ * after the base is open and before gfs_view_layout: opens the sources
+ * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.
+ * warn gets one line per rule that matches nothing.  0, or -1 with one
+ * line in msg (the sources opened so far stay in fs->shards, closed with
+ * the model). */
+int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
+                 const struct gfs_remote_opts *ro,
+                 void (*warn)(void *u, const char *line), void *u, char *msg,
+                 size_t n);
+void gfs_mix_free(struct gfs *fs);
+
 #endif

@@ -7,6 +7,7 @@
  * nothing.
  */
 #include "../base/base.h"
+#include "../live/live.h"
 #include "../tensors/tensors.h"
 #include "edits.h"
 

@@ -16,6 +16,7 @@
 #include "../base/base.h"
 #include "../kinds.h"
 #include "../source/source.h"
+#include "live.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -34,6 +34,7 @@
  */
 #include "../kinds.h"
 #include "../source/source.h"
+#include "live.h"
 
 #include <errno.h>
 #include <stdlib.h>

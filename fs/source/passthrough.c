@@ -62,6 +62,7 @@
  * with no lock (release); nothing is taken while it is held.
  */
 #include "../base/base.h"
+#include "../live/live.h"
 #include "source.h"
 #include "../base/devio.h"
 #include "../session/mounts.h"

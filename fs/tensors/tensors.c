@@ -16,6 +16,7 @@
  *   user.gguf.source  that file (or URL) and the offset there, "PATH@OFF"
  */
 #include "../kinds.h"
+#include "../live/live.h"
 #include "../source/source.h"
 #include "tensors.h"
 

@@ -84,6 +84,7 @@
  */
 #include "../base/base.h"
 #include "../kinds.h"
+#include "../live/live.h"
 #include "../session/mounts.h"
 #include "../source/source.h"
 #include "../views/views.h"
