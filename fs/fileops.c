@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "ggufs.h"
 #include "kinds.h"
+#include "meta/meta.h"
 #include "source/source.h"
 
 #include <errno.h>

@@ -10,6 +10,7 @@
 #include "base/base.h"
 #include "ggufs.h"
 #include "live/live.h"
+#include "meta/meta.h"
 #include "model.h"
 #include "session/mounts.h"
 #include "source/source.h"

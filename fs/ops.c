@@ -10,6 +10,7 @@
  */
 #include "ggufs.h"
 #include "kinds.h"
+#include "meta/meta.h"
 #include "source/source.h"
 
 #include <errno.h>

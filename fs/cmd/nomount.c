@@ -27,6 +27,7 @@
 #include "../daemon.h"
 #include "../ggufs.h"
 #include "../kinds.h"
+#include "../meta/meta.h"
 #include "../model.h"
 #include "../session/mounts.h"
 

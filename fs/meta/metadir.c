@@ -8,6 +8,7 @@
  * says why the last name was refused.  Its files are metafiles.c's.
  */
 #include "../kinds.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <string.h>

@@ -62,6 +62,7 @@
  */
 #include "../base/base.h"
 #include "../ggufs.h"
+#include "meta.h"
 #include "metaedit.h"
 #include "../edits/edits.h"
 

@@ -21,6 +21,7 @@
 #include "../base/base.h"
 #include "../kinds.h"
 #include "../edits/edits.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,6 +9,7 @@
  */
 #include "../base/base.h"
 #include "../ggufs.h"
+#include "meta.h"
 #include "metaedit.h"
 
 #include <errno.h>
