@@ -14,6 +14,7 @@
 #include "model.h"
 #include "session/mounts.h"
 #include "source/source.h"
+#include "views/views.h"
 
 #include "../status.h"
 

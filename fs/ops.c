@@ -12,6 +12,7 @@
 #include "kinds.h"
 #include "meta/meta.h"
 #include "source/source.h"
+#include "views/views.h"
 
 #include <errno.h>
 #include <stdio.h>

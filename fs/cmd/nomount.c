@@ -30,6 +30,7 @@
 #include "../meta/meta.h"
 #include "../model.h"
 #include "../session/mounts.h"
+#include "../views/views.h"
 
 #include "../../status.h"
 

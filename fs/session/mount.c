@@ -12,6 +12,7 @@
 #include "../ggufs.h"
 #include "../model.h"
 #include "../tensors/tensors.h"
+#include "../views/views.h"
 #include "mounts.h"
 #include "../source/source.h"
 

@@ -43,6 +43,7 @@
  * wait on st->cv.
  */
 #include "../base/base.h"
+#include "../views/views.h"
 #include "storefs.h"
 #include "../model.h"
 #include "../source/source.h"
