@@ -10,6 +10,7 @@
  * fs->text_lock.
  */
 #include "base/base.h"
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "kinds.h"
 #include "meta/meta.h"

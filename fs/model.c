@@ -8,6 +8,7 @@
  * mount, in the mount's log inside a running store (gfs_model_args.store).
  */
 #include "base/base.h"
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "live/live.h"
 #include "meta/meta.h"

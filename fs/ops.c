@@ -8,6 +8,7 @@
  * the locks in the order written at struct gfs; what a node does is the
  * row of its kind's (kinds.h).
  */
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "kinds.h"
 #include "meta/meta.h"

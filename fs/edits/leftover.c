@@ -20,6 +20,7 @@
  */
 #include "../base/base.h"
 #include "../ggufs.h"
+#include "edits.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -32,6 +32,7 @@
  * Locks: vl->mu is a leaf, taken with fs->lock held (read at least) or
  * none (commit flags); nothing is taken while it is held.
  */
+#include "../edits/edits.h"
 #include "../kinds.h"
 #include "../source/source.h"
 #include "live.h"

@@ -43,6 +43,7 @@
  * wait on st->cv.
  */
 #include "../base/base.h"
+#include "../edits/edits.h"
 #include "../views/views.h"
 #include "storefs.h"
 #include "../model.h"
