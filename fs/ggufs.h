@@ -102,7 +102,6 @@
 #define GFS_INO_DIR_TOK 10
 #define GFS_INO_DIR_HF 11
 #define GFS_INO_TOKFILE (UINT64_C(8) << 32)
-#define GFS_N_TOKFILES 10 /* VOC_N_FILES (vocab.h) */
 
 enum gfs_kind {
     GFS_NONE,
@@ -338,6 +337,10 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
+    /* The parts' own state: each struct is declared in its part's
+     * header, which says which lock guards each field; the pointers are
+     * set at the model's open and never change. */
+    struct gfs_tok *tok;       /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Which files (indexes of shards) are remote, and whose source they
@@ -391,13 +394,6 @@ struct gfs {
     /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
     struct gfs_text *metatsv;
     uint64_t metatsv_gen;
-    /* tokenizer/'s and hf/'s files (tokdir.c), by enum voc_file, each
-     * for its generation; which are there (voc_present), for tok_mask_gen
-     * + 1 (0: not asked yet) */
-    struct gfs_text *tok[GFS_N_TOKFILES];
-    uint64_t tok_gen[GFS_N_TOKFILES];
-    uint32_t tok_mask;
-    uint64_t tok_mask_gen;
     uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */

@@ -15,6 +15,7 @@
 #include "model.h"
 #include "session/mounts.h"
 #include "source/source.h"
+#include "tok/tok.h"
 #include "views/views.h"
 
 #include "../status.h"
@@ -485,6 +486,15 @@ static void init_state(struct gfs_model *m) {
     m->locks = 1;
 }
 
+/* The parts' own state (struct gfs's part pointers), each made by its
+ * part's init and freed by its part at the model's close. */
+static int init_parts(struct gfs_model *m) {
+    if (gfs_tok_init(&m->fs) == 0)
+        return 0;
+    say(m, "%s: out of memory", m->a.file);
+    return -1;
+}
+
 struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     struct gfs_model *m = calloc(1, sizeof *m);
     *status = EXIT_BADFILE;
@@ -509,6 +519,8 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
         goto fail;
     name_live_view(m);
     init_state(m);
+    if (init_parts(m) != 0)
+        goto fail;
     /* A store's model, opened while its session runs: its live view
      * passed through as a single-file mount's (mount.c starts that one
      * once its session is up). */
