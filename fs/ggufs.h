@@ -337,10 +337,6 @@ struct gfs {
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
-    /* The parts' own state: each struct is declared in its part's
-     * header, which says which lock guards each field; the pointers are
-     * set at the model's open and never change. */
-    struct gfs_tok *tok;       /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
     /* Which files (indexes of shards) are remote, and whose source they
@@ -355,6 +351,11 @@ struct gfs {
     int n_more_remote;
     struct gfs_fds *fds; /* local: the descriptors of files that released
                             theirs (source/fds.c), or NULL */
+    /* The parts' own state: each struct is declared in its part's
+     * header, which says which lock guards each field; the pointers are
+     * set at the model's open and never change. */
+    struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
+    struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -391,10 +392,7 @@ struct gfs {
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
     size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
-    /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
-    struct gfs_text *metatsv;
-    uint64_t metatsv_gen;
-    uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
+    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
     struct gfs_text *live;             /* the live view's header, for generation

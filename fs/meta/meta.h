@@ -31,6 +31,16 @@ struct gfs_ghost {
     uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
+/* meta.tsv's text (metatsv.c), for generation gen (gfs_text_of_gen),
+ * behind fs->metatsv.  Guarded by fs->text_lock (taken with fs->lock
+ * held, for reading at least).  gfs_metatsv_init: at the model's open,
+ * empty; 0, or ENOMEM.  The row's fini frees it at the model's close. */
+struct gfs_metatsv {
+    struct gfs_text *text;
+    uint64_t gen;
+};
+int gfs_metatsv_init(struct gfs *fs);
+
 /* metaedit.c: changes through meta/ and the commit.  Caller holds lock
  * for writing unless noted. */
 /* After a rename that turns a temporary file into a key (sed -i, vim) or
