@@ -356,6 +356,7 @@ struct gfs {
      * set at the model's open and never change. */
     struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
+    struct gfs_meta *meta;       /* GHOSTs, aliases, refusals (meta/meta.h) */
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -368,20 +369,7 @@ struct gfs {
     struct gfs_scratch *scratch;
     size_t n_scratch;
     uint64_t next_scratch;
-    struct gfs_ghost *ghosts;
-    size_t n_ghosts;
-    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
-    size_t n_aliases;
-    struct gfs_ord {
-        uint32_t id;
-        uint64_t ord;
-    } * ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
-    size_t n_ords;
-    char **errors; /* by kv id: why the last edit was refused */
-    size_t n_errors;
-    char name_error[512]; /* why the last name in meta/ was refused
-                             (user.gguf.error of meta/), or "" */
-    uint64_t generation;  /* bumped by every applied edit */
+    uint64_t generation; /* bumped by every applied edit */
     /* Where the edits go and what of them is durable (edits/edits.h):
      * the backend chosen at mount, the report of the last commit. */
     struct gfs_edits edits;

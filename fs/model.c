@@ -489,7 +489,8 @@ static void init_state(struct gfs_model *m) {
 /* The parts' own state (struct gfs's part pointers), each made by its
  * part's init and freed by its part at the model's close. */
 static int init_parts(struct gfs_model *m) {
-    if (gfs_tok_init(&m->fs) == 0 && gfs_metatsv_init(&m->fs) == 0)
+    if (gfs_meta_init(&m->fs) == 0 && gfs_metatsv_init(&m->fs) == 0 &&
+        gfs_tok_init(&m->fs) == 0)
         return 0;
     say(m, "%s: out of memory", m->a.file);
     return -1;

@@ -31,6 +31,27 @@ struct gfs_ghost {
     uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
 };
 
+/* The edit code's own state (metaedit.c, metavalues.c; metadir.c reads
+ * name_error), behind fs->meta: made by gfs_meta_init at the model's open
+ * (0, or ENOMEM), freed by gfs_meta_free at its close.  Guarded by
+ * fs->lock: held for reading to look, for writing to change. */
+struct gfs_meta {
+    struct gfs_ghost *ghosts;
+    size_t n_ghosts;
+    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
+    size_t n_aliases;
+    struct gfs_ord {
+        uint32_t id;
+        uint64_t ord;
+    } * ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
+    size_t n_ords;
+    char **errors; /* by kv id: why the last edit was refused */
+    size_t n_errors;
+    char name_error[512]; /* why the last name in meta/ was refused
+                             (user.gguf.error of meta/), or "" */
+};
+int gfs_meta_init(struct gfs *fs);
+
 /* meta.tsv's text (metatsv.c), for generation gen (gfs_text_of_gen),
  * behind fs->metatsv.  Guarded by fs->text_lock (taken with fs->lock
  * held, for reading at least).  gfs_metatsv_init: at the model's open,
