@@ -336,27 +336,19 @@ struct gfs {
                           cache (see open_tensor in fileops.c) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
-    struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
-    /* Which files (indexes of shards) are remote, and whose source they
-     * are (source/remote.c): the model's, or a mix's remote sources
-     * (more_remote).  n_rfiles 0: every file is local. */
-    struct gfs_rfile {
-        struct gfs_remote *r;
-        int k;
-    } * rfiles;
-    int n_rfiles;
-    struct gfs_remote **more_remote;
-    int n_more_remote;
-    struct gfs_fds *fds; /* local: the descriptors of files that released
-                            theirs (source/fds.c), or NULL */
     /* The parts' own state: each struct is declared in its part's
      * header, which says which lock guards each field; the pointers are
      * set at the model's open and never change. */
+    struct gfs_views *views;     /* f32/, npy/, index.tsv, hashes (views.h) */
     struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
     struct gfs_meta *meta;       /* GHOSTs, aliases, refusals (meta/meta.h) */
+    struct gfs_rfiles *rfiles;   /* remote files (source/source.h), or NULL */
+    /* local: the descriptors of files that released theirs (source/fds.c),
+     * or NULL */
+    struct gfs_fds *fds;
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
