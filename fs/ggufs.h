@@ -66,7 +66,6 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-#include "catalog.h" /* struct cat_file: a store's files */
 #include "gguf.h"
 #include "edits/edits.h"
 
@@ -143,18 +142,6 @@ struct gfs_scratch {
     int backup;                    /* renamed from a key: type and from hold */
     enum gguf_type type, arr_type; /* that key's */
     char *from;                    /* that key's file name */
-};
-
-/* A store's model's other files (ollama's layers, extras.c): each a file
- * beneath the store's directory dirfd, opened by cat_open_file.  Owned by
- * the model (model.c). */
-struct gfs_extras {
-    int dirfd; /* the store's; not the model's to close */
-    size_t n;
-    struct gfs_extra {
-        char *name;
-        struct cat_file file;
-    } * v;
 };
 
 /* Texts of values (tree.c).  The size of a file in meta/ is measured, never

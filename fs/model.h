@@ -5,7 +5,20 @@
 #ifndef GGUFS_MODEL_H
 #define GGUFS_MODEL_H
 
+#include "catalog.h" /* struct cat_file: a store's files */
 #include "ggufs.h"
+
+/* A store's model's other files (ollama's layers, extras.c): each a file
+ * beneath the store's directory dirfd, opened by cat_open_file.  Owned by
+ * the model (model.c). */
+struct gfs_extras {
+    int dirfd; /* the store's; not the model's to close */
+    size_t n;
+    struct gfs_extra {
+        char *name;
+        struct cat_file file;
+    } * v;
+};
 
 /* One file of a store's model: where it is (absolute path) and the name
  * its set knows it by (a shard's NAME-0000K-of-0000N.gguf), and the file
