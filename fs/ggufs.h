@@ -1,50 +1,27 @@
 /*
- * ggufs.h - state shared by the FUSE layer of ggufs.
+ * ggufs.h - the model's core: struct gfs (one model's state; each part's
+ * own sits behind its pointer, declared in the part's header), its inode
+ * numbers and node kinds, open handles and rendered texts, and the
+ * functions of the core's files (tree.c, fileops.c, xattr.c, ops.c).
  *
  * The FUSE layer never parses bytes: it asks the gguf library for keys,
- * values (as text) and tensor extents, and maps them onto inodes:
- *
- *   1                  /            (root)
- *   2                  /meta        one file per metadata key
- *   3                  /tensors     one file per tensor, raw bytes
- *   4                  /NAME.gguf   the live view: the GGUF as a commit
- *                                   would write it now
- *   GFS_INO_TENSOR + i /tensors/N   tensor index i (never changes)
- *   GFS_INO_KV + id    /meta/K      key with stable library id `id`
- *   GFS_INO_SCRATCH+n  /meta/X      a file whose name is not a key (an
- *                                   editor's temporary file): kept in
- *                                   memory, never committed
- *   5, 6, 7            /f32, /npy, /index.tsv   the converted views and
- *                                   the tensor index (views.c)
- *   8                  /meta.tsv    the metadata, one line a key
- *                                   (metatsv.c)
- *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
- *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
- *   10, 11             /tokenizer, /hf   the files tools look for
- *   GFS_INO_TOKFILE+n  /tokenizer/F, /hf/F  file n (enum voc_file;
- *                                   tokdir.c)
- *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
- *                                   inode each (4 is the first;
- *                                   passthrough.c)
- *
- * Names say the layer:
- *   gfs_op_<operation>  a model's FUSE low-level handlers (ops.c: the
- *                       tree's; fileops.c: those of open files), called
- *                       by the session's table (dispatch.c, mounts.h)
- *   gfs_fh_             open handles, struct gfs_fh (fileops.c)
- *   gfs_meta_           changes through meta/ and the commit (metaedit.c,
- *                       metavalues.c)
- *   gfs_store_          where the edits go, when they are durable (store/)
- *   gfs_view_           the live view: header, byte mapping, the merged
- *                       layout of a shard set (liveview.c)
- *   gfs_pt_             the live view by FUSE passthrough and its
- *                       versions (passthrough.c)
- *   gfs_devio_, gfs_passthrough_  the session's kernel shim (devio.c)
- *   gfs_xattr_          extended attributes (xattr.c)
- *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
- *                       (tree.c); gfs_errno (errno.c); gfs_log (log.c)
- *   gguf_               the library (gguf/include/gguf.h), owner of
- *                       every rule of the format
+ * values (as text) and tensor extents, and maps them onto inodes (the
+ * table below).  Names say the part, whose header declares them:
+ *   gfs_op_, gfs_fh_     a model's FUSE handlers and open handles (here)
+ *   gfs_meta_            meta/'s edit code (meta/meta.h)
+ *   gfs_edits_           where the edits go, when they are durable
+ *                        (edits/edits.h)
+ *   gfs_view_, gfs_vlink_  the live view (live/live.h)
+ *   gfs_tw_              tensors written (tensors/tensors.h)
+ *   gfs_views_           f32/, npy/, index.tsv, hashes (views/views.h)
+ *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_  the model's
+ *                        bytes (source/source.h)
+ *   gfs_store_, gfs_st_  a directory of models (session/mounts.h,
+ *                        stores/storefs.h)
+ *   gfs_log, gfs_errno, gfs_mem_  the bottom (base/base.h); gfs_devio_
+ *                        the session's kernel shim (base/devio.h)
+ *   gguf_                the library (gguf/include/gguf.h), owner of
+ *                        every rule of the format
  * Static helpers have no prefix.
  *
  * Concurrency: handlers run on several threads.  struct gfs says which lock
@@ -69,38 +46,41 @@
 #include "gguf.h"
 #include "edits/edits.h"
 
-#define GFS_INO_ROOT 1
-#define GFS_INO_META 2
-#define GFS_INO_TENSORS 3
-#define GFS_INO_LIVE 4
+/* A model's inodes, each kind's row (kinds.h) owning its numbers.  A
+ * model's are below GFS_INO_MODEL_SPAN; the kernel sees them plus the
+ * model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot 0 is a
+ * single-file mount's model (numbers as here) or a store's own nodes. */
+#define GFS_INO_ROOT 1       /* /  (rootdir.c) */
+#define GFS_INO_META 2       /* /meta: one file per metadata key */
+#define GFS_INO_TENSORS 3    /* /tensors: one file per tensor, raw bytes */
+#define GFS_INO_LIVE 4       /* /NAME.gguf, the live view (liveview.c) */
+#define GFS_INO_DIR_F32 5    /* /f32 (views.c) */
+#define GFS_INO_DIR_NPY 6    /* /npy */
+#define GFS_INO_INDEX 7      /* /index.tsv */
+#define GFS_INO_META_TSV 8   /* /meta.tsv (metatsv.c) */
+#define GFS_INO_DIR_EXTRAS 9 /* a store's ollama model's ollama/ (extras.c) */
+#define GFS_INO_DIR_TOK 10   /* /tokenizer (tokdir.c) */
+#define GFS_INO_DIR_HF 11    /* /hf */
+/* + tensor index i (never changes): /tensors/N */
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
+/* + the key's stable library id: /meta/K */
 #define GFS_INO_KV (UINT64_C(2) << 32)
+/* + n: /meta/X, a FILE (a name that is not a key): in memory, never
+ * committed */
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
-/* Later versions ("epochs") of the live view: GFS_INO_VIEW + n, n >= 1
- * (passthrough.c); the first one is GFS_INO_LIVE. */
+#define GFS_INO_F32 (UINT64_C(4) << 32) /* + i: /f32/N, float32 values */
+#define GFS_INO_NPY (UINT64_C(5) << 32) /* + i: /npy/N.npy, the same */
+/* + n, n >= 1: the live view's later versions ("epochs"), one inode each
+ * (passthrough.c); the first one is GFS_INO_LIVE */
 #define GFS_INO_VIEW (UINT64_C(6) << 32)
 #define GFS_INO_VIEW_END (UINT64_C(7) << 32)
-/* A model's inodes (above) are below GFS_INO_MODEL_SPAN; the kernel sees
- * them plus the model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot
- * 0 is a single-file mount's model (numbers as above) or a store's own
- * nodes. */
-/* A store's ollama model: ollama/ and its files (extras.c). */
-#define GFS_INO_DIR_EXTRAS 9
+/* + n: a store's ollama model's ollama/ files (extras.c) */
 #define GFS_INO_EXTRA (UINT64_C(7) << 32)
 #define GFS_INO_EXTRA_END (UINT64_C(8) << 32)
+/* + enum voc_file: /tokenizer/F, /hf/F (tokdir.c) */
+#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
 #define GFS_INO_SLOT_SHIFT 36
 #define GFS_INO_MODEL_SPAN (UINT64_C(1) << GFS_INO_SLOT_SHIFT)
-#define GFS_INO_DIR_F32 5
-#define GFS_INO_DIR_NPY 6
-#define GFS_INO_INDEX 7
-#define GFS_INO_META_TSV 8
-#define GFS_INO_F32 (UINT64_C(4) << 32)
-#define GFS_INO_NPY (UINT64_C(5) << 32)
-/* tokenizer/, hf/ and their files, GFS_INO_TOKFILE + enum voc_file
- * (tokdir.c) */
-#define GFS_INO_DIR_TOK 10
-#define GFS_INO_DIR_HF 11
-#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
 
 enum gfs_kind {
     GFS_NONE,
