@@ -312,6 +312,7 @@ struct gfs {
     struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
     struct gfs_meta *meta;       /* GHOSTs, aliases, refusals (meta/meta.h) */
+    struct gfs_live *live;       /* the live view's header (live/live.h) */
     struct gfs_rfiles *rfiles;   /* remote files (source/source.h), or NULL */
     /* local: the descriptors of files that released theirs (source/fds.c),
      * or NULL */
@@ -342,10 +343,6 @@ struct gfs {
     uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
-    struct gfs_text *live;             /* the live view's header, for generation
-                              live_gen */
-    uint64_t live_gen;
-    uint64_t live_opened_gen; /* generation at the last open of the view */
 
     /* Guarded by fh_lock.  Open handles: the kernel sends no release for
      * files still open when the mount goes away, so unmount frees them

@@ -490,7 +490,7 @@ static void init_state(struct gfs_model *m) {
  * part's init and freed by its part at the model's close. */
 static int init_parts(struct gfs_model *m) {
     if (gfs_meta_init(&m->fs) == 0 && gfs_metatsv_init(&m->fs) == 0 &&
-        gfs_tok_init(&m->fs) == 0)
+        gfs_tok_init(&m->fs) == 0 && gfs_live_init(&m->fs) == 0)
         return 0;
     say(m, "%s: out of memory", m->a.file);
     return -1;
@@ -556,7 +556,6 @@ void gfs_model_close(struct gfs *fs) {
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
         gfs_lnames_free(&m->fs);
-        gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_mutex_destroy(&m->fs.alias_mu);
         pthread_rwlock_destroy(&m->fs.lock);

@@ -9,6 +9,17 @@
 
 #include "../ggufs.h"
 
+/* The live view's header (liveview.c), behind fs->live: made for
+ * generation gen (gfs_text_of_gen); opened_gen, the generation at the
+ * last open of the view.  Guarded by fs->text_lock.  gfs_live_init: at the
+ * model's open, empty; 0, or ENOMEM.  The live row's fini frees it. */
+struct gfs_live {
+    struct gfs_text *hdr;
+    uint64_t gen;
+    uint64_t opened_gen;
+};
+int gfs_live_init(struct gfs *fs);
+
 /* Where a byte range of a shard set's merged live view comes from. */
 struct gfs_extent {
     uint64_t merged_rel; /* offset in the merged data section */

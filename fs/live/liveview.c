@@ -187,8 +187,8 @@ static int view_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
 
 struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
     /* every gfs_text through gfs_text_new: fields zeroed */
-    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, NULL, 0,
-                           err);
+    return gfs_text_of_gen(fs, &fs->live->hdr, &fs->live->gen, view_make, NULL,
+                           0, err);
 }
 
 /* Bytes of the view's data section: a shard set's merged one, else the
@@ -212,8 +212,8 @@ int gfs_view_size(struct gfs *fs, uint64_t *size) {
 
 int gfs_view_reopened(struct gfs *fs) {
     pthread_mutex_lock(&fs->text_lock);
-    int same = fs->live_opened_gen == fs->generation;
-    fs->live_opened_gen = fs->generation;
+    int same = fs->live->opened_gen == fs->generation;
+    fs->live->opened_gen = fs->generation;
     pthread_mutex_unlock(&fs->text_lock);
     return same;
 }
@@ -341,6 +341,21 @@ static void live_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh,
     pthread_rwlock_unlock(&fs->lock);
 }
 
+int gfs_live_init(struct gfs *fs) {
+    fs->live = calloc(1, sizeof *fs->live);
+    return fs->live ? 0 : ENOMEM;
+}
+
+/* The model's close (no lock: nothing runs): the link's state, the header
+ * and fs->live. */
+static void live_fini(struct gfs *fs) {
+    gfs_vlink_free(fs);
+    if (fs->live)
+        gfs_text_put(fs->live->hdr);
+    free(fs->live);
+    fs->live = NULL;
+}
+
 const struct gfs_kind_ops gfs_kind_live = {
     .kind = GFS_LIVE,
     .ino_lo = GFS_INO_LIVE,
@@ -350,7 +365,7 @@ const struct gfs_kind_ops gfs_kind_live = {
     .root_mode = S_IFREG,
     .root_entry = live_root_entry,
     .root_type = live_type,
-    .fini = gfs_vlink_free,
+    .fini = live_fini,
     .changes = 1,
     .moves = 1,
     .stat = live_stat,
