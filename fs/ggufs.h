@@ -312,7 +312,7 @@ struct gfs {
     struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
     struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
     struct gfs_meta *meta;       /* GHOSTs, aliases, refusals (meta/meta.h) */
-    struct gfs_live *live;       /* the live view's header (live/live.h) */
+    struct gfs_live *live;       /* the live view (live/live.h) */
     struct gfs_rfiles *rfiles;   /* remote files (source/source.h), or NULL */
     /* local: the descriptors of files that released theirs (source/fds.c),
      * or NULL */
@@ -353,11 +353,6 @@ struct gfs {
     /* The live view's versions and passthrough (passthrough.c, its own
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
-    /* A mount without privileges: its unedited view as a link to the
-     * file (viewlink.c, its own leaf lock); NULL until first asked.
-     * Atomic: made under fs->lock (read) by the first asker, read by
-     * others without viewlink.c's lock. */
-    struct gfs_vlink *_Atomic vlink;
 
     /* The mount's log (log.c), shared by its models. */
     struct gfs_log *log;
@@ -550,9 +545,9 @@ int gfs_model_commit(struct gfs *fs);
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
 
-/* tree.c: bytes of tensor i: the library's size, but for a type id ggufs does not
- * know and ggml does (ids >= 40), which the library sized up to the next
- * tensor's offset: ggml's size of its blocks.  No lock. */
+/* tree.c: bytes of tensor i: the library's size, but for a type id ggufs
+ * does not know and ggml does (ids >= 40), which the library sized up to
+ * the next tensor's offset: ggml's size of its blocks.  No lock. */
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 
 /* ops.c. */

@@ -9,14 +9,20 @@
 
 #include "../ggufs.h"
 
-/* The live view's header (liveview.c), behind fs->live: made for
- * generation gen (gfs_text_of_gen); opened_gen, the generation at the
- * last open of the view.  Guarded by fs->text_lock.  gfs_live_init: at the
+/* The live view's state, behind fs->live.  gfs_live_init: at the
  * model's open, empty; 0, or ENOMEM.  The live row's fini frees it. */
 struct gfs_live {
+    /* Guarded by fs->text_lock: the view's header (liveview.c), made for
+     * generation gen (gfs_text_of_gen); opened_gen, the generation at the
+     * last open of the view. */
     struct gfs_text *hdr;
     uint64_t gen;
     uint64_t opened_gen;
+    /* A mount without privileges: its unedited view as a link to the
+     * file (viewlink.c, its own leaf lock); NULL until first asked.
+     * Atomic: made under fs->lock (read) by the first asker, read by
+     * others without viewlink.c's lock. */
+    struct gfs_vlink *_Atomic vlink;
 };
 int gfs_live_init(struct gfs *fs);
 

@@ -349,9 +349,10 @@ int gfs_live_init(struct gfs *fs) {
 /* The model's close (no lock: nothing runs): the link's state, the header
  * and fs->live. */
 static void live_fini(struct gfs *fs) {
+    if (!fs->live)
+        return;
     gfs_vlink_free(fs);
-    if (fs->live)
-        gfs_text_put(fs->live->hdr);
+    gfs_text_put(fs->live->hdr);
     free(fs->live);
     fs->live = NULL;
 }
