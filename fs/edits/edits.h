@@ -205,12 +205,12 @@ const char *gfs_overlay_where(const struct gfs *fs);
  * note on stderr saying so (its edits are not shown; a commit makes the
  * overlay stale). */
 void gfs_overlay_note(const char *path, const char *file);
-/* edits/carry.c, at a store's mount (stderr still the user's): one line per model of
- * store whose name's record names another file than the name leads to
- * now (now_of: its first file, resolved, into buf; NULL if the store has
- * no such name) while the new file has no overlay and the old one's is
- * there: its edits are carried when it is first opened, or (asked of
- * the two headers now) why they no longer apply. */
+/* edits/carry.c, at a store's mount (stderr still the user's): one line
+ * per model of store whose name's record names another file than the
+ * name leads to now (now_of: its first file, resolved, into buf; NULL if
+ * the store has no such name) while the new file has no overlay and the
+ * old one's is there: its edits are carried when it is first opened, or
+ * (asked of the two headers now) why they no longer apply. */
 void gfs_carry_notes(const char *store,
                      const char *(*now_of)(void *u, const char *name, char *buf,
                                            size_t n),
@@ -218,9 +218,10 @@ void gfs_carry_notes(const char *store,
 /* leftover.c: what earlier mounts left, for the next command.
  * gfs_record_outcome: the daemon records the commit report (when: "after
  * unmount") as the model's status record (gfs_print_outcome and
- * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s, saying so)
- * while an earlier daemon still holds the file's lock for its last commit
- * (mounted: the file is mounted now, nothing to wait for); 0 or -1. */
+ * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s,
+ * saying so) while an earlier daemon still holds the file's lock for its
+ * last commit (mounted: the file is mounted now, nothing to wait for); 0
+ * or -1. */
 void gfs_record_outcome(struct gfs *fs, const char *when);
 int gfs_wait_previous(const char *path, const char *file, int mounted);
 /* status.c: user.ggufs.status and user.ggufs.progress, and what commands
