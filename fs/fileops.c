@@ -9,8 +9,11 @@
  * Locks (see struct gfs): fh->mu, then fs->lock, then fs->fh_lock or
  * fs->text_lock.
  */
+#include "base/base.h"
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "kinds.h"
+#include "meta/meta.h"
 #include "source/source.h"
 
 #include <errno.h>

@@ -1,50 +1,27 @@
 /*
- * ggufs.h - state shared by the FUSE layer of ggufs.
+ * ggufs.h - the model's core: struct gfs (one model's state; each part's
+ * own sits behind its pointer, declared in the part's header), its inode
+ * numbers and node kinds, open handles and rendered texts, and the
+ * functions of the core's files (tree.c, fileops.c, xattr.c, ops.c).
  *
  * The FUSE layer never parses bytes: it asks the gguf library for keys,
- * values (as text) and tensor extents, and maps them onto inodes:
- *
- *   1                  /            (root)
- *   2                  /meta        one file per metadata key
- *   3                  /tensors     one file per tensor, raw bytes
- *   4                  /NAME.gguf   the live view: the GGUF as a commit
- *                                   would write it now
- *   GFS_INO_TENSOR + i /tensors/N   tensor index i (never changes)
- *   GFS_INO_KV + id    /meta/K      key with stable library id `id`
- *   GFS_INO_SCRATCH+n  /meta/X      a file whose name is not a key (an
- *                                   editor's temporary file): kept in
- *                                   memory, never committed
- *   5, 6, 7            /f32, /npy, /index.tsv   the converted views and
- *                                   the tensor index (views.c)
- *   8                  /meta.tsv    the metadata, one line a key
- *                                   (metatsv.c)
- *   GFS_INO_F32 + i    /f32/N       tensor i as float32 values
- *   GFS_INO_NPY + i    /npy/N.npy   the same with a NumPy header
- *   10, 11             /tokenizer, /hf   the files tools look for
- *   GFS_INO_TOKFILE+n  /tokenizer/F, /hf/F  file n (enum voc_file;
- *                                   tokdir.c)
- *   GFS_INO_VIEW + n   /NAME.gguf   later versions of the live view, one
- *                                   inode each (4 is the first;
- *                                   passthrough.c)
- *
- * Names say the layer:
- *   gfs_op_<operation>  a model's FUSE low-level handlers (ops.c: the
- *                       tree's; fileops.c: those of open files), called
- *                       by the session's table (dispatch.c, mounts.h)
- *   gfs_fh_             open handles, struct gfs_fh (fileops.c)
- *   gfs_meta_           changes through meta/ and the commit (metaedit.c,
- *                       metavalues.c)
- *   gfs_store_          where the edits go, when they are durable (store/)
- *   gfs_view_           the live view: header, byte mapping, the merged
- *                       layout of a shard set (liveview.c)
- *   gfs_pt_             the live view by FUSE passthrough and its
- *                       versions (passthrough.c)
- *   gfs_devio_, gfs_passthrough_  the session's kernel shim (devio.c)
- *   gfs_xattr_          extended attributes (xattr.c)
- *   gfs_<other>         the tree: inodes, names, attributes, rendered texts
- *                       (tree.c); gfs_errno (errno.c); gfs_log (log.c)
- *   gguf_               the library (gguf/include/gguf.h), owner of
- *                       every rule of the format
+ * values (as text) and tensor extents, and maps them onto inodes (the
+ * table below).  Names say the part, whose header declares them:
+ *   gfs_op_, gfs_fh_     a model's FUSE handlers and open handles (here)
+ *   gfs_meta_            meta/'s edit code (meta/meta.h)
+ *   gfs_edits_           where the edits go, when they are durable
+ *                        (edits/edits.h)
+ *   gfs_view_, gfs_vlink_  the live view (live/live.h)
+ *   gfs_tw_              tensors written (tensors/tensors.h)
+ *   gfs_views_           f32/, npy/, index.tsv, hashes (views/views.h)
+ *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_  the model's
+ *                        bytes (source/source.h)
+ *   gfs_store_, gfs_st_  a directory of models (session/mounts.h,
+ *                        stores/storefs.h)
+ *   gfs_log, gfs_errno, gfs_mem_  the bottom (base/base.h); gfs_devio_
+ *                        the session's kernel shim (base/devio.h)
+ *   gguf_                the library (gguf/include/gguf.h), owner of
+ *                        every rule of the format
  * Static helpers have no prefix.
  *
  * Concurrency: handlers run on several threads.  struct gfs says which lock
@@ -66,43 +43,44 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-#include "catalog.h" /* struct cat_file: a store's files */
 #include "gguf.h"
 #include "edits/edits.h"
 
-#define GFS_INO_ROOT 1
-#define GFS_INO_META 2
-#define GFS_INO_TENSORS 3
-#define GFS_INO_LIVE 4
+/* A model's inodes, each kind's row (kinds.h) owning its numbers.  A
+ * model's are below GFS_INO_MODEL_SPAN; the kernel sees them plus the
+ * model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot 0 is a
+ * single-file mount's model (numbers as here) or a store's own nodes. */
+#define GFS_INO_ROOT 1       /* /  (rootdir.c) */
+#define GFS_INO_META 2       /* /meta: one file per metadata key */
+#define GFS_INO_TENSORS 3    /* /tensors: one file per tensor, raw bytes */
+#define GFS_INO_LIVE 4       /* /NAME.gguf, the live view (liveview.c) */
+#define GFS_INO_DIR_F32 5    /* /f32 (views.c) */
+#define GFS_INO_DIR_NPY 6    /* /npy */
+#define GFS_INO_INDEX 7      /* /index.tsv */
+#define GFS_INO_META_TSV 8   /* /meta.tsv (metatsv.c) */
+#define GFS_INO_DIR_EXTRAS 9 /* a store's ollama model's ollama/ (extras.c) */
+#define GFS_INO_DIR_TOK 10   /* /tokenizer (tokdir.c) */
+#define GFS_INO_DIR_HF 11    /* /hf */
+/* + tensor index i (never changes): /tensors/N */
 #define GFS_INO_TENSOR (UINT64_C(1) << 32)
+/* + the key's stable library id: /meta/K */
 #define GFS_INO_KV (UINT64_C(2) << 32)
+/* + n: /meta/X, a FILE (a name that is not a key): in memory, never
+ * committed */
 #define GFS_INO_SCRATCH (UINT64_C(3) << 32)
-/* Later versions ("epochs") of the live view: GFS_INO_VIEW + n, n >= 1
- * (passthrough.c); the first one is GFS_INO_LIVE. */
+#define GFS_INO_F32 (UINT64_C(4) << 32) /* + i: /f32/N, float32 values */
+#define GFS_INO_NPY (UINT64_C(5) << 32) /* + i: /npy/N.npy, the same */
+/* + n, n >= 1: the live view's later versions ("epochs"), one inode each
+ * (passthrough.c); the first one is GFS_INO_LIVE */
 #define GFS_INO_VIEW (UINT64_C(6) << 32)
 #define GFS_INO_VIEW_END (UINT64_C(7) << 32)
-/* A model's inodes (above) are below GFS_INO_MODEL_SPAN; the kernel sees
- * them plus the model's base, slot << GFS_INO_SLOT_SHIFT (mounts.h): slot
- * 0 is a single-file mount's model (numbers as above) or a store's own
- * nodes. */
-/* A store's ollama model: ollama/ and its files (extras.c). */
-#define GFS_INO_DIR_EXTRAS 9
+/* + n: a store's ollama model's ollama/ files (extras.c) */
 #define GFS_INO_EXTRA (UINT64_C(7) << 32)
 #define GFS_INO_EXTRA_END (UINT64_C(8) << 32)
+/* + enum voc_file: /tokenizer/F, /hf/F (tokdir.c) */
+#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
 #define GFS_INO_SLOT_SHIFT 36
 #define GFS_INO_MODEL_SPAN (UINT64_C(1) << GFS_INO_SLOT_SHIFT)
-#define GFS_INO_DIR_F32 5
-#define GFS_INO_DIR_NPY 6
-#define GFS_INO_INDEX 7
-#define GFS_INO_META_TSV 8
-#define GFS_INO_F32 (UINT64_C(4) << 32)
-#define GFS_INO_NPY (UINT64_C(5) << 32)
-/* tokenizer/, hf/ and their files, GFS_INO_TOKFILE + enum voc_file
- * (tokdir.c) */
-#define GFS_INO_DIR_TOK 10
-#define GFS_INO_DIR_HF 11
-#define GFS_INO_TOKFILE (UINT64_C(8) << 32)
-#define GFS_N_TOKFILES 10 /* VOC_N_FILES (vocab.h) */
 
 enum gfs_kind {
     GFS_NONE,
@@ -146,43 +124,6 @@ struct gfs_scratch {
     char *from;                    /* that key's file name */
 };
 
-/* A GHOST: a key that left meta/ (unlink, or a rename that made its text a
- * FILE).  Not listed.  Creating its file name again, or renaming a FILE
- * onto it, brings the key back with its type and its place in the KV
- * order. */
-struct gfs_ghost {
-    struct gfs_ghost *next;
-    char *key;
-    size_t klen;
-    char *fname; /* its file name in meta/ (escaped, maybe hashed) */
-    enum gguf_type type, arr_type;
-    uint64_t ord; /* its place in the KV order (metaedit.c, key_ord) */
-};
-
-/* The log lines a mount keeps in memory for its status (log.c), and
- * their most bytes each. */
-#define GFS_LOG_RING 20
-#define GFS_LOG_LINE 512
-
-/* A store's model's other files (ollama's layers, extras.c): each a file
- * beneath the store's directory dirfd, opened by cat_open_file.  Owned by
- * the model (model.c). */
-struct gfs_extras {
-    int dirfd; /* the store's; not the model's to close */
-    size_t n;
-    struct gfs_extra {
-        char *name;
-        struct cat_file file;
-    } * v;
-};
-
-/* Bounds on what names in meta/ can make a mount hold: FILEs (count and
- * bytes each), GHOSTs and inode aliases (the oldest are forgotten). */
-#define GFS_MAX_FILES 4096
-/* GFS_MAX_FILE_BYTES: daemon.h */
-#define GFS_MAX_GHOSTS 65536
-#define GFS_MAX_ALIASES 65536
-/* GFS_MAX_VALUE_DEFAULT, GFS_MAX_DRAFTS_DEFAULT: daemon.h */
 /* Texts of values (tree.c).  The size of a file in meta/ is measured, never
  * made.  A text longer than GFS_TEXT_WHOLE is opened windowed (see struct
  * gfs_text); a shorter one is made whole at open.  Operations that need a
@@ -191,13 +132,6 @@ struct gfs_extras {
  * are kept for later opens while all kept texts stay under GFS_TEXT_CACHE
  * bytes. */
 #define GFS_MAX_TEXT ((uint64_t)256 << 20)
-/* The texts of the tokenizer's files (tokdir.c, made whole at each edit
- * generation by gfs_text_of_gen) that the daemon holds at once, all
- * models together (memcap.c, gfs_texts_grant): a hostile vocabulary of 42 MB
- * rendered 360 MB of texts (escapes: \xHH, \u00HH).  A text is made with
- * what is left of it as its bound, so that one past it stops early; the
- * largest real tokenizer.json (a 256k vocabulary) is about 33 MB. */
-#define GFS_TEXTS_MAX ((size_t)128 << 20)
 #define GFS_TEXT_CACHE ((size_t)64 << 20)
 /* Files in meta/ whose text is longer than this are opened windowed (see
  * struct gfs_text): an open costs a scan and 24 bytes of marks per 64 KiB
@@ -302,27 +236,6 @@ struct gfs_lnames {
     uint64_t next; /* ids (indexes) below next are in */
 };
 
-/* Where a byte range of a shard set's merged live view comes from. */
-struct gfs_extent {
-    uint64_t merged_rel; /* offset in the merged data section */
-    uint64_t size;       /* tensor bytes; zero padding follows up to the next */
-    int shard;
-    uint64_t rel; /* offset in that shard's data section */
-};
-
-/* The log (log.c): its last GFS_LOG_RING lines, and the log file
- * (fd, when file) of a mount without a terminal; where (set at mount) says
- * where the log goes, for the status.  One per mount, shared by its
- * models; lock is a leaf taken by gfs_log under any other lock. */
-struct gfs_log {
-    pthread_mutex_t lock;
-    char ring[GFS_LOG_RING][GFS_LOG_LINE];
-    unsigned n; /* lines logged so far */
-    int fd, file;
-    int foreground; /* lines go to stderr, not syslog */
-    char where[4200];
-};
-
 /*
  * The state of a model: what one GGUF (or shard set, or remote file)
  * mounted as a tree holds.  A mount holds one model (a single-file mount)
@@ -399,25 +312,24 @@ struct gfs {
                           cache (see open_tensor in fileops.c) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
-    struct gfs_views *views;   /* f32/, npy/, index.tsv, hashes (views.c) */
     /* ggml's library once views.c loaded it (its own, freed by it), or
      * NULL: the size of a type only ggml knows (gfs_tensor_bytes, the
      * core's bottom, which may not reach into views/). */
     const gguf_ggml *ggml;
     struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
                                   local files */
-    /* Which files (indexes of shards) are remote, and whose source they
-     * are (source/remote.c): the model's, or a mix's remote sources
-     * (more_remote).  n_rfiles 0: every file is local. */
-    struct gfs_rfile {
-        struct gfs_remote *r;
-        int k;
-    } * rfiles;
-    int n_rfiles;
-    struct gfs_remote **more_remote;
-    int n_more_remote;
-    struct gfs_fds *fds; /* local: the descriptors of files that released
-                            theirs (source/fds.c), or NULL */
+    /* The parts' own state: each struct is declared in its part's
+     * header, which says which lock guards each field; the pointers are
+     * set at the model's open and never change. */
+    struct gfs_views *views;     /* f32/, npy/, index.tsv, hashes (views.h) */
+    struct gfs_tok *tok;         /* tokenizer/, hf/ (tok/tok.h) */
+    struct gfs_metatsv *metatsv; /* meta.tsv (meta/meta.h) */
+    struct gfs_meta *meta;       /* GHOSTs, aliases, refusals (meta/meta.h) */
+    struct gfs_live *live;       /* the live view (live/live.h) */
+    struct gfs_rfiles *rfiles;   /* remote files (source/source.h), or NULL */
+    /* local: the descriptors of files that released theirs (source/fds.c),
+     * or NULL */
+    struct gfs_fds *fds;
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
@@ -431,20 +343,7 @@ struct gfs {
     struct gfs_scratch *scratch;
     size_t n_scratch;
     uint64_t next_scratch;
-    struct gfs_ghost *ghosts;
-    size_t n_ghosts;
-    fuse_ino_t (*aliases)[2]; /* {old, new}: see gfs_meta_resolve */
-    size_t n_aliases;
-    struct gfs_ord {
-        uint32_t id;
-        uint64_t ord;
-    } * ords; /* keys brought back from GHOSTs: their ordinal (key_ord) */
-    size_t n_ords;
-    char **errors; /* by kv id: why the last edit was refused */
-    size_t n_errors;
-    char name_error[512]; /* why the last name in meta/ was refused
-                             (user.gguf.error of meta/), or "" */
-    uint64_t generation;  /* bumped by every applied edit: gfs_edit_changed */
+    uint64_t generation; /* bumped by every applied edit: gfs_edit_changed */
     /* Where the edits go and what of them is durable (edits/edits.h):
      * the backend chosen at mount, the report of the last commit. */
     struct gfs_edits edits;
@@ -455,23 +354,9 @@ struct gfs {
     struct gfs_text **texts; /* by kv id; NULL until rendered */
     size_t n_texts;
     size_t texts_bytes; /* held by texts[]: at most GFS_TEXT_CACHE */
-    /* meta.tsv's text (metatsv.c), for generation metatsv_gen */
-    struct gfs_text *metatsv;
-    uint64_t metatsv_gen;
-    /* tokenizer/'s and hf/'s files (tokdir.c), by enum voc_file, each
-     * for its generation; which are there (voc_present), for tok_mask_gen
-     * + 1 (0: not asked yet) */
-    struct gfs_text *tok[GFS_N_TOKFILES];
-    uint64_t tok_gen[GFS_N_TOKFILES];
-    uint32_t tok_mask;
-    uint64_t tok_mask_gen;
-    uint64_t *sizes; /* by kv id: text length + 1, 0 until measured */
+    uint64_t *sizes;    /* by kv id: text length + 1, 0 until measured */
     size_t n_sizes;
     struct gfs_lnames lkeys, ltensors; /* hashed long names (tree.c) */
-    struct gfs_text *live;             /* the live view's header, for generation
-                              live_gen */
-    uint64_t live_gen;
-    uint64_t live_opened_gen; /* generation at the last open of the view */
 
     /* Guarded by fh_lock.  Open handles: the kernel sends no release for
      * files still open when the mount goes away, so unmount frees them
@@ -482,11 +367,6 @@ struct gfs {
     /* The live view's versions and passthrough (passthrough.c, its own
      * leaf lock); NULL until the session starts. */
     struct gfs_pt *pt;
-    /* A mount without privileges: its unedited view as a link to the
-     * file (viewlink.c, its own leaf lock); NULL until first asked.
-     * Atomic: made under fs->lock (read) by the first asker, read by
-     * others without viewlink.c's lock. */
-    struct gfs_vlink *_Atomic vlink;
 
     /* The mount's log (log.c), shared by its models. */
     struct gfs_log *log;
@@ -595,97 +475,6 @@ int gfs_kv_hidden(const struct gfs *fs, int64_t i);
 int gfs_kv_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 int gfs_tensor_fname(const struct gfs *fs, int64_t i, struct gguf_buf *out);
 
-/* tensorw.c: tensors/NAME written (the contract: its top comment).  The
- * kinds' row of tensors (tensors.c) calls tw_open for an open that may
- * write (fs->lock held for writing), and its write, flush, fsync,
- * release, truncate hooks are these.  gfs_tw_writable: whether tensors of
- * this mount can be written (no lock).  gfs_tw_commit (the row's
- * commit_sync hook): at a commit (fs->lock write): syncs the GGUF if
- * tensors were written, and appends "; tensors written: NAMES" to what; 0
- * or EIO with err. */
-int gfs_tw_writable(const struct gfs *fs);
-/* ... and a tensor of shard (a shard set's first file, or any on an
- * overlay mount). */
-int gfs_tw_tensor_writable(const struct gfs *fs, int shard);
-int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi);
-int gfs_tw_write(struct gfs *fs, struct gfs_fh *fh, const char *p, size_t n,
-                 off_t off);
-/* The row's write_req: an in-place write is answered before its pwrite
- * (Pipelining); the others as gfs_tw_write. */
-void gfs_tw_write_req(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh,
-                      const char *p, size_t n, off_t off);
-int gfs_tw_read(fuse_req_t req, struct gfs *fs, struct gfs_fh *fh, off_t off,
-                size_t size);
-int gfs_tw_flush(struct gfs *fs, struct gfs_fh *fh);
-int gfs_tw_fsync(struct gfs *fs, fuse_req_t req, struct gfs_fh *fh);
-void gfs_tw_release(struct gfs *fs, struct gfs_fh *fh);
-int gfs_tw_truncate(struct gfs *fs, struct gfs_fh *fh, fuse_ino_t ino,
-                    off_t size);
-/* The tensor row's hooks (kinds.h): tensor_changed (the tensor marked
- * for the commit's report; after an apply its own pages dropped) and
- * commit_sync. */
-void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
-                    int whole);
-int gfs_tw_commit(struct gfs *fs, char *what, size_t n, struct gguf_error *err);
-void gfs_tw_free(struct gfs *fs);
-
-/* liveview.c: the live view.  At mount: gfs_view_number numbers the
- * tensors across shards (t_first); gfs_view_layout (numbering first if
- * not done) lays out the merged data section of a shard set or a mix.
- * 0, or -1 with err. */
-int gfs_view_number(struct gfs *fs, struct gguf_error *err);
-int gfs_view_layout(struct gfs *fs, struct gguf_error *err);
-/* viewlink.c: the live view of a mount without privileges as a link to
- * the file while it is the file (the contract: that file's top).
- * gfs_vlink_decide: the root entry gave ino (an epoch), decided once;
- * caller holds fs->lock (read).  gfs_vlink_is: ino is a link;
- * gfs_vlink_stat: fills st and returns 1 if it is; gfs_vlink_readlink
- * replies (EINVAL for any other inode); gfs_vlink_commit_flags:
- * GGUF_COMMIT_NEW_FILE while a reader may hold the file by the link;
- * gfs_vlink_free at the model's close (the live row's fini). */
-void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino);
-int gfs_vlink_is(struct gfs *fs, fuse_ino_t ino);
-int gfs_vlink_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
-void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino);
-unsigned gfs_vlink_commit_flags(struct gfs *fs);
-void gfs_vlink_free(struct gfs *fs);
-/* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
- * after the base is open and before gfs_view_layout: opens the sources
- * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.
- * warn gets one line per rule that matches nothing.  0, or -1 with one
- * line in msg (the sources opened so far stay in fs->shards, closed with
- * the model). */
-int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
-                 const struct gfs_remote_opts *ro,
-                 void (*warn)(void *u, const char *line), void *u, char *msg,
-                 size_t n);
-void gfs_mix_free(struct gfs *fs);
-void gfs_view_layout_free(struct gfs *fs);
-/* Returns the view's header (a new reference) as a commit would write it
- * now.  Caller holds lock (read); takes text_lock. */
-struct gfs_text *gfs_view_header(struct gfs *fs, int *err);
-/* Size of the live view; 0 or errno.  Caller holds lock (read). */
-int gfs_view_size(struct gfs *fs, uint64_t *size);
-/* Records an open of the view; true if its header is the one of the last
- * open (the kernel may keep its page cache).  Caller holds lock (read). */
-int gfs_view_reopened(struct gfs *fs);
-/* Where bytes [off, off+size) of the view come from, clamped to its end:
- * hdr_n bytes of the header from hdr_off, then data_n bytes of the data
- * section from data_rel.  One file: that is the GGUF's bytes from
- * data_pos, to be served from its fd.  Caller holds lock (read). */
-struct gfs_view_span {
-    size_t hdr_off, hdr_n;
-    uint64_t data_rel, data_n;
-    uint64_t data_pos; /* one file: offset of data_rel in the GGUF */
-};
-void gfs_view_span(const struct gfs *fs, size_t hdr_len, uint64_t off,
-                   size_t size, struct gfs_view_span *sp);
-/* A shard set's view: copies the span's bytes (hdr_n + data_n) into buf,
- * the data from the shards' tensors, zeros between; 0 or errno.  Caller
- * holds lock (read). */
-int gfs_view_copy(struct gfs *fs, const struct gfs_text *hdr,
-                  const struct gfs_view_span *sp, char *buf);
-
 /* xattr.c.  Caller holds lock (read). */
 /* Fills out with the value of attribute name on ino; 0 or errno.  Not the
  * hashes: gfs_views_xattr, called first without the lock. */
@@ -694,71 +483,10 @@ int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
 /* Fills out with the NUL-separated attribute names of ino. */
 int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
 
-/* metaedit.c: changes through meta/ and the commit.  Caller holds lock
- * for writing unless noted. */
-/* After a rename that turns a temporary file into a key (sed -i, vim) or
- * back, the kernel keeps the source's inode number for the target name:
- * gfs_meta_resolve maps such an old number to the object that now holds
- * the name.  Caller holds lock (read at least). */
-fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino);
-/* Scratch files by name or inode.  Caller holds lock (read at least). */
+/* tree.c: the FILEs of meta/ (struct gfs_scratch) by name or inode.
+ * Caller holds lock (read at least). */
 struct gfs_scratch *gfs_meta_scratch_find(struct gfs *fs, const char *name);
 struct gfs_scratch *gfs_meta_scratch_by_ino(struct gfs *fs, fuse_ino_t ino);
-/* Records (msg) or clears (NULL) the refusal reason shown in
- * user.gguf.error of key id; gfs_meta_get_error reads it (lock held for
- * reading suffices). */
-void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg);
-const char *gfs_meta_get_error(struct gfs *fs, uint32_t id);
-/* Why kv i may not be changed while mounted (general.alignment; split.no,
- * split.count, split.tensors.count of a shard set), or NULL.  Caller
- * holds lock (read at least). */
-const char *gfs_meta_protected(const struct gfs *fs, int64_t i);
-/* Why the value of kv i may not be written (open for writing, truncate):
- * gfs_meta_protected's reasons, and arrays of arrays (-o allow_nested
- * shows them; the library cannot write them).  Caller holds lock (read at
- * least). */
-const char *gfs_meta_unwritable(const struct gfs *fs, int64_t i);
-/* Refuses a change (what: "opening for writing", "truncate") of protected
- * kv i: logs the reason, records it in user.gguf.error; returns EPERM. */
-int gfs_meta_refuse_protected(struct gfs *fs, int64_t i, const char *what);
-/* The FILEs in meta/ (never committed): logs "meta/X: not a key, not
- * committed (N bytes)" for each if log, and appends the same, "; "
- * separated, to msg (NUL-terminated, size bytes) if msg: as many as fit,
- * then "; K more files in meta/ ..." for the rest.  Returns their number.
- * Caller holds lock (read at least). */
-size_t gfs_meta_files_note(struct gfs *fs, char *msg, size_t size, int log);
-/* Parses text as the value of kv i and stores it; 0 or errno.  quiet: a
- * refusal is not logged nor recorded (flush of a file still being
- * written: bash's redirection flushes right after open). */
-int gfs_meta_apply_text(struct gfs *fs, int64_t i, const char *text, size_t len,
-                        int quiet);
-int gfs_meta_create(struct gfs *fs, const char *name, fuse_ino_t *ino);
-/* A key made by create (ino) whose first write failed: removed again if it
- * still holds the zero value create gave it, so that a failed write never
- * leaves a key that was not there (logged). */
-void gfs_meta_drop_new(struct gfs *fs, fuse_ino_t ino);
-/* metanames.c: editors' scratch names in meta/ (the patterns are its top
- * comment and ggufs(1), NAMES IN META/).  gfs_meta_backup_name: a backup
- * or temporary name, even if it is a valid key name; gfs_meta_scratch_name:
- * that, or a name with a random part.  No lock. */
-int gfs_meta_backup_name(const char *name);
-int gfs_meta_scratch_name(const char *name);
-int gfs_meta_unlink(struct gfs *fs, const char *name);
-int gfs_meta_rename(struct gfs *fs, const char *from, const char *to,
-                    unsigned flags);
-int gfs_meta_set_type(struct gfs *fs, fuse_ino_t ino, const char *type,
-                      size_t len);
-int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size);
-
-/* leftover.c: what earlier mounts left, for the next command.
- * gfs_record_outcome: the daemon records the commit report (when: "after
- * unmount") as the model's status record (gfs_print_outcome and
- * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s, saying so)
- * while an earlier daemon still holds the file's lock for its last commit
- * (mounted: the file is mounted now, nothing to wait for); 0 or -1. */
-void gfs_record_outcome(struct gfs *fs, const char *when);
-int gfs_wait_previous(const char *path, const char *file, int mounted);
-void gfs_meta_free(struct gfs *fs);
 
 /* What the attribute handlers asked before fs->lock is taken (hashes.c,
  * status.c) return for a name that is not theirs: the getxattr handler
@@ -767,59 +495,7 @@ void gfs_meta_free(struct gfs *fs);
  * the others would wait for it (a progress attribute that waited for the
  * end of the commit it reports on showed nothing). */
 #define GFS_XATTR_OTHER (-1)
-/* log.c: gfs_status_note: a logged line (gfs_log's) kept and written to
- * the log file.  gfs_logfile_open: at mount, before detaching; 0, or -1
- * with why in msg.
- * status.c: user.ggufs.status and user.ggufs.progress, and what commands
- * show of them.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
- * for other names); takes fs->lock (read) itself, for the status only.
- * gfs_progress_cb: the library's progress callback, user is fs. */
-void gfs_status_note(struct gfs_log *l, const char *line);
-int gfs_logfile_open(struct gfs_log *l, char *msg, size_t n);
-void gfs_logfile_close(struct gfs_log *l);
-int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
-                     const char *name, struct gguf_buf *out);
-void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
-/* A store's status (storeops.c): "model NAME: " and the model's pending
- * edits as its own status has them, nothing when it has none; takes
- * fs->lock (read).  0 or ENOMEM. */
-int gfs_status_model_edits(struct gfs *fs, const char *name,
-                           struct gguf_buf *b);
 /* The meter and gfs_commit_metered: daemon.h. */
-
-/* errno.c: the one place library statuses become errno values. */
-int gfs_errno(const struct gguf_error *err);
-
-/* Moves a buffer's grant (*granted) to want bytes (memcap.c): call before
- * it grows past *granted, and with the new size after it shrinks or is
- * freed (0).  0, or ENOSPC (nothing changed) past fs->max_drafts. */
-int gfs_mem_grant(struct gfs *fs, size_t *granted, size_t want);
-/* The daemon's texts made at an edit generation (GFS_TEXTS_MAX, all
- * models together): room is what is left now (the bound to make the next
- * one with); grant counts n more bytes (0, or ENOMEM past the bound,
- * nothing counted, one log line naming fs the first time); release
- * uncounts them.  No lock. */
-size_t gfs_texts_room(void);
-int gfs_texts_grant(struct gfs *fs, size_t n);
-void gfs_texts_release(size_t n);
-
-/* mountinfo.c: gfs_find_mount: daemon.h.  gfs_mount_point_of: whether
- * the directory at real (a resolved path) is a mount point: 1 with its
- * type and source in what, else 0 (or no mountinfo). */
-int gfs_mount_point_of(const char *real, char *what, size_t n);
-
-/* One line to stderr (foreground) or syslog, and to the log's memory
- * and file (gfs_status_note).  No lock. */
-void gfs_log(struct gfs *fs, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void gfs_log_line(struct gfs_log *l, const char *line);
-/* What the code shared by the commands and the mounts says on stderr
- * ("ggufs: ...\n", as fprintf would) goes to the log l instead, on this
- * thread, while l is set (gfs_say_to(l) ... gfs_say_to(NULL)): a store
- * opens its models after the daemon detached, when stderr is /dev/null
- * (issue 32: an overlay refused there was said to nobody). */
-void gfs_say_to(struct gfs_log *l);
-void gfs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The model's handlers (ops.c: the tree; fileops.c: open files): as
  * libfuse's low-level handlers, with the model first and inode numbers
@@ -883,83 +559,23 @@ int gfs_model_commit(struct gfs *fs);
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
 
-/* views.c, vconv.c, hashes.c: the converted views f32/NAME, npy/NAME.npy,
- * index.tsv and the hashes of tensors (user.gguf.sha256, user.gguf.xxh64).
- * gfs_views_init: at mount, before the daemon detaches; finds ggml's
- * library (ggml: -o ggml=PATH, "none", or NULL for $GGUFS_GGML_LIB, then
- * the usual places) when a tensor needs it, and prints one line on
- * stderr naming the tensors left without a view and why.  0, or -1 after
- * one line (an -o ggml=PATH that cannot be used).  The others: caller
- * holds fs->lock (read). */
-int gfs_views_init(struct gfs *fs, const char *ggml, const char *file);
-void gfs_views_free(struct gfs *fs);
-/* Whether some tensor has a view (f32/ and npy/ are not empty).  No lock. */
-int gfs_views_any(const struct gfs *fs);
-/* Their node kinds: rows of kinds.h, defined in views.c. */
-/* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
- * tensors/ (every tensor's bytes in order), and user.gguf.hash_progress;
- * GFS_XATTR_OTHER for other names, ENODATA for other inodes, EINTR if req
- * is interrupted first.  Unlike the others, called
- * WITHOUT fs->lock: a first request reads the whole tensor or model,
- * holding the lock for reading one chunk at a time, so that commits and
- * edits never wait for more than a chunk (hashes.c). */
-int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
-                    const char *name, struct gguf_buf *out);
-int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
-/* Bytes of tensor i: the library's size, but for a type id ggufs does not
- * know and ggml does (ids >= 40), which the library sized up to the next
- * tensor's offset: ggml's size of its blocks.  No lock. */
+/* tree.c: bytes of tensor i: the library's size, but for a type id ggufs
+ * does not know and ggml does (ids >= 40), which the library sized up to
+ * the next tensor's offset: ggml's size of its blocks.  No lock. */
 uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
-/* index.tsv's text (a new reference), rendered on first use. */
-struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
 /* ops.c. */
 /* The reply to getxattr or listxattr: err, else b's size when the caller
  * asked for it (size 0), ERANGE when b passes size, else b. */
 void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
                      const struct gguf_buf *b);
-/* edits/edits.c: gfs_edits_may_commit (edits.h, which says who may) for
- * the user of req. */
-int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
-
-/* edits/overlay.c: -o overlay[=PATH] (issue 14).
- * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
- * where the overlay is (a->opt, else the default in the state
- * directory), its lock taken (read-write mounts), the source's identity,
- * and the overlay applied if it belongs to it; 0, or -1 after one line on
- * stderr (an overlay that does not belong, one not to be trusted, one in
- * use by another mount); the overlay chosen as the mount's edit store
- * (edits/overlay.c).  The overlay commands and gfs_overlay_dead_note:
- * daemon.h. */
-struct gfs_overlay_args {
-    const char *path;      /* the source: absolute path, or its http(s) URL */
-    const char *remote_id; /* a remote source's version (gfs_remote_identity),
-                              NULL for a local file */
-    const char *opt;       /* -o overlay=PATH, or NULL for the default */
-    const char *file;      /* the source as the user named it (messages) */
-    const char *mnt;       /* the mountpoint, absolute, or NULL */
-    int readonly;          /* -o ro: no lock, no record, never written */
-    const char *name_key;  /* a store's model: "STORE\nNAME", its edits
-                              follow the name (edits/carry.c); else NULL */
-};
-int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
-void gfs_overlay_free(struct gfs *fs);
-/* Where the overlay of an overlay mount is (user.ggufs.overlay), else
- * NULL.  No lock: set at mount. */
-const char *gfs_overlay_where(const struct gfs *fs);
-/* A mount without -o overlay of a file that has a default overlay: one
- * note on stderr saying so (its edits are not shown; a commit makes the
- * overlay stale). */
-void gfs_overlay_note(const char *path, const char *file);
-/* edits/carry.c, at a store's mount (stderr still the user's): one line per model of
- * store whose name's record names another file than the name leads to
- * now (now_of: its first file, resolved, into buf; NULL if the store has
- * no such name) while the new file has no overlay and the old one's is
- * there: its edits are carried when it is first opened, or (asked of
- * the two headers now) why they no longer apply. */
-void gfs_carry_notes(const char *store,
-                     const char *(*now_of)(void *u, const char *name, char *buf,
-                                           size_t n),
-                     void *u);
+/* Appends one directory entry (ino: the kernel's) to b if it stays
+ * within max bytes; 0 when it does not (the listing is full).  plus: a
+ * readdirplus entry, its lookup reply, or GFS_DIRENT_PLUS_NONE (the name
+ * and type alone: the kernel looks the name up when it needs it). */
+#define GFS_DIRENT_PLUS_NONE ((const struct fuse_entry_param *)1)
+int gfs_add_dirent(fuse_req_t req, struct gguf_buf *b, size_t max,
+                   const char *name, fuse_ino_t ino, mode_t mode, off_t next,
+                   const struct fuse_entry_param *plus);
 
 #endif

@@ -33,6 +33,8 @@
  * RECIPE:LINE before regcomp sees it.
  */
 #include "ggufs.h"
+#include "live/live.h"
+#include "model.h"
 #include "source/source.h"
 
 #include <errno.h>

@@ -7,11 +7,17 @@
  * looked into.  What is wrong is said in one line: on stderr before the
  * mount, in the mount's log inside a running store (gfs_model_args.store).
  */
+#include "base/base.h"
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "kinds.h" /* gfs_kinds_set */
+#include "live/live.h"
+#include "meta/meta.h"
 #include "model.h"
 #include "base/mount.h"
 #include "source/source.h"
+#include "tok/tok.h"
+#include "views/views.h"
 
 #include "../status.h"
 
@@ -481,6 +487,16 @@ static void init_state(struct gfs_model *m) {
     m->locks = 1;
 }
 
+/* The parts' own state (struct gfs's part pointers), each made by its
+ * part's init and freed by its part at the model's close. */
+static int init_parts(struct gfs_model *m) {
+    if (gfs_meta_init(&m->fs) == 0 && gfs_metatsv_init(&m->fs) == 0 &&
+        gfs_tok_init(&m->fs) == 0 && gfs_live_init(&m->fs) == 0)
+        return 0;
+    say(m, "%s: out of memory", m->a.file);
+    return -1;
+}
+
 struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     struct gfs_model *m = calloc(1, sizeof *m);
     *status = EXIT_BADFILE;
@@ -507,6 +523,8 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
         goto fail;
     name_live_view(m);
     init_state(m);
+    if (init_parts(m) != 0)
+        goto fail;
     /* A store's model, opened while its session runs: its live view
      * passed through as a single-file mount's (mount.c starts that one
      * once its session is up). */
@@ -541,7 +559,6 @@ void gfs_model_close(struct gfs *fs) {
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
         gfs_lnames_free(&m->fs);
-        gfs_text_put(m->fs.live);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_mutex_destroy(&m->fs.alias_mu);
         pthread_rwlock_destroy(&m->fs.lock);

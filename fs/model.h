@@ -5,7 +5,20 @@
 #ifndef GGUFS_MODEL_H
 #define GGUFS_MODEL_H
 
+#include "catalog.h" /* struct cat_file: a store's files */
 #include "ggufs.h"
+
+/* A store's model's other files (ollama's layers, extras.c): each a file
+ * beneath the store's directory dirfd, opened by cat_open_file.  Owned by
+ * the model (model.c). */
+struct gfs_extras {
+    int dirfd; /* the store's; not the model's to close */
+    size_t n;
+    struct gfs_extra {
+        char *name;
+        struct cat_file file;
+    } * v;
+};
 
 /* One file of a store's model: where it is (absolute path) and the name
  * its set knows it by (a shard's NAME-0000K-of-0000N.gguf), and the file
@@ -56,5 +69,17 @@ void gfs_model_close(struct gfs *fs);
 void gfs_model_set_aliases(struct gfs *fs, char *names, size_t n);
 /* The options after opening (read-only when the file was not writable). */
 const struct gfs_opts *gfs_model_opts(const struct gfs *fs);
+
+/* mix.c: -o mix=RECIPE (its rules: the file's top comment).  At mount,
+ * after the base is open and before gfs_view_layout: opens the sources
+ * read-only (appended to fs->shards, fs->n_files) and sets fs->picks.
+ * warn gets one line per rule that matches nothing.  0, or -1 with one
+ * line in msg (the sources opened so far stay in fs->shards, closed with
+ * the model). */
+int gfs_mix_open(struct gfs *fs, const char *recipe, unsigned flags,
+                 const struct gfs_remote_opts *ro,
+                 void (*warn)(void *u, const char *line), void *u, char *msg,
+                 size_t n);
+void gfs_mix_free(struct gfs *fs);
 
 #endif

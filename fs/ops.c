@@ -8,9 +8,12 @@
  * the locks in the order written at struct gfs; what a node does is the
  * row of its kind's (kinds.h).
  */
+#include "edits/edits.h"
 #include "ggufs.h"
 #include "kinds.h"
+#include "meta/meta.h"
 #include "source/source.h"
+#include "views/views.h"
 
 #include <errno.h>
 #include <stdio.h>

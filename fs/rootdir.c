@@ -12,6 +12,7 @@
  *   user.ggufs.overlay where the overlay is (an overlay mount)
  *   a remote source's (source/remote.c); status.c's, asked first
  */
+#include "edits/edits.h"
 #include "kinds.h"
 #include "source/source.h"
 

@@ -9,6 +9,7 @@
  */
 #include "ggufs.h"
 #include "kinds.h"
+#include "views/views.h"
 
 #include <errno.h>
 

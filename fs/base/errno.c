@@ -3,6 +3,7 @@
  * log is log.c's).
  */
 #include "../ggufs.h"
+#include "base.h"
 
 #include <errno.h>
 

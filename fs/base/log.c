@@ -7,6 +7,7 @@
  * directory's log file).
  */
 #include "../ggufs.h"
+#include "base.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

@@ -14,6 +14,7 @@
  * GFS_TEXTS_MAX, counted from a text's making to its last put.
  */
 #include "../ggufs.h"
+#include "base.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -9,6 +9,7 @@
 #define GGUFS_BASE_MOUNT_H
 
 #include "../ggufs.h"
+#include "base.h" /* struct gfs_log */
 
 struct gfs_storefs;
 

@@ -6,6 +6,7 @@
  * Reads the file only: the bottom of fs/.
  */
 #include "../ggufs.h"
+#include "base.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -27,8 +27,10 @@
 #include "../daemon.h"
 #include "../ggufs.h"
 #include "../kinds.h"
+#include "../meta/meta.h"
 #include "../model.h"
 #include "../base/mount.h"
+#include "../views/views.h"
 
 #include "../../status.h"
 

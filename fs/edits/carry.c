@@ -28,6 +28,7 @@
  * Lines go through gfs_say (the mount's log in a store).  Prefix
  * gfs_carry_.
  */
+#include "../base/base.h"
 #include "overlay.h"
 #include "edits.h"
 

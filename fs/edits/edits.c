@@ -9,6 +9,7 @@
  * after a failure, WHERE being the saved file or the backend's stranded
  * clause; then the caller's note (the FILEs in meta/, never committed).
  */
+#include "../base/base.h"
 #include "edits.h"
 
 #include "../ggufs.h"

@@ -258,4 +258,74 @@ int gfs_edits_may_commit(const struct gfs *fs, uid_t uid);
 /* Frees what the store holds (at unmount; again is harmless). */
 void gfs_edits_free(struct gfs *fs);
 
+/* ---- The rest of edits/, what the other parts call (issue 34: moved here
+ * from ggufs.h): the overlay's set-up, the carry notes, what earlier
+ * mounts left, the status and who may commit. */
+#include "../daemon.h" /* FUSE_USE_VERSION, before fuse_lowlevel.h */
+#include <fuse_lowlevel.h>
+
+/* edits/edits.c: gfs_edits_may_commit (edits.h, which says who may) for
+ * the user of req. */
+int gfs_may_commit(const struct gfs *fs, fuse_req_t req);
+/* edits/overlay.c: -o overlay[=PATH] (issue 14).
+ * gfs_overlay_setup: at mount, after the GGUF (set) is open read-only:
+ * where the overlay is (a->opt, else the default in the state
+ * directory), its lock taken (read-write mounts), the source's identity,
+ * and the overlay applied if it belongs to it; 0, or -1 after one line on
+ * stderr (an overlay that does not belong, one not to be trusted, one in
+ * use by another mount); the overlay chosen as the mount's edit store
+ * (edits/overlay.c).  The overlay commands and gfs_overlay_dead_note:
+ * daemon.h. */
+struct gfs_overlay_args {
+    const char *path;      /* the source: absolute path, or its http(s) URL */
+    const char *remote_id; /* a remote source's version (gfs_remote_identity),
+                              NULL for a local file */
+    const char *opt;       /* -o overlay=PATH, or NULL for the default */
+    const char *file;      /* the source as the user named it (messages) */
+    const char *mnt;       /* the mountpoint, absolute, or NULL */
+    int readonly;          /* -o ro: no lock, no record, never written */
+    const char *name_key;  /* a store's model: "STORE\nNAME", its edits
+                              follow the name (edits/carry.c); else NULL */
+};
+int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
+void gfs_overlay_free(struct gfs *fs);
+/* Where the overlay of an overlay mount is (user.ggufs.overlay), else
+ * NULL.  No lock: set at mount. */
+const char *gfs_overlay_where(const struct gfs *fs);
+/* A mount without -o overlay of a file that has a default overlay: one
+ * note on stderr saying so (its edits are not shown; a commit makes the
+ * overlay stale). */
+void gfs_overlay_note(const char *path, const char *file);
+/* edits/carry.c, at a store's mount (stderr still the user's): one line
+ * per model of store whose name's record names another file than the
+ * name leads to now (now_of: its first file, resolved, into buf; NULL if
+ * the store has no such name) while the new file has no overlay and the
+ * old one's is there: its edits are carried when it is first opened, or
+ * (asked of the two headers now) why they no longer apply. */
+void gfs_carry_notes(const char *store,
+                     const char *(*now_of)(void *u, const char *name, char *buf,
+                                           size_t n),
+                     void *u);
+/* leftover.c: what earlier mounts left, for the next command.
+ * gfs_record_outcome: the daemon records the commit report (when: "after
+ * unmount") as the model's status record (gfs_print_outcome and
+ * gfs_pending_note: daemon.h).  gfs_wait_previous: waits (at most 60 s,
+ * saying so) while an earlier daemon still holds the file's lock for its
+ * last commit (mounted: the file is mounted now, nothing to wait for); 0
+ * or -1. */
+void gfs_record_outcome(struct gfs *fs, const char *when);
+int gfs_wait_previous(const char *path, const char *file, int mounted);
+/* status.c: user.ggufs.status and user.ggufs.progress, and what commands
+ * show of them.  gfs_status_xattr: the root's two attributes (GFS_XATTR_OTHER
+ * for other names); takes fs->lock (read) itself, for the status only.
+ * gfs_progress_cb: the library's progress callback, user is fs. */
+int gfs_status_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
+                     const char *name, struct gguf_buf *out);
+void gfs_progress_cb(void *user, uint64_t done, uint64_t total);
+/* A store's status (storeops.c): "model NAME: " and the model's pending
+ * edits as its own status has them, nothing when it has none; takes
+ * fs->lock (read).  0 or ENOMEM. */
+int gfs_status_model_edits(struct gfs *fs, const char *name,
+                           struct gguf_buf *b);
+
 #endif

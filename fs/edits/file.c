@@ -6,6 +6,7 @@
  * commit nothing is pending and the record goes.  A read-only mount keeps
  * nothing.
  */
+#include "../base/base.h"
 #include "edits.h"
 
 #include "../ggufs.h"

@@ -18,7 +18,9 @@
  * The records are the library's (gguf/state.c, gguf/pending.c); this file
  * is the policy of when to print what.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
+#include "edits.h"
 
 #include <errno.h>
 #include <fcntl.h>

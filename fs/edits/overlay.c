@@ -25,6 +25,7 @@
  * `ggufs -u` after its daemon died (gfs_overlay_dead_note).  Prefix
  * gfs_overlay_.
  */
+#include "../base/base.h"
 #include "overlay.h"
 #include "edits.h"
 

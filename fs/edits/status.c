@@ -17,7 +17,9 @@
  * (gfs_may_commit): with -o allow_other, other users may read the model,
  * not what its owner is editing.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
+#include "edits.h"
 
 #include <errno.h>
 #include <fcntl.h>

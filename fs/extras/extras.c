@@ -12,6 +12,7 @@
  * held between requests.
  */
 #include "../kinds.h"
+#include "../model.h"
 
 #include "catalog.h"
 

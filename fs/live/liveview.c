@@ -13,9 +13,11 @@
  * fs->live_name, whose inode moves to a new number with each version
  * (source/passthrough.c), read only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../base/devio.h"
 #include "../source/source.h"
+#include "live.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -182,8 +184,8 @@ static int view_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
 
 struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
     /* every gfs_text through gfs_text_new: fields zeroed */
-    return gfs_text_of_gen(fs, &fs->live, &fs->live_gen, view_make, NULL, 0,
-                           err);
+    return gfs_text_of_gen(fs, &fs->live->hdr, &fs->live->gen, view_make, NULL,
+                           0, err);
 }
 
 /* Bytes of the view's data section: a shard set's merged one, else the
@@ -207,8 +209,8 @@ int gfs_view_size(struct gfs *fs, uint64_t *size) {
 
 int gfs_view_reopened(struct gfs *fs) {
     pthread_mutex_lock(&fs->text_lock);
-    int same = fs->live_opened_gen == fs->generation;
-    fs->live_opened_gen = fs->generation;
+    int same = fs->live->opened_gen == fs->generation;
+    fs->live->opened_gen = fs->generation;
     pthread_mutex_unlock(&fs->text_lock);
     return same;
 }
@@ -372,6 +374,22 @@ static unsigned live_commit_flags(struct gfs *fs) {
     return gfs_pt_commit_flags(fs) | gfs_vlink_commit_flags(fs);
 }
 
+int gfs_live_init(struct gfs *fs) {
+    fs->live = calloc(1, sizeof *fs->live);
+    return fs->live ? 0 : ENOMEM;
+}
+
+/* The model's close (no lock: nothing runs): the link's state, the header
+ * and fs->live. */
+static void live_fini(struct gfs *fs) {
+    if (!fs->live)
+        return;
+    gfs_vlink_free(fs);
+    gfs_text_put(fs->live->hdr);
+    free(fs->live);
+    fs->live = NULL;
+}
+
 const struct gfs_kind_ops gfs_kind_live = {
     .kind = GFS_LIVE,
     .ino_lo = GFS_INO_LIVE,
@@ -381,7 +399,7 @@ const struct gfs_kind_ops gfs_kind_live = {
     .root_mode = S_IFREG,
     .root_entry = live_root_entry,
     .root_type = live_type,
-    .fini = gfs_vlink_free,
+    .fini = live_fini,
     .changes = 1,
     .moves = 1,
     .stat = live_stat,

@@ -32,8 +32,10 @@
  * Locks: vl->mu is a leaf, taken with fs->lock held (read at least) or
  * none (commit flags); nothing is taken while it is held.
  */
+#include "../edits/edits.h"
 #include "../kinds.h"
 #include "../source/source.h"
+#include "live.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -77,19 +79,20 @@ static int is_link(const struct gfs_vlink *vl, fuse_ino_t ino) {
 }
 
 static struct gfs_vlink *state(struct gfs *fs) {
-    if (!fs->vlink) { /* made under fs->lock (read) by several: once
-                         (fs->vlink is atomic: the check outside `once`) */
+    struct gfs_live *lv = fs->live;
+    if (!lv->vlink) { /* made under fs->lock (read) by several: once
+                         (lv->vlink is atomic: the check outside `once`) */
         static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
         pthread_mutex_lock(&once);
-        if (!fs->vlink) {
+        if (!lv->vlink) {
             struct gfs_vlink *vl = calloc(1, sizeof *vl);
             if (vl)
                 pthread_mutex_init(&vl->mu, NULL);
-            fs->vlink = vl;
+            lv->vlink = vl;
         }
         pthread_mutex_unlock(&once);
     }
-    return fs->vlink;
+    return lv->vlink;
 }
 
 void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino) {
@@ -117,7 +120,7 @@ void gfs_vlink_decide(struct gfs *fs, fuse_ino_t ino) {
 }
 
 int gfs_vlink_is(struct gfs *fs, fuse_ino_t ino) {
-    struct gfs_vlink *vl = fs->vlink;
+    struct gfs_vlink *vl = fs->live->vlink;
     if (!vl)
         return 0;
     pthread_mutex_lock(&vl->mu);
@@ -137,7 +140,7 @@ int gfs_vlink_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 }
 
 void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
-    struct gfs_vlink *vl = fs->vlink;
+    struct gfs_vlink *vl = fs->live->vlink;
     if (!vl || !gfs_vlink_is(fs, ino)) {
         fuse_reply_err(req, EINVAL); /* not a link */
         return;
@@ -158,7 +161,7 @@ void gfs_vlink_readlink(struct gfs *fs, fuse_req_t req, fuse_ino_t ino) {
 }
 
 unsigned gfs_vlink_commit_flags(struct gfs *fs) {
-    struct gfs_vlink *vl = fs->vlink;
+    struct gfs_vlink *vl = fs->live->vlink;
     if (!vl)
         return 0;
     pthread_mutex_lock(&vl->mu);
@@ -168,11 +171,11 @@ unsigned gfs_vlink_commit_flags(struct gfs *fs) {
 }
 
 void gfs_vlink_free(struct gfs *fs) {
-    struct gfs_vlink *vl = fs->vlink;
+    struct gfs_vlink *vl = fs->live->vlink;
     if (!vl)
         return;
     pthread_mutex_destroy(&vl->mu);
     free(vl->links);
     free(vl);
-    fs->vlink = NULL;
+    fs->live->vlink = NULL;
 }

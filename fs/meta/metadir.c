@@ -8,6 +8,7 @@
  * says why the last name was refused.  Its files are metafiles.c's.
  */
 #include "../kinds.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <string.h>
@@ -98,14 +99,14 @@ static int dir_rename(struct gfs *fs, fuse_ino_t dir, const char *name,
 static int dir_getxattr(struct gfs *fs, fuse_ino_t ino, const char *name,
                         struct gguf_buf *out) {
     (void)ino;
-    if (strcmp(name, "user.gguf.error") == 0 && fs->name_error[0])
-        return gfs_add_str(out, fs->name_error);
+    if (strcmp(name, "user.gguf.error") == 0 && fs->meta->name_error[0])
+        return gfs_add_str(out, fs->meta->name_error);
     return ENODATA;
 }
 
 static int dir_listxattr(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
     (void)ino;
-    if (fs->name_error[0] &&
+    if (fs->meta->name_error[0] &&
         gguf_buf_add(out, "user.gguf.error", 16) != GGUF_OK)
         return ENOMEM;
     return 0;

@@ -60,7 +60,9 @@
  * change with EPERM where the caller sees it: open for writing, truncate,
  * unlink, rename from or onto, setxattr.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
+#include "meta.h"
 #include "metaedit.h"
 #include "../edits/edits.h"
 
@@ -73,12 +75,12 @@
 
 fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino) {
     for (int hops = 0; hops < 8; hops++) {
-        size_t k = fs->n_aliases;
-        while (k > 0 && fs->aliases[k - 1][0] != ino)
+        size_t k = fs->meta->n_aliases;
+        while (k > 0 && fs->meta->aliases[k - 1][0] != ino)
             k--;
         if (k == 0)
             break;
-        ino = fs->aliases[k - 1][1];
+        ino = fs->meta->aliases[k - 1][1];
     }
     return ino;
 }
@@ -89,23 +91,24 @@ fuse_ino_t gfs_meta_resolve(const struct gfs *fs, fuse_ino_t ino) {
 static void add_alias(struct gfs *fs, fuse_ino_t from, fuse_ino_t to) {
     if (from == to)
         return;
-    for (size_t k = 0; k < fs->n_aliases; k++)
-        if (fs->aliases[k][0] == from) {
-            fs->aliases[k][1] = to;
+    for (size_t k = 0; k < fs->meta->n_aliases; k++)
+        if (fs->meta->aliases[k][0] == from) {
+            fs->meta->aliases[k][1] = to;
             return;
         }
-    if (fs->n_aliases >= GFS_MAX_ALIASES) {
-        memmove(fs->aliases, fs->aliases + 1,
-                (fs->n_aliases - 1) * sizeof *fs->aliases);
-        fs->n_aliases--;
+    if (fs->meta->n_aliases >= GFS_MAX_ALIASES) {
+        memmove(fs->meta->aliases, fs->meta->aliases + 1,
+                (fs->meta->n_aliases - 1) * sizeof *fs->meta->aliases);
+        fs->meta->n_aliases--;
     }
-    fuse_ino_t(*na)[2] = realloc(fs->aliases, (fs->n_aliases + 1) * sizeof *na);
+    fuse_ino_t(*na)[2] =
+        realloc(fs->meta->aliases, (fs->meta->n_aliases + 1) * sizeof *na);
     if (!na)
         return;
-    na[fs->n_aliases][0] = from;
-    na[fs->n_aliases][1] = to;
-    fs->aliases = na;
-    fs->n_aliases++;
+    na[fs->meta->n_aliases][0] = from;
+    na[fs->meta->n_aliases][1] = to;
+    fs->meta->aliases = na;
+    fs->meta->n_aliases++;
 }
 
 static void scratch_free(struct gfs *fs, struct gfs_scratch *s) {
@@ -167,12 +170,12 @@ static int name_to_key(const char *name, struct gguf_buf *key) {
  * and keeps it as user.gguf.error of meta/; EINVAL. */
 static int refuse_name(struct gfs *fs, const char *what, const char *name) {
     char q[GGUF_QUOTE_MAX];
-    snprintf(fs->name_error, sizeof fs->name_error,
+    snprintf(fs->meta->name_error, sizeof fs->meta->name_error,
              "%s meta/%s: not a key name (lower-case a-z, 0-9, _ in "
              "segments joined by '.') nor an editor's scratch name (see "
              "ggufs(1), NAMES IN META/)",
              what, gguf_quote(q, sizeof q, name, strlen(name)));
-    gfs_log(fs, "%s: refused %s", fs->path, fs->name_error);
+    gfs_log(fs, "%s: refused %s", fs->path, fs->meta->name_error);
     return EINVAL;
 }
 
@@ -185,24 +188,24 @@ static void ghost_free(struct gfs_ghost *g) {
 }
 
 static void ghost_remove(struct gfs *fs, struct gfs_ghost *g) {
-    for (struct gfs_ghost **pp = &fs->ghosts; *pp; pp = &(*pp)->next)
+    for (struct gfs_ghost **pp = &fs->meta->ghosts; *pp; pp = &(*pp)->next)
         if (*pp == g) {
             *pp = g->next;
             ghost_free(g);
-            fs->n_ghosts--;
+            fs->meta->n_ghosts--;
             return;
         }
 }
 
 static struct gfs_ghost *ghost_find(struct gfs *fs, const char *k, size_t n) {
-    for (struct gfs_ghost *g = fs->ghosts; g; g = g->next)
+    for (struct gfs_ghost *g = fs->meta->ghosts; g; g = g->next)
         if (g->klen == n && memcmp(g->key, k, n) == 0)
             return g;
     return NULL;
 }
 
 static struct gfs_ghost *ghost_by_fname(struct gfs *fs, const char *name) {
-    for (struct gfs_ghost *g = fs->ghosts; g; g = g->next)
+    for (struct gfs_ghost *g = fs->meta->ghosts; g; g = g->next)
         if (strcmp(g->fname, name) == 0)
             return g;
     return NULL;
@@ -211,26 +214,26 @@ static struct gfs_ghost *ghost_by_fname(struct gfs *fs, const char *name) {
 /* Key order.  A key's place in the KV order is its ordinal: its id (ids
  * grow in file order at open, and each new key, which goes last, gets the
  * next one), or, for a GHOST brought back, the ordinal the key had
- * (fs->ords).  The KV list stays sorted by ordinal, so a GHOST goes back
+ * (fs->meta->ords).  The KV list stays sorted by ordinal, so a GHOST goes back
  * before the first key with a greater ordinal, in whatever order GHOSTs
  * come back (a position alone would shift as other keys leave and
  * return). */
 static uint64_t key_ord(const struct gfs *fs, uint32_t id) {
-    for (size_t k = 0; k < fs->n_ords; k++)
-        if (fs->ords[k].id == id)
-            return fs->ords[k].ord;
+    for (size_t k = 0; k < fs->meta->n_ords; k++)
+        if (fs->meta->ords[k].id == id)
+            return fs->meta->ords[k].ord;
     return id;
 }
 
 /* Puts key i, a GHOST's key back, at the place its ordinal gives. */
 static void restore_place(struct gfs *fs, int64_t i, uint64_t ord) {
     struct gguf_error err = {0};
-    if (fs->n_ords < GFS_MAX_GHOSTS) {
-        struct gfs_ord *o =
-            realloc(fs->ords, (fs->n_ords + 1) * sizeof *fs->ords);
+    if (fs->meta->n_ords < GFS_MAX_GHOSTS) {
+        struct gfs_ord *o = realloc(fs->meta->ords, (fs->meta->n_ords + 1) *
+                                                        sizeof *fs->meta->ords);
         if (o) {
-            fs->ords = o;
-            fs->ords[fs->n_ords++] =
+            fs->meta->ords = o;
+            fs->meta->ords[fs->meta->n_ords++] =
                 (struct gfs_ord){gguf_kv_id(fs->ctx, i), ord};
         }
     }
@@ -268,10 +271,10 @@ static int remove_key(struct gfs *fs, int64_t i) {
         g->key[klen] = '\0';
         g->klen = klen;
         g->fname = (char *)fname.p;
-        g->next = fs->ghosts;
-        fs->ghosts = g;
-        if (++fs->n_ghosts > GFS_MAX_GHOSTS) {
-            struct gfs_ghost *last = fs->ghosts;
+        g->next = fs->meta->ghosts;
+        fs->meta->ghosts = g;
+        if (++fs->meta->n_ghosts > GFS_MAX_GHOSTS) {
+            struct gfs_ghost *last = fs->meta->ghosts;
             while (last->next)
                 last = last->next;
             ghost_remove(fs, last);
@@ -737,18 +740,22 @@ void gfs_meta_free(struct gfs *fs) {
         scratch_free(fs, s);
     }
     fs->n_scratch = 0;
-    while (fs->ghosts) {
-        struct gfs_ghost *g = fs->ghosts;
-        fs->ghosts = g->next;
+    gfs_edits_free(fs);
+    if (!fs->meta)
+        return;
+    while (fs->meta->ghosts) {
+        struct gfs_ghost *g = fs->meta->ghosts;
+        fs->meta->ghosts = g->next;
         ghost_free(g);
     }
-    fs->n_ghosts = 0;
-    free(fs->aliases);
-    fs->aliases = NULL;
-    fs->n_aliases = 0;
-    free(fs->ords);
-    fs->ords = NULL;
-    fs->n_ords = 0;
-    gfs_edits_free(fs);
+    free(fs->meta->aliases);
+    free(fs->meta->ords);
     gfs_meta_errors_free(fs);
+    free(fs->meta);
+    fs->meta = NULL;
+}
+
+int gfs_meta_init(struct gfs *fs) {
+    fs->meta = calloc(1, sizeof *fs->meta);
+    return fs->meta ? 0 : ENOMEM;
 }

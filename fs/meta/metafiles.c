@@ -18,8 +18,10 @@
  * Locks (see struct gfs): fh->mu, then fs->lock, then fs->fh_lock or
  * fs->text_lock.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../edits/edits.h"
+#include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>

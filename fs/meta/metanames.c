@@ -29,6 +29,7 @@
  * rename that follows (metaedit.c, key_onto_key).
  */
 #include "../ggufs.h"
+#include "meta.h"
 
 #include <string.h>
 

@@ -12,9 +12,12 @@
  * cached, so that a size taken before an edit never cuts the text read
  * after it.  Read-only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
+#include "meta.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* meta.tsv's lines for the keys now (gfs_text_of_gen's make). */
@@ -37,8 +40,8 @@ static int metatsv_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
 
 /* The text now: caller holds fs->lock (read at least); takes text_lock. */
 static struct gfs_text *metatsv_text(struct gfs *fs, int *err) {
-    return gfs_text_of_gen(fs, &fs->metatsv, &fs->metatsv_gen, metatsv_make,
-                           NULL, 0, err);
+    return gfs_text_of_gen(fs, &fs->metatsv->text, &fs->metatsv->gen,
+                           metatsv_make, NULL, 0, err);
 }
 
 static int metatsv_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
@@ -56,8 +59,16 @@ static int metatsv_open(struct gfs *fs, struct gfs_fh *fh,
     return gfs_kind_text_open(fs, fh, fi, t, err);
 }
 
+int gfs_metatsv_init(struct gfs *fs) {
+    fs->metatsv = calloc(1, sizeof *fs->metatsv);
+    return fs->metatsv ? 0 : ENOMEM;
+}
+
+/* The model's close (no lock: nothing runs): the text and fs->metatsv. */
 static void metatsv_fini(struct gfs *fs) {
-    gfs_text_put(fs->metatsv);
+    if (fs->metatsv)
+        gfs_text_put(fs->metatsv->text);
+    free(fs->metatsv);
     fs->metatsv = NULL;
 }
 

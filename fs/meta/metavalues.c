@@ -7,7 +7,9 @@
  * records why (log, and user.gguf.error on the file).  The names of
  * meta/ (create, unlink, rename) are metaedit.c's.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
+#include "meta.h"
 #include "metaedit.h"
 
 #include <assert.h>
@@ -18,25 +20,26 @@
 
 void gfs_meta_set_error(struct gfs *fs, uint32_t id, const char *msg) {
     assert(gfs_edit_held(fs)); /* edits.h, invariant 1 */
-    if (id >= fs->n_errors) {
+    if (id >= fs->meta->n_errors) {
         if (!msg)
             return;
-        size_t n = fs->n_errors ? fs->n_errors : 64;
+        size_t n = fs->meta->n_errors ? fs->meta->n_errors : 64;
         while (n <= id)
             n *= 2;
-        char **ne = realloc(fs->errors, n * sizeof *ne);
+        char **ne = realloc(fs->meta->errors, n * sizeof *ne);
         if (!ne)
             return;
-        memset(ne + fs->n_errors, 0, (n - fs->n_errors) * sizeof *ne);
-        fs->errors = ne;
-        fs->n_errors = n;
+        memset(ne + fs->meta->n_errors, 0,
+               (n - fs->meta->n_errors) * sizeof *ne);
+        fs->meta->errors = ne;
+        fs->meta->n_errors = n;
     }
-    free(fs->errors[id]);
-    fs->errors[id] = msg ? strdup(msg) : NULL;
+    free(fs->meta->errors[id]);
+    fs->meta->errors[id] = msg ? strdup(msg) : NULL;
 }
 
 const char *gfs_meta_get_error(struct gfs *fs, uint32_t id) {
-    return id < fs->n_errors ? fs->errors[id] : NULL;
+    return id < fs->meta->n_errors ? fs->meta->errors[id] : NULL;
 }
 
 int gfs_meta_refuse(struct gfs *fs, int64_t i, const struct gguf_error *err) {
@@ -273,9 +276,9 @@ int gfs_meta_truncate(struct gfs *fs, fuse_ino_t ino, off_t size) {
 }
 
 void gfs_meta_errors_free(struct gfs *fs) {
-    for (size_t i = 0; i < fs->n_errors; i++)
-        free(fs->errors[i]);
-    free(fs->errors);
-    fs->errors = NULL;
-    fs->n_errors = 0;
+    for (size_t i = 0; i < fs->meta->n_errors; i++)
+        free(fs->meta->errors[i]);
+    free(fs->meta->errors);
+    fs->meta->errors = NULL;
+    fs->meta->n_errors = 0;
 }

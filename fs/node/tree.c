@@ -2,6 +2,7 @@
  * tree.c - the directory tree of a mount: inode numbers, names, attributes
  * and the cache of rendered meta files.
  */
+#include "../base/base.h"
 #include "../ggufs.h"
 #include "../kinds.h"
 

@@ -7,6 +7,7 @@
  * init and destroy are the mount's: the connection's settings, and the
  * last commit of every model open at unmount.
  */
+#include "../live/live.h"
 #include "mounts.h"
 
 #include <errno.h>

@@ -7,9 +7,12 @@
  * "ggufs: FILE: what is wrong" and returns non-zero (status.h) with no
  * mount left behind.
  */
+#include "../base/base.h"
 #include "../base/devio.h"
 #include "../ggufs.h"
 #include "../model.h"
+#include "../tensors/tensors.h"
+#include "../views/views.h"
 #include "mounts.h"
 #include "../source/source.h"
 

@@ -12,6 +12,7 @@
  * those that overlap what it reads before it reads, so that a read after
  * write(2) returned sees the bytes, whichever path above asked.
  */
+#include "../base/base.h"
 #include "source.h"
 #include "remote.h"
 

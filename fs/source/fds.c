@@ -26,6 +26,7 @@
  * twice) and never while a descriptor is read.  Callers hold fs->lock
  * (read), which keeps fs->shards as it is.
  */
+#include "../base/base.h"
 #include "source.h"
 
 #include <errno.h>

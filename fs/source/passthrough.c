@@ -61,6 +61,7 @@
  * Locks: pt->mu is a leaf, taken with fs->lock held (read at least) or
  * with no lock (release); nothing is taken while it is held.
  */
+#include "../base/base.h"
 #include "source.h"
 #include "../base/devio.h"
 

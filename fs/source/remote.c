@@ -7,6 +7,7 @@
  * server; the overlay's identity includes gfs_remote_identity); everything
  * else of the tree is the same as for a local file.
  */
+#include "../base/base.h"
 #include "source.h"
 #include "catalog.h"
 #include "remote.h"
@@ -180,18 +181,26 @@ fail:
     return NULL;
 }
 
+/* fs->rfiles, made at the first remote file; NULL if out of memory. */
+static struct gfs_rfiles *rfiles_of(struct gfs *fs) {
+    if (!fs->rfiles)
+        fs->rfiles = calloc(1, sizeof *fs->rfiles);
+    return fs->rfiles;
+}
+
 /* Records that files [first, first + n) of fs are r's sources 0.. n-1. */
 static int map_files(struct gfs *fs, struct gfs_remote *r, int first, int n) {
+    struct gfs_rfiles *rf = rfiles_of(fs);
     struct gfs_rfile *m =
-        realloc(fs->rfiles, (size_t)(first + n) * sizeof *fs->rfiles);
+        rf ? realloc(rf->v, (size_t)(first + n) * sizeof *rf->v) : NULL;
     if (!m)
         return -1;
-    for (int f = fs->n_rfiles; f < first; f++)
+    for (int f = rf->n; f < first; f++)
         m[f] = (struct gfs_rfile){NULL, 0}; /* local files */
     for (int k = 0; k < n; k++)
         m[first + k] = (struct gfs_rfile){r, k};
-    fs->rfiles = m;
-    fs->n_rfiles = first + n;
+    rf->v = m;
+    rf->n = first + n;
     return 0;
 }
 
@@ -222,13 +231,12 @@ int gfs_remote_open_more(struct gfs *fs, const char *source,
         open_set(fs, url, o, strncmp(source, "hf://", 5) == 0, flags, v, n, bad,
                  bad_len, err);
     free(url);
+    struct gfs_rfiles *rf = r ? rfiles_of(fs) : NULL;
     struct gfs_remote **more =
-        r ? realloc(fs->more_remote,
-                    (size_t)(fs->n_more_remote + 1) * sizeof *more)
-          : NULL;
+        rf ? realloc(rf->more, (size_t)(rf->n_more + 1) * sizeof *more) : NULL;
     if (!more || map_files(fs, r, fs->n_files, *n) != 0) {
         if (more)
-            fs->more_remote = more;
+            rf->more = more;
         if (r) {
             gguf_close_set(*v, *n);
             *v = NULL;
@@ -237,26 +245,28 @@ int gfs_remote_open_more(struct gfs *fs, const char *source,
         }
         return -1;
     }
-    fs->more_remote = more;
-    fs->more_remote[fs->n_more_remote++] = r;
+    rf->more = more;
+    rf->more[rf->n_more++] = r;
     return 0;
 }
 
 int gfs_remote_file(const struct gfs *fs, int file) {
-    return file >= 0 && file < fs->n_rfiles && fs->rfiles[file].r;
+    const struct gfs_rfiles *rf = fs->rfiles;
+    return rf && file >= 0 && file < rf->n && rf->v[file].r;
 }
 
 void gfs_remote_close(struct gfs *fs) {
     remote_free(fs->remote);
     fs->remote = NULL;
-    for (int i = 0; i < fs->n_more_remote; i++)
-        remote_free(fs->more_remote[i]);
-    free(fs->more_remote);
-    fs->more_remote = NULL;
-    fs->n_more_remote = 0;
-    free(fs->rfiles);
+    struct gfs_rfiles *rf = fs->rfiles;
+    for (int i = 0; rf && i < rf->n_more; i++)
+        remote_free(rf->more[i]);
+    if (rf) {
+        free(rf->more);
+        free(rf->v);
+    }
+    free(rf);
     fs->rfiles = NULL;
-    fs->n_rfiles = 0;
 }
 
 int gfs_remote_list(const char *url, const struct gfs_remote_opts *o,
@@ -312,8 +322,8 @@ int gfs_remote_read(struct gfs *fs, int shard, uint64_t pos, void *buf,
                     size_t n) {
     if (!gfs_remote_file(fs, shard))
         return EIO;
-    struct gfs_remote *r = fs->rfiles[shard].r;
-    int k = fs->rfiles[shard].k;
+    struct gfs_remote *r = fs->rfiles->v[shard].r;
+    int k = fs->rfiles->v[shard].k;
     uint64_t ahead = ahead_of(r, k, pos);
     return rmt_read(r->src[k], pos, buf, n, ahead ? ahead : 1);
 }
@@ -322,8 +332,8 @@ int gfs_remote_view(struct gfs *fs, int shard, uint64_t pos, size_t n,
                     void *spill, struct rmt_view *v) {
     if (!gfs_remote_file(fs, shard))
         return EIO;
-    struct gfs_remote *r = fs->rfiles[shard].r;
-    int k = fs->rfiles[shard].k;
+    struct gfs_remote *r = fs->rfiles->v[shard].r;
+    int k = fs->rfiles->v[shard].k;
     uint64_t ahead = ahead_of(r, k, pos);
     return rmt_read_view(r->src[k], pos, n, ahead ? ahead : 1, spill, v);
 }

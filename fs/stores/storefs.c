@@ -42,6 +42,9 @@
  * is marked so (opening) and opened without st->mu; others wanting it
  * wait on st->cv.
  */
+#include "../base/base.h"
+#include "../edits/edits.h"
+#include "../views/views.h"
 #include "storefs.h"
 #include "../model.h"
 #include "../source/source.h"

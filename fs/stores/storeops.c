@@ -6,6 +6,7 @@
  * owner, 0555 directories and 0444 files; names come and go with the
  * store, so entries and attributes are trusted for a second.
  */
+#include "../edits/edits.h"
 #include "storefs.h"
 #include "../node/node.h" /* gfs_add_str, gfs_reply_bytes, gfs_add_dirent */
 

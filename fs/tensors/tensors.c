@@ -17,6 +17,7 @@
  */
 #include "../kinds.h"
 #include "../source/source.h"
+#include "tensors.h"
 
 #include <errno.h>
 #include <inttypes.h>

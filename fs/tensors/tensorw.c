@@ -88,9 +88,11 @@
  * (read); an apply holds fs->lock for writing (one at a time, none during
  * a commit).  The kernel is told to drop pages with no lock held.
  */
+#include "../base/base.h"
 #include "../kinds.h"
 #include "../base/devio.h"
 #include "../source/source.h"
+#include "tensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

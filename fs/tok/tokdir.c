@@ -21,14 +21,15 @@
  * with attributes never cached (a size taken before an edit never cuts
  * the text read after it).  Read-only.
  */
+#include "../base/base.h"
 #include "../kinds.h"
+#include "tok.h"
 #include "vocab.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
-
-_Static_assert(GFS_N_TOKFILES == VOC_N_FILES, "one text slot a file");
 
 /* What the strings of array key are at least once escaped, by either
  * of the files' escapes (tokens.tsv's and merges.txt's gguf_escape_line,
@@ -78,7 +79,8 @@ static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     struct gguf_error gerr = {0};
     /* Under text_lock, at the generation present() asked (the caller
      * holds fs->lock): its mask spares tokenizer.json a second check. */
-    uint32_t known = fs->tok_mask_gen == fs->generation + 1 ? fs->tok_mask : 0;
+    uint32_t known =
+        fs->tok->mask_gen == fs->generation + 1 ? fs->tok->mask : 0;
     size_t max = gfs_texts_room();
     uint64_t floor = tok_floor(fs->ctx, f);
     if (floor > max)
@@ -109,12 +111,12 @@ static int present(struct gfs *fs, int f) {
     if (f != VOC_HF_TOKENIZER)
         return 1;
     pthread_mutex_lock(&fs->text_lock);
-    int made = fs->tok_mask_gen != fs->generation + 1;
+    int made = fs->tok->mask_gen != fs->generation + 1;
     if (made) {
-        fs->tok_mask = voc_present(fs->ctx);
-        fs->tok_mask_gen = fs->generation + 1;
+        fs->tok->mask = voc_present(fs->ctx);
+        fs->tok->mask_gen = fs->generation + 1;
     }
-    uint32_t m = fs->tok_mask;
+    uint32_t m = fs->tok->mask;
     pthread_mutex_unlock(&fs->text_lock);
     if (made)
         malloc_trim(0); /* see tok_text */
@@ -133,10 +135,10 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
         return NULL;
     }
     pthread_mutex_lock(&fs->text_lock);
-    struct gfs_text *old = fs->tok[f];
+    struct gfs_text *old = fs->tok->file[f];
     pthread_mutex_unlock(&fs->text_lock);
-    struct gfs_text *t =
-        gfs_text_of_gen(fs, &fs->tok[f], &fs->tok_gen[f], tok_make, &f, 1, err);
+    struct gfs_text *t = gfs_text_of_gen(
+        fs, &fs->tok->file[f], &fs->tok->gen[f], tok_make, &f, 1, err);
     /* A text made now (tens of MB for a large vocabulary) leaves its
      * buffer and the renderer's index freed but held by the allocator's
      * arena of this thread: handed back, so that the daemon holds the
@@ -205,9 +207,9 @@ static void file_release(struct gfs *fs, struct gfs_fh *fh) {
     if (!t || t->len <= GFS_TEXT_WHOLE || (unsigned)f >= VOC_N_FILES)
         return;
     pthread_mutex_lock(&fs->text_lock);
-    if (fs->tok[f] == t) {
+    if (fs->tok->file[f] == t) {
         cached = t;
-        fs->tok[f] = NULL;
+        fs->tok->file[f] = NULL;
     }
     pthread_mutex_unlock(&fs->text_lock);
     gfs_text_put(cached);
@@ -216,11 +218,17 @@ static void file_release(struct gfs *fs, struct gfs_fh *fh) {
     malloc_trim(0); /* see tok_text */
 }
 
+int gfs_tok_init(struct gfs *fs) {
+    fs->tok = calloc(1, sizeof *fs->tok);
+    return fs->tok ? 0 : ENOMEM;
+}
+
+/* The model's close (no lock: nothing runs): the texts and fs->tok. */
 static void file_fini(struct gfs *fs) {
-    for (int f = 0; f < VOC_N_FILES; f++) {
-        gfs_text_put(fs->tok[f]);
-        fs->tok[f] = NULL;
-    }
+    for (int f = 0; fs->tok && f < VOC_N_FILES; f++)
+        gfs_text_put(fs->tok->file[f]);
+    free(fs->tok);
+    fs->tok = NULL;
 }
 
 /* The two directories' rows: the same hooks, their own kind and name. */

@@ -2,13 +2,39 @@
  * views.h - state of the converted views (f32/, npy/, index.tsv) and the
  * tensor hashes, shared by views.c (the tree and reads), vconv.c (block
  * conversion on the daemon's threads) and hashes.c (hashes, index.tsv).
- * The rest of fs/ sees only the gfs_views_ functions of ggufs.h.
+ * The rest of fs/ calls only the gfs_views_ functions declared first.
  */
 #ifndef GGUFS_VIEWS_H
 #define GGUFS_VIEWS_H
 
 #include "gguf.h" /* the float32 converters */
 #include "../ggufs.h"
+
+/* views.c, vconv.c, hashes.c: the converted views f32/NAME, npy/NAME.npy,
+ * index.tsv and the hashes of tensors (user.gguf.sha256, user.gguf.xxh64).
+ * gfs_views_init: at mount, before the daemon detaches; finds ggml's
+ * library (ggml: -o ggml=PATH, "none", or NULL for $GGUFS_GGML_LIB, then
+ * the usual places) when a tensor needs it, and prints one line on
+ * stderr naming the tensors left without a view and why.  0, or -1 after
+ * one line (an -o ggml=PATH that cannot be used).  The others: caller
+ * holds fs->lock (read). */
+int gfs_views_init(struct gfs *fs, const char *ggml, const char *file);
+void gfs_views_free(struct gfs *fs);
+/* Whether some tensor has a view (f32/ and npy/ are not empty).  No lock. */
+int gfs_views_any(const struct gfs *fs);
+/* Their node kinds: rows of kinds.h, defined in views.c. */
+/* user.gguf.sha256 and user.gguf.xxh64 of tensors/NAME (its bytes) and of
+ * tensors/ (every tensor's bytes in order), and user.gguf.hash_progress;
+ * GFS_XATTR_OTHER for other names, ENODATA for other inodes, EINTR if req
+ * is interrupted first.  Unlike the others, called
+ * WITHOUT fs->lock: a first request reads the whole tensor or model,
+ * holding the lock for reading one chunk at a time, so that commits and
+ * edits never wait for more than a chunk (hashes.c). */
+int gfs_views_xattr(fuse_req_t req, struct gfs *fs, fuse_ino_t ino,
+                    const char *name, struct gguf_buf *out);
+int gfs_views_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out);
+/* index.tsv's text (a new reference), rendered on first use. */
+struct gfs_text *gfs_views_index(struct gfs *fs, int *err);
 
 /* One tensor's float32 view.  dq.to_float NULL: none. */
 struct gfs_vt {
