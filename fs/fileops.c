@@ -15,6 +15,7 @@
 #include "kinds.h"
 #include "meta/meta.h"
 #include "source/source.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -36,6 +36,7 @@
 #include "live/live.h"
 #include "model.h"
 #include "source/source.h"
+#include "node/node.h"
 
 #include <errno.h>
 #include <fcntl.h>

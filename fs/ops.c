@@ -14,6 +14,7 @@
 #include "meta/meta.h"
 #include "source/source.h"
 #include "views/views.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <stdio.h>

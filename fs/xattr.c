@@ -10,6 +10,7 @@
 #include "ggufs.h"
 #include "kinds.h"
 #include "views/views.h"
+#include "ops.h"
 
 #include <errno.h>
 

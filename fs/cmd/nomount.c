@@ -33,6 +33,7 @@
 #include "../views/views.h"
 
 #include "../../status.h"
+#include "../ops.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -65,6 +65,7 @@
 #include "meta.h"
 #include "metaedit.h"
 #include "../edits/edits.h"
+#include "../node/node.h"
 
 #include <assert.h>
 #include <errno.h>

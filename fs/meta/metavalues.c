@@ -11,6 +11,7 @@
 #include "../ggufs.h"
 #include "meta.h"
 #include "metaedit.h"
+#include "../node/node.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -9,6 +9,7 @@
  */
 #include "../live/live.h"
 #include "mounts.h"
+#include "../ops.h"
 
 #include <errno.h>
 #include <string.h>

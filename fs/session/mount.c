@@ -17,6 +17,7 @@
 #include "../source/source.h"
 
 #include "../../status.h"
+#include "../ops.h"
 
 #include <errno.h>
 #include <fcntl.h>

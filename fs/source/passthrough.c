@@ -64,6 +64,7 @@
 #include "../base/base.h"
 #include "source.h"
 #include "../base/devio.h"
+#include "../node/node.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -21,6 +21,7 @@
  * Locks: records change under fs->lock (write), are read under it (read).
  */
 #include "source.h"
+#include "../node/node.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
 #include "../edits/edits.h"
 #include "storefs.h"
 #include "../node/node.h" /* gfs_add_str, gfs_reply_bytes, gfs_add_dirent */
+#include "../ops.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -30,6 +30,7 @@
  * for another user's request (storefs.c, evictable).
  */
 #include "storefs.h"
+#include "../node/node.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -37,6 +37,7 @@
  */
 #include "views.h"
 #include "../source/source.h"
+#include "../node/node.h"
 
 #include <errno.h>
 #include <stdatomic.h>
