@@ -148,15 +148,10 @@ static int merged_read(struct gfs *fs, char *buf, size_t n, uint64_t off) {
         uint64_t got = merged_pieces(fs, off + done, n - done, p, 16, &np);
         if (!got)
             return EIO;
-        for (int k = 0; k < np; done += p[k++].n) {
-            int r = 0;
-            if (p[k].shard < 0)
-                memset(buf + done, 0, p[k].n);
-            else
-                r = gfs_data_read(fs, p[k].shard, p[k].pos, buf + done, p[k].n);
-            if (r)
-                return r;
-        }
+        int r = gfs_data_read_pieces(fs, p, np, buf + done);
+        if (r)
+            return r;
+        done += got;
     }
     return 0;
 }

@@ -286,20 +286,27 @@ static const char zeros[65536];
  * tensors; a view of many tiny tensors is copied instead). */
 #define GFS_MAX_PIECES 32
 
+int gfs_data_read_pieces(struct gfs *fs, const struct gfs_data_piece *p, int np,
+                         char *buf) {
+    int err = 0;
+    for (int k = 0; !err && k < np; buf += p[k++].n)
+        if (p[k].shard < 0)
+            memset(buf, 0, p[k].n);
+        else
+            err = gfs_data_read(fs, p[k].shard, p[k].pos, buf, p[k].n);
+    return err;
+}
+
 /* gfs_data_reply_pieces's copy: a remote file, or too many pieces. */
 static void reply_pieces_copy(fuse_req_t req, struct gfs *fs, const char *mem,
                               size_t mem_n, const struct gfs_data_piece *p,
                               int np, size_t total) {
     char *buf = gfs_tbuf(GFS_TBUF_REPLY, total ? total : 1);
     int err = buf ? 0 : ENOMEM;
-    size_t at = mem_n;
     if (buf && mem_n)
         memcpy(buf, mem, mem_n);
-    for (int k = 0; !err && k < np; at += p[k++].n)
-        if (p[k].shard < 0)
-            memset(buf + at, 0, p[k].n);
-        else
-            err = gfs_data_read(fs, p[k].shard, p[k].pos, buf + at, p[k].n);
+    if (!err)
+        err = gfs_data_read_pieces(fs, p, np, buf + mem_n);
     if (err)
         fuse_reply_err(req, err);
     else

@@ -54,6 +54,12 @@ struct gfs_data_piece {
 void gfs_data_reply_pieces(fuse_req_t req, struct gfs *fs, const char *mem,
                            size_t mem_n, const struct gfs_data_piece *p,
                            int np);
+/* The pieces' bytes into buf, in order (n zeros for shard -1), through
+ * gfs_data_read: the one copy of pieces that both the reply's copy and
+ * the live view's merged reads use.  0 or errno.  Caller holds fs->lock
+ * (read). */
+int gfs_data_read_pieces(struct gfs *fs, const struct gfs_data_piece *p, int np,
+                         char *buf);
 /* True if [off, off + len) of shard's file is in the page cache now
  * (cachestat, Linux 6.5+): then a read need not drop what it served.
  * True for a remote source (nothing to drop); false when unknown. */
