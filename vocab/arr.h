@@ -51,6 +51,13 @@ struct json_t;
 enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
                               size_t flags, uint64_t max, const char *end);
 
+/* Appends s (n bytes) as a JSON string, the bytes jansson writes
+ * (jsonstr.c: json_dumpb of the string, JSON_COMPACT): GGUF_E_INVAL
+ * when s is not UTF-8 (jansson refuses it), GGUF_E_NOMEM; b as it was
+ * on failure. */
+enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
+                              uint64_t n);
+
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
 

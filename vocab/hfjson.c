@@ -80,69 +80,18 @@ static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
     return voc_json_put(b, v, JSON_ENCODE_ANY | JSON_COMPACT, UINT64_MAX, NULL);
 }
 
-/* The JSON strings of the vocabulary and merges, one at a time through a
- * string value of libjansson's reused for each (no json_t made a token).
- * Its text is set without jansson's UTF-8 check: json_dumpb decodes it as
- * it escapes and fails (0) on a byte that is not UTF-8, so a text is
- * checked once, and an invalid one is GGUF_E_INVAL as ever. */
-struct jw {
-    json_t *s;
-    json_t *pool[64]; /* jstrs's strings, made at its first call */
-};
-
-static enum gguf_status jstr(struct jw *w, struct gguf_buf *b, const uint8_t *s,
-                             uint64_t n) {
-    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
-    if (n > (SIZE_MAX - 2) / 6)
-        return GGUF_E_NOMEM;
-    size_t room = 6 * (size_t)n + 2; /* \u00XX at most a byte, quotes */
-    enum gguf_status st = gguf_buf_reserve(b, room);
-    if (st != GGUF_OK)
-        return st;
-    if (json_string_setn_nocheck(w->s, (const char *)s, (size_t)n))
-        return GGUF_E_NOMEM;
-    size_t need = json_dumpb(w->s, (char *)b->p + b->len, room, flags);
-    if (!need || need > room) /* not UTF-8 (the room is jansson's most) */
-        return GGUF_E_INVAL;
-    b->len += need;
-    return GGUF_OK;
-}
-
 static enum gguf_status lit(struct gguf_buf *b, const char *s) {
     return gguf_buf_add(b, s, strlen(s));
 }
 
-/* The k (at most 64) strings s[i] (len[i] bytes each) as JSON strings
- * separated by commas, in one json_dumpb of an array of the pool's
- * strings (JSON_EMBED: no brackets): jansson's cost a call spread over k
- * texts. */
-static enum gguf_status jstrs(struct jw *w, struct gguf_buf *b,
-                              const uint8_t *const *s, const uint64_t *len,
-                              size_t k) {
-    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_EMBED;
-    size_t room = k;
-    for (size_t i = 0; i < k; i++) {
-        if (len[i] > (SIZE_MAX / 2 - room) / 6 - 2)
-            return GGUF_E_NOMEM;
-        room += 6 * (size_t)len[i] + 2;
-    }
-    json_t *arr = json_array();
-    enum gguf_status st = arr ? gguf_buf_reserve(b, room) : GGUF_E_NOMEM;
-    for (size_t i = 0; st == GGUF_OK && i < k; i++) {
-        if (!w->pool[i] && !(w->pool[i] = json_string_nocheck("")))
-            st = GGUF_E_NOMEM;
-        else if (json_string_setn_nocheck(w->pool[i], (const char *)s[i],
-                                          (size_t)len[i]) ||
-                 json_array_append(arr, w->pool[i]))
-            st = GGUF_E_NOMEM;
-    }
-    size_t need =
-        st == GGUF_OK ? json_dumpb(arr, (char *)b->p + b->len, room, flags) : 0;
-    if (st == GGUF_OK && (!need || need > room)) /* not UTF-8 */
-        st = GGUF_E_INVAL;
-    if (st == GGUF_OK)
-        b->len += need;
-    json_decref(arr);
+/* The k strings s[i] (len[i] bytes each) as JSON strings separated by
+ * commas (voc_json_str: jansson's bytes). */
+static enum gguf_status jstrs(struct gguf_buf *b, const uint8_t *const *s,
+                              const uint64_t *len, size_t k) {
+    enum gguf_status st = GGUF_OK;
+    for (size_t i = 0; st == GGUF_OK && i < k; i++)
+        if (!i || (st = gguf_buf_add(b, ",", 1)) == GGUF_OK)
+            st = voc_json_str(b, s[i], len[i]);
     return st;
 }
 
@@ -308,6 +257,24 @@ static bool text_is(const struct voc_index *ix, size_t i, const char *t) {
     return ix->len[i] == strlen(t) && memcmp(ix->text[i], t, ix->len[i]) == 0;
 }
 
+/* Token i as an added token: {"id":..,"content":..,..} as jansson would
+ * write the object (compact, in this order). */
+static enum gguf_status added_token(struct gguf_buf *b,
+                                    const struct voc_index *ix, size_t i,
+                                    bool lstrip, bool rstrip, bool special) {
+    char head[48], tail[128];
+    snprintf(head, sizeof head, "{\"id\":%zu,\"content\":", i);
+    snprintf(tail, sizeof tail,
+             ",\"single_word\":false,\"lstrip\":%s,\"rstrip\":%s,"
+             "\"normalized\":false,\"special\":%s}",
+             lstrip ? "true" : "false", rstrip ? "true" : "false",
+             special ? "true" : "false");
+    enum gguf_status st = lit(b, head);
+    if (st == GGUF_OK)
+        st = voc_json_str(b, ix->text[i], ix->len[i]);
+    return st == GGUF_OK ? lit(b, tail) : st;
+}
+
 /* "added_tokens":[...]: the tokens llama.cpp matches as special ones
  * (types unknown 2, control 3, user_defined 4, and the texts it makes
  * control whatever their type: voc_text_control), with the spaces it strips
@@ -338,11 +305,7 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
         if ((st = lit(b, sep)) != GGUF_OK)
             break;
         sep = ",\n";
-        st = voc_json(b, json_pack("{s:I,s:s%,s:b,s:b,s:b,s:b,s:b}", "id",
-                                   (json_int_t)i, "content", ix->text[i],
-                                   (size_t)ix->len[i], "single_word", 0,
-                                   "lstrip", l, "rstrip", r, "normalized", 0,
-                                   "special", v != 4));
+        st = added_token(b, ix, i, l, r, v != 4);
     }
     return st == GGUF_OK ? lit(b, "],\n") : st;
 }
@@ -427,12 +390,12 @@ static size_t id_tail(char *p, size_t id, bool last) {
 }
 
 /* "vocab":{...}: one "text":id a line. */
-static enum gguf_status vocab(struct jw *w, const struct voc_index *ix,
-                              uint64_t max, size_t mark, struct gguf_buf *b) {
+static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
+                              size_t mark, struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
-        if ((st = jstr(w, b, ix->text[i], ix->len[i])) != GGUF_OK)
+        if ((st = voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
         st = gguf_buf_add(b, tail, id_tail(tail, i, i + 1 == ix->n));
         if (b->len - mark > max)
@@ -443,9 +406,9 @@ static enum gguf_status vocab(struct jw *w, const struct voc_index *ix,
 
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
  * SentencePiece ones made from the scores, as ["left","right"]. */
-static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
-                               const struct voc_index *ix, enum voc_hf kind,
-                               uint64_t max, size_t mark, struct gguf_buf *b) {
+static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
+                               enum voc_hf kind, uint64_t max, size_t mark,
+                               struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
     if (kind != VOC_HF_SPM) {
@@ -453,14 +416,14 @@ static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
             return GGUF_E_NOTFOUND;
         const uint8_t *pos = a.p, *s[64];
         uint64_t len[64];
-        /* 64 a line, one json_dumpb each (jstrs) */
+        /* 64 a line */
         for (uint64_t i = 0; st == GGUF_OK && i < a.n; i += 64) {
             size_t k = 0;
             for (; k < 64 && i + k < a.n; k++)
                 if (!voc_arr_next_str(&a, &pos, &s[k], &len[k]))
                     return GGUF_E_FORMAT;
             if ((st = next_line(b, i == 0)) == GGUF_OK)
-                st = jstrs(w, b, s, len, k);
+                st = jstrs(b, s, len, k);
             if (b->len - mark > max)
                 return GGUF_E_RANGE;
         }
@@ -476,9 +439,9 @@ static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
         uint32_t l = m[i].l, r = m[i].r;
         st = next_line(b, i == 0);
         if (st == GGUF_OK && (st = lit(b, "[")) == GGUF_OK &&
-            (st = jstr(w, b, ix->text[l], ix->len[l])) == GGUF_OK &&
+            (st = voc_json_str(b, ix->text[l], ix->len[l])) == GGUF_OK &&
             (st = lit(b, ",")) == GGUF_OK &&
-            (st = jstr(w, b, ix->text[r], ix->len[r])) == GGUF_OK)
+            (st = voc_json_str(b, ix->text[r], ix->len[r])) == GGUF_OK)
             st = lit(b, "]");
         if (b->len - mark > max)
             st = GGUF_E_RANGE;
@@ -550,9 +513,6 @@ static enum gguf_status document(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
                                  uint64_t max, struct gguf_buf *b) {
     size_t mark = b->len;
-    struct jw w = {json_string_nocheck(""), {NULL}};
-    if (!w.s)
-        return GGUF_E_NOMEM;
     enum gguf_status st =
         lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
     if (st == GGUF_OK)
@@ -562,14 +522,11 @@ static enum gguf_status document(const gguf_ctx *ctx,
     if (st == GGUF_OK)
         st = model_head(ctx, ix, kind, b);
     if (st == GGUF_OK)
-        st = vocab(&w, ix, max, mark, b);
+        st = vocab(ix, max, mark, b);
     if (st == GGUF_OK)
-        st = merges(&w, ctx, ix, kind, max, mark, b);
+        st = merges(ctx, ix, kind, max, mark, b);
     if (st == GGUF_OK)
         st = lit(b, "\n]}}\n");
-    json_decref(w.s);
-    for (size_t k = 0; k < sizeof w.pool / sizeof *w.pool; k++)
-        json_decref(w.pool[k]);
     if (st == GGUF_OK && b->len - mark > max)
         st = GGUF_E_RANGE;
     return st;

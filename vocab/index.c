@@ -125,6 +125,7 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         ix->bytes = 0;
         return false;
     }
+    madvise(m, ix->bytes, MADV_HUGEPAGE);
     ix->len = m; /* the 8-byte aligned parts first; zero-filled (print 0) */
     ix->text = (const uint8_t **)(ix->len + ix->n);
     ix->poly = (uint64_t *)(ix->text + ix->n);
