@@ -125,7 +125,7 @@ END_TEST
 static const char *const toks[] = {"<unk>",
                                    "<s>",
                                    "</s>",
-                                   "<c\"\\\x01>", /* a control token */
+                                   "<c\"\\\x1b>", /* a control token */
                                    "\"",
                                    "\\",
                                    "\n",

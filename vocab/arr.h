@@ -55,8 +55,7 @@ enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
  * (jsonstr.c: json_dumpb of the string, JSON_COMPACT): GGUF_E_INVAL
  * when s is not UTF-8 (jansson refuses it), GGUF_E_NOMEM; b as it was
  * on failure. */
-enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
-                              uint64_t n);
+enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s, uint64_t n);
 
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
@@ -160,10 +159,12 @@ struct voc_index {
     uint8_t *print;
     uint64_t base, inv; /* the hash's key (index.c), and its powers */
     uint64_t pows[VOC_POWS];
-    int64_t dup; /* the first token whose text an earlier one has, or -1 */
+    int64_t dup;      /* the first token whose text an earlier one has, or -1 */
+    int64_t bad_utf8; /* the first token not UTF-8 (gguf_utf8_valid), or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
- * by_text: with the table (voc_index_find, voc_index_duplicate), else
+ * by_text: with the table (voc_index_find, voc_index_duplicate) and
+ * bad_utf8, else
  * the texts by id alone (cap 0: nothing is found by text). */
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix);
@@ -195,5 +196,34 @@ bool voc_split_next(struct voc_split *sp);
 /* The id of the prefix s[0..k), of the suffix s[k..n), or -1. */
 int64_t voc_split_left(const struct voc_split *sp);
 int64_t voc_split_right(const struct voc_split *sp);
+
+/* Every split of every token, in batches (index.c: the lookups of a
+ * batch overlap their waits on memory): l and r the ids of the prefix
+ * s[0..k) and the suffix s[k..n) of token t, -1 for none; r is looked
+ * up only where l is a token, or (first_too) at the token's first
+ * split (first); else -1.  In the order of voc_split, tokens in id
+ * order.
+ *     struct voc_cuts w;
+ *     struct voc_cut c[VOC_CUTS];
+ *     voc_cuts_start(&w, ix, false);
+ *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
+ *         ... c[0..m) ... */
+#define VOC_CUTS 128
+struct voc_cut {
+    size_t t;
+    uint64_t k;
+    int64_t l, r;
+    bool first;
+};
+struct voc_cuts {
+    const struct voc_index *ix;
+    size_t t;
+    struct voc_split sp;
+    size_t seen; /* 1 + the last token a cut was made of */
+    bool first_too;
+};
+void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too);
+size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

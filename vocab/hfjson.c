@@ -132,15 +132,16 @@ static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct merge **out, size_t *n) {
     struct gguf_buf m = {0};
-    struct voc_split sp;
-    for (size_t t = 0; t < ix->n; t++)
-        for (voc_split_start(&sp, ix, t); voc_split_next(&sp);) {
-            int64_t l = voc_split_left(&sp);
-            int64_t r = l < 0 ? -1 : voc_split_right(&sp);
-            if (r < 0)
+    struct voc_cuts w;
+    struct voc_cut c[VOC_CUTS];
+    voc_cuts_start(&w, ix, false);
+    for (size_t k; (k = voc_cuts_next(&w, c)) != 0;)
+        for (size_t i = 0; i < k; i++) {
+            if (c[i].l < 0 || c[i].r < 0)
                 continue;
-            struct merge e = {score_of(scores, (uint32_t)t), (uint32_t)t,
-                              (uint32_t)l, (uint32_t)r};
+            struct merge e = {score_of(scores, (uint32_t)c[i].t),
+                              (uint32_t)c[i].t, (uint32_t)c[i].l,
+                              (uint32_t)c[i].r};
             if (gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
                 gguf_buf_free(&m);
                 return GGUF_E_NOMEM;

@@ -16,19 +16,7 @@
 
 #include <string.h>
 
-/* Bytes of the UTF-8 character at s (n bytes left), or 0 when it is
- * none: its length from its first byte, its validity gguf's. */
-static size_t char_len(const uint8_t *s, size_t n) {
-    size_t k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
-    return k && k <= n && gguf_utf8_valid(s, k) ? k : 0;
-}
-
-/* Bytes 0x20-0x7f but '"' and '\\': written as they are. */
-static bool plain(uint8_t c) {
-    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
-}
-
-/* The escape of ASCII byte c (not plain) at o; its length. */
+/* The escape of byte c (below 0x20, '"' or '\\') at o; its length. */
 static size_t escape(uint8_t *o, uint8_t c) {
     static const char hex[] = "0123456789ABCDEF";
     static const char letter[0x20] = {
@@ -56,21 +44,15 @@ enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
     enum gguf_status st = gguf_buf_reserve(b, 6 * (size_t)n + 2);
     if (st != GGUF_OK)
         return st;
+    if (!gguf_utf8_valid(s, (size_t)n))
+        return GGUF_E_INVAL; /* b as it was */
     uint8_t *o = b->p + b->len, *start = o;
     *o++ = '"';
-    for (size_t i = 0; i < n;) {
-        size_t k;
-        if (plain(s[i]))
-            *o++ = s[i++];
-        else if (s[i] < 0x80)
-            o += escape(o, s[i++]);
-        else if ((k = char_len(s + i, (size_t)n - i)) != 0) {
-            memcpy(o, s + i, k);
-            o += k;
-            i += k;
-        } else
-            return GGUF_E_INVAL; /* b as it was */
-    }
+    for (size_t i = 0; i < n; i++) /* UTF-8: its bytes from 0x80 as they are */
+        if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+            *o++ = s[i];
+        else
+            o += escape(o, s[i]);
     *o++ = '"';
     b->len += (size_t)(o - start);
     return GGUF_OK;
