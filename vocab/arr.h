@@ -177,13 +177,10 @@ int64_t voc_index_duplicate(const struct voc_index *ix);
 
 /* The splits of token t's text into a prefix and a suffix at each
  * character boundary k (0 < k < len, s[k] no UTF-8 continuation byte),
- * left to right, each of the two found in O(1) from hashes kept as the
- * walk goes (linear in the token's length, not quadratic): the one walk
- * hfcheck.c's check and hfjson.c's SentencePiece merges share.
- *     struct voc_split sp;
- *     voc_split_start(&sp, ix, t);
- *     while (voc_split_next(&sp))
- *         ... sp.k, voc_split_left(&sp), voc_split_right(&sp) ... */
+ * left to right, the hashes of the two kept as the walk goes, so that
+ * each is found in O(1) (linear in the token's length, not quadratic):
+ * voc_cuts's walk, which hfcheck.c's check and hfjson.c's SentencePiece
+ * merges share. */
 struct voc_split {
     const struct voc_index *ix;
     const uint8_t *s;
@@ -193,9 +190,6 @@ struct voc_split {
 void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
                      size_t t);
 bool voc_split_next(struct voc_split *sp);
-/* The id of the prefix s[0..k), of the suffix s[k..n), or -1. */
-int64_t voc_split_left(const struct voc_split *sp);
-int64_t voc_split_right(const struct voc_split *sp);
 
 /* Every split of every token, in batches (index.c: the lookups of a
  * batch overlap their waits on memory): l and r the ids of the prefix

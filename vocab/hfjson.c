@@ -390,14 +390,25 @@ static size_t id_tail(char *p, size_t id, bool last) {
     return k;
 }
 
-/* "vocab":{...}: one "text":id a line. */
+/* Where token i's JSON string is in the document (its vocabulary line):
+ * the SentencePiece merges copy it from there, escaped once. */
+struct jpos {
+    uint64_t off, len;
+};
+
+/* "vocab":{...}: one "text":id a line; each text's place into pos[]
+ * (NULL: not kept). */
 static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
-                              size_t mark, struct gguf_buf *b) {
+                              size_t mark, struct jpos *pos,
+                              struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
+        size_t at = b->len;
         if ((st = voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
+        if (pos)
+            pos[i] = (struct jpos){at, b->len - at};
         st = gguf_buf_add(b, tail, id_tail(tail, i, i + 1 == ix->n));
         if (b->len - mark > max)
             return GGUF_E_RANGE;
@@ -405,11 +416,48 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
     return st == GGUF_OK ? lit(b, "},\n\"merges\":[") : st;
 }
 
+/* The SentencePiece merges m[0..n) as ["left","right"], a line each, the
+ * texts copied from their vocabulary lines (pos), those of the lines
+ * ahead asked for first (prefetched: a merge's tokens are anywhere in
+ * megabytes, and waiting on each in turn was most of the writing). */
+static enum gguf_status spm_lines(const struct merge *m, size_t n,
+                                  const struct jpos *pos, uint64_t max,
+                                  size_t mark, struct gguf_buf *b) {
+    enum { AHEAD = 16 };
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 * AHEAD < n) {
+            __builtin_prefetch(&pos[m[i + 2 * AHEAD].l]);
+            __builtin_prefetch(&pos[m[i + 2 * AHEAD].r]);
+        }
+        if (i + AHEAD < n) {
+            __builtin_prefetch(b->p + pos[m[i + AHEAD].l].off);
+            __builtin_prefetch(b->p + pos[m[i + AHEAD].r].off);
+        }
+        const struct jpos *l = &pos[m[i].l], *r = &pos[m[i].r];
+        enum gguf_status st = gguf_buf_reserve(b, l->len + r->len + 5);
+        if (st != GGUF_OK)
+            return st;
+        uint8_t *o = b->p + b->len; /* after the reserve: b->p may move */
+        memcpy(o, &",\n["[!i], 3 - !i);
+        o += 3 - !i;
+        memcpy(o, b->p + l->off, l->len);
+        o += l->len;
+        *o++ = ',';
+        memcpy(o, b->p + r->off, r->len);
+        o += r->len;
+        *o++ = ']';
+        b->len = (size_t)(o - b->p);
+        if (b->len - mark > max)
+            return GGUF_E_RANGE;
+    }
+    return GGUF_OK;
+}
+
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
  * SentencePiece ones made from the scores, as ["left","right"]. */
 static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
                                enum voc_hf kind, uint64_t max, size_t mark,
-                               struct gguf_buf *b) {
+                               const struct jpos *pos, struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
     if (kind != VOC_HF_SPM) {
@@ -436,17 +484,7 @@ static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
         return GGUF_E_NOTFOUND;
     if ((st = make_merges(ix, &a, &m, &n)) != GGUF_OK)
         return st;
-    for (size_t i = 0; st == GGUF_OK && i < n; i++) {
-        uint32_t l = m[i].l, r = m[i].r;
-        st = next_line(b, i == 0);
-        if (st == GGUF_OK && (st = lit(b, "[")) == GGUF_OK &&
-            (st = voc_json_str(b, ix->text[l], ix->len[l])) == GGUF_OK &&
-            (st = lit(b, ",")) == GGUF_OK &&
-            (st = voc_json_str(b, ix->text[r], ix->len[r])) == GGUF_OK)
-            st = lit(b, "]");
-        if (b->len - mark > max)
-            st = GGUF_E_RANGE;
-    }
+    st = spm_lines(m, n, pos, max, mark, b);
     free(m);
     return st;
 }
@@ -514,6 +552,11 @@ static enum gguf_status document(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
                                  uint64_t max, struct gguf_buf *b) {
     size_t mark = b->len;
+    /* SentencePiece's merges: each text's place in the vocabulary */
+    struct jpos *pos =
+        kind == VOC_HF_SPM ? malloc(ix->n * sizeof *pos + 1) : NULL;
+    if (kind == VOC_HF_SPM && !pos)
+        return GGUF_E_NOMEM;
     enum gguf_status st =
         lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
     if (st == GGUF_OK)
@@ -523,9 +566,10 @@ static enum gguf_status document(const gguf_ctx *ctx,
     if (st == GGUF_OK)
         st = model_head(ctx, ix, kind, b);
     if (st == GGUF_OK)
-        st = vocab(ix, max, mark, b);
+        st = vocab(ix, max, mark, pos, b);
     if (st == GGUF_OK)
-        st = merges(ctx, ix, kind, max, mark, b);
+        st = merges(ctx, ix, kind, max, mark, pos, b);
+    free(pos);
     if (st == GGUF_OK)
         st = lit(b, "\n]}}\n");
     if (st == GGUF_OK && b->len - mark > max)

@@ -213,18 +213,6 @@ bool voc_split_next(struct voc_split *sp) {
     return sp->k < sp->n;
 }
 
-int64_t voc_split_left(const struct voc_split *sp) {
-    return find(sp->ix, sp->s, sp->k, mix(sp->pre, sp->k));
-}
-
-int64_t voc_split_right(const struct voc_split *sp) {
-    /* s[k..n)'s polynomial: the whole's less the prefix's, shifted */
-    uint64_t m = sp->n - sp->k;
-    uint64_t pow = sp->n < VOC_POWS ? sp->ix->pows[m] : sp->pow;
-    return find(sp->ix, sp->s + sp->k, m,
-                mix(addmod(sp->whole, P - mulmod(sp->pre, pow)), m));
-}
-
 /* ---- the splits of every token, in batches ---------------------------
  * A lookup that finds its text waits on three reads in turn (the slot,
  * the token's length and text pointer, its bytes), each a miss in a
@@ -283,7 +271,8 @@ void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
         voc_split_start(&w->sp, ix, 0);
 }
 
-/* The hash of the suffix s[k..n) of sp (voc_split_right's). */
+/* The hash of the suffix s[k..n) of sp: the whole's polynomial less the
+ * prefix's, shifted. */
 static uint64_t right_hash(const struct voc_split *sp) {
     uint64_t m = sp->n - sp->k;
     uint64_t pow = sp->n < VOC_POWS ? sp->ix->pows[m] : sp->pow;

@@ -16,6 +16,14 @@
 
 #include <string.h>
 
+/* Bytes of the UTF-8 character at s (n bytes left), or 0 when it is
+ * none: its length from its first byte, its validity gguf_utf8_valid's
+ * (a call a character from 0x80, not a pass over every text). */
+static size_t char_len(const uint8_t *s, size_t n) {
+    size_t k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    return k && k <= n && gguf_utf8_valid(s, k) ? k : 0;
+}
+
 /* The escape of byte c (below 0x20, '"' or '\\') at o; its length. */
 static size_t escape(uint8_t *o, uint8_t c) {
     static const char hex[] = "0123456789ABCDEF";
@@ -44,15 +52,19 @@ enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
     enum gguf_status st = gguf_buf_reserve(b, 6 * (size_t)n + 2);
     if (st != GGUF_OK)
         return st;
-    if (!gguf_utf8_valid(s, (size_t)n))
-        return GGUF_E_INVAL; /* b as it was */
     uint8_t *o = b->p + b->len, *start = o;
     *o++ = '"';
-    for (size_t i = 0; i < n; i++) /* UTF-8: its bytes from 0x80 as they are */
-        if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
-            *o++ = s[i];
+    for (size_t i = 0, k; i < n;)
+        if (s[i] >= 0x80) { /* a character of UTF-8, as it is */
+            if (!(k = char_len(s + i, (size_t)n - i)))
+                return GGUF_E_INVAL; /* b as it was */
+            memcpy(o, s + i, k);
+            o += k;
+            i += k;
+        } else if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+            *o++ = s[i++];
         else
-            o += escape(o, s[i]);
+            o += escape(o, s[i++]);
     *o++ = '"';
     b->len += (size_t)(o - start);
     return GGUF_OK;
