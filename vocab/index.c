@@ -110,6 +110,26 @@ static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n,
     return k;
 }
 
+/* Token i into the table (its poly made), in id order: the first of
+ * two texts alike keeps the slot, the second is ix->dup.  The slot of a
+ * token a few ids on is asked for first (the table is megabytes). */
+static void insert(struct voc_index *ix, size_t i) {
+    enum { AHEAD = 8 };
+    if (i + AHEAD < ix->n) {
+        uint64_t h = mix(ix->poly[i + AHEAD], ix->len[i + AHEAD]);
+        __builtin_prefetch(&ix->print[(size_t)h & (ix->cap - 1)]);
+    }
+    uint64_t h = mix(ix->poly[i], ix->len[i]);
+    size_t k = probe(ix, ix->text[i], ix->len[i], h);
+    if (ix->print[k]) {
+        if (ix->dup < 0)
+            ix->dup = (int64_t)i;
+        return;
+    }
+    ix->print[k] = print_of(h);
+    ix->slot[k] = (uint32_t)i + 1;
+}
+
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
@@ -152,16 +172,9 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         if (ix->bad_utf8 < 0 && !gguf_utf8_valid(s, (size_t)n))
             ix->bad_utf8 = (int64_t)i; /* while its bytes are at hand */
         ix->poly[i] = poly(ix, s, n);
-        uint64_t h = mix(ix->poly[i], n);
-        size_t k = probe(ix, s, n, h);
-        if (ix->print[k]) {
-            if (ix->dup < 0)
-                ix->dup = (int64_t)i;
-            continue;
-        }
-        ix->print[k] = print_of(h);
-        ix->slot[k] = (uint32_t)i + 1;
     }
+    for (size_t i = 0; by_text && i < ix->n; i++)
+        insert(ix, i);
     return true;
 }
 
