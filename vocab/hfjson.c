@@ -1,11 +1,14 @@
 /*
  * hfjson.c - hf/tokenizer.json (vocab.h), Hugging Face's tokenizers
- * format, for the tokenizers hfcheck.c lets through.  Every JSON string
- * and value is encoded by libjansson; the document's frame is written
- * here piece by piece, one vocabulary entry a line and the merges 64 a
- * line (byte-level BPE; SentencePiece's one a line), so that
- * the memory it costs is the text itself and an index of the vocabulary
- * (24 bytes a token) and of the merges (16 bytes each), not a tree of
+ * format, for the tokenizers hfcheck.c lets through.  The texts of the
+ * vocabulary, the merges and the added tokens are written by
+ * voc_json_str (jsonstr.c: jansson's bytes, no json_t a text), the other
+ * values by libjansson; the document's frame is written here piece by
+ * piece, one vocabulary entry a line and the merges 64 a line (byte-level
+ * BPE; SentencePiece's one a line, each text copied from its vocabulary
+ * line), so that the memory it costs is the text itself and an index of
+ * the vocabulary (24 bytes a token; SentencePiece's: 34, and where each
+ * text's JSON is, 16) and of the merges (16 bytes each), not a tree of
  * every token.
  *
  *   llama (SentencePiece): a BPE model with byte_fallback and the unknown
