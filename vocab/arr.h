@@ -90,6 +90,22 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
 const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
 
+/* A merge of a SentencePiece vocabulary: token id, made of tokens l and
+ * r, and its score (hfjson.c ranks the merges by it). */
+struct voc_merge {
+    float score;
+    uint32_t id, l, r;
+};
+struct voc_index;
+/* voc_hf_reason, keeping what it made when the file is there (NULL
+ * returned): *ix, the index of the tokens by text (the caller frees it),
+ * and for SentencePiece the merges of its check's own walk appended to
+ * merges (score 0; NULL: not kept), so that a file made right after its
+ * check walks the vocabulary once.  Nothing kept when a reason is
+ * returned. */
+const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
+                         struct gguf_buf *merges, char *buf, size_t n);
+
 /* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
  * tokenizer.ggml.pre names it has (space-separated), its regular
  * expressions in the order llama.cpp applies them (NULL-ended), whether a

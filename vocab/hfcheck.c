@@ -213,7 +213,7 @@ static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
  * differently here, or NULL. */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
-                              char *buf, size_t n) {
+                              struct gguf_buf *merges, char *buf, size_t n) {
     struct voc_arr sc;
     struct gguf_buf scores = {0};
     const char *why = NULL;
@@ -232,7 +232,12 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
             if (why || i == m)
                 break;
             t = c[i].t;
-            if (cut_bad(ix, &c[i], &any)) {
+            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (merges && c[i].l >= 0 && c[i].r >= 0 &&
+                gguf_buf_add(merges, &e, sizeof e) != GGUF_OK)
+                why = "out of memory";
+            else if (cut_bad(ix, &c[i], &any)) {
                 snprintf(buf, n,
                          "token %zu splits at byte %llu into a character "
                          "that is no token and a token: llama.cpp merges "
@@ -261,30 +266,32 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
 }
 
 const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
-    struct voc_arr toks;
     struct voc_index ix;
-    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
-        return "the model has no " TOK "tokens (an array of strings)";
-    const char *why = model_reason(ctx, buf, n);
-    if (why)
-        return why;
-    if (toks.n > UINT32_MAX)
-        return "more tokens than ids of 32 bits";
-    if (!voc_index_make(&toks, true, &ix))
-        return "out of memory, or a token past the value's end";
-    if (ix.bad_utf8 >= 0) {
+    const char *why = voc_hf_check(ctx, &ix, NULL, buf, n);
+    if (!why)
+        voc_index_free(&ix);
+    return why;
+}
+
+/* Why the tokens of index ix have no tokenizer.json, or NULL (the kept
+ * merges into merges, voc_hf_check). */
+static const char *tokens_reason(const gguf_ctx *ctx,
+                                 const struct voc_index *ix,
+                                 struct gguf_buf *merges, char *buf, size_t n) {
+    const char *why = NULL;
+    if (ix->bad_utf8 >= 0) {
         snprintf(buf, n,
                  "token %lld is not valid UTF-8: a JSON string cannot hold it",
-                 (long long)ix.bad_utf8);
+                 (long long)ix->bad_utf8);
         why = buf;
     }
-    int64_t d = why ? -1 : voc_index_duplicate(&ix);
+    int64_t d = why ? -1 : voc_index_duplicate(ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
-        why = spm_reason(ctx, &ix, buf, n);
+        why = spm_reason(ctx, ix, merges, buf, n);
     if (d < 0 && !why &&
         (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM ||
          voc_hf_kind(ctx) == VOC_HF_RWKV))
-        why = voc_hf_models_reason(ctx, &ix, buf, n); /* hfmodels.c */
+        why = voc_hf_models_reason(ctx, ix, buf, n); /* hfmodels.c */
     if (d >= 0) {
         snprintf(buf, n,
                  "token %lld has the text of an earlier token: a JSON "
@@ -292,6 +299,27 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
                  (long long)d);
         why = buf;
     }
-    voc_index_free(&ix);
+    return why;
+}
+
+const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
+                         struct gguf_buf *merges, char *buf, size_t n) {
+    struct voc_arr toks;
+    size_t mark = merges ? merges->len : 0;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
+        return "the model has no " TOK "tokens (an array of strings)";
+    const char *why = model_reason(ctx, buf, n);
+    if (why)
+        return why;
+    if (toks.n > UINT32_MAX)
+        return "more tokens than ids of 32 bits";
+    if (!voc_index_make(&toks, true, ix))
+        return "out of memory, or a token past the value's end";
+    why = tokens_reason(ctx, ix, merges, buf, n);
+    if (why) {
+        voc_index_free(ix);
+        if (merges)
+            merges->len = mark;
+    }
     return why;
 }

@@ -104,14 +104,8 @@ static enum gguf_status next_line(struct gguf_buf *b, bool first) {
     return first ? gguf_buf_add(b, "\n", 1) : gguf_buf_add(b, ",\n", 2);
 }
 
-/* A merge of the SentencePiece vocabulary (make_merges). */
-struct merge {
-    float score;
-    uint32_t id, l, r;
-};
-
 static int by_rank(const void *a, const void *b) {
-    const struct merge *x = a, *y = b;
+    const struct voc_merge *x = a, *y = b;
     if (x->score != y->score)
         return x->score > y->score ? -1 : 1;
     if (x->id != y->id)
@@ -129,31 +123,39 @@ static float score_of(const struct voc_arr *scores, uint32_t id) {
     return f;
 }
 
-/* The SentencePiece merges, ranked (*out, *n; free *out).  At most one a
- * byte of the vocabulary's texts: bounded by the header. */
+/* The SentencePiece merges, ranked (*out, *n; free *out): those the
+ * check kept (taken over from *kept, voc_hf_check), else those of a walk
+ * of the splits.  At most one a byte of the vocabulary's texts: bounded
+ * by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
-                                    struct merge **out, size_t *n) {
+                                    struct gguf_buf *kept,
+                                    struct voc_merge **out, size_t *n) {
     struct gguf_buf m = {0};
     struct voc_cuts w;
     struct voc_cut c[VOC_CUTS];
-    voc_cuts_start(&w, ix, false);
-    for (size_t k; (k = voc_cuts_next(&w, c)) != 0;)
+    if (kept) { /* no walk: the check's, scored here */
+        m = *kept;
+        *kept = (struct gguf_buf){0};
+    } else
+        voc_cuts_start(&w, ix, false);
+    for (size_t k; !kept && (k = voc_cuts_next(&w, c)) != 0;)
         for (size_t i = 0; i < k; i++) {
-            if (c[i].l < 0 || c[i].r < 0)
-                continue;
-            struct merge e = {score_of(scores, (uint32_t)c[i].t),
-                              (uint32_t)c[i].t, (uint32_t)c[i].l,
-                              (uint32_t)c[i].r};
-            if (gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
+            struct voc_merge e = {0, (uint32_t)c[i].t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (c[i].l >= 0 && c[i].r >= 0 &&
+                gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
                 gguf_buf_free(&m);
                 return GGUF_E_NOMEM;
             }
         }
-    *n = m.len / sizeof(struct merge);
+    *n = m.len / sizeof(struct voc_merge);
+    struct voc_merge *e = (struct voc_merge *)m.p;
+    for (size_t i = 0; i < *n; i++)
+        e[i].score = score_of(scores, e[i].id);
     if (*n)
-        qsort(m.p, *n, sizeof(struct merge), by_rank);
-    *out = (struct merge *)m.p;
+        qsort(e, *n, sizeof *e, by_rank);
+    *out = e;
     return GGUF_OK;
 }
 
@@ -423,7 +425,7 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
  * texts copied from their vocabulary lines (pos), those of the lines
  * ahead asked for first (prefetched: a merge's tokens are anywhere in
  * megabytes, and waiting on each in turn was most of the writing). */
-static enum gguf_status spm_lines(const struct merge *m, size_t n,
+static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
                                   const struct jpos *pos, uint64_t max,
                                   size_t mark, struct gguf_buf *b) {
     enum { AHEAD = 16 };
@@ -460,7 +462,8 @@ static enum gguf_status spm_lines(const struct merge *m, size_t n,
  * SentencePiece ones made from the scores, as ["left","right"]. */
 static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
                                enum voc_hf kind, uint64_t max, size_t mark,
-                               const struct jpos *pos, struct gguf_buf *b) {
+                               const struct jpos *pos, struct gguf_buf *kept,
+                               struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
     if (kind != VOC_HF_SPM) {
@@ -481,11 +484,11 @@ static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
         }
         return st;
     }
-    struct merge *m = NULL;
+    struct voc_merge *m = NULL;
     size_t n = 0;
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &a))
         return GGUF_E_NOTFOUND;
-    if ((st = make_merges(ix, &a, &m, &n)) != GGUF_OK)
+    if ((st = make_merges(ix, &a, kept, &m, &n)) != GGUF_OK)
         return st;
     st = spm_lines(m, n, pos, max, mark, b);
     free(m);
@@ -550,10 +553,12 @@ static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
     return gguf_buf_reserve(b, (size_t)(est < max ? est : max));
 }
 
-/* The document after the checks, from the vocabulary's index ix. */
+/* The document after the checks, from the vocabulary's index ix (and
+ * the merges its check kept, or NULL). */
 static enum gguf_status document(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
-                                 uint64_t max, struct gguf_buf *b) {
+                                 struct gguf_buf *kept, uint64_t max,
+                                 struct gguf_buf *b) {
     size_t mark = b->len;
     /* SentencePiece's merges: each text's place in the vocabulary */
     struct jpos *pos =
@@ -571,7 +576,7 @@ static enum gguf_status document(const gguf_ctx *ctx,
     if (st == GGUF_OK)
         st = vocab(ix, max, mark, pos, b);
     if (st == GGUF_OK)
-        st = merges(ctx, ix, kind, max, mark, pos, b);
+        st = merges(ctx, ix, kind, max, mark, pos, kept, b);
     free(pos);
     if (st == GGUF_OK)
         st = lit(b, "\n]}}\n");
@@ -584,16 +589,25 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
                                   bool checked, struct gguf_buf *b,
                                   struct gguf_error *err) {
     char why[256];
-    const char *no = checked ? NULL : voc_hf_reason(ctx, why, sizeof why);
-    if (no)
-        return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     enum voc_hf kind = voc_hf_kind(ctx);
     struct voc_arr toks;
     struct voc_index ix;
+    struct gguf_buf kept = {0}; /* the check's merges (SentencePiece) */
+    /* Not checked: the check's index and merges made the file's too. */
+    const char *no =
+        checked ? NULL
+                : voc_hf_check(ctx, &ix, kind == VOC_HF_SPM ? &kept : NULL, why,
+                               sizeof why);
+    if (no)
+        return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     /* The table by text only for SentencePiece's merges (make_merges). */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
-        !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))
+        (checked && !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))) {
+        if (!checked)
+            voc_index_free(&ix);
+        gguf_buf_free(&kept);
         return gguf_fail(err, GGUF_E_NOMEM, "hf/tokenizer.json: out of memory");
+    }
     enum gguf_status st;
     if (kind == VOC_HF_WPM) /* hfmodels.c */
         st = voc_hf_wpm_json(ctx, &ix, max, b);
@@ -602,8 +616,10 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
     else if (kind == VOC_HF_RWKV)
         st = voc_hf_rwkv_json(ctx, &ix, max, b);
     else if ((st = reserve(ctx, &toks, kind, max, b)) == GGUF_OK)
-        st = document(ctx, &ix, kind, max, b);
+        st = document(ctx, &ix, kind,
+                      checked || kind != VOC_HF_SPM ? NULL : &kept, max, b);
     voc_index_free(&ix);
+    gguf_buf_free(&kept);
     if (st == GGUF_E_RANGE)
         return gguf_fail(err, st, "hf/tokenizer.json would pass %llu bytes",
                          (unsigned long long)max);
