@@ -51,6 +51,12 @@ struct json_t;
 enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
                               size_t flags, uint64_t max, const char *end);
 
+/* Appends s (n bytes) as a JSON string, the bytes jansson writes
+ * (jsonstr.c: json_dumpb of the string, JSON_COMPACT): GGUF_E_INVAL
+ * when s is not UTF-8 (jansson refuses it), GGUF_E_NOMEM; b as it was
+ * on failure. */
+enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s, uint64_t n);
+
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
 
@@ -83,6 +89,22 @@ enum gguf_status voc_hf_readme(const gguf_ctx *ctx, bool has_tok,
 /* config.json (hfconfig.c), and why it is absent (NULL: it is there). */
 enum gguf_status voc_hf_model_config(const gguf_ctx *ctx, struct gguf_buf *b);
 const char *voc_hf_config_reason(const gguf_ctx *ctx, char *buf, size_t n);
+
+/* A merge of a SentencePiece vocabulary: token id, made of tokens l and
+ * r, and its score (hfjson.c ranks the merges by it). */
+struct voc_merge {
+    float score;
+    uint32_t id, l, r;
+};
+struct voc_index;
+/* voc_hf_reason, keeping what it made when the file is there (NULL
+ * returned): *ix, the index of the tokens by text (the caller frees it),
+ * and for SentencePiece the merges of its check's own walk appended to
+ * merges (score 0; NULL: not kept), so that a file made right after its
+ * check walks the vocabulary once.  Nothing kept when a reason is
+ * returned. */
+const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
+                         struct gguf_buf *merges, char *buf, size_t n);
 
 /* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
  * tokenizer.ggml.pre names it has (space-separated), its regular
@@ -153,10 +175,12 @@ struct voc_index {
     uint8_t *print;
     uint64_t base, inv; /* the hash's key (index.c), and its powers */
     uint64_t pows[VOC_POWS];
-    int64_t dup; /* the first token whose text an earlier one has, or -1 */
+    int64_t dup;      /* the first token whose text an earlier one has, or -1 */
+    int64_t bad_utf8; /* the first token not UTF-8 (gguf_utf8_valid), or -1 */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
- * by_text: with the table (voc_index_find, voc_index_duplicate), else
+ * by_text: with the table (voc_index_find, voc_index_duplicate) and
+ * bad_utf8, else
  * the texts by id alone (cap 0: nothing is found by text). */
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix);
@@ -169,13 +193,10 @@ int64_t voc_index_duplicate(const struct voc_index *ix);
 
 /* The splits of token t's text into a prefix and a suffix at each
  * character boundary k (0 < k < len, s[k] no UTF-8 continuation byte),
- * left to right, each of the two found in O(1) from hashes kept as the
- * walk goes (linear in the token's length, not quadratic): the one walk
- * hfcheck.c's check and hfjson.c's SentencePiece merges share.
- *     struct voc_split sp;
- *     voc_split_start(&sp, ix, t);
- *     while (voc_split_next(&sp))
- *         ... sp.k, voc_split_left(&sp), voc_split_right(&sp) ... */
+ * left to right, the hashes of the two kept as the walk goes, so that
+ * each is found in O(1) (linear in the token's length, not quadratic):
+ * voc_cuts's walk, which hfcheck.c's check and hfjson.c's SentencePiece
+ * merges share. */
 struct voc_split {
     const struct voc_index *ix;
     const uint8_t *s;
@@ -185,8 +206,34 @@ struct voc_split {
 void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
                      size_t t);
 bool voc_split_next(struct voc_split *sp);
-/* The id of the prefix s[0..k), of the suffix s[k..n), or -1. */
-int64_t voc_split_left(const struct voc_split *sp);
-int64_t voc_split_right(const struct voc_split *sp);
+
+/* Every split of every token, in batches (index.c: the lookups of a
+ * batch overlap their waits on memory): l and r the ids of the prefix
+ * s[0..k) and the suffix s[k..n) of token t, -1 for none; r is looked
+ * up only where l is a token, or (first_too) at the token's first
+ * split (first); else -1.  In the order of voc_split, tokens in id
+ * order.
+ *     struct voc_cuts w;
+ *     struct voc_cut c[VOC_CUTS];
+ *     voc_cuts_start(&w, ix, false);
+ *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
+ *         ... c[0..m) ... */
+#define VOC_CUTS 128
+struct voc_cut {
+    size_t t;
+    uint64_t k;
+    int64_t l, r;
+    bool first;
+};
+struct voc_cuts {
+    const struct voc_index *ix;
+    size_t t;
+    struct voc_split sp;
+    size_t seen; /* 1 + the last token a cut was made of */
+    bool first_too;
+};
+void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too);
+size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

@@ -84,29 +84,23 @@ static uint64_t char_len(const uint8_t *s, uint64_t n) {
     return c;
 }
 
-/* Whether token t splits into two tokens (at a character boundary); a
- * split llama.cpp can merge and a BPE merge list cannot (a character that
- * is no token beside a token, or two such characters) in *bad_at (the
- * offset), else -1. */
-static bool splits(const struct voc_index *ix, size_t t, int64_t *bad_at) {
-    bool any = false, first = true;
-    struct voc_split sp;
-    *bad_at = -1;
-    voc_split_start(&sp, ix, t);
-    for (; voc_split_next(&sp); first = false) {
-        bool l = voc_split_left(&sp) >= 0;
-        if (!l && !first) /* neither case below: the suffix not looked up */
-            continue;
-        bool r = voc_split_right(&sp) >= 0;
-        bool r_char = char_len(sp.s + sp.k, sp.n - sp.k) == sp.n - sp.k;
-        if (l && r)
-            any = true;
-        else if (r || r_char) { /* l, or the first character */
-            *bad_at = (int64_t)sp.k;
-            return false;
-        }
+/* Whether cut c of its token (voc_cuts: split at a character boundary)
+ * is one llama.cpp can merge and a BPE merge list cannot: a character
+ * that is no token beside a token, or two such characters.  *any: set
+ * where c splits the token into two tokens. */
+static bool cut_bad(const struct voc_index *ix, const struct voc_cut *c,
+                    bool *any) {
+    bool l = c->l >= 0;
+    if (!l && !c->first) /* neither case below: the suffix not looked up */
+        return false;
+    bool r = c->r >= 0;
+    uint64_t rest = ix->len[c->t] - c->k;
+    bool r_char = char_len(ix->text[c->t] + c->k, rest) == rest;
+    if (l && r) {
+        *any = true;
+        return false;
     }
-    return any;
+    return r || r_char; /* l, or the first character */
 }
 
 /* Whether token t is one character repeated (SentencePiece's runs of
@@ -120,31 +114,55 @@ static bool one_char_run(const struct voc_index *ix, size_t t) {
     return true;
 }
 
+/* Token t's cuts are all seen: its score into scores where merges make
+ * it (*any), but a run of one character; *any cleared.  NULL, or "out
+ * of memory". */
+static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
+                          size_t t, bool *any, struct gguf_buf *scores) {
+    uint32_t v = 0;
+    bool add = *any && !one_char_run(ix, t);
+    *any = false;
+    if (add)
+        (void)voc_arr_u32(sc, t, &v);
+    return add && gguf_buf_add(scores, &v, 4) != GGUF_OK ? "out of memory"
+                                                         : NULL;
+}
+
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
  * differently here, or NULL. */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
-                              char *buf, size_t n) {
+                              struct gguf_buf *merges, char *buf, size_t n) {
     struct voc_arr sc;
     struct gguf_buf scores = {0};
     const char *why = NULL;
+    struct voc_cuts w;
+    struct voc_cut c[VOC_CUTS];
+    size_t t = SIZE_MAX; /* the token of the cuts so far */
+    bool any = false;
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
         return "no scores";
-    for (size_t t = 0; t < ix->n && !why; t++) {
-        int64_t bad;
-        uint32_t v = 0;
-        if (splits(ix, t, &bad)) {
-            if (one_char_run(ix, t))
-                continue;
-            (void)voc_arr_u32(&sc, t, &v);
-            if (gguf_buf_add(&scores, &v, 4) != GGUF_OK)
+    voc_cuts_start(&w, ix, true);
+    for (size_t m = 1; !why && m;) {
+        m = voc_cuts_next(&w, c);
+        for (size_t i = 0; !why && i <= m; i++) {
+            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
+                why = merged(ix, &sc, t, &any, &scores);
+            if (why || i == m)
+                break;
+            t = c[i].t;
+            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (merges && c[i].l >= 0 && c[i].r >= 0 &&
+                gguf_buf_add(merges, &e, sizeof e) != GGUF_OK)
                 why = "out of memory";
-        } else if (bad >= 0) {
-            snprintf(buf, n,
-                     "token %zu splits at byte %lld into a character that "
-                     "is no token and a token: llama.cpp merges them, a BPE "
-                     "merge list cannot",
-                     t, (long long)bad);
-            why = buf;
+            else if (cut_bad(ix, &c[i], &any)) {
+                snprintf(buf, n,
+                         "token %zu splits at byte %llu into a character "
+                         "that is no token and a token: llama.cpp merges "
+                         "them, a BPE merge list cannot",
+                         t, (unsigned long long)c[i].k);
+                why = buf;
+            }
         }
     }
     size_t m = scores.len / 4;
@@ -166,32 +184,32 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
 }
 
 const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
-    struct voc_arr toks;
     struct voc_index ix;
-    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
-        return "the model has no " TOK "tokens (an array of strings)";
-    const char *why = model_reason(ctx, buf, n);
-    if (why)
-        return why;
-    if (toks.n > UINT32_MAX)
-        return "more tokens than ids of 32 bits";
-    if (!voc_index_make(&toks, true, &ix))
-        return "out of memory, or a token past the value's end";
-    for (size_t i = 0; i < ix.n && !why; i++)
-        if (!gguf_utf8_valid(ix.text[i], ix.len[i])) {
-            snprintf(buf, n,
-                     "token %zu is not valid UTF-8: a JSON string cannot "
-                     "hold it",
-                     i);
-            why = buf;
-        }
-    int64_t d = why ? -1 : voc_index_duplicate(&ix);
+    const char *why = voc_hf_check(ctx, &ix, NULL, buf, n);
+    if (!why)
+        voc_index_free(&ix);
+    return why;
+}
+
+/* Why the tokens of index ix have no tokenizer.json, or NULL (the kept
+ * merges into merges, voc_hf_check). */
+static const char *tokens_reason(const gguf_ctx *ctx,
+                                 const struct voc_index *ix,
+                                 struct gguf_buf *merges, char *buf, size_t n) {
+    const char *why = NULL;
+    if (ix->bad_utf8 >= 0) {
+        snprintf(buf, n,
+                 "token %lld is not valid UTF-8: a JSON string cannot hold it",
+                 (long long)ix->bad_utf8);
+        why = buf;
+    }
+    int64_t d = why ? -1 : voc_index_duplicate(ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
-        why = spm_reason(ctx, &ix, buf, n);
+        why = spm_reason(ctx, ix, merges, buf, n);
     if (d < 0 && !why &&
         (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM ||
          voc_hf_kind(ctx) == VOC_HF_RWKV))
-        why = voc_hf_models_reason(ctx, &ix, buf, n); /* hfmodels.c */
+        why = voc_hf_models_reason(ctx, ix, buf, n); /* hfmodels.c */
     if (d >= 0) {
         snprintf(buf, n,
                  "token %lld has the text of an earlier token: a JSON "
@@ -199,6 +217,27 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
                  (long long)d);
         why = buf;
     }
-    voc_index_free(&ix);
+    return why;
+}
+
+const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
+                         struct gguf_buf *merges, char *buf, size_t n) {
+    struct voc_arr toks;
+    size_t mark = merges ? merges->len : 0;
+    if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks))
+        return "the model has no " TOK "tokens (an array of strings)";
+    const char *why = model_reason(ctx, buf, n);
+    if (why)
+        return why;
+    if (toks.n > UINT32_MAX)
+        return "more tokens than ids of 32 bits";
+    if (!voc_index_make(&toks, true, ix))
+        return "out of memory, or a token past the value's end";
+    why = tokens_reason(ctx, ix, merges, buf, n);
+    if (why) {
+        voc_index_free(ix);
+        if (merges)
+            merges->len = mark;
+    }
     return why;
 }

@@ -1,11 +1,14 @@
 /*
  * hfjson.c - hf/tokenizer.json (vocab.h), Hugging Face's tokenizers
- * format, for the tokenizers hfcheck.c lets through.  Every JSON string
- * and value is encoded by libjansson; the document's frame is written
- * here piece by piece, one vocabulary entry a line and the merges 64 a
- * line (byte-level BPE; SentencePiece's one a line), so that
- * the memory it costs is the text itself and an index of the vocabulary
- * (24 bytes a token) and of the merges (16 bytes each), not a tree of
+ * format, for the tokenizers hfcheck.c lets through.  The texts of the
+ * vocabulary, the merges and the added tokens are written by
+ * voc_json_str (jsonstr.c: jansson's bytes, no json_t a text), the other
+ * values by libjansson; the document's frame is written here piece by
+ * piece, one vocabulary entry a line and the merges 64 a line (byte-level
+ * BPE; SentencePiece's one a line, each text copied from its vocabulary
+ * line), so that the memory it costs is the text itself and an index of
+ * the vocabulary (24 bytes a token; SentencePiece's: 34, and where each
+ * text's JSON is, 16) and of the merges (16 bytes each), not a tree of
  * every token.
  *
  *   llama (SentencePiece): a BPE model with byte_fallback and the unknown
@@ -47,69 +50,18 @@ static enum gguf_status voc_json(struct gguf_buf *b, json_t *v) {
     return voc_json_put(b, v, JSON_ENCODE_ANY | JSON_COMPACT, UINT64_MAX, NULL);
 }
 
-/* The JSON strings of the vocabulary and merges, one at a time through a
- * string value of libjansson's reused for each (no json_t made a token).
- * Its text is set without jansson's UTF-8 check: json_dumpb decodes it as
- * it escapes and fails (0) on a byte that is not UTF-8, so a text is
- * checked once, and an invalid one is GGUF_E_INVAL as ever. */
-struct jw {
-    json_t *s;
-    json_t *pool[64]; /* jstrs's strings, made at its first call */
-};
-
-static enum gguf_status jstr(struct jw *w, struct gguf_buf *b, const uint8_t *s,
-                             uint64_t n) {
-    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
-    if (n > (SIZE_MAX - 2) / 6)
-        return GGUF_E_NOMEM;
-    size_t room = 6 * (size_t)n + 2; /* \u00XX at most a byte, quotes */
-    enum gguf_status st = gguf_buf_reserve(b, room);
-    if (st != GGUF_OK)
-        return st;
-    if (json_string_setn_nocheck(w->s, (const char *)s, (size_t)n))
-        return GGUF_E_NOMEM;
-    size_t need = json_dumpb(w->s, (char *)b->p + b->len, room, flags);
-    if (!need || need > room) /* not UTF-8 (the room is jansson's most) */
-        return GGUF_E_INVAL;
-    b->len += need;
-    return GGUF_OK;
-}
-
 static enum gguf_status lit(struct gguf_buf *b, const char *s) {
     return gguf_buf_add(b, s, strlen(s));
 }
 
-/* The k (at most 64) strings s[i] (len[i] bytes each) as JSON strings
- * separated by commas, in one json_dumpb of an array of the pool's
- * strings (JSON_EMBED: no brackets): jansson's cost a call spread over k
- * texts. */
-static enum gguf_status jstrs(struct jw *w, struct gguf_buf *b,
-                              const uint8_t *const *s, const uint64_t *len,
-                              size_t k) {
-    const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_EMBED;
-    size_t room = k;
-    for (size_t i = 0; i < k; i++) {
-        if (len[i] > (SIZE_MAX / 2 - room) / 6 - 2)
-            return GGUF_E_NOMEM;
-        room += 6 * (size_t)len[i] + 2;
-    }
-    json_t *arr = json_array();
-    enum gguf_status st = arr ? gguf_buf_reserve(b, room) : GGUF_E_NOMEM;
-    for (size_t i = 0; st == GGUF_OK && i < k; i++) {
-        if (!w->pool[i] && !(w->pool[i] = json_string_nocheck("")))
-            st = GGUF_E_NOMEM;
-        else if (json_string_setn_nocheck(w->pool[i], (const char *)s[i],
-                                          (size_t)len[i]) ||
-                 json_array_append(arr, w->pool[i]))
-            st = GGUF_E_NOMEM;
-    }
-    size_t need =
-        st == GGUF_OK ? json_dumpb(arr, (char *)b->p + b->len, room, flags) : 0;
-    if (st == GGUF_OK && (!need || need > room)) /* not UTF-8 */
-        st = GGUF_E_INVAL;
-    if (st == GGUF_OK)
-        b->len += need;
-    json_decref(arr);
+/* The k strings s[i] (len[i] bytes each) as JSON strings separated by
+ * commas (voc_json_str: jansson's bytes). */
+static enum gguf_status jstrs(struct gguf_buf *b, const uint8_t *const *s,
+                              const uint64_t *len, size_t k) {
+    enum gguf_status st = GGUF_OK;
+    for (size_t i = 0; st == GGUF_OK && i < k; i++)
+        if (!i || (st = gguf_buf_add(b, ",", 1)) == GGUF_OK)
+            st = voc_json_str(b, s[i], len[i]);
     return st;
 }
 
@@ -119,14 +71,8 @@ static enum gguf_status next_line(struct gguf_buf *b, bool first) {
     return first ? gguf_buf_add(b, "\n", 1) : gguf_buf_add(b, ",\n", 2);
 }
 
-/* A merge of the SentencePiece vocabulary (make_merges). */
-struct merge {
-    float score;
-    uint32_t id, l, r;
-};
-
 static int by_rank(const void *a, const void *b) {
-    const struct merge *x = a, *y = b;
+    const struct voc_merge *x = a, *y = b;
     if (x->score != y->score)
         return x->score > y->score ? -1 : 1;
     if (x->id != y->id)
@@ -144,30 +90,39 @@ static float score_of(const struct voc_arr *scores, uint32_t id) {
     return f;
 }
 
-/* The SentencePiece merges, ranked (*out, *n; free *out).  At most one a
- * byte of the vocabulary's texts: bounded by the header. */
+/* The SentencePiece merges, ranked (*out, *n; free *out): those the
+ * check kept (taken over from *kept, voc_hf_check), else those of a walk
+ * of the splits.  At most one a byte of the vocabulary's texts: bounded
+ * by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
-                                    struct merge **out, size_t *n) {
+                                    struct gguf_buf *kept,
+                                    struct voc_merge **out, size_t *n) {
     struct gguf_buf m = {0};
-    struct voc_split sp;
-    for (size_t t = 0; t < ix->n; t++)
-        for (voc_split_start(&sp, ix, t); voc_split_next(&sp);) {
-            int64_t l = voc_split_left(&sp);
-            int64_t r = l < 0 ? -1 : voc_split_right(&sp);
-            if (r < 0)
-                continue;
-            struct merge e = {score_of(scores, (uint32_t)t), (uint32_t)t,
-                              (uint32_t)l, (uint32_t)r};
-            if (gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
+    struct voc_cuts w;
+    struct voc_cut c[VOC_CUTS];
+    if (kept) { /* no walk: the check's, scored here */
+        m = *kept;
+        *kept = (struct gguf_buf){0};
+    } else
+        voc_cuts_start(&w, ix, false);
+    for (size_t k; !kept && (k = voc_cuts_next(&w, c)) != 0;)
+        for (size_t i = 0; i < k; i++) {
+            struct voc_merge e = {0, (uint32_t)c[i].t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (c[i].l >= 0 && c[i].r >= 0 &&
+                gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
                 gguf_buf_free(&m);
                 return GGUF_E_NOMEM;
             }
         }
-    *n = m.len / sizeof(struct merge);
+    *n = m.len / sizeof(struct voc_merge);
+    struct voc_merge *e = (struct voc_merge *)m.p;
+    for (size_t i = 0; i < *n; i++)
+        e[i].score = score_of(scores, e[i].id);
     if (*n)
-        qsort(m.p, *n, sizeof(struct merge), by_rank);
-    *out = (struct merge *)m.p;
+        qsort(e, *n, sizeof *e, by_rank);
+    *out = e;
     return GGUF_OK;
 }
 
@@ -275,6 +230,24 @@ static bool text_is(const struct voc_index *ix, size_t i, const char *t) {
     return ix->len[i] == strlen(t) && memcmp(ix->text[i], t, ix->len[i]) == 0;
 }
 
+/* Token i as an added token: {"id":..,"content":..,..} as jansson would
+ * write the object (compact, in this order). */
+static enum gguf_status added_token(struct gguf_buf *b,
+                                    const struct voc_index *ix, size_t i,
+                                    bool lstrip, bool rstrip, bool special) {
+    char head[48], tail[128];
+    snprintf(head, sizeof head, "{\"id\":%zu,\"content\":", i);
+    snprintf(tail, sizeof tail,
+             ",\"single_word\":false,\"lstrip\":%s,\"rstrip\":%s,"
+             "\"normalized\":false,\"special\":%s}",
+             lstrip ? "true" : "false", rstrip ? "true" : "false",
+             special ? "true" : "false");
+    enum gguf_status st = lit(b, head);
+    if (st == GGUF_OK)
+        st = voc_json_str(b, ix->text[i], ix->len[i]);
+    return st == GGUF_OK ? lit(b, tail) : st;
+}
+
 /* "added_tokens":[...]: the tokens llama.cpp matches as special ones
  * (types unknown 2, control 3, user_defined 4, and the texts it makes
  * control whatever their type: voc_text_control), with the spaces it strips
@@ -305,11 +278,7 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
         if ((st = lit(b, sep)) != GGUF_OK)
             break;
         sep = ",\n";
-        st = voc_json(b, json_pack("{s:I,s:s%,s:b,s:b,s:b,s:b,s:b}", "id",
-                                   (json_int_t)i, "content", ix->text[i],
-                                   (size_t)ix->len[i], "single_word", 0,
-                                   "lstrip", l, "rstrip", r, "normalized", 0,
-                                   "special", v != 4));
+        st = added_token(b, ix, i, l, r, v != 4);
     }
     return st == GGUF_OK ? lit(b, "],\n") : st;
 }
@@ -393,14 +362,25 @@ static size_t id_tail(char *p, size_t id, bool last) {
     return k;
 }
 
-/* "vocab":{...}: one "text":id a line. */
-static enum gguf_status vocab(struct jw *w, const struct voc_index *ix,
-                              uint64_t max, size_t mark, struct gguf_buf *b) {
+/* Where token i's JSON string is in the document (its vocabulary line):
+ * the SentencePiece merges copy it from there, escaped once. */
+struct jpos {
+    uint64_t off, len;
+};
+
+/* "vocab":{...}: one "text":id a line; each text's place into pos[]
+ * (NULL: not kept). */
+static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
+                              size_t mark, struct jpos *pos,
+                              struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
-        if ((st = jstr(w, b, ix->text[i], ix->len[i])) != GGUF_OK)
+        size_t at = b->len;
+        if ((st = voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
+        if (pos)
+            pos[i] = (struct jpos){at, b->len - at};
         st = gguf_buf_add(b, tail, id_tail(tail, i, i + 1 == ix->n));
         if (b->len - mark > max)
             return GGUF_E_RANGE;
@@ -408,11 +388,49 @@ static enum gguf_status vocab(struct jw *w, const struct voc_index *ix,
     return st == GGUF_OK ? lit(b, "},\n\"merges\":[") : st;
 }
 
+/* The SentencePiece merges m[0..n) as ["left","right"], a line each, the
+ * texts copied from their vocabulary lines (pos), those of the lines
+ * ahead asked for first (prefetched: a merge's tokens are anywhere in
+ * megabytes, and waiting on each in turn was most of the writing). */
+static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
+                                  const struct jpos *pos, uint64_t max,
+                                  size_t mark, struct gguf_buf *b) {
+    enum { AHEAD = 16 };
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 * AHEAD < n) {
+            __builtin_prefetch(&pos[m[i + 2 * AHEAD].l]);
+            __builtin_prefetch(&pos[m[i + 2 * AHEAD].r]);
+        }
+        if (i + AHEAD < n) {
+            __builtin_prefetch(b->p + pos[m[i + AHEAD].l].off);
+            __builtin_prefetch(b->p + pos[m[i + AHEAD].r].off);
+        }
+        const struct jpos *l = &pos[m[i].l], *r = &pos[m[i].r];
+        enum gguf_status st = gguf_buf_reserve(b, l->len + r->len + 5);
+        if (st != GGUF_OK)
+            return st;
+        uint8_t *o = b->p + b->len; /* after the reserve: b->p may move */
+        memcpy(o, &",\n["[!i], 3 - !i);
+        o += 3 - !i;
+        memcpy(o, b->p + l->off, l->len);
+        o += l->len;
+        *o++ = ',';
+        memcpy(o, b->p + r->off, r->len);
+        o += r->len;
+        *o++ = ']';
+        b->len = (size_t)(o - b->p);
+        if (b->len - mark > max)
+            return GGUF_E_RANGE;
+    }
+    return GGUF_OK;
+}
+
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
  * SentencePiece ones made from the scores, as ["left","right"]. */
-static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
-                               const struct voc_index *ix, enum voc_hf kind,
-                               uint64_t max, size_t mark, struct gguf_buf *b) {
+static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
+                               enum voc_hf kind, uint64_t max, size_t mark,
+                               const struct jpos *pos, struct gguf_buf *kept,
+                               struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
     if (kind != VOC_HF_SPM) {
@@ -420,36 +438,26 @@ static enum gguf_status merges(struct jw *w, const gguf_ctx *ctx,
             return GGUF_E_NOTFOUND;
         const uint8_t *pos = a.p, *s[64];
         uint64_t len[64];
-        /* 64 a line, one json_dumpb each (jstrs) */
+        /* 64 a line */
         for (uint64_t i = 0; st == GGUF_OK && i < a.n; i += 64) {
             size_t k = 0;
             for (; k < 64 && i + k < a.n; k++)
                 if (!voc_arr_next_str(&a, &pos, &s[k], &len[k]))
                     return GGUF_E_FORMAT;
             if ((st = next_line(b, i == 0)) == GGUF_OK)
-                st = jstrs(w, b, s, len, k);
+                st = jstrs(b, s, len, k);
             if (b->len - mark > max)
                 return GGUF_E_RANGE;
         }
         return st;
     }
-    struct merge *m = NULL;
+    struct voc_merge *m = NULL;
     size_t n = 0;
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &a))
         return GGUF_E_NOTFOUND;
-    if ((st = make_merges(ix, &a, &m, &n)) != GGUF_OK)
+    if ((st = make_merges(ix, &a, kept, &m, &n)) != GGUF_OK)
         return st;
-    for (size_t i = 0; st == GGUF_OK && i < n; i++) {
-        uint32_t l = m[i].l, r = m[i].r;
-        st = next_line(b, i == 0);
-        if (st == GGUF_OK && (st = lit(b, "[")) == GGUF_OK &&
-            (st = jstr(w, b, ix->text[l], ix->len[l])) == GGUF_OK &&
-            (st = lit(b, ",")) == GGUF_OK &&
-            (st = jstr(w, b, ix->text[r], ix->len[r])) == GGUF_OK)
-            st = lit(b, "]");
-        if (b->len - mark > max)
-            st = GGUF_E_RANGE;
-    }
+    st = spm_lines(m, n, pos, max, mark, b);
     free(m);
     return st;
 }
@@ -512,13 +520,17 @@ static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
     return gguf_buf_reserve(b, (size_t)(est < max ? est : max));
 }
 
-/* The document after the checks, from the vocabulary's index ix. */
+/* The document after the checks, from the vocabulary's index ix (and
+ * the merges its check kept, or NULL). */
 static enum gguf_status document(const gguf_ctx *ctx,
                                  const struct voc_index *ix, enum voc_hf kind,
-                                 uint64_t max, struct gguf_buf *b) {
+                                 struct gguf_buf *kept, uint64_t max,
+                                 struct gguf_buf *b) {
     size_t mark = b->len;
-    struct jw w = {json_string_nocheck(""), {NULL}};
-    if (!w.s)
+    /* SentencePiece's merges: each text's place in the vocabulary */
+    struct jpos *pos =
+        kind == VOC_HF_SPM ? malloc(ix->n * sizeof *pos + 1) : NULL;
+    if (kind == VOC_HF_SPM && !pos)
         return GGUF_E_NOMEM;
     enum gguf_status st =
         lit(b, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\n");
@@ -529,14 +541,12 @@ static enum gguf_status document(const gguf_ctx *ctx,
     if (st == GGUF_OK)
         st = model_head(ctx, ix, kind, b);
     if (st == GGUF_OK)
-        st = vocab(&w, ix, max, mark, b);
+        st = vocab(ix, max, mark, pos, b);
     if (st == GGUF_OK)
-        st = merges(&w, ctx, ix, kind, max, mark, b);
+        st = merges(ctx, ix, kind, max, mark, pos, kept, b);
+    free(pos);
     if (st == GGUF_OK)
         st = lit(b, "\n]}}\n");
-    json_decref(w.s);
-    for (size_t k = 0; k < sizeof w.pool / sizeof *w.pool; k++)
-        json_decref(w.pool[k]);
     if (st == GGUF_OK && b->len - mark > max)
         st = GGUF_E_RANGE;
     return st;
@@ -546,16 +556,25 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
                                   bool checked, struct gguf_buf *b,
                                   struct gguf_error *err) {
     char why[256];
-    const char *no = checked ? NULL : voc_hf_reason(ctx, why, sizeof why);
-    if (no)
-        return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     enum voc_hf kind = voc_hf_kind(ctx);
     struct voc_arr toks;
     struct voc_index ix;
+    struct gguf_buf kept = {0}; /* the check's merges (SentencePiece) */
+    /* Not checked: the check's index and merges made the file's too. */
+    const char *no =
+        checked ? NULL
+                : voc_hf_check(ctx, &ix, kind == VOC_HF_SPM ? &kept : NULL, why,
+                               sizeof why);
+    if (no)
+        return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     /* The table by text only for SentencePiece's merges (make_merges). */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
-        !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))
+        (checked && !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))) {
+        if (!checked)
+            voc_index_free(&ix);
+        gguf_buf_free(&kept);
         return gguf_fail(err, GGUF_E_NOMEM, "hf/tokenizer.json: out of memory");
+    }
     enum gguf_status st;
     if (kind == VOC_HF_WPM) /* hfmodels.c */
         st = voc_hf_wpm_json(ctx, &ix, max, b);
@@ -564,8 +583,10 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
     else if (kind == VOC_HF_RWKV)
         st = voc_hf_rwkv_json(ctx, &ix, max, b);
     else if ((st = reserve(ctx, &toks, kind, max, b)) == GGUF_OK)
-        st = document(ctx, &ix, kind, max, b);
+        st = document(ctx, &ix, kind,
+                      checked || kind != VOC_HF_SPM ? NULL : &kept, max, b);
     voc_index_free(&ix);
+    gguf_buf_free(&kept);
     if (st == GGUF_E_RANGE)
         return gguf_fail(err, st, "hf/tokenizer.json would pass %llu bytes",
                          (unsigned long long)max);

@@ -373,9 +373,13 @@ static const struct {
     {"tokenizer.ggml.fim_sep_token_id", NULL, {"<|file_sep|>", NULL}},
 };
 
+/* Whether s is one of list's texts (s[0] first: a SentencePiece
+ * vocabulary's many texts that start with U+2581's byte 0xe2 as some of
+ * the list's do are passed by in one test each, not a strlen). */
 static bool in(const char *const *list, const uint8_t *s, uint64_t n) {
     for (; *list; list++)
-        if (strlen(*list) == n && memcmp(*list, s, n) == 0)
+        if ((uint8_t) * *list == s[0] && strlen(*list) == n &&
+            memcmp(*list, s, n) == 0)
             return true;
     return false;
 }

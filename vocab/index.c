@@ -17,8 +17,9 @@
  * a token (38 a token at most), in one mapping of its own, handed back
  * to the system by voc_index_free (the allocator would keep a freed block
  * of this size in its arena: a daemon that checked a 150k vocabulary held
- * 7 MB more).  Without by_text, the texts by id alone (no table: 16 bytes
- * a token).
+ * 7 MB more); huge pages asked for it (a lookup's misses in the
+ * translation cache were a third of the 262k splits' time).  Without
+ * by_text, the texts by id alone (no table: 16 bytes a token).
  */
 #include "arr.h"
 
@@ -69,11 +70,19 @@ static uint64_t mix(uint64_t poly, uint64_t n) {
     return h ^ (h >> 33);
 }
 
-/* sum s[i] base^(n-1-i) mod P */
+/* sum s[i] base^(n-1-i) mod P: four bytes a step, Horner's rule by
+ * base^4, so that the chain of products a text waits on is a quarter as
+ * long (the same value as a byte a step). */
 static uint64_t poly(const struct voc_index *ix, const uint8_t *s, uint64_t n) {
-    uint64_t h = 0;
-    for (uint64_t i = 0; i < n; i++)
-        h = addmod(mulmod(h, ix->base), s[i]);
+    const uint64_t *b = ix->pows;
+    uint64_t h = 0, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint64_t q = addmod(addmod(mulmod(s[i], b[3]), mulmod(s[i + 1], b[2])),
+                            addmod(mulmod(s[i + 2], b[1]), s[i + 3]));
+        h = addmod(mulmod(h, b[4]), q);
+    }
+    for (; i < n; i++)
+        h = addmod(mulmod(h, b[1]), s[i]);
     return h;
 }
 
@@ -102,10 +111,30 @@ static size_t probe(const struct voc_index *ix, const uint8_t *s, uint64_t n,
     return k;
 }
 
+/* Token i into the table (its poly made), in id order: the first of
+ * two texts alike keeps the slot, the second is ix->dup.  The slot of a
+ * token a few ids on is asked for first (the table is megabytes). */
+static void insert(struct voc_index *ix, size_t i) {
+    enum { AHEAD = 8 };
+    if (i + AHEAD < ix->n) {
+        uint64_t h = mix(ix->poly[i + AHEAD], ix->len[i + AHEAD]);
+        __builtin_prefetch(&ix->print[(size_t)h & (ix->cap - 1)]);
+    }
+    uint64_t h = mix(ix->poly[i], ix->len[i]);
+    size_t k = probe(ix, ix->text[i], ix->len[i], h);
+    if (ix->print[k]) {
+        if (ix->dup < 0)
+            ix->dup = (int64_t)i;
+        return;
+    }
+    ix->print[k] = print_of(h);
+    ix->slot[k] = (uint32_t)i + 1;
+}
+
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
-    ix->dup = -1;
+    ix->dup = ix->bad_utf8 = -1;
     if (toks->n > UINT32_MAX - 1 || toks->n > SIZE_MAX / 64)
         return false;
     ix->n = (size_t)toks->n;
@@ -125,6 +154,7 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         ix->bytes = 0;
         return false;
     }
+    (void)madvise(m, ix->bytes, MADV_HUGEPAGE); /* a hint: none, or not */
     ix->len = m; /* the 8-byte aligned parts first; zero-filled (print 0) */
     ix->text = (const uint8_t **)(ix->len + ix->n);
     ix->poly = (uint64_t *)(ix->text + ix->n);
@@ -140,17 +170,12 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
             continue;
         const uint8_t *s = ix->text[i];
         uint64_t n = ix->len[i];
+        if (ix->bad_utf8 < 0 && !gguf_utf8_valid(s, (size_t)n))
+            ix->bad_utf8 = (int64_t)i; /* while its bytes are at hand */
         ix->poly[i] = poly(ix, s, n);
-        uint64_t h = mix(ix->poly[i], n);
-        size_t k = probe(ix, s, n, h);
-        if (ix->print[k]) {
-            if (ix->dup < 0)
-                ix->dup = (int64_t)i;
-            continue;
-        }
-        ix->print[k] = print_of(h);
-        ix->slot[k] = (uint32_t)i + 1;
     }
+    for (size_t i = 0; by_text && i < ix->n; i++)
+        insert(ix, i);
     return true;
 }
 
@@ -202,14 +227,106 @@ bool voc_split_next(struct voc_split *sp) {
     return sp->k < sp->n;
 }
 
-int64_t voc_split_left(const struct voc_split *sp) {
-    return find(sp->ix, sp->s, sp->k, mix(sp->pre, sp->k));
+/* ---- the splits of every token, in batches ---------------------------
+ * A lookup that finds its text waits on three reads in turn (the slot,
+ * the token's length and text pointer, its bytes), each a miss in a
+ * table and a vocabulary of megabytes: one at a time, two million of
+ * them were most of a 262k vocabulary's check and merges.  A batch does
+ * each step for every lookup of the batch before the next, each read
+ * asked for ahead (prefetched), so that the misses overlap. */
+
+/* One lookup of a batch: text s (n bytes), its hash, its slot. */
+struct look {
+    const uint8_t *s;
+    uint64_t n, h;
+    size_t k;
+};
+
+/* The ids of the texts of q[0..m) into id[] (-1: none), as find. */
+static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
+                       int64_t *const *id) {
+    size_t mask = ix->cap - 1;
+    for (size_t i = 0; i < m; i++) {
+        q[i].k = (size_t)q[i].h & mask;
+        __builtin_prefetch(&ix->print[q[i].k]);
+    }
+    for (size_t i = 0; i < m; i++) { /* the first slot it may be in */
+        uint8_t f = print_of(q[i].h);
+        size_t k = q[i].k;
+        while (ix->print[k] && ix->print[k] != f)
+            k = (k + 1) & mask;
+        q[i].k = k;
+        __builtin_prefetch(&ix->slot[k]);
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (!ix->print[q[i].k])
+            continue;
+        uint32_t t = ix->slot[q[i].k] - 1;
+        __builtin_prefetch(&ix->len[t]);
+        __builtin_prefetch(&ix->text[t]);
+    }
+    for (size_t i = 0; i < m; i++)
+        if (ix->print[q[i].k])
+            __builtin_prefetch(ix->text[ix->slot[q[i].k] - 1]);
+    for (size_t i = 0; i < m; i++) {
+        size_t k = q[i].k;
+        if (ix->print[k] && !same(ix, ix->slot[k] - 1, q[i].s, q[i].n))
+            k = probe(ix, q[i].s, q[i].n, q[i].h); /* another text's */
+        *id[i] = ix->print[k] ? (int64_t)ix->slot[k] - 1 : -1;
+    }
 }
 
-int64_t voc_split_right(const struct voc_split *sp) {
-    /* s[k..n)'s polynomial: the whole's less the prefix's, shifted */
+void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too) {
+    memset(w, 0, sizeof *w);
+    w->ix = ix;
+    w->first_too = first_too;
+    if (ix->n)
+        voc_split_start(&w->sp, ix, 0);
+}
+
+/* The hash of the suffix s[k..n) of sp: the whole's polynomial less the
+ * prefix's, shifted. */
+static uint64_t right_hash(const struct voc_split *sp) {
     uint64_t m = sp->n - sp->k;
     uint64_t pow = sp->n < VOC_POWS ? sp->ix->pows[m] : sp->pow;
-    return find(sp->ix, sp->s + sp->k, m,
-                mix(addmod(sp->whole, P - mulmod(sp->pre, pow)), m));
+    return mix(addmod(sp->whole, P - mulmod(sp->pre, pow)), m);
+}
+
+size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
+    struct look q[VOC_CUTS], r[VOC_CUTS];
+    int64_t *ql[VOC_CUTS], *qr[VOC_CUTS];
+    uint64_t rh[VOC_CUTS];
+    size_t m = 0, mr = 0;
+    const struct voc_index *ix = w->ix;
+    if (!ix->cap) /* no table: nothing is found */
+        return 0;
+    while (m < VOC_CUTS && w->t < ix->n) {
+        if (!voc_split_next(&w->sp)) {
+            if (++w->t < ix->n)
+                voc_split_start(&w->sp, ix, w->t);
+            continue;
+        }
+        const struct voc_split *sp = &w->sp;
+        struct voc_cut *c = &out[m];
+        c->t = w->t;
+        c->k = sp->k;
+        c->first = w->seen != w->t + 1;
+        w->seen = w->t + 1;
+        c->r = -1;
+        q[m] = (struct look){sp->s, sp->k, mix(sp->pre, sp->k), 0};
+        rh[m] = right_hash(sp);
+        ql[m] = &c->l;
+        m++;
+    }
+    find_batch(ix, q, m, ql);
+    for (size_t i = 0; i < m; i++) {
+        if (out[i].l < 0 && !(w->first_too && out[i].first))
+            continue;
+        r[mr] = (struct look){q[i].s + out[i].k, ix->len[out[i].t] - out[i].k,
+                              rh[i], 0};
+        qr[mr++] = &out[i].r;
+    }
+    find_batch(ix, r, mr, qr);
+    return m;
 }
