@@ -11,8 +11,9 @@
 
 /* Guarded by fs->text_lock (taken with fs->lock held, for reading at
  * least): the files' texts, by enum voc_file, each for its generation
- * (gfs_text_of_gen); which files are there (voc_present), for mask_gen
- * + 1 (0: not asked yet). */
+ * (gfs_text_of_gen); whether tokenizer.json is there (its bit: made, or
+ * voc_present's check when it could not be made), for mask_gen + 1 (0:
+ * not asked yet; tokdir.c present()). */
 struct gfs_tok {
     struct gfs_text *file[VOC_N_FILES];
     uint64_t gen[VOC_N_FILES];

@@ -5,9 +5,10 @@
  * tokenizer_config.json, special_tokens_map.json, README), made by vocab/
  * (vocab.h, which states their formats and rules) from the metadata as it
  * is now.  A directory lists a file while the metadata makes it (voc_has;
- * for tokenizer.json voc_present, a pass over the vocabulary, asked once
- * per edit generation); both are always there, hf/ with at least its
- * README saying why the others are absent.
+ * for tokenizer.json, whether it is made: its check is the render's
+ * by-product, asked once per edit generation, present()); both are
+ * always there, hf/ with at least its README saying why the others are
+ * absent.
  *
  * Like meta.tsv (metatsv.c) each file is made on its first stat or open
  * at an edit generation (gfs_text_of_gen: one text per fs->generation,
@@ -78,7 +79,9 @@ static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     enum voc_file f = *(const enum voc_file *)arg;
     struct gguf_error gerr = {0};
     /* Under text_lock, at the generation present() asked (the caller
-     * holds fs->lock): its mask spares tokenizer.json a second check. */
+     * holds fs->lock): once tokenizer.json was made at it (present()), a
+     * text dropped from the cache is made again without its check; 0
+     * before: the check is made with the file, one walk (vocab.h). */
     uint32_t known =
         fs->tok->mask_gen == fs->generation + 1 ? fs->tok->mask : 0;
     size_t max = gfs_texts_room();
@@ -101,25 +104,55 @@ static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     return gfs_errno(&gerr);
 }
 
+/* File f's text made (or the one made at this generation), with a
+ * reference; NULL with *err.  Caller holds fs->lock (read at least). */
+static struct gfs_text *tok_made(struct gfs *fs, enum voc_file f, int *err) {
+    pthread_mutex_lock(&fs->text_lock);
+    struct gfs_text *old = fs->tok->file[f];
+    pthread_mutex_unlock(&fs->text_lock);
+    struct gfs_text *t = gfs_text_of_gen(
+        fs, &fs->tok->file[f], &fs->tok->gen[f], tok_make, &f, 1, err);
+    /* A text made now (tens of MB for a large vocabulary) leaves its
+     * buffer and the renderer's index freed but held by the allocator's
+     * arena of this thread: handed back, so that the daemon holds the
+     * text and no more. */
+    if (t && t != old)
+        malloc_trim(0);
+    return t;
+}
+
 /* Whether file f is there now: voc_has, but for tokenizer.json, whose
- * pass over the vocabulary (voc_present) is made once per generation and
- * only when asked.  Caller holds fs->lock (read at least); takes
- * text_lock for tokenizer.json. */
+ * check (a pass over the vocabulary, which a 262k vocabulary makes in
+ * tens of milliseconds) is asked once per generation and only when
+ * asked, and is made as the by-product of making the file itself: the
+ * file made means it is there (one walk of the vocabulary for both, not
+ * voc_present's check and then the render's), NOTFOUND that it is not;
+ * only when the file cannot be made for another reason (past the texts'
+ * bound, out of memory) does voc_present's check alone decide, so that
+ * such a file is listed and its open says why.  The text made stays in
+ * its slot for the open that follows a lookup.  Caller holds fs->lock
+ * (read at least: the generation cannot change); takes text_lock. */
 static int present(struct gfs *fs, int f) {
     if (f < 0 || f >= VOC_N_FILES || !voc_has(fs->ctx, f))
         return 0;
     if (f != VOC_HF_TOKENIZER)
         return 1;
     pthread_mutex_lock(&fs->text_lock);
-    int made = fs->tok->mask_gen != fs->generation + 1;
-    if (made) {
-        fs->tok->mask = voc_present(fs->ctx);
-        fs->tok->mask_gen = fs->generation + 1;
-    }
+    int asked = fs->tok->mask_gen == fs->generation + 1;
     uint32_t m = fs->tok->mask;
     pthread_mutex_unlock(&fs->text_lock);
-    if (made)
-        malloc_trim(0); /* see tok_text */
+    if (asked)
+        return m >> f & 1;
+    int err = 0;
+    struct gfs_text *t = tok_made(fs, (enum voc_file)f, &err);
+    m = t ? 1u << f : err == ENOENT ? 0 : voc_present(fs->ctx);
+    gfs_text_put(t);
+    pthread_mutex_lock(&fs->text_lock);
+    fs->tok->mask = m;
+    fs->tok->mask_gen = fs->generation + 1;
+    pthread_mutex_unlock(&fs->text_lock);
+    if (!t)
+        malloc_trim(0); /* voc_present's index, see tok_made */
     return m >> f & 1;
 }
 
@@ -134,18 +167,7 @@ static struct gfs_text *tok_text(struct gfs *fs, enum voc_file f, int *err) {
         *err = ENOENT;
         return NULL;
     }
-    pthread_mutex_lock(&fs->text_lock);
-    struct gfs_text *old = fs->tok->file[f];
-    pthread_mutex_unlock(&fs->text_lock);
-    struct gfs_text *t = gfs_text_of_gen(
-        fs, &fs->tok->file[f], &fs->tok->gen[f], tok_make, &f, 1, err);
-    /* A text made now (tens of MB for a large vocabulary) leaves its
-     * buffer and the renderer's index freed but held by the allocator's
-     * arena of this thread: handed back, so that the daemon holds the
-     * text and no more. */
-    if (t && t != old)
-        malloc_trim(0);
-    return t;
+    return tok_made(fs, f, err);
 }
 
 static int dir_lookup(struct gfs *fs, fuse_ino_t dir, const char *name,
