@@ -1,13 +1,17 @@
 /*
  * ggufs.h - the model's core: struct gfs (one model's state; each part's
  * own sits behind its pointer, declared in the part's header), its inode
- * numbers and node kinds, open handles and rendered texts, and the
- * functions of the core's files (tree.c, fileops.c, xattr.c, ops.c).
+ * numbers and node kinds.  Open handles, rendered texts and tree.c's
+ * functions are the core's bottom's (node/node.h), a model's handlers the
+ * core's top's (ops.h).
  *
  * The FUSE layer never parses bytes: it asks the gguf library for keys,
  * values (as text) and tensor extents, and maps them onto inodes (the
  * table below).  Names say the part, whose header declares them:
- *   gfs_op_, gfs_fh_     a model's FUSE handlers and open handles (here)
+ *   gfs_op_, gfs_model_  a model's FUSE handlers (ops.h)
+ *   gfs_fh, gfs_text_, gfs_kind  open handles, texts, inodes, the row of
+ *                        a node (node/node.h)
+ *   gfs_edit_            the edit section (edits/edits.h)
  *   gfs_meta_            meta/'s edit code (meta/meta.h)
  *   gfs_edits_           where the edits go, when they are durable
  *                        (edits/edits.h)
@@ -16,8 +20,9 @@
  *   gfs_views_           f32/, npy/, index.tsv, hashes (views/views.h)
  *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_  the model's
  *                        bytes (source/source.h)
- *   gfs_store_, gfs_st_  a directory of models (session/mounts.h,
- *                        stores/storefs.h)
+ *   gfs_store_, gfs_st_  a directory of models (stores/stores.h,
+ *                        stores/storefs.h); gfs_mount_ a mount
+ *                        (session/mounts.h, its data base/mount.h)
  *   gfs_log, gfs_errno, gfs_mem_  the bottom (base/base.h); gfs_devio_
  *                        the session's kernel shim (base/devio.h)
  *   gguf_                the library (gguf/include/gguf.h), owner of
