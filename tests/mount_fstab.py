@@ -47,6 +47,7 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE, not root, no unshare/mount.fuse3).
 import hashlib
 import os
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -302,7 +303,7 @@ def main():
             raise Fail("ggml reads no general.architecture in the fixture")
         on_disk(store, arch)
         script = ("mount --make-rprivate / && mount --bind %s /usr/local/sbin && exec %s %s %s %s %s %s"
-                  % tuple(q(s) for s in (sbin, sys.executable, os.path.abspath(__file__), INNER, store, work,
+                  % tuple(shlex.quote(s) for s in (sbin, sys.executable, os.path.abspath(__file__), INNER, store, work,
                                          arch.decode())))
         p = subprocess.run(["unshare", "--mount", "--", "sh", "-c", script], timeout=400)
         if p.returncode != 0:
@@ -314,10 +315,6 @@ def main():
             except OSError:
                 pass
         shutil.rmtree(work, ignore_errors=True)
-
-
-def q(s):
-    return "'" + str(s).replace("'", "'\\''") + "'"
 
 
 if __name__ == "__main__":

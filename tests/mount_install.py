@@ -17,6 +17,7 @@
 """
 import errno
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -188,9 +189,9 @@ def main():
             raise J.Fail("the fixture %s has no string general.architecture" % gguf)
         os.makedirs(bindir, exist_ok=True)
         script = ("mount --make-rprivate / && mount --bind %s %s && exec %s %s %s %s %s %s"
-                  % (q(os.path.dirname(binary)), q(bindir), q(sys.executable),
-                     q(os.path.abspath(__file__)), INNER, q(gguf), q(work),
-                     q(arch.decode())))
+                  % (shlex.quote(os.path.dirname(binary)), shlex.quote(bindir), shlex.quote(sys.executable),
+                     shlex.quote(os.path.abspath(__file__)), INNER, shlex.quote(gguf), shlex.quote(work),
+                     shlex.quote(arch.decode())))
         p = subprocess.run(["unshare", "--mount", "--", "sh", "-c", script],
                            timeout=300)
         if p.returncode != 0:
@@ -200,10 +201,6 @@ def main():
             if J.mountinfo_entry(mp):
                 run(["umount", "-l", mp])
         shutil.rmtree(work, ignore_errors=True)
-
-
-def q(s):
-    return "'" + str(s).replace("'", "'\\''") + "'"
 
 
 if __name__ == "__main__":
