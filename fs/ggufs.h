@@ -472,6 +472,12 @@ struct gfs {
                               live_gen */
     uint64_t live_gen;
     uint64_t live_opened_gen; /* generation at the last open of the view */
+    /* The root's listing the kernel may hold (ops.c, gfs_op_opendir): a
+     * hash of what the readdirs of the root gave since the kernel last
+     * dropped it, GFS_LISTED_NONE (none yet) or GFS_LISTED_MIXED (two
+     * listings: it may hold either).  A store keeps it across a close
+     * of the model (storefs.c).  No lock: atomic. */
+    _Atomic uint64_t root_listed;
 
     /* Guarded by fh_lock.  Open handles: the kernel sends no release for
      * files still open when the mount goes away, so unmount frees them
@@ -533,6 +539,9 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st);
 int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e);
 /* How long the kernel may trust ino's attributes, seconds.  No lock. */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino);
+/* struct gfs's root_listed beside a listing's hash (ops.c). */
+#define GFS_LISTED_NONE 0
+#define GFS_LISTED_MIXED 1
 /* fileops.c: the text a read-only open of ino serves, as gfs_op_open
  * opens it (the row's open), with a reference for the caller
  * (gfs_text_put); NULL and *err for a file that is not a text (a tensor,

@@ -36,6 +36,7 @@ void gfs_st_maybe_free(struct gfs_storefs *st, size_t k) {
         free(nd->line);
         nd->path = NULL, nd->kids = NULL, nd->line = NULL;
         nd->n_kids = nd->cap_kids = 0;
+        nd->listed = GFS_LISTED_NONE;
         nd->freed = 1;
         st->free[st->n_free++] = (uint32_t)k;
         k = nd->parent; /* the directory may go with it */

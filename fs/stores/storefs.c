@@ -446,6 +446,7 @@ int gfs_st_make_room(struct gfs_storefs *st, int owner) {
         if (lru->fs->edits.commit_failed)
             continue; /* stays open: not evictable any more */
         lru->renewed = file_renewed(lru);
+        lru->listed = atomic_load(&lru->fs->root_listed);
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
@@ -553,6 +554,7 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
 int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     struct open_job j;
     int err = job_make(st, &st->nodes[k], &j), status;
+    uint64_t listed = st->nodes[k].listed;
     struct gfs *fs = NULL;
     pthread_mutex_unlock(&st->mu);
     if (err)
@@ -564,6 +566,8 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     }
     if (!err && !fs)
         err = EIO;
+    if (fs) /* before any request sees it */
+        atomic_store(&fs->root_listed, listed);
     job_free(&j);
     pthread_mutex_lock(&st->mu);
     struct node *nd = &st->nodes[k]; /* nodes may have moved */

@@ -57,6 +57,10 @@ struct node {
      * kept the old one, source/passthrough.c): the store is scanned
      * again before it opens, so that the scan names the file there now. */
     int renewed;
+    /* Its model's root_listed (struct gfs) when it closed: the listing
+     * the kernel may hold of its root, given to the model again when it
+     * opens (ops.c compares it with the listing then). */
+    uint64_t listed;
     char *line; /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
