@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""mount_listcache: what the kernel keeps of a read-write store's model
+listings (issue 35) never shows an edit late, through a real FUSE mount of
+a folder store laid out by tests/mkstore.
+
+The kernel keeps, on a read-write store: the attributes of a model's meta/,
+tokenizer/ and hf/ (which no edit changes), of meta.tsv (told at each edit:
+the edit section's end), and the listing of a model's root (while it is what
+the daemon would list).  Checked, each after the kernel has cached what it
+may (every name stat'ed and listed twice):
+  1. an edit of a meta/ key, a new key (a file created in meta/ with a value),
+     a FILE created and one unlinked: at once, stat and find -ls show meta.tsv's
+     new size, equal to the bytes it reads (direct I/O, never the kernel's
+     size); the key's size is its value's; the live view's size is the
+     model's file's after the commit at unmount; meta/'s listing has the new
+     names, not the unlinked one;
+  2. the root's listing (readdir's d_ino) names the live view's inode as
+     lstat does, after each edit (a version moves the view to a new inode)
+     and after the model is closed and opened again (-o max_models=1) past
+     a commit;
+  3. a second find -maxdepth 2 -ls of the unedited store sends no
+     READDIRPLUS of a model's root and no GETATTR of its meta.tsv, meta/,
+     tokenizer/ or hf/ (the daemon's -d log): the caches are on.
+Exit 0 pass, 1 fail, 77 skip (no FUSE).
+"""
+
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import judge as J  # noqa: E402
+import mount_stores as S  # noqa: E402
+import mount_storelist as L  # noqa: E402
+
+Fail = J.Fail
+
+
+def cache_all(mnt):
+    """Lists and stats everything find -maxdepth 2 -ls reaches, twice, so
+    that the kernel holds what it may."""
+    for _ in range(2):
+        L.find_ls(mnt)
+        for top in os.scandir(mnt):
+            if top.is_dir(follow_symlinks=False):
+                for e in os.scandir(top.path):
+                    os.lstat(e.path)
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def check_tsv(mnt, name, what):
+    """meta.tsv's size as stat and find -ls give it (asked first) is the
+    length of its text (read by direct I/O: the daemon's)."""
+    p = os.path.join(mnt, name, "meta.tsv")
+    size = os.stat(p).st_size
+    found = subprocess.run(["find", os.path.join(mnt, name), "-maxdepth", "1", "-name", "meta.tsv",
+                            "-printf", "%s"], stdout=subprocess.PIPE, timeout=60).stdout.decode()
+    text = read_all(p)
+    if size != len(text) or found != str(len(text)):
+        raise Fail("%s: meta.tsv of %s is %d bytes, stat says %d, find says %s: the kernel kept a "
+                   "stale size" % (what, name, len(text), size, found))
+    return text
+
+
+def check_inode(mnt, name, what):
+    """The root's listing names the live view's inode as lstat does."""
+    d = os.path.join(mnt, name)
+    listed = {e.name: e.inode() for e in os.scandir(d)}
+    live = name + ".gguf"
+    if live not in listed:
+        raise Fail("%s: %s's listing has no %s: %s" % (what, name, live, sorted(listed)))
+    st = os.lstat(os.path.join(d, live)).st_ino
+    if listed[live] != st:
+        raise Fail("%s: %s's listing names the live view's inode %d, lstat says %d: the kernel kept "
+                   "a stale listing of the model's root" % (what, name, listed[live], st))
+
+
+def put(mnt, name, rel, value):
+    with open(os.path.join(mnt, name, "meta", rel), "w") as f:
+        f.write(value)
+
+
+def check_edits(tmp):
+    store = os.path.join(tmp, "edits")
+    names = L.bench_store(store, 2)
+    mnt = os.path.join(tmp, "mnt")
+    a = names[0]
+    with S.Fg(store, mnt):
+        cache_all(mnt)
+        before = check_tsv(mnt, a, "unedited")
+        check_inode(mnt, a, "unedited")
+        steps = (("general.name set 3000 bytes longer", "general.name", "n" * 3000 + "\n"),
+                 ("a new key created", "test.note", "a note\n"),
+                 ("general.name set short", "general.name", "x\n"))
+        for what, key, value in steps:
+            cache_all(mnt)
+            put(mnt, a, key, value)
+            text = check_tsv(mnt, a, what)
+            if text == before:
+                raise Fail("%s: meta.tsv of %s did not change" % (what, a))
+            before = text
+            ksize = os.stat(os.path.join(mnt, a, "meta", key)).st_size
+            if ksize != len(read_all(os.path.join(mnt, a, "meta", key))):
+                raise Fail("%s: meta/%s's size %d is not its text's" % (what, key, ksize))
+            check_inode(mnt, a, what)
+        cache_all(mnt)
+        with open(os.path.join(mnt, a, "meta", "notes.bak"), "w") as f:
+            f.write("a file, not a key\n")
+        if "notes.bak" not in os.listdir(os.path.join(mnt, a, "meta")):
+            raise Fail("a FILE (a backup name) created in meta/ is not listed at once")
+        os.unlink(os.path.join(mnt, a, "meta", "test.note"))
+        if "test.note" in os.listdir(os.path.join(mnt, a, "meta")):
+            raise Fail("an unlinked key is still listed in meta/")
+        check_tsv(mnt, a, "a key unlinked")
+        check_inode(mnt, a, "a key unlinked")
+        live = os.stat(os.path.join(mnt, a, a + ".gguf")).st_size
+    disk = os.path.getsize(os.path.join(store, a + ".gguf"))
+    if live != disk:
+        raise Fail("the live view showed %d bytes after the edits; the model committed at unmount is "
+                   "%d" % (live, disk))
+    J.log("ok   a read-write store's cached attributes and listings show each edit at once "
+          "(meta.tsv, meta/, the live view and its inode in the listing)")
+
+
+def check_reopen(tmp):
+    """A model closed and opened again (-o max_models=1): the listing the
+    kernel kept from before its commit is not kept."""
+    store = os.path.join(tmp, "reopen")
+    names = L.bench_store(store, 2)
+    mnt = os.path.join(tmp, "mnt")
+    a, b = names
+    with S.Fg(store, mnt, ["-o", "max_models=1"]):
+        cache_all(mnt)
+        os.listdir(os.path.join(mnt, a))
+        check_inode(mnt, a, "unedited")
+        put(mnt, a, "general.name", "edited before the commit\n")
+        check_inode(mnt, a, "edited")
+        fd = os.open(os.path.join(mnt, a, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)  # commits: the model may close
+        finally:
+            os.close(fd)
+        os.listdir(os.path.join(mnt, b))  # closes a
+        check_inode(mnt, a, "opened again after its commit")
+        check_tsv(mnt, a, "opened again after its commit")
+    J.log("ok   a model opened again lists its live view's inode as lstat does")
+
+
+def check_counts(tmp):
+    store = os.path.join(tmp, "counts")
+    names = L.bench_store(store, 20)
+    mnt = os.path.join(tmp, "mnt")
+    with S.Fg(store, mnt, ["-d"]) as fg:
+        L.find_ls(mnt)
+        mark = len(fg.log())
+        L.find_ls(mnt)
+        log = fg.log()[mark:]
+    plus = log.count("opcode: READDIRPLUS")
+    attrs = log.count("opcode: GETATTR")
+    if plus > 4 or attrs > 4:
+        raise Fail("a second find -maxdepth 2 -ls of %d models sent %d READDIRPLUS and %d GETATTR "
+                   "(the models' listings or attributes not kept)" % (len(names), plus, attrs))
+    J.log("ok   a second find of %d models: %d READDIRPLUS, %d GETATTR" % (len(names), plus, attrs))
+
+
+def run():
+    J.require_fuse()
+    with J.store_scratch("ggufs-listcache-") as (tmp, mnt):
+        with J.Watchdog(mnt, 280, "listcache"):  # LISTCACHE_ONLY=check_edits: that one alone
+            for fn in J.chosen("LISTCACHE_ONLY", (check_edits, check_reopen, check_counts)):
+                fn(tmp)
+
+
+if __name__ == "__main__":
+    J.main(run)
