@@ -96,8 +96,9 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
  * it.  Two different listings given meanwhile (readdirs racing an edit)
  * drop it at the next OPENDIR. */
 
-/* FNV-1a over the root's entries (names, inodes, types): never
- * GFS_LISTED_NONE or _MIXED.  Caller holds fs->lock (read). */
+/* FNV-1a over the root's entries (names, inodes, types), never
+ * GFS_LISTED_MIXED; GFS_LISTED_NONE if out of memory (matches nothing).
+ * Caller holds fs->lock (read). */
 static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
     struct gguf_buf name = {0};
     struct gfs_dir_pos pos = {0};
@@ -108,12 +109,14 @@ static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
         mode_t mode = 0;
         int r = row->dirent(fs, GFS_INO_ROOT, k, &pos, &name, &child, &mode);
         if (r < 0) {
-            h = GFS_LISTED_NONE; /* out of memory: never kept */
-            break;
+            gguf_buf_free(&name);
+            return GFS_LISTED_NONE; /* out of memory: never kept */
         }
+        if (r == 0)
+            continue; /* not listed */
         uint64_t v[2] = {child, mode};
-        const unsigned char *p[2] = {r ? name.p : NULL, (void *)v};
-        size_t len[2] = {r ? name.len : 0, sizeof v};
+        const unsigned char *p[2] = {name.p, (void *)v};
+        size_t len[2] = {name.len, sizeof v};
         for (int f = 0; f < 2; f++)
             for (size_t i = 0; i < len[f]; i++)
                 h = (h ^ p[f][i]) * 0x100000001b3ULL;
@@ -126,7 +129,9 @@ static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
  * read). */
 static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
     uint64_t h = root_hash(fs, row), was = GFS_LISTED_NONE;
-    if (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) && was != h)
+    if (h == GFS_LISTED_NONE ||
+        (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) &&
+         was != h))
         atomic_store(&fs->root_listed, GFS_LISTED_MIXED);
 }
 
@@ -135,7 +140,7 @@ static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
  * anew.  Caller holds fs->lock (read). */
 static int root_kept(struct gfs *fs, const struct gfs_kind_ops *row) {
     uint64_t h = root_hash(fs, row);
-    if (atomic_load(&fs->root_listed) == h)
+    if (h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h)
         return 1;
     atomic_store(&fs->root_listed, GFS_LISTED_NONE);
     return 0;
