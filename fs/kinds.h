@@ -52,8 +52,9 @@ struct gfs_kind_ops {
      * ino_hi) is told to the kernel at the end of each edit generation
      * (the edit section's end, gfs_kinds_edited), so it is cached as any
      * other's.  A directory whose attributes do not follow the edits
-     * (its listing may) has neither.  moves: its name moves to a new inode (the live
-     * view's versions): entries never cached on a writable mount.
+     * (its listing may) has neither.  moves: its name moves to a new
+     * inode (the live view's versions): entries never cached on a
+     * writable mount.
      * editable: a file tools edit in place (meta/'s): on a writable mount
      * a mode change, or a chown to the mounting user, succeeds and is
      * ignored.  commits: fsync of this directory commits every pending
