@@ -880,6 +880,16 @@ void gfs_op_fsync(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, int datasync,
                   struct fuse_file_info *fi);
 /* At unmount: edits still pending are committed (ops.c). */
 void gfs_model_destroy(struct gfs *fs);
+/* Whether what the kernel may hold of fs's root is what a fresh open of
+ * the same file lists and shows (ops.c; a store asks before it closes
+ * fs, and answers the root's OPENDIR and its live view's LOOKUP itself
+ * while fs stays closed): writable, no edit applied since the open, none
+ * pending, no overlay, the kernel's listing of the root the one it gives
+ * now (root_listed), the live view a file at its first inode.  Then *e
+ * is the live view's entry (the kernel's numbers) and *name its name
+ * (fs's: copy it).  Takes fs->lock (read). */
+int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
+                         const char **name);
 /* fsync of the model's root or meta/: every edit committed now, the
  * report in fs->commit_msg; 0 or errno.  Takes fs->lock (write). */
 int gfs_model_commit(struct gfs *fs);

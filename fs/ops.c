@@ -135,15 +135,38 @@ static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
         atomic_store(&fs->root_listed, GFS_LISTED_MIXED);
 }
 
+/* Whether what the kernel may hold of the root's listing is what the
+ * root lists now.  Caller holds fs->lock (read). */
+static int root_held(struct gfs *fs, const struct gfs_kind_ops *row) {
+    uint64_t h = root_hash(fs, row);
+    return h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h;
+}
+
 /* Whether the kernel may keep what it holds of the root's listing; when
  * not, it drops it at this open and what the readdirs give is recorded
  * anew.  Caller holds fs->lock (read). */
 static int root_kept(struct gfs *fs, const struct gfs_kind_ops *row) {
-    uint64_t h = root_hash(fs, row);
-    if (h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h)
+    if (root_held(fs, row))
         return 1;
     atomic_store(&fs->root_listed, GFS_LISTED_NONE);
     return 0;
+}
+
+int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
+                         const char **name) {
+    const struct gfs_kind_ops *root = gfs_kind_row(fs, GFS_ROOT);
+    const struct gfs_kind_ops *live = gfs_kind_row(fs, GFS_LIVE);
+    fuse_ino_t ino = 0;
+    int fresh = 0;
+    pthread_rwlock_rdlock(&fs->lock);
+    if (!fs->readonly && root && live && live->root_entry &&
+        fs->generation == 0 && !fs->edits.overlay &&
+        !gfs_edits_uncommitted(fs) && root_held(fs, root) &&
+        (*name = live->root_entry(fs, &ino)) && ino == GFS_INO_LIVE &&
+        gfs_fill_entry(fs, ino, e) == 0)
+        fresh = S_ISREG(e->attr.st_mode);
+    pthread_rwlock_unlock(&fs->lock);
+    return fresh;
 }
 
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,

@@ -25,6 +25,7 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE).
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -168,11 +169,94 @@ def check_counts(tmp):
     J.log("ok   a second find of %d models: %d READDIRPLUS, %d GETATTR" % (len(names), plus, attrs))
 
 
+def check_closed(tmp):
+    """Past -o max_models (4 of 12), a second find of the read-write store
+    opens no model (the store answers a closed unedited model's OPENDIR and
+    its live view's LOOKUP) and lists the same; a model edited, committed
+    and closed is opened again and shows its new size; a model whose file
+    the store replaces shows the new file within 1.5 s."""
+    store = os.path.join(tmp, "closed")
+    names = L.bench_store(store, 12)
+    mnt = os.path.join(tmp, "mnt")
+    with S.Fg(store, mnt, ["-o", "max_models=4"]) as fg:
+        first = L.find_ls(mnt)
+        L.find_ls(mnt)
+        again = {}
+        if shutil.which("strace"):
+            n = L.daemon_openats(fg.pid, lambda: again.update(L.find_ls(mnt)), tmp)
+            if n > 2:
+                raise Fail("a second find of %d models (-o max_models=4), read-write, made the daemon "
+                           "open %d files: the closed models opened again" % (len(names), n))
+        else:
+            again = L.find_ls(mnt)
+        if again != first:
+            raise Fail("a second find of the read-write store lists otherwise")
+        a, b = names[0], names[1]
+        size = os.stat(os.path.join(mnt, a, a + ".gguf")).st_size
+        put(mnt, a, "general.name", "m" * 8000 + "\n")
+        fd = os.open(os.path.join(mnt, a, "meta"), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for _ in range(2):
+            L.find_ls(mnt)  # a closes, edited and committed
+        grown = os.stat(os.path.join(mnt, a, a + ".gguf")).st_size
+        disk = os.path.getsize(os.path.join(store, a + ".gguf"))
+        if grown != disk or grown <= size:
+            raise Fail("a model edited, committed and closed: its live view shows %d bytes, the file "
+                       "holds %d (%d before the edit)" % (grown, disk, size))
+        check_inode(mnt, a, "edited, committed, closed")
+        part = os.path.join(tmp, "replace.gguf")
+        shutil.copyfile(os.path.join(store, a + ".gguf"), part)
+        os.rename(part, os.path.join(store, b + ".gguf"))
+        S.wait_for(lambda: os.stat(os.path.join(mnt, b, b + ".gguf")).st_size == disk,
+                   "a closed model's file replaced in the store (its live view's size)")
+    J.log("ok   past max_models a read-write store's second find opens no model; edits and a "
+          "replaced file show")
+
+
+def check_closed_user(tmp):
+    """Another user is refused a closed fresh model's directory and live
+    view the owner listed (the store's own answers ask as the model's)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        J.log("skip another user's refusal (not root, or no setpriv)")
+        return
+    made = L.bench_store(os.path.join(tmp, "made"), 1)
+    store = os.path.join(tmp, "users")
+    os.makedirs(store)
+    os.chmod(tmp, 0o755)
+    os.chmod(store, 0o755)
+    for name, mode in (("public", 0o644), ("private", 0o600), ("other", 0o644)):
+        dst = os.path.join(store, name + ".gguf")
+        shutil.copyfile(os.path.join(tmp, "made", made[0] + ".gguf"), dst)
+        os.chown(dst, 1000, 1000)
+        os.chmod(dst, mode)
+    mnt = os.path.join(tmp, "mnt")
+    with S.Fg(store, mnt, ["-o", "allow_other,max_models=1"]):
+        for _ in range(2):
+            L.find_ls(mnt)
+        os.listdir(os.path.join(mnt, "other"))  # private closes
+        for cmd in (["ls", os.path.join(mnt, "private")],
+                    ["stat", os.path.join(mnt, "private", "private.gguf")]):
+            p = subprocess.run(L.NOBODY + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=30)
+            if p.returncode == 0 or "Permission denied" not in p.stderr.decode(errors="replace"):
+                raise Fail("nobody ran %s on a closed 0600 model of a read-write store after root "
+                           "listed it: %r %r" % (cmd[0], p.stdout[:80], p.stderr[:120]))
+        p = subprocess.run(L.NOBODY + ["stat", os.path.join(mnt, "public", "public.gguf")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        if p.returncode != 0:
+            raise Fail("nobody could not stat a 0644 model's live view: %r" % p.stderr[:120])
+    J.log("ok   another user is refused a closed private model of a read-write store")
+
+
 def run():
     J.require_fuse()
     with J.store_scratch("ggufs-listcache-") as (tmp, mnt):
         with J.Watchdog(mnt, 280, "listcache"):  # LISTCACHE_ONLY=check_edits: that one alone
-            for fn in J.chosen("LISTCACHE_ONLY", (check_edits, check_reopen, check_counts)):
+            for fn in J.chosen("LISTCACHE_ONLY", (check_edits, check_reopen, check_counts, check_closed,
+                                                    check_closed_user)):
                 fn(tmp)
 
 

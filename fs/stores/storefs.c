@@ -290,6 +290,7 @@ static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
         if (was)
             was[k] = (unsigned char)st->nodes[k].present;
         st->nodes[k].present = 0;
+        st->nodes[k].fresh = 0; /* a name or a file may have changed */
         st->nodes[k].cm = NULL;
         st->nodes[k].alias = -1; /* the present ones' marked again */
     }
@@ -408,6 +409,18 @@ static int file_renewed(const struct node *nd) {
            (nd->fs->st.st_dev != f->dev || nd->fs->st.st_ino != f->ino);
 }
 
+/* Whether closing nd's model leaves the kernel's view of its root what
+ * a fresh open would give (nd->fresh; its live view's entry kept).
+ * Caller holds st->mu; the model is not in use. */
+static void keep_fresh(struct node *nd) {
+    const char *name = NULL;
+    free(nd->live_name);
+    nd->live_name = NULL;
+    nd->fresh = !nd->renewed &&
+                gfs_model_fresh_view(nd->fs, &nd->live_e, &name) &&
+                (nd->live_name = strdup(name)) != NULL;
+}
+
 /* Room for one more open model: the least recently used one that nothing
  * holds is closed when max_open are open, its edits committed first as an
  * unmount commits them (a model whose commit fails stays open, its edits
@@ -447,6 +460,7 @@ int gfs_st_make_room(struct gfs_storefs *st, int owner) {
             continue; /* stays open: not evictable any more */
         lru->renewed = file_renewed(lru);
         lru->listed = atomic_load(&lru->fs->root_listed);
+        keep_fresh(lru);
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
@@ -572,6 +586,7 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     pthread_mutex_lock(&st->mu);
     struct node *nd = &st->nodes[k]; /* nodes may have moved */
     nd->fs = fs;
+    nd->fresh = 0; /* the model answers for itself */
     if (fs) {
         st->n_open++;
         aliases_give(st, k);
@@ -857,6 +872,7 @@ void gfs_store_close(struct gfs_storefs *st) {
         free(nd->path);
         free(nd->kids);
         free(nd->line);
+        free(nd->live_name);
     }
     free(st->nodes);
     free(st->free);

@@ -61,6 +61,13 @@ struct node {
      * the kernel may hold of its root, given to the model again when it
      * opens (ops.c compares it with the listing then). */
     uint64_t listed;
+    /* Closed with what the kernel may hold of its root what a fresh open
+     * would give (gfs_model_fresh_view), while no scan has run since:
+     * the store answers its root's OPENDIR and its live view's LOOKUP
+     * (live_e, named live_name) without opening it (storeops.c). */
+    int fresh;
+    struct fuse_entry_param live_e;
+    char *live_name;
     char *line; /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
