@@ -24,6 +24,7 @@ may (every name stat'ed and listed twice):
 Exit 0 pass, 1 fail, 77 skip (no FUSE).
 """
 
+import errno
 import os
 import shutil
 import subprocess
@@ -79,6 +80,16 @@ def check_inode(mnt, name, what):
     if listed[live] != st:
         raise Fail("%s: %s's listing names the live view's inode %d, lstat says %d: the kernel kept "
                    "a stale listing of the model's root" % (what, name, listed[live], st))
+
+
+def live_size(mnt, name):
+    """The live view's size; None while opening the model fails (EIO)."""
+    try:
+        return os.stat(os.path.join(mnt, name, name + ".gguf")).st_size
+    except OSError as e:
+        if e.errno != errno.EIO:
+            raise
+        return None
 
 
 def put(mnt, name, rel, value):
@@ -174,7 +185,8 @@ def check_closed(tmp):
     opens no model (the store answers a closed unedited model's OPENDIR and
     its live view's LOOKUP) and lists the same; a model edited, committed
     and closed is opened again and shows its new size; a model whose file
-    the store replaces shows the new file within 1.5 s."""
+    the store replaces shows the new file within 1.5 s, one rewritten in
+    place at once."""
     store = os.path.join(tmp, "closed")
     names = L.bench_store(store, 12)
     mnt = os.path.join(tmp, "mnt")
@@ -210,10 +222,26 @@ def check_closed(tmp):
         part = os.path.join(tmp, "replace.gguf")
         shutil.copyfile(os.path.join(store, a + ".gguf"), part)
         os.rename(part, os.path.join(store, b + ".gguf"))
-        S.wait_for(lambda: os.stat(os.path.join(mnt, b, b + ".gguf")).st_size == disk,
-                   "a closed model's file replaced in the store (its live view's size)")
-    J.log("ok   past max_models a read-write store's second find opens no model; edits and a "
-          "replaced file show")
+        # Until the store's scan sees the new file, opening the model
+        # fails (EIO, the file is not the one listed): as on a store
+        # whose models never close.
+        S.wait_for(lambda: live_size(mnt, b) == disk,
+                   "a closed model's file replaced in the store (its live view's size)", 2.5)
+        # A file rewritten in place (curl -o, cp onto it): the same inode,
+        # the store's folder unchanged; shown at once all the same.
+        c = names[2]
+        for _ in range(2):
+            L.find_ls(mnt)  # c closed, fresh
+        with open(os.path.join(store, a + ".gguf"), "rb") as src, \
+                open(os.path.join(store, c + ".gguf"), "r+b") as dst:
+            dst.write(src.read())
+            dst.truncate()
+        got = os.stat(os.path.join(mnt, c, c + ".gguf")).st_size
+        if got != disk:
+            raise Fail("a closed model's file rewritten in place (%d bytes): its live view shows %d"
+                       % (disk, got))
+    J.log("ok   past max_models a read-write store's second find opens no model; edits, a "
+          "replaced file and one rewritten in place show")
 
 
 def check_closed_user(tmp):

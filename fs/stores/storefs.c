@@ -419,6 +419,7 @@ static void keep_fresh(struct node *nd) {
     nd->fresh = !nd->renewed &&
                 gfs_model_fresh_view(nd->fs, &nd->live_e, &name) &&
                 (nd->live_name = strdup(name)) != NULL;
+    nd->file_st = nd->fs->st; /* a commit refreshed it */
 }
 
 /* Room for one more open model: the least recently used one that nothing

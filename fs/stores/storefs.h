@@ -68,7 +68,8 @@ struct node {
     int fresh;
     struct fuse_entry_param live_e;
     char *live_name;
-    char *line; /* its models.tsv line, once made */
+    struct stat file_st; /* its first file as the model had it open */
+    char *line;          /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
     dev_t line_dev;

@@ -382,13 +382,45 @@ static int answers_closed(const struct gfs_storefs *st, size_t k) {
            (st->o.readonly || nd->fresh);
 }
 
+/* Whether closed fresh model k's first file is still the one the model
+ * had open (a file rewritten in place leaves the store's scan as it
+ * was): its stat against the model's at its close; the node is fresh no
+ * more if not.  Caller holds st->mu, let go while the file is stat'ed
+ * (no open: a FIFO or a hostile name costs nothing but the answer). */
+static int same_file(struct gfs_storefs *st, size_t k) {
+    struct node *nd = &st->nodes[k];
+    struct stat was = nd->file_st, now;
+    uint32_t gen = nd->gen;
+    char *path =
+        st->dirfd >= 0 && nd->cm ? strdup(nd->cm->files[0].path) : NULL;
+    if (!path)
+        return 0;
+    pthread_mutex_unlock(&st->mu);
+    int same = fstatat(st->dirfd, path, &now, 0) == 0 &&
+               now.st_dev == was.st_dev && now.st_ino == was.st_ino &&
+               now.st_size == was.st_size &&
+               now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
+               now.st_mtim.tv_nsec == was.st_mtim.tv_nsec &&
+               now.st_ctim.tv_sec == was.st_ctim.tv_sec &&
+               now.st_ctim.tv_nsec == was.st_ctim.tv_nsec;
+    free(path);
+    pthread_mutex_lock(&st->mu);
+    nd = &st->nodes[k];
+    if (!same && !nd->freed && nd->gen == gen)
+        nd->fresh = 0;
+    return same;
+}
+
 /* The user's check of closed model k (as gfs_store_route asks) for the
- * store to answer for its root: 0; an errno to reply; or -1: the model
- * opened meanwhile (or went), it answers.  Caller holds st->mu, which
- * is let go meanwhile. */
+ * store to answer for its root (a writable store's: its file unchanged
+ * too): 0; an errno to reply; or -1: the model opened meanwhile (or
+ * went, or changed), it answers.  Caller holds st->mu, which is let go
+ * meanwhile. */
 static int closed_check(struct gfs_storefs *st, fuse_req_t req, size_t k) {
     uint32_t gen = st->nodes[k].gen;
     int err = gfs_st_may_read(st, req, k);
+    if (!err && !st->o.readonly && !same_file(st, k))
+        return -1;
     const struct node *nd = &st->nodes[k]; /* st->mu was let go */
     if (!err && (nd->freed || nd->gen != gen))
         return ENOENT;
