@@ -222,9 +222,9 @@ def check_closed(tmp):
         part = os.path.join(tmp, "replace.gguf")
         shutil.copyfile(os.path.join(store, a + ".gguf"), part)
         os.rename(part, os.path.join(store, b + ".gguf"))
-        # Until the store's scan sees the new file, opening the model
-        # fails (EIO, the file is not the one listed): as on a store
-        # whose models never close.
+        # Until the store's scan sees the new file, opening the closed
+        # model fails (EIO: the file is not the one listed), as it did
+        # before the store answered for closed models.
         S.wait_for(lambda: live_size(mnt, b) == disk,
                    "a closed model's file replaced in the store (its live view's size)", 2.5)
         # A file rewritten in place (curl -o, cp onto it): the same inode,
