@@ -158,6 +158,10 @@ int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
     const struct gfs_kind_ops *live = gfs_kind_row(fs, GFS_LIVE);
     fuse_ino_t ino = 0;
     int fresh = 0;
+    /* A root never listed: nothing held, and its view's header may not
+     * be made yet (root_held would make it). */
+    if (atomic_load(&fs->root_listed) <= GFS_LISTED_MIXED)
+        return 0;
     pthread_rwlock_rdlock(&fs->lock);
     if (!fs->readonly && root && live && live->root_entry &&
         fs->generation == 0 && !fs->edits.overlay &&
