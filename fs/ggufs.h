@@ -237,6 +237,12 @@ struct gfs {
     /* Read-only mounts: set once an open finds the GGUF changed since the
      * mount (fileops.c, file_changed); every open and read fails then. */
     atomic_int changed;
+    /* The root's listing the kernel may hold (ops.c, gfs_op_opendir): a
+     * hash of what the readdirs of the root gave since the kernel last
+     * dropped it, GFS_LISTED_NONE (none yet) or GFS_LISTED_MIXED (two
+     * listings: it may hold either; ops.h).  A store keeps it across a
+     * close of the model (storefs.c).  No lock: atomic. */
+    _Atomic uint64_t root_listed;
 
     /* Guarded by lock: held for reading to look, for writing to change
      * (edits, commits: only in an edit section, edits/edits.h).  It

@@ -48,16 +48,21 @@ struct gfs_kind_ops {
     /* Whether it exists in this mount (NULL: always).  No lock. */
     int (*present)(const struct gfs *fs);
     /* Flags.  changes: its attributes follow the edits: never cached on a
-     * writable mount.  moves: its name moves to a new inode (the live
-     * view's versions): entries never cached on a writable mount.
+     * writable mount, unless told: each of its inodes (a few: ino_lo to
+     * ino_hi) is told to the kernel at the end of each edit generation
+     * (the edit section's end, gfs_kinds_edited), so it is cached as any
+     * other's.  A directory whose attributes do not follow the edits
+     * (its listing may) has neither.  moves: its name moves to a new
+     * inode (the live view's versions): entries never cached on a
+     * writable mount.
      * editable: a file tools edit in place (meta/'s): on a writable mount
      * a mode change, or a chown to the mounting user, succeeds and is
      * ignored.  commits: fsync of this directory commits every pending
      * edit.  open_writes: an open that may write holds fs->lock for
      * writing.  owner_writes: only the mount's owner or root may open it
      * for writing (gfs_may_commit; others EACCES). */
-    unsigned changes : 1, moves : 1, editable : 1, commits : 1, open_writes : 1,
-        owner_writes : 1;
+    unsigned changes : 1, told : 1, moves : 1, editable : 1, commits : 1,
+        open_writes : 1, owner_writes : 1;
     /* Attributes: the core has filled inode, owner, times and st_blksize.
      * 0 or an errno. */
     int (*stat)(struct gfs *fs, fuse_ino_t ino, struct stat *st);

@@ -85,6 +85,98 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_attr(req, &st, gfs_attr_timeout(fs, ino));
 }
 
+/* ---- the root's listing kept by the kernel ---------------------------
+ * A read-only model's listings never change: the kernel keeps them
+ * (FOPEN_CACHE_DIR and keep_cache).  A writable model's root lists the
+ * same names, but the live view's entry moves to a new inode with each
+ * version of it (passthrough.c) and may turn into a link (viewlink.c),
+ * and a store's model lists its aliases' names, which a scan changes.
+ * So the kernel is let keep the root's listing (find -maxdepth 2 -ls of
+ * a store: no READDIRPLUS a model) only while it is what the root's
+ * readdir gives now: at each OPENDIR (which the kernel always sends,
+ * FUSE_NO_OPENDIR_SUPPORT is not taken: the store's permission check is
+ * there) the listing's hash is compared with the hash of what the
+ * readdirs gave since the kernel last dropped it; keep_cache unset drops
+ * it.  Two different listings given meanwhile (readdirs racing an edit)
+ * drop it at the next OPENDIR. */
+
+/* FNV-1a over the root's entries (names, inodes, types), never
+ * GFS_LISTED_MIXED; GFS_LISTED_NONE if out of memory (matches nothing).
+ * Caller holds fs->lock (read). */
+static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
+    struct gguf_buf name = {0};
+    struct gfs_dir_pos pos = {0};
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int64_t n = row->n_entries(fs, GFS_INO_ROOT);
+    for (int64_t k = 0; k < n; k++) {
+        fuse_ino_t child = 0;
+        mode_t mode = 0;
+        int r = row->dirent(fs, GFS_INO_ROOT, k, &pos, &name, &child, &mode);
+        if (r < 0) {
+            gguf_buf_free(&name);
+            return GFS_LISTED_NONE; /* out of memory: never kept */
+        }
+        if (r == 0)
+            continue; /* not listed */
+        uint64_t v[2] = {child, mode};
+        const unsigned char *p[2] = {name.p, (void *)v};
+        size_t len[2] = {name.len, sizeof v};
+        for (int f = 0; f < 2; f++)
+            for (size_t i = 0; i < len[f]; i++)
+                h = (h ^ p[f][i]) * 0x100000001b3ULL;
+    }
+    gguf_buf_free(&name);
+    return h <= GFS_LISTED_MIXED ? h + 2 : h;
+}
+
+/* A complete listing of the root given: recorded (caller holds fs->lock,
+ * read). */
+static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
+    uint64_t h = root_hash(fs, row), was = GFS_LISTED_NONE;
+    if (h == GFS_LISTED_NONE ||
+        (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) &&
+         was != h))
+        atomic_store(&fs->root_listed, GFS_LISTED_MIXED);
+}
+
+/* Whether what the kernel may hold of the root's listing is what the
+ * root lists now.  Caller holds fs->lock (read). */
+static int root_held(struct gfs *fs, const struct gfs_kind_ops *row) {
+    uint64_t h = root_hash(fs, row);
+    return h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h;
+}
+
+/* Whether the kernel may keep what it holds of the root's listing; when
+ * not, it drops it at this open and what the readdirs give is recorded
+ * anew.  Caller holds fs->lock (read). */
+static int root_kept(struct gfs *fs, const struct gfs_kind_ops *row) {
+    if (root_held(fs, row))
+        return 1;
+    atomic_store(&fs->root_listed, GFS_LISTED_NONE);
+    return 0;
+}
+
+int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
+                         const char **name) {
+    const struct gfs_kind_ops *root = gfs_kind_row(fs, GFS_ROOT);
+    const struct gfs_kind_ops *live = gfs_kind_row(fs, GFS_LIVE);
+    fuse_ino_t ino = 0;
+    int fresh = 0;
+    /* A root never listed: nothing held, and its view's header may not
+     * be made yet (root_held would make it). */
+    if (atomic_load(&fs->root_listed) <= GFS_LISTED_MIXED)
+        return 0;
+    pthread_rwlock_rdlock(&fs->lock);
+    if (!fs->readonly && root && live && live->root_entry &&
+        fs->generation == 0 && !fs->edits.overlay &&
+        !gfs_edits_uncommitted(fs) && root_held(fs, root) &&
+        (*name = live->root_entry(fs, &ino)) && ino == GFS_INO_LIVE &&
+        gfs_fill_entry(fs, ino, e) == 0)
+        fresh = S_ISREG(e->attr.st_mode);
+    pthread_rwlock_unlock(&fs->lock);
+    return fresh;
+}
+
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
     const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
@@ -92,9 +184,15 @@ void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_err(req, ENOENT);
     } else if (!row->lookup) {
         fuse_reply_err(req, ENOTDIR);
-    } else {
+    } else if (fs->readonly || ino != GFS_INO_ROOT) {
         fi->cache_readdir = fs->readonly;
         fi->keep_cache = fs->readonly;
+        fuse_reply_open(req, fi);
+    } else {
+        pthread_rwlock_rdlock(&fs->lock);
+        fi->keep_cache = root_kept(fs, row);
+        pthread_rwlock_unlock(&fs->lock);
+        fi->cache_readdir = 1;
         fuse_reply_open(req, fi);
     }
 }
@@ -123,7 +221,7 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
     struct gguf_buf out = {0}, name = {0};
     const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     struct gfs_dir_pos pos = {0};
-    int err = 0;
+    int err = 0, whole = 1;
 
     pthread_rwlock_rdlock(&fs->lock);
     if (!row || !row->dirent) {
@@ -157,9 +255,13 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                             k + 1,
                             !plus   ? NULL
                             : k < 2 ? GFS_DIRENT_PLUS_NONE
-                                    : plus_entry(fs, child, mode, &e)))
+                                    : plus_entry(fs, child, mode, &e))) {
+            whole = 0;
             break;
+        }
     }
+    if (whole && off == 0 && ino == GFS_INO_ROOT && !fs->readonly)
+        root_given(fs, row); /* the whole listing in one reply */
 out:
     pthread_rwlock_unlock(&fs->lock);
     if (err)

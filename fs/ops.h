@@ -10,6 +10,10 @@
 
 #include "node/node.h"
 
+/* struct gfs's root_listed beside a listing's hash (ops.c). */
+#define GFS_LISTED_NONE 0
+#define GFS_LISTED_MIXED 1
+
 /* fileops.c: the text a read-only open of ino serves, as gfs_op_open
  * opens it (the row's open), with a reference for the caller
  * (gfs_text_put); NULL and *err for a file that is not a text (a tensor,
@@ -92,5 +96,16 @@ size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
  * asked for it (size 0), ERANGE when b passes size, else b. */
 void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
                      const struct gguf_buf *b);
+
+/* Whether what the kernel may hold of fs's root is what a fresh open of
+ * the same file lists and shows (ops.c; a store asks before it closes
+ * fs, and answers the root's OPENDIR and its live view's LOOKUP itself
+ * while fs stays closed): writable, no edit applied since the open, none
+ * pending, no overlay, the kernel's listing of the root the one it gives
+ * now (root_listed), the live view a file at its first inode.  Then *e
+ * is the live view's entry (the kernel's numbers) and *name its name
+ * (fs's: copy it).  Takes fs->lock (read). */
+int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
+                         const char **name);
 
 #endif

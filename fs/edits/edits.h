@@ -194,6 +194,9 @@ struct gfs_edits {
     char commit_msg[1024];     /* the last commit's report,
                                   user.ggufs.commit */
     int commit_failed;         /* FAILED or SAVED (above) */
+    /* The generation whose attributes the kernel was last told of
+     * (section.c: at each section's end, gfs_kinds_edited). */
+    uint64_t told_gen;
     /* The edit section (section.c), kept by debug builds only (without
      * NDEBUG) for their asserts: the thread inside (its tid; 0: none,
      * atomic: a thread outside reads it to learn it is not the one),
@@ -212,10 +215,14 @@ void gfs_edit_begin(struct gfs *fs);
  * durable" all follow it).  Inside a section. */
 void gfs_edit_changed(struct gfs *fs);
 /* Keeps the edits (gfs_edits_keep: EDITED -> PENDING; a failure leaves
- * EDITED, logged once per generation), then unlocks: the section ends.
+ * EDITED, logged once per generation), then unlocks: the section ends;
+ * a generation the kernel has not been told of is told then, with no
+ * lock held (gfs_kinds_edited: the attributes it caches of rows that
+ * follow the edits), before the request that edited is answered.
  * Returns the keep's status, 0 or EIO. */
 int gfs_edit_end(struct gfs *fs);
-/* Unlocks: the section ends with nothing to keep (invariant 4). */
+/* Unlocks: the section ends with nothing to keep (invariant 4); tells
+ * the kernel as gfs_edit_end does. */
 void gfs_edit_abort(struct gfs *fs);
 /* Unlocks, the section's edits not kept: only when the model is closed
  * next without another section (`ggufs set`, cmd/nomount.c). */

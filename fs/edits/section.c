@@ -17,6 +17,7 @@
 #include "edits.h"
 
 #include "../ggufs.h"
+#include "../node/node.h" /* gfs_kinds_edited */
 
 #include <assert.h>
 
@@ -43,20 +44,29 @@ void gfs_edit_changed(struct gfs *fs) {
     fs->generation++;
 }
 
-/* Leaves the section (the checks first, while still inside). */
-static void leave(struct gfs *fs) {
+/* Leaves the section (the checks first, while still inside); tell:
+ * then tells the kernel of a generation it was not told of.  The kernel
+ * is told after the unlock (devio.h: no lock held) and before the caller
+ * answers its request, so a stat that follows the edit's answer asks
+ * anew; the told generation is recorded inside, so each is told once. */
+static void leave(struct gfs *fs, int tell) {
     assert(gfs_edits_check(fs));
 #ifndef NDEBUG
     atomic_store_explicit(&fs->edits.sect_owner, 0, memory_order_relaxed);
 #endif
+    tell = tell && fs->edits.told_gen != fs->generation;
+    if (tell)
+        fs->edits.told_gen = fs->generation;
     pthread_rwlock_unlock(&fs->lock);
+    if (tell)
+        gfs_kinds_edited(fs);
 }
 
 int gfs_edit_end(struct gfs *fs) {
     int err = gfs_edits_keep(fs);
     /* 4: kept, or tried (a failure stays EDITED, logged) */
     assert(fs->readonly || fs->edits.kept_gen == fs->generation);
-    leave(fs);
+    leave(fs, 1);
     return err;
 }
 
@@ -64,12 +74,12 @@ void gfs_edit_abort(struct gfs *fs) {
     /* 4: nothing changed, or what changed went through a keep here */
     assert(fs->edits.sect_gen == fs->generation ||
            fs->edits.kept_gen == fs->generation);
-    leave(fs);
+    leave(fs, 1);
 }
 
 void gfs_edit_drop(struct gfs *fs) {
 #ifndef NDEBUG
     fs->edits.sect_dropped = 1;
 #endif
-    leave(fs);
+    leave(fs, 0); /* the model closes next: nothing to tell */
 }

@@ -5,6 +5,7 @@
  * bottom calls no file above it (node.h).
  */
 #include "../kinds.h"
+#include "../base/devio.h"
 
 #include <errno.h>
 
@@ -89,4 +90,12 @@ void gfs_kinds_committed(struct gfs *fs) {
     for (size_t r = 0; r < fs->n_kinds; r++)
         if (fs->kinds[r]->committed)
             fs->kinds[r]->committed(fs);
+}
+
+void gfs_kinds_edited(struct gfs *fs) {
+    for (size_t r = 0; r < fs->n_kinds && !fs->readonly; r++) {
+        const struct gfs_kind_ops *row = fs->kinds[r];
+        for (fuse_ino_t i = row->ino_lo; row->told && i < row->ino_hi; i++)
+            gfs_devio_inval(fs->io, gfs_ino_out(fs, i), -1, 0);
+    }
 }

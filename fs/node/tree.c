@@ -103,7 +103,8 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
 
 /* Files whose size follows the edits (meta/'s, changed when an edit is
  * applied and the text rendered anew): never let the kernel trust a
- * stale size on a writable mount. */
+ * stale size on a writable mount, unless the kernel is told of each edit
+ * (the row's told flag: meta.tsv). */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
     const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     /* But an inode that shows one version of the live view (passthrough.c,
@@ -111,7 +112,7 @@ double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
      * of it through the page cache sends no GETATTR. */
     if (row && row->moves && fs->pt)
         return fs->timeout;
-    if (!fs->readonly && row && row->changes)
+    if (!fs->readonly && row && row->changes && !row->told)
         return 0.0;
     return fs->timeout;
 }

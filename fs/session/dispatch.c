@@ -100,6 +100,9 @@ static void d_destroy(void *userdata) {
     } while (0)
 
 static void d_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct gfs_mount *m = fuse_req_userdata(req);
+    if (m->store && gfs_store_root_lookup(m->store, req, parent, name))
+        return;
     ROUTE(parent, GFS_BY_NAME, gfs_op_lookup(fs, req, parent, name), lookup,
           lookup(req, parent, name), ENOENT);
 }

@@ -8,6 +8,7 @@
  * only to take its queue, never while it calls the kernel.
  */
 #include "storefs.h"
+#include "../ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,11 @@ void gfs_st_maybe_free(struct gfs_storefs *st, size_t k) {
         free(nd->path);
         free(nd->kids);
         free(nd->line);
+        free(nd->live_name);
         nd->path = NULL, nd->kids = NULL, nd->line = NULL;
+        nd->live_name = NULL, nd->fresh = 0;
         nd->n_kids = nd->cap_kids = 0;
+        nd->listed = GFS_LISTED_NONE;
         nd->freed = 1;
         st->free[st->n_free++] = (uint32_t)k;
         k = nd->parent; /* the directory may go with it */

@@ -294,6 +294,7 @@ static int list_install(struct gfs_storefs *st, struct cat_list l, char *msg,
         if (was)
             was[k] = (unsigned char)st->nodes[k].present;
         st->nodes[k].present = 0;
+        st->nodes[k].fresh = 0; /* a name or a file may have changed */
         st->nodes[k].cm = NULL;
         st->nodes[k].alias = -1; /* the present ones' marked again */
     }
@@ -412,6 +413,19 @@ static int file_renewed(const struct node *nd) {
            (nd->fs->st.st_dev != f->dev || nd->fs->st.st_ino != f->ino);
 }
 
+/* Whether closing nd's model leaves the kernel's view of its root what
+ * a fresh open would give (nd->fresh; its live view's entry kept).
+ * Caller holds st->mu; the model is not in use. */
+static void keep_fresh(struct node *nd) {
+    const char *name = NULL;
+    free(nd->live_name);
+    nd->live_name = NULL;
+    nd->fresh = !nd->renewed &&
+                gfs_model_fresh_view(nd->fs, &nd->live_e, &name) &&
+                (nd->live_name = strdup(name)) != NULL;
+    nd->file_st = nd->fs->st; /* a commit refreshed it */
+}
+
 /* Room for one more open model: the least recently used one that nothing
  * holds is closed when max_open are open, its edits committed first as an
  * unmount commits them (a model whose commit fails stays open, its edits
@@ -450,6 +464,8 @@ int gfs_st_make_room(struct gfs_storefs *st, int owner) {
         if (lru->fs->edits.commit_failed)
             continue; /* stays open: not evictable any more */
         lru->renewed = file_renewed(lru);
+        lru->listed = atomic_load(&lru->fs->root_listed);
+        keep_fresh(lru);
         gfs_model_close(lru->fs);
         lru->fs = NULL;
         st->n_open--;
@@ -557,6 +573,7 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
 int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     struct open_job j;
     int err = job_make(st, &st->nodes[k], &j), status;
+    uint64_t listed = st->nodes[k].listed;
     struct gfs *fs = NULL;
     pthread_mutex_unlock(&st->mu);
     if (err)
@@ -568,10 +585,13 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     }
     if (!err && !fs)
         err = EIO;
+    if (fs) /* before any request sees it */
+        atomic_store(&fs->root_listed, listed);
     job_free(&j);
     pthread_mutex_lock(&st->mu);
     struct node *nd = &st->nodes[k]; /* nodes may have moved */
     nd->fs = fs;
+    nd->fresh = 0; /* the model answers for itself */
     if (fs) {
         st->n_open++;
         aliases_give(st, k);
@@ -857,6 +877,7 @@ void gfs_store_close(struct gfs_storefs *st) {
         free(nd->path);
         free(nd->kids);
         free(nd->line);
+        free(nd->live_name);
     }
     free(st->nodes);
     free(st->free);

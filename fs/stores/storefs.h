@@ -57,7 +57,19 @@ struct node {
      * kept the old one, source/passthrough.c): the store is scanned
      * again before it opens, so that the scan names the file there now. */
     int renewed;
-    char *line; /* its models.tsv line, once made */
+    /* Its model's root_listed (struct gfs) when it closed: the listing
+     * the kernel may hold of its root, given to the model again when it
+     * opens (ops.c compares it with the listing then). */
+    uint64_t listed;
+    /* Closed with what the kernel may hold of its root what a fresh open
+     * would give (gfs_model_fresh_view), while no scan has run since:
+     * the store answers its root's OPENDIR and its live view's LOOKUP
+     * (live_e, named live_name) without opening it (storeops.c). */
+    int fresh;
+    struct fuse_entry_param live_e;
+    char *live_name;
+    struct stat file_st; /* its first file as the model had it open */
+    char *line;          /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
      * the same one (a rescan reads no header again). */
     dev_t line_dev;

@@ -374,33 +374,105 @@ int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req,
     return unopened;
 }
 
+/* Whether the store answers for closed model k's root (a read-only
+ * store's, or a fresh one's: storefs.h).  Caller holds st->mu. */
+static int answers_closed(const struct gfs_storefs *st, size_t k) {
+    if (k >= st->n_nodes)
+        return 0;
+    const struct node *nd = &st->nodes[k];
+    return nd->model && !nd->freed && !nd->fs && !nd->opening &&
+           (st->o.readonly || nd->fresh);
+}
+
+/* Whether closed fresh model k's first file is still the one the model
+ * had open (a file rewritten in place leaves the store's scan as it
+ * was): its stat against the model's at its close; the node is fresh no
+ * more if not.  Caller holds st->mu, let go while the file is stat'ed
+ * (no open: a FIFO or a hostile name costs nothing but the answer). */
+static int same_file(struct gfs_storefs *st, size_t k) {
+    struct node *nd = &st->nodes[k];
+    struct stat was = nd->file_st, now;
+    uint32_t gen = nd->gen;
+    char *path =
+        st->dirfd >= 0 && nd->cm ? strdup(nd->cm->files[0].path) : NULL;
+    if (!path)
+        return 0;
+    pthread_mutex_unlock(&st->mu);
+    int same = fstatat(st->dirfd, path, &now, 0) == 0 &&
+               now.st_dev == was.st_dev && now.st_ino == was.st_ino &&
+               now.st_size == was.st_size &&
+               now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
+               now.st_mtim.tv_nsec == was.st_mtim.tv_nsec &&
+               now.st_ctim.tv_sec == was.st_ctim.tv_sec &&
+               now.st_ctim.tv_nsec == was.st_ctim.tv_nsec;
+    free(path);
+    pthread_mutex_lock(&st->mu);
+    nd = &st->nodes[k];
+    if (!same && !nd->freed && nd->gen == gen)
+        nd->fresh = 0;
+    return same;
+}
+
+/* The user's check of closed model k (as gfs_store_route asks) for the
+ * store to answer for its root (a writable store's: its file unchanged
+ * too): 0; an errno to reply; or -1: the model opened meanwhile (or
+ * went, or changed), it answers.  Caller holds st->mu, which is let go
+ * meanwhile. */
+static int closed_check(struct gfs_storefs *st, fuse_req_t req, size_t k) {
+    uint32_t gen = st->nodes[k].gen;
+    int err = gfs_st_may_read(st, req, k);
+    if (!err && !st->o.readonly && !same_file(st, k))
+        return -1;
+    const struct node *nd = &st->nodes[k]; /* st->mu was let go */
+    if (!err && (nd->freed || nd->gen != gen))
+        return ENOENT;
+    if (!err && !answers_closed(st, k))
+        return -1;
+    if (!err && !nd->present)
+        return ENOENT; /* gone from the store: its listing too */
+    return err;
+}
+
 int gfs_store_root_opendir(struct gfs_storefs *st, fuse_req_t req,
                            fuse_ino_t ino, struct fuse_file_info *fi) {
     size_t k = (size_t)(ino >> GFS_INO_SLOT_SHIFT);
-    int err = 0, closed = 0;
-    if (!k || (ino & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT ||
-        !st->o.readonly)
+    int err = -1;
+    if (!k || (ino & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT)
         return 0;
     pthread_mutex_lock(&st->mu);
-    if (k < st->n_nodes && st->nodes[k].model && !st->nodes[k].freed) {
-        uint32_t gen = st->nodes[k].gen;
-        err = gfs_st_may_read(st, req, k);     /* as gfs_store_route asks */
-        const struct node *nd = &st->nodes[k]; /* st->mu was let go */
-        if (!err && (nd->freed || nd->gen != gen))
-            err = ENOENT;
-        closed = !err && !nd->fs && !nd->opening;
-        if (closed && !nd->present)
-            err = ENOENT; /* gone from the store: its listing too */
-    }
+    if (answers_closed(st, k))
+        err = closed_check(st, req, k);
     pthread_mutex_unlock(&st->mu);
-    if (err)
+    if (err > 0)
         fuse_reply_err(req, err);
-    if (err || !closed)
-        return err != 0;
-    /* What gfs_op_opendir gives a read-only model's directory. */
+    if (err)
+        return err > 0;
+    /* What gfs_op_opendir gives a read-only model's directory, and a
+     * writable one's root while the kernel's listing is what it lists. */
     fi->cache_readdir = fi->keep_cache = 1;
     fuse_reply_open(req, fi);
     return 1;
+}
+
+int gfs_store_root_lookup(struct gfs_storefs *st, fuse_req_t req,
+                          fuse_ino_t parent, const char *name) {
+    size_t k = (size_t)(parent >> GFS_INO_SLOT_SHIFT);
+    struct fuse_entry_param e;
+    int err = -1;
+    if (!k || (parent & (GFS_INO_MODEL_SPAN - 1)) != GFS_INO_ROOT ||
+        st->o.readonly)
+        return 0;
+    pthread_mutex_lock(&st->mu);
+    if (answers_closed(st, k) && strcmp(st->nodes[k].live_name, name) == 0)
+        err = closed_check(st, req, k);
+    if (!err)
+        e = st->nodes[k].live_e;
+    pthread_mutex_unlock(&st->mu);
+    if (err > 0)
+        fuse_reply_err(req, err);
+    else if (!err)
+        fuse_reply_entry(req, &e);
+    return err >= 0;
 }
 
 static void store_opendir(fuse_req_t req, fuse_ino_t ino,

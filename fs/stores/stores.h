@@ -40,14 +40,21 @@ extern const struct fuse_lowlevel_ops gfs_store_ops;
 /* getattr of a model's root not opened yet: answered from the store (a
  * listing with ls -l opens no model); 1 if replied. */
 int gfs_store_root_attr(struct gfs_storefs *st, fuse_req_t req, fuse_ino_t ino);
-/* opendir of a closed model's root in a read-only store: answered from
- * the store after the user's check (gfs_st_may_read), with the cache
- * flags a read-only model's directory has (gfs_op_opendir), so that a
+/* opendir of a closed model's root in a read-only store, or of a fresh
+ * one's in a writable store (storefs.h): answered from the store after
+ * the user's check (gfs_st_may_read), with the cache flags a read-only
+ * model's directory has (gfs_op_opendir), so that a
  * listing the kernel holds costs no model's open (find -maxdepth 2 of a
  * thousand models with -o max_models=32); its first READDIRPLUS opens
  * the model.  1 if replied. */
 int gfs_store_root_opendir(struct gfs_storefs *st, fuse_req_t req,
                            fuse_ino_t ino, struct fuse_file_info *fi);
+/* A LOOKUP of a closed fresh model's live view (storefs.h, fresh: a
+ * writable store's) answered by the store with the entry the model gave
+ * before it closed, after the user's check: 1 if it replied, 0 if the
+ * model must (it is open, or not fresh, or another name). */
+int gfs_store_root_lookup(struct gfs_storefs *st, fuse_req_t req,
+                          fuse_ino_t parent, const char *name);
 /* True if source names a store: a directory, or hf://OWNER/REPO[@REV]. */
 int gfs_store_is(const char *source);
 /* The store at o->file, scanned, its nodes made, set as mount's store;

@@ -253,12 +253,13 @@ static void file_fini(struct gfs *fs) {
     fs->tok = NULL;
 }
 
-/* The two directories' rows: the same hooks, their own kind and name. */
+/* The two directories' rows: the same hooks, their own kind and name;
+ * their attributes do not follow the edits (their listings do). */
 #define DIR_ROW(KIND, INO, NAME)                                               \
     {                                                                          \
         .kind = KIND, .ino_lo = INO, .ino_hi = INO + 1, .root_name = NAME,     \
-        .root_mode = S_IFDIR, .changes = 1, .stat = gfs_kind_dir_stat,         \
-        .lookup = dir_lookup, .n_entries = dir_n, .dirent = dir_entry,         \
+        .root_mode = S_IFDIR, .stat = gfs_kind_dir_stat, .lookup = dir_lookup, \
+        .n_entries = dir_n, .dirent = dir_entry,                               \
     }
 const struct gfs_kind_ops gfs_kind_dir_tok =
     DIR_ROW(GFS_DIR_TOK, GFS_INO_DIR_TOK, "tokenizer");
