@@ -68,7 +68,7 @@ NAME_KEY, INT_KEY, ARR_KEY = b"general.name", b"llama.context_length", b"tokeniz
 
 
 # Every third value of general.name is more than 1 MiB of text (a
-# windowed text, fs/tree.c): a reader opened on one while a commit changes
+# windowed text, fs/node/tree.c): a reader opened on one while a commit changes
 # it must still read it whole (it got ESTALE: issue 21).
 BIG = 1_100_000
 _ALPHA = b"abcdefghijklmnopqrstuvwxyz" * 160000
