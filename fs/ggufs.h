@@ -192,8 +192,10 @@ struct gfs {
         int file;
         int64_t i;
     } * picks;
-    struct gfs_extent *ext; /* shard sets: the merged data layout */
-    uint64_t merged_data_size;
+    /* A shard set's or a mix's merged data layout (live/live.h: made by
+     * gfs_view_layout at the model's open, freed by gfs_view_layout_free),
+     * or NULL: the GGUF's own.  Read-only after the open. */
+    struct gfs_layout *layout;
     const char *path;      /* absolute path of the GGUF */
     const char *mnt;       /* the mountpoint, for messages */
     const char *live_name; /* file name of the live view in the root, or

@@ -66,22 +66,24 @@ int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
     if (!(m = merged_ctx(fs, err)))
         goto out;
     int64_t n = gfs_n_tensors(fs);
-    fs->ext = calloc(n ? (size_t)n : 1, sizeof *fs->ext);
-    if (!fs->ext) {
+    struct gfs_layout *l = calloc(1, sizeof *l);
+    if (!l || !(l->ext = calloc(n ? (size_t)n : 1, sizeof *l->ext))) {
+        free(l);
         gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
+    fs->layout = l;
     uint64_t a = gguf_alignment(m);
     for (int64_t g = 0; g < n; g++) {
         int64_t i;
         int s;
         gguf_ctx *c = gfs_tensor_ctx(fs, g, &i, &s);
-        fs->ext[g].merged_rel = gguf_tensor_rel_offset(m, g);
-        fs->ext[g].size = gguf_tensor_size(c, i);
-        fs->ext[g].shard = s;
-        fs->ext[g].rel = gguf_tensor_rel_offset(c, i);
-        uint64_t end = fs->ext[g].merged_rel + fs->ext[g].size;
-        fs->merged_data_size = gguf_align_up(end, a);
+        l->ext[g].merged_rel = gguf_tensor_rel_offset(m, g);
+        l->ext[g].size = gguf_tensor_size(c, i);
+        l->ext[g].shard = s;
+        l->ext[g].rel = gguf_tensor_rel_offset(c, i);
+        uint64_t end = l->ext[g].merged_rel + l->ext[g].size;
+        l->size = gguf_align_up(end, a);
     }
     rc = 0;
 out:
@@ -91,9 +93,11 @@ out:
 
 void gfs_view_layout_free(struct gfs *fs) {
     free(fs->t_first);
-    free(fs->ext);
+    if (fs->layout)
+        free(fs->layout->ext);
+    free(fs->layout);
     fs->t_first = NULL;
-    fs->ext = NULL;
+    fs->layout = NULL;
 }
 
 /* The pieces of [off, off+n) of a merged data section, in order: tensor
@@ -108,16 +112,16 @@ static uint64_t merged_pieces(const struct gfs *fs, uint64_t off, uint64_t n,
     /* The last extent starting at or before off. */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (fs->ext[mid].merged_rel <= off)
+        if (fs->layout->ext[mid].merged_rel <= off)
             lo = mid;
         else
             hi = mid;
     }
     for (int64_t g = lo; g < nt && done < n && *np < max; g++) {
-        const struct gfs_extent *e = &fs->ext[g];
+        const struct gfs_extent *e = &fs->layout->ext[g];
         uint64_t pos = off + done;
         uint64_t next =
-            g + 1 < nt ? fs->ext[g + 1].merged_rel : fs->merged_data_size;
+            g + 1 < nt ? fs->layout->ext[g + 1].merged_rel : fs->layout->size;
         if (pos >= next || pos < e->merged_rel)
             continue; /* before the first tensor: cannot happen */
         uint64_t in = pos - e->merged_rel;
@@ -187,7 +191,7 @@ struct gfs_text *gfs_view_header(struct gfs *fs, int *err) {
  * GGUF's own. */
 static uint64_t data_size(const struct gfs *fs) {
     if (gfs_data_merged(fs))
-        return fs->merged_data_size;
+        return fs->layout->size;
     uint64_t d = gguf_data_offset(fs->ctx), fsz = gguf_file_size(fs->ctx);
     return fsz > d ? fsz - d : 0;
 }
@@ -348,8 +352,8 @@ static void live_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
         return; /* no session: nothing cached */
     pthread_rwlock_rdlock(&fs->lock);
     uint64_t rel =
-        fs->ext ? fs->ext[i].merged_rel
-                : gguf_tensor_rel_offset(gfs_tensor_ctx(fs, i, &j, NULL), j);
+        fs->layout ? fs->layout->ext[i].merged_rel
+                   : gguf_tensor_rel_offset(gfs_tensor_ctx(fs, i, &j, NULL), j);
     struct gfs_text *hdr = NULL;
     if (fs->pt)
         gfs_pt_inval_data(fs, rel + off, n);
