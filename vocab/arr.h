@@ -230,10 +230,19 @@ struct voc_cuts {
     size_t t;
     struct voc_split sp;
     size_t seen; /* 1 + the last token a cut was made of */
+    size_t end;  /* one past the last token walked */
     bool first_too;
 };
 void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
                     bool first_too);
+/* The cuts of tokens lo..hi-1 alone (a part of the walk: hfcheck.c
+ * walks two halves at once). */
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too, size_t lo, size_t hi);
+/* The token that splits the vocabulary's texts into halves of about
+ * the same bytes (of splits, then): O(log n), the texts lie in id
+ * order in one payload. */
+size_t voc_cuts_mid(const struct voc_index *ix);
 size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

@@ -29,6 +29,7 @@
  */
 #include "arr.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,43 +129,109 @@ static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
                                                          : NULL;
 }
 
+/* A part of spm_reason's walk: tokens lo..hi-1, their merges appended
+ * to merges (NULL: not kept), the scores of the tokens merges make to
+ * scores, and why (the first bad cut of the part, in msg, or "out of
+ * memory"; NULL). */
+struct spm_part {
+    const struct voc_index *ix;
+    const struct voc_arr *sc;
+    size_t lo, hi;
+    struct gguf_buf *merges, scores;
+    const char *why;
+    char msg[200];
+};
+
+/* The walk of part h (a pthread's start routine, or called). */
+static void *spm_walk(void *arg) {
+    struct spm_part *h = arg;
+    const struct voc_index *ix = h->ix;
+    struct voc_cuts w;
+    struct voc_cut c[VOC_CUTS];
+    size_t t = SIZE_MAX; /* the token of the cuts so far */
+    bool any = false;
+    const char *why = NULL;
+    voc_cuts_range(&w, ix, true, h->lo, h->hi);
+    for (size_t m = 1; !why && m;) {
+        m = voc_cuts_next(&w, c);
+        for (size_t i = 0; !why && i <= m; i++) {
+            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
+                why = merged(ix, h->sc, t, &any, &h->scores);
+            if (why || i == m)
+                break;
+            t = c[i].t;
+            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (h->merges && c[i].l >= 0 && c[i].r >= 0 &&
+                gguf_buf_add(h->merges, &e, sizeof e) != GGUF_OK)
+                why = "out of memory";
+            else if (cut_bad(ix, &c[i], &any)) {
+                snprintf(h->msg, sizeof h->msg,
+                         "token %zu splits at byte %llu into a character "
+                         "that is no token and a token: llama.cpp merges "
+                         "them, a BPE merge list cannot",
+                         t, (unsigned long long)c[i].k);
+                why = h->msg;
+            }
+        }
+    }
+    h->why = why;
+    return NULL;
+}
+
+/* The vocabulary's tokens below which spm_reason walks in one thread
+ * (a thread's start costs more than a small walk). */
+#define SPM_SPLIT_MIN 4096
+
+/* The two halves of the walk (vocab.h: at most one more thread, joined
+ * here on every path; when it cannot start, the calling thread walks
+ * both), their merges in id order into merges, their scores into *sc;
+ * why, or NULL. */
+static const char *spm_walks(const struct voc_index *ix,
+                             const struct voc_arr *scores,
+                             struct gguf_buf *merges, struct gguf_buf *sc,
+                             char *buf, size_t n) {
+    size_t mid = ix->n >= SPM_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    struct gguf_buf m2 = {0};
+    struct spm_part h[2] = {
+        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .merges = merges},
+        {.ix = ix,
+         .sc = scores,
+         .lo = mid,
+         .hi = ix->n,
+         .merges = merges ? &m2 : NULL}};
+    pthread_t th;
+    bool two = mid < ix->n && pthread_create(&th, NULL, spm_walk, &h[1]) == 0;
+    spm_walk(&h[0]);
+    if (two)
+        pthread_join(th, NULL);
+    else if (mid < ix->n && !h[0].why)
+        spm_walk(&h[1]);
+    const char *why =
+        h[0].why ? h[0].why : h[1].why; /* the first in id order */
+    if (why == h[0].msg || why == h[1].msg) {
+        snprintf(buf, n, "%s", why);
+        why = buf;
+    }
+    if (!why && merges && gguf_buf_add(merges, m2.p, m2.len) != GGUF_OK)
+        why = "out of memory";
+    *sc = h[0].scores;
+    if (!why && gguf_buf_add(sc, h[1].scores.p, h[1].scores.len) != GGUF_OK)
+        why = "out of memory";
+    gguf_buf_free(&m2);
+    gguf_buf_free(&h[1].scores);
+    return why;
+}
+
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
  * differently here, or NULL. */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                               struct gguf_buf *merges, char *buf, size_t n) {
     struct voc_arr sc;
     struct gguf_buf scores = {0};
-    const char *why = NULL;
-    struct voc_cuts w;
-    struct voc_cut c[VOC_CUTS];
-    size_t t = SIZE_MAX; /* the token of the cuts so far */
-    bool any = false;
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
         return "no scores";
-    voc_cuts_start(&w, ix, true);
-    for (size_t m = 1; !why && m;) {
-        m = voc_cuts_next(&w, c);
-        for (size_t i = 0; !why && i <= m; i++) {
-            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
-                why = merged(ix, &sc, t, &any, &scores);
-            if (why || i == m)
-                break;
-            t = c[i].t;
-            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
-                                  (uint32_t)c[i].r};
-            if (merges && c[i].l >= 0 && c[i].r >= 0 &&
-                gguf_buf_add(merges, &e, sizeof e) != GGUF_OK)
-                why = "out of memory";
-            else if (cut_bad(ix, &c[i], &any)) {
-                snprintf(buf, n,
-                         "token %zu splits at byte %llu into a character "
-                         "that is no token and a token: llama.cpp merges "
-                         "them, a BPE merge list cannot",
-                         t, (unsigned long long)c[i].k);
-                why = buf;
-            }
-        }
-    }
+    const char *why = spm_walks(ix, &sc, merges, &scores, buf, n);
     size_t m = scores.len / 4;
     if (!why && m > 1) {
         qsort(scores.p, m, 4, by_value);

@@ -276,13 +276,38 @@ static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
     }
 }
 
-void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too) {
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too, size_t lo, size_t hi) {
     memset(w, 0, sizeof *w);
     w->ix = ix;
     w->first_too = first_too;
-    if (ix->n)
-        voc_split_start(&w->sp, ix, 0);
+    w->end = hi < ix->n ? hi : ix->n;
+    w->t = lo < w->end ? lo : w->end;
+    if (w->t < w->end)
+        voc_split_start(&w->sp, ix, w->t);
+}
+
+void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too) {
+    voc_cuts_range(w, ix, first_too, 0, ix->n);
+}
+
+size_t voc_cuts_mid(const struct voc_index *ix) {
+    size_t lo = 0, hi = ix->n;
+    if (ix->n < 2)
+        return ix->n;
+    /* the texts lie in id order in one payload: the half of its bytes */
+    uintptr_t half =
+        (uintptr_t)ix->text[0] +
+        ((uintptr_t)ix->text[ix->n - 1] - (uintptr_t)ix->text[0]) / 2;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if ((uintptr_t)ix->text[m] < half)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
 /* The hash of the suffix s[k..n) of sp: the whole's polynomial less the
@@ -301,9 +326,9 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     const struct voc_index *ix = w->ix;
     if (!ix->cap) /* no table: nothing is found */
         return 0;
-    while (m < VOC_CUTS && w->t < ix->n) {
+    while (m < VOC_CUTS && w->t < w->end) {
         if (!voc_split_next(&w->sp)) {
-            if (++w->t < ix->n)
+            if (++w->t < w->end)
                 voc_split_start(&w->sp, ix, w->t);
             continue;
         }
