@@ -56,6 +56,11 @@ enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
  * when s is not UTF-8 (jansson refuses it), GGUF_E_NOMEM; b as it was
  * on failure. */
 enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s, uint64_t n);
+/* voc_json_str of a text known to be UTF-8 (gguf_utf8_valid: a
+ * voc_index's texts with its table and no bad_utf8): not checked
+ * again, a byte from 0x80 copied as it is. */
+enum gguf_status voc_json_str_utf8(struct gguf_buf *b, const uint8_t *s,
+                                   uint64_t n);
 
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);

@@ -408,9 +408,12 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
                               struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
+    /* the table's making checked every text (bad_utf8) */
+    bool utf8 = ix->cap && ix->bad_utf8 < 0;
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
         size_t at = b->len;
-        if ((st = voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
+        if ((st = utf8 ? voc_json_str_utf8(b, ix->text[i], ix->len[i])
+                       : voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
         if (pos)
             pos[i] = (struct jpos){at, b->len - at};
