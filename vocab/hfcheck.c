@@ -223,6 +223,17 @@ static const char *spm_walks(const struct voc_index *ix,
     return why;
 }
 
+/* Whether the m floats at p fall strictly (then no two are equal: no
+ * sort to find out; a SentencePiece vocabulary's scores mostly fall as
+ * its ids rise).  A NaN or a tie is not. */
+static bool strictly_falling(const uint8_t *p, size_t m) {
+    const float *f = (const float *)p;
+    for (size_t i = 1; i < m; i++)
+        if (!(f[i] < f[i - 1]))
+            return false;
+    return true;
+}
+
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
  * differently here, or NULL. */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
@@ -233,7 +244,7 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
         return "no scores";
     const char *why = spm_walks(ix, &sc, merges, &scores, buf, n);
     size_t m = scores.len / 4;
-    if (!why && m > 1) {
+    if (!why && m > 1 && !strictly_falling(scores.p, m)) {
         qsort(scores.p, m, 4, by_value);
         const float *f = (const float *)scores.p;
         for (size_t i = 1; i < m && !why; i++)
