@@ -248,6 +248,9 @@ void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
  * the same bytes (of splits, then): O(log n), the texts lie in id
  * order in one payload. */
 size_t voc_cuts_mid(const struct voc_index *ix);
+/* The tokens below which a vocabulary is indexed and walked in one
+ * thread (a thread's start costs more than a small walk). */
+#define VOC_SPLIT_MIN 4096
 size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

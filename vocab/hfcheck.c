@@ -179,10 +179,6 @@ static void *spm_walk(void *arg) {
     return NULL;
 }
 
-/* The vocabulary's tokens below which spm_reason walks in one thread
- * (a thread's start costs more than a small walk). */
-#define SPM_SPLIT_MIN 4096
-
 /* The two halves of the walk (vocab.h: at most one more thread, joined
  * here on every path; when it cannot start, the calling thread walks
  * both), their merges in id order into merges, their scores into *sc;
@@ -191,7 +187,7 @@ static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
                              struct gguf_buf *merges, struct gguf_buf *sc,
                              char *buf, size_t n) {
-    size_t mid = ix->n >= SPM_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
     struct gguf_buf m2 = {0};
     struct spm_part h[2] = {
         {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .merges = merges},

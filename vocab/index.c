@@ -23,6 +23,7 @@
  */
 #include "arr.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -131,6 +132,44 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
+/* A part of hash_all: tokens lo..hi-1's polys, and the first of them
+ * not UTF-8 (bad, or -1). */
+struct hash_part {
+    struct voc_index *ix;
+    size_t lo, hi;
+    int64_t bad;
+};
+
+static void *hash_part(void *arg) {
+    struct hash_part *h = arg;
+    struct voc_index *ix = h->ix;
+    h->bad = -1;
+    for (size_t i = h->lo; i < h->hi; i++) {
+        const uint8_t *s = ix->text[i];
+        uint64_t n = ix->len[i];
+        if (h->bad < 0 && !gguf_utf8_valid(s, (size_t)n))
+            h->bad = (int64_t)i; /* while its bytes are at hand */
+        ix->poly[i] = poly(ix, s, n);
+    }
+    return NULL;
+}
+
+/* Every token's poly and ix->bad_utf8, the two halves of the texts at
+ * once (vocab.h: one more thread at most, joined here; when it cannot
+ * start, this thread hashes both). */
+static void hash_all(struct voc_index *ix) {
+    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
+    pthread_t th;
+    bool two = mid < ix->n && pthread_create(&th, NULL, hash_part, &h[1]) == 0;
+    hash_part(&h[0]);
+    if (two)
+        pthread_join(th, NULL);
+    else
+        hash_part(&h[1]);
+    ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
+}
+
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
@@ -161,19 +200,13 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
     ix->slot = (uint32_t *)(ix->poly + (by_text ? ix->n : 0));
     ix->print = (uint8_t *)(ix->slot + ix->cap);
     const uint8_t *pos = toks->p;
-    for (size_t i = 0; i < ix->n; i++) {
+    for (size_t i = 0; i < ix->n; i++)
         if (!voc_arr_next_str(toks, &pos, &ix->text[i], &ix->len[i])) {
             voc_index_free(ix);
             return false;
         }
-        if (!by_text)
-            continue;
-        const uint8_t *s = ix->text[i];
-        uint64_t n = ix->len[i];
-        if (ix->bad_utf8 < 0 && !gguf_utf8_valid(s, (size_t)n))
-            ix->bad_utf8 = (int64_t)i; /* while its bytes are at hand */
-        ix->poly[i] = poly(ix, s, n);
-    }
+    if (by_text)
+        hash_all(ix);
     for (size_t i = 0; by_text && i < ix->n; i++)
         insert(ix, i);
     return true;
