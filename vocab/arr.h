@@ -110,6 +110,12 @@ struct voc_index;
  * returned. */
 const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
                          struct gguf_buf *merges, char *buf, size_t n);
+/* The merges of SentencePiece vocabulary ix (score 0) appended to
+ * merges, by the check's walk (two halves at once, vocab.h), for a file
+ * made after its check: false when out of memory (or the check would
+ * now refuse it). */
+bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
+                    struct gguf_buf *merges);
 
 /* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
  * tokenizer.ggml.pre names it has (space-separated), its regular
@@ -220,7 +226,7 @@ bool voc_split_next(struct voc_split *sp);
  * order.
  *     struct voc_cuts w;
  *     struct voc_cut c[VOC_CUTS];
- *     voc_cuts_start(&w, ix, false);
+ *     voc_cuts_range(&w, ix, false, 0, ix->n);
  *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
  *         ... c[0..m) ... */
 #define VOC_CUTS 128
@@ -238,10 +244,8 @@ struct voc_cuts {
     size_t end;  /* one past the last token walked */
     bool first_too;
 };
-void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too);
-/* The cuts of tokens lo..hi-1 alone (a part of the walk: hfcheck.c
- * walks two halves at once). */
+/* The cuts of tokens lo..hi-1 (0..ix->n: all; a part: hfcheck.c walks
+ * two halves at once). */
 void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
                     bool first_too, size_t lo, size_t hi);
 /* The token that splits the vocabulary's texts into halves of about

@@ -230,6 +230,15 @@ static bool strictly_falling(const uint8_t *p, size_t m) {
     return true;
 }
 
+bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
+                    struct gguf_buf *merges) {
+    struct gguf_buf sc = {0};
+    char buf[256];
+    const char *why = spm_walks(ix, scores, merges, &sc, buf, sizeof buf);
+    gguf_buf_free(&sc);
+    return !why;
+}
+
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
  * differently here, or NULL. */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,

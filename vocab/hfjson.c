@@ -124,31 +124,21 @@ static bool ranked_in_place(struct voc_merge *e, size_t n) {
 }
 
 /* The SentencePiece merges, ranked (*out, *n; free *out): those the
- * check kept (taken over from *kept, voc_hf_check), else those of a walk
- * of the splits.  At most one a byte of the vocabulary's texts: bounded
+ * check kept (taken over from *kept, voc_hf_check), else those of its
+ * walk made again (voc_spm_merges).  At most one a byte of the vocabulary's texts: bounded
  * by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct gguf_buf *kept,
                                     struct voc_merge **out, size_t *n) {
     struct gguf_buf m = {0};
-    struct voc_cuts w;
-    struct voc_cut c[VOC_CUTS];
     if (kept) { /* no walk: the check's, scored here */
         m = *kept;
         *kept = (struct gguf_buf){0};
-    } else
-        voc_cuts_start(&w, ix, false);
-    for (size_t k; !kept && (k = voc_cuts_next(&w, c)) != 0;)
-        for (size_t i = 0; i < k; i++) {
-            struct voc_merge e = {0, (uint32_t)c[i].t, (uint32_t)c[i].l,
-                                  (uint32_t)c[i].r};
-            if (c[i].l >= 0 && c[i].r >= 0 &&
-                gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
-                gguf_buf_free(&m);
-                return GGUF_E_NOMEM;
-            }
-        }
+    } else if (!voc_spm_merges(ix, scores, &m)) { /* the check's walk */
+        gguf_buf_free(&m);
+        return GGUF_E_NOMEM;
+    }
     *n = m.len / sizeof(struct voc_merge);
     struct voc_merge *e = (struct voc_merge *)m.p;
     for (size_t i = 0; i < *n; i++)

@@ -320,11 +320,6 @@ void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
         voc_split_start(&w->sp, ix, w->t);
 }
 
-void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too) {
-    voc_cuts_range(w, ix, first_too, 0, ix->n);
-}
-
 size_t voc_cuts_mid(const struct voc_index *ix) {
     size_t lo = 0, hi = ix->n;
     if (ix->n < 2)
