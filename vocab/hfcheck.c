@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define TOK "tokenizer.ggml."
 
@@ -115,29 +116,66 @@ static bool one_char_run(const struct voc_index *ix, size_t t) {
     return true;
 }
 
+/* A buffer of the walk's own, mapped (mmap, mremap) and not malloc'd:
+ * the second half's thread then never calls malloc, which would give it
+ * an arena of its own, and freeing its megabytes leaves malloc's
+ * thresholds as they were (a freed mapped block of malloc's raises the
+ * size below which it takes blocks from the arena's heap, whose free top
+ * malloc_trim does not hand back: 14 MB more held after the file). */
+struct mbuf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static bool mb_add(struct mbuf *b, const void *p, size_t n) {
+    if (n > SIZE_MAX / 2 - b->len)
+        return false;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->len + n)
+            cap *= 2;
+        void *q = b->cap ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+                         : mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+            return false;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return true;
+}
+
+static void mb_free(struct mbuf *b) {
+    if (b->cap)
+        munmap(b->p, b->cap);
+    *b = (struct mbuf){0};
+}
+
 /* Token t's cuts are all seen: its score into scores where merges make
  * it (*any), but a run of one character; *any cleared.  NULL, or "out
  * of memory". */
 static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
-                          size_t t, bool *any, struct gguf_buf *scores) {
+                          size_t t, bool *any, struct mbuf *scores) {
     uint32_t v = 0;
     bool add = *any && !one_char_run(ix, t);
     *any = false;
     if (add)
         (void)voc_arr_u32(sc, t, &v);
-    return add && gguf_buf_add(scores, &v, 4) != GGUF_OK ? "out of memory"
-                                                         : NULL;
+    return add && !mb_add(scores, &v, 4) ? "out of memory" : NULL;
 }
 
 /* A part of spm_reason's walk: tokens lo..hi-1, their merges appended
- * to merges (NULL: not kept), the scores of the tokens merges make to
+ * to merges (when keep), the scores of the tokens merges make to
  * scores, and why (the first bad cut of the part, in msg, or "out of
  * memory"; NULL). */
 struct spm_part {
     const struct voc_index *ix;
     const struct voc_arr *sc;
     size_t lo, hi;
-    struct gguf_buf *merges, scores;
+    bool keep;
+    struct mbuf merges, scores;
     const char *why;
     char msg[200];
 };
@@ -162,8 +200,8 @@ static void *spm_walk(void *arg) {
             t = c[i].t;
             struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
                                   (uint32_t)c[i].r};
-            if (h->merges && c[i].l >= 0 && c[i].r >= 0 &&
-                gguf_buf_add(h->merges, &e, sizeof e) != GGUF_OK)
+            if (h->keep && c[i].l >= 0 && c[i].r >= 0 &&
+                !mb_add(&h->merges, &e, sizeof e))
                 why = "out of memory";
             else if (cut_bad(ix, &c[i], &any)) {
                 snprintf(h->msg, sizeof h->msg,
@@ -181,21 +219,16 @@ static void *spm_walk(void *arg) {
 
 /* The two halves of the walk (vocab.h: at most one more thread, joined
  * here on every path; when it cannot start, the calling thread walks
- * both), their merges in id order into merges, their scores into *sc;
- * why, or NULL. */
+ * both), their merges in id order appended to merges (NULL: not kept),
+ * their scores into *sc (mb_free it); why, or NULL. */
 static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
-                             struct gguf_buf *merges, struct gguf_buf *sc,
+                             struct gguf_buf *merges, struct mbuf *sc,
                              char *buf, size_t n) {
     size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
-    struct gguf_buf m2 = {0};
     struct spm_part h[2] = {
-        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .merges = merges},
-        {.ix = ix,
-         .sc = scores,
-         .lo = mid,
-         .hi = ix->n,
-         .merges = merges ? &m2 : NULL}};
+        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges},
+        {.ix = ix, .sc = scores, .lo = mid, .hi = ix->n, .keep = merges}};
     pthread_t th;
     bool two = mid < ix->n && pthread_create(&th, NULL, spm_walk, &h[1]) == 0;
     spm_walk(&h[0]);
@@ -203,19 +236,23 @@ static const char *spm_walks(const struct voc_index *ix,
         pthread_join(th, NULL);
     else if (mid < ix->n && !h[0].why)
         spm_walk(&h[1]);
-    const char *why =
-        h[0].why ? h[0].why : h[1].why; /* the first in id order */
+    const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
     if (why == h[0].msg || why == h[1].msg) {
         snprintf(buf, n, "%s", why);
         why = buf;
     }
-    if (!why && merges && gguf_buf_add(merges, m2.p, m2.len) != GGUF_OK)
+    if (!why && merges &&
+        (gguf_buf_reserve(merges, h[0].merges.len + h[1].merges.len) !=
+             GGUF_OK ||
+         gguf_buf_add(merges, h[0].merges.p, h[0].merges.len) != GGUF_OK ||
+         gguf_buf_add(merges, h[1].merges.p, h[1].merges.len) != GGUF_OK))
         why = "out of memory";
     *sc = h[0].scores;
-    if (!why && gguf_buf_add(sc, h[1].scores.p, h[1].scores.len) != GGUF_OK)
+    if (!why && !mb_add(sc, h[1].scores.p, h[1].scores.len))
         why = "out of memory";
-    gguf_buf_free(&m2);
-    gguf_buf_free(&h[1].scores);
+    mb_free(&h[0].merges);
+    mb_free(&h[1].merges);
+    mb_free(&h[1].scores);
     return why;
 }
 
@@ -232,10 +269,10 @@ static bool strictly_falling(const uint8_t *p, size_t m) {
 
 bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
                     struct gguf_buf *merges) {
-    struct gguf_buf sc = {0};
+    struct mbuf sc = {0};
     char buf[256];
     const char *why = spm_walks(ix, scores, merges, &sc, buf, sizeof buf);
-    gguf_buf_free(&sc);
+    mb_free(&sc);
     return !why;
 }
 
@@ -244,7 +281,7 @@ bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                               struct gguf_buf *merges, char *buf, size_t n) {
     struct voc_arr sc;
-    struct gguf_buf scores = {0};
+    struct mbuf scores = {0};
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
         return "no scores";
     const char *why = spm_walks(ix, &sc, merges, &scores, buf, n);
@@ -262,7 +299,7 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                 why = buf;
             }
     }
-    gguf_buf_free(&scores);
+    mb_free(&scores);
     return why;
 }
 
