@@ -252,6 +252,11 @@ void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
  * the same bytes (of splits, then): O(log n), the texts lie in id
  * order in one payload. */
 size_t voc_cuts_mid(const struct voc_index *ix);
+/* fn(b) on a thread of its own and fn(a) on this one at once, joined
+ * before return (vocab.h: the one place vocab/ starts a thread; its
+ * stack mapped here and unmapped after the join); false, fn(a) run
+ * alone, when the thread cannot start (the caller runs fn(b)). */
+bool voc_halves(void *(*fn)(void *), void *a, void *b);
 /* The tokens below which a vocabulary is indexed and walked in one
  * thread (a thread's start costs more than a small walk). */
 #define VOC_SPLIT_MIN 4096

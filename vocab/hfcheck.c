@@ -29,7 +29,6 @@
  */
 #include "arr.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,9 +216,8 @@ static void *spm_walk(void *arg) {
     return NULL;
 }
 
-/* The two halves of the walk (vocab.h: at most one more thread, joined
- * here on every path; when it cannot start, the calling thread walks
- * both), their merges in id order appended to merges (NULL: not kept),
+/* The two halves of the walk (voc_halves; when no thread starts, the
+ * calling thread walks both), their merges in id order appended to merges (NULL: not kept),
  * their scores into *sc (mb_free it); why, or NULL. */
 static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
@@ -229,12 +227,9 @@ static const char *spm_walks(const struct voc_index *ix,
     struct spm_part h[2] = {
         {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges},
         {.ix = ix, .sc = scores, .lo = mid, .hi = ix->n, .keep = merges}};
-    pthread_t th;
-    bool two = mid < ix->n && pthread_create(&th, NULL, spm_walk, &h[1]) == 0;
-    spm_walk(&h[0]);
-    if (two)
-        pthread_join(th, NULL);
-    else if (mid < ix->n && !h[0].why)
+    if (mid >= ix->n)
+        spm_walk(&h[0]);
+    else if (!voc_halves(spm_walk, &h[0], &h[1]) && !h[0].why)
         spm_walk(&h[1]);
     const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
     if (why == h[0].msg || why == h[1].msg) {

@@ -132,6 +132,32 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
+/* Stack of voc_halves' thread: the walk's batches take some 30 KB. */
+#define HALF_STACK (256 << 10)
+
+bool voc_halves(void *(*fn)(void *), void *a, void *b) {
+    size_t page = 4096;
+    /* a stack of its own, unmapped after the join: a stack of glibc's
+     * stays cached, its touched pages held, once the thread is done */
+    uint8_t *stk = mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    pthread_attr_t at;
+    pthread_t th;
+    bool two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
+    if (two) {
+        (void)mprotect(stk, page, PROT_NONE); /* a guard page below it */
+        two = pthread_attr_setstack(&at, stk + page, HALF_STACK - page) == 0 &&
+              pthread_create(&th, &at, fn, b) == 0;
+        pthread_attr_destroy(&at);
+    }
+    fn(a);
+    if (two)
+        pthread_join(th, NULL);
+    if (stk != MAP_FAILED)
+        munmap(stk, HALF_STACK);
+    return two;
+}
+
 /* A part of hash_all: tokens lo..hi-1's polys, and the first of them
  * not UTF-8 (bad, or -1). */
 struct hash_part {
@@ -155,17 +181,13 @@ static void *hash_part(void *arg) {
 }
 
 /* Every token's poly and ix->bad_utf8, the two halves of the texts at
- * once (vocab.h: one more thread at most, joined here; when it cannot
- * start, this thread hashes both). */
+ * once (voc_halves; when no thread starts, this one hashes both). */
 static void hash_all(struct voc_index *ix) {
     size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
     struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
-    pthread_t th;
-    bool two = mid < ix->n && pthread_create(&th, NULL, hash_part, &h[1]) == 0;
-    hash_part(&h[0]);
-    if (two)
-        pthread_join(th, NULL);
-    else
+    if (mid >= ix->n)
+        hash_part(&h[0]);
+    else if (!voc_halves(hash_part, &h[0], &h[1]))
         hash_part(&h[1]);
     ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
 }
