@@ -132,8 +132,10 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
-/* Stack of voc_halves' thread: the walk's batches take some 30 KB. */
-#define HALF_STACK (256 << 10)
+/* Stack of voc_halves' thread: the walk's batches take some 30 KB;
+ * a sanitizer's runtime asks for up to 900 KB (ThreadSanitizer refuses
+ * less).  Mapped, only its touched pages cost memory. */
+#define HALF_STACK (1 << 20)
 
 bool voc_halves(void *(*fn)(void *), void *a, void *b) {
     size_t page = 4096;
