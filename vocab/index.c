@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #define P ((UINT64_C(1) << 61) - 1) /* a prime */
 
@@ -138,7 +139,8 @@ static void insert(struct voc_index *ix, size_t i) {
 #define HALF_STACK (1 << 20)
 
 bool voc_halves(void *(*fn)(void *), void *a, void *b) {
-    size_t page = 4096;
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 && ps < HALF_STACK / 4 ? (size_t)ps : 4096;
     /* a stack of its own, unmapped after the join: a stack of glibc's
      * stays cached, its touched pages held, once the thread is done */
     uint8_t *stk = mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
