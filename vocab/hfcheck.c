@@ -217,16 +217,21 @@ static void *spm_walk(void *arg) {
 }
 
 /* The two halves of the walk (voc_halves; when no thread starts, the
- * calling thread walks both), their merges in id order appended to merges (NULL: not kept),
- * their scores into *sc (mb_free it); why, or NULL. */
+ * calling thread walks both), their merges in id order appended to
+ * merges (NULL: not kept), their scores into *sc (mb_free it); why (the
+ * first half's first: the first in id order), or NULL. */
 static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
                              struct gguf_buf *merges, struct mbuf *sc,
                              char *buf, size_t n) {
     size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
     struct spm_part h[2] = {
-        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges},
-        {.ix = ix, .sc = scores, .lo = mid, .hi = ix->n, .keep = merges}};
+        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges != NULL},
+        {.ix = ix,
+         .sc = scores,
+         .lo = mid,
+         .hi = ix->n,
+         .keep = merges != NULL}};
     if (mid >= ix->n)
         spm_walk(&h[0]);
     else if (!voc_halves(spm_walk, &h[0], &h[1]) && !h[0].why)
