@@ -54,6 +54,12 @@ static void agree(const uint8_t *s, size_t n) {
         ck_assert_msg(b.len - 1 == k && memcmp(b.p + 1, want, k) == 0,
                       "[%s]: jansson %s, vocab %.*s", hex, want,
                       (int)(b.len - 1), (const char *)b.p + 1);
+        /* a text jansson takes is UTF-8: the unchecked writer's too */
+        b.len = 1;
+        ck_assert_int_eq(voc_json_str_utf8(&b, s, n), GGUF_OK);
+        ck_assert_msg(b.len - 1 == k && memcmp(b.p + 1, want, k) == 0,
+                      "[%s]: jansson %s, vocab (utf8) %.*s", hex, want,
+                      (int)(b.len - 1), (const char *)b.p + 1);
     }
     gguf_buf_free(&b);
 }

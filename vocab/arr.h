@@ -56,6 +56,11 @@ enum gguf_status voc_json_put(struct gguf_buf *b, struct json_t *v,
  * when s is not UTF-8 (jansson refuses it), GGUF_E_NOMEM; b as it was
  * on failure. */
 enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s, uint64_t n);
+/* voc_json_str of a text known to be UTF-8 (gguf_utf8_valid: a
+ * voc_index's texts with its table and no bad_utf8): not checked
+ * again, a byte from 0x80 copied as it is. */
+enum gguf_status voc_json_str_utf8(struct gguf_buf *b, const uint8_t *s,
+                                   uint64_t n);
 
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
@@ -105,6 +110,12 @@ struct voc_index;
  * returned. */
 const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
                          struct gguf_buf *merges, char *buf, size_t n);
+/* The merges of SentencePiece vocabulary ix (score 0) appended to
+ * merges, by the check's walk (two halves at once, vocab.h), for a file
+ * made after its check: false when out of memory (or the check would
+ * now refuse it). */
+bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
+                    struct gguf_buf *merges);
 
 /* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
  * tokenizer.ggml.pre names it has (space-separated), its regular
@@ -215,7 +226,7 @@ bool voc_split_next(struct voc_split *sp);
  * order.
  *     struct voc_cuts w;
  *     struct voc_cut c[VOC_CUTS];
- *     voc_cuts_start(&w, ix, false);
+ *     voc_cuts_range(&w, ix, false, 0, ix->n);
  *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
  *         ... c[0..m) ... */
 #define VOC_CUTS 128
@@ -230,10 +241,25 @@ struct voc_cuts {
     size_t t;
     struct voc_split sp;
     size_t seen; /* 1 + the last token a cut was made of */
+    size_t end;  /* one past the last token walked */
     bool first_too;
 };
-void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too);
+/* The cuts of tokens lo..hi-1 (0..ix->n: all; a part: hfcheck.c walks
+ * two halves at once). */
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too, size_t lo, size_t hi);
+/* The token that splits the vocabulary's texts into halves of about
+ * the same bytes (of splits, then): O(log n), the texts lie in id
+ * order in one payload. */
+size_t voc_cuts_mid(const struct voc_index *ix);
+/* fn(b) on a thread of its own and fn(a) on this one at once, joined
+ * before return (vocab.h: the one place vocab/ starts a thread; its
+ * stack mapped here and unmapped after the join); false, fn(a) run
+ * alone, when the thread cannot start (the caller runs fn(b)). */
+bool voc_halves(void *(*fn)(void *), void *a, void *b);
+/* The tokens below which a vocabulary is indexed and walked in one
+ * thread (a thread's start costs more than a small walk). */
+#define VOC_SPLIT_MIN 4096
 size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define TOK "tokenizer.ggml."
 
@@ -114,18 +115,165 @@ static bool one_char_run(const struct voc_index *ix, size_t t) {
     return true;
 }
 
+/* A buffer of the walk's own, mapped (mmap, mremap) and not malloc'd:
+ * the second half's thread then never calls malloc, which would give it
+ * an arena of its own, and freeing its megabytes leaves malloc's
+ * thresholds as they were (a freed mapped block of malloc's raises the
+ * size below which it takes blocks from the arena's heap, whose free top
+ * malloc_trim does not hand back: 14 MB more held after the file). */
+struct mbuf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static bool mb_add(struct mbuf *b, const void *p, size_t n) {
+    if (n > SIZE_MAX / 2 - b->len)
+        return false;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->len + n)
+            cap *= 2;
+        void *q = b->cap ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+                         : mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+            return false;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return true;
+}
+
+static void mb_free(struct mbuf *b) {
+    if (b->cap)
+        munmap(b->p, b->cap);
+    *b = (struct mbuf){0};
+}
+
 /* Token t's cuts are all seen: its score into scores where merges make
  * it (*any), but a run of one character; *any cleared.  NULL, or "out
  * of memory". */
 static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
-                          size_t t, bool *any, struct gguf_buf *scores) {
+                          size_t t, bool *any, struct mbuf *scores) {
     uint32_t v = 0;
     bool add = *any && !one_char_run(ix, t);
     *any = false;
     if (add)
         (void)voc_arr_u32(sc, t, &v);
-    return add && gguf_buf_add(scores, &v, 4) != GGUF_OK ? "out of memory"
-                                                         : NULL;
+    return add && !mb_add(scores, &v, 4) ? "out of memory" : NULL;
+}
+
+/* A part of spm_reason's walk: tokens lo..hi-1, their merges appended
+ * to merges (when keep), the scores of the tokens merges make to
+ * scores, and why (the first bad cut of the part, in msg, or "out of
+ * memory"; NULL). */
+struct spm_part {
+    const struct voc_index *ix;
+    const struct voc_arr *sc;
+    size_t lo, hi;
+    bool keep;
+    struct mbuf merges, scores;
+    const char *why;
+    char msg[200];
+};
+
+/* The walk of part h (a pthread's start routine, or called). */
+static void *spm_walk(void *arg) {
+    struct spm_part *h = arg;
+    const struct voc_index *ix = h->ix;
+    struct voc_cuts w;
+    struct voc_cut c[VOC_CUTS];
+    size_t t = SIZE_MAX; /* the token of the cuts so far */
+    bool any = false;
+    const char *why = NULL;
+    voc_cuts_range(&w, ix, true, h->lo, h->hi);
+    for (size_t m = 1; !why && m;) {
+        m = voc_cuts_next(&w, c);
+        for (size_t i = 0; !why && i <= m; i++) {
+            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
+                why = merged(ix, h->sc, t, &any, &h->scores);
+            if (why || i == m)
+                break;
+            t = c[i].t;
+            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
+                                  (uint32_t)c[i].r};
+            if (h->keep && c[i].l >= 0 && c[i].r >= 0 &&
+                !mb_add(&h->merges, &e, sizeof e))
+                why = "out of memory";
+            else if (cut_bad(ix, &c[i], &any)) {
+                snprintf(h->msg, sizeof h->msg,
+                         "token %zu splits at byte %llu into a character "
+                         "that is no token and a token: llama.cpp merges "
+                         "them, a BPE merge list cannot",
+                         t, (unsigned long long)c[i].k);
+                why = h->msg;
+            }
+        }
+    }
+    h->why = why;
+    return NULL;
+}
+
+/* The two halves of the walk (voc_halves; when no thread starts, the
+ * calling thread walks both), their merges in id order appended to
+ * merges (NULL: not kept), their scores into *sc (mb_free it); why (the
+ * first half's first: the first in id order), or NULL. */
+static const char *spm_walks(const struct voc_index *ix,
+                             const struct voc_arr *scores,
+                             struct gguf_buf *merges, struct mbuf *sc,
+                             char *buf, size_t n) {
+    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    struct spm_part h[2] = {
+        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges != NULL},
+        {.ix = ix,
+         .sc = scores,
+         .lo = mid,
+         .hi = ix->n,
+         .keep = merges != NULL}};
+    if (mid >= ix->n)
+        spm_walk(&h[0]);
+    else if (!voc_halves(spm_walk, &h[0], &h[1]) && !h[0].why)
+        spm_walk(&h[1]);
+    const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
+    if (why == h[0].msg || why == h[1].msg) {
+        snprintf(buf, n, "%s", why);
+        why = buf;
+    }
+    if (!why && merges &&
+        (gguf_buf_reserve(merges, h[0].merges.len + h[1].merges.len) !=
+             GGUF_OK ||
+         gguf_buf_add(merges, h[0].merges.p, h[0].merges.len) != GGUF_OK ||
+         gguf_buf_add(merges, h[1].merges.p, h[1].merges.len) != GGUF_OK))
+        why = "out of memory";
+    *sc = h[0].scores;
+    if (!why && !mb_add(sc, h[1].scores.p, h[1].scores.len))
+        why = "out of memory";
+    mb_free(&h[0].merges);
+    mb_free(&h[1].merges);
+    mb_free(&h[1].scores);
+    return why;
+}
+
+/* Whether the m floats at p fall strictly (then no two are equal: no
+ * sort to find out; a SentencePiece vocabulary's scores mostly fall as
+ * its ids rise).  A NaN or a tie is not. */
+static bool strictly_falling(const uint8_t *p, size_t m) {
+    const float *f = (const float *)p;
+    for (size_t i = 1; i < m; i++)
+        if (!(f[i] < f[i - 1]))
+            return false;
+    return true;
+}
+
+bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
+                    struct gguf_buf *merges) {
+    struct mbuf sc = {0};
+    char buf[256];
+    const char *why = spm_walks(ix, scores, merges, &sc, buf, sizeof buf);
+    mb_free(&sc);
+    return !why;
 }
 
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
@@ -133,40 +281,12 @@ static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                               struct gguf_buf *merges, char *buf, size_t n) {
     struct voc_arr sc;
-    struct gguf_buf scores = {0};
-    const char *why = NULL;
-    struct voc_cuts w;
-    struct voc_cut c[VOC_CUTS];
-    size_t t = SIZE_MAX; /* the token of the cuts so far */
-    bool any = false;
+    struct mbuf scores = {0};
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
         return "no scores";
-    voc_cuts_start(&w, ix, true);
-    for (size_t m = 1; !why && m;) {
-        m = voc_cuts_next(&w, c);
-        for (size_t i = 0; !why && i <= m; i++) {
-            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
-                why = merged(ix, &sc, t, &any, &scores);
-            if (why || i == m)
-                break;
-            t = c[i].t;
-            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
-                                  (uint32_t)c[i].r};
-            if (merges && c[i].l >= 0 && c[i].r >= 0 &&
-                gguf_buf_add(merges, &e, sizeof e) != GGUF_OK)
-                why = "out of memory";
-            else if (cut_bad(ix, &c[i], &any)) {
-                snprintf(buf, n,
-                         "token %zu splits at byte %llu into a character "
-                         "that is no token and a token: llama.cpp merges "
-                         "them, a BPE merge list cannot",
-                         t, (unsigned long long)c[i].k);
-                why = buf;
-            }
-        }
-    }
+    const char *why = spm_walks(ix, &sc, merges, &scores, buf, n);
     size_t m = scores.len / 4;
-    if (!why && m > 1) {
+    if (!why && m > 1 && !strictly_falling(scores.p, m)) {
         qsort(scores.p, m, 4, by_value);
         const float *f = (const float *)scores.p;
         for (size_t i = 1; i < m && !why; i++)
@@ -179,7 +299,7 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
                 why = buf;
             }
     }
-    gguf_buf_free(&scores);
+    mb_free(&scores);
     return why;
 }
 

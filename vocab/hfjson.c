@@ -90,37 +90,60 @@ static float score_of(const struct voc_arr *scores, uint32_t id) {
     return f;
 }
 
+/* Sorts e[0..n) by by_rank in place, when its tokens' runs are
+ * already in by_rank's order (the walk's merges come token by token in
+ * id order, and a SentencePiece vocabulary's scores mostly fall as its
+ * ids rise): each token's run sorted by its parts alone, in time linear
+ * but for the runs (a few merges each; a long one by qsort), where a
+ * whole qsort was a twentieth of a large vocabulary's file.  false, e
+ * untouched, when they are not (or a score is NaN): the caller sorts it
+ * all.  The order is by_rank's either way (a total order). */
+static bool ranked_in_place(struct voc_merge *e, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (e[i].id != e[i - 1].id &&
+            !(e[i].score < e[i - 1].score ||
+              (e[i].score == e[i - 1].score && e[i].id > e[i - 1].id)))
+            return false;
+        else if (e[i].id == e[i - 1].id && e[i].score != e[i].score)
+            return false; /* NaN */
+    for (size_t lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo + 1; hi < n && e[hi].id == e[lo].id;)
+            hi++;
+        if (hi - lo > 16) {
+            qsort(e + lo, hi - lo, sizeof *e, by_rank);
+            continue;
+        }
+        for (size_t i = lo + 1; i < hi; i++) /* insertion: a few */
+            for (size_t j = i; j > lo && by_rank(&e[j - 1], &e[j]) > 0; j--) {
+                struct voc_merge x = e[j];
+                e[j] = e[j - 1];
+                e[j - 1] = x;
+            }
+    }
+    return true;
+}
+
 /* The SentencePiece merges, ranked (*out, *n; free *out): those the
- * check kept (taken over from *kept, voc_hf_check), else those of a walk
- * of the splits.  At most one a byte of the vocabulary's texts: bounded
+ * check kept (taken over from *kept, voc_hf_check), else those of its
+ * walk made again (voc_spm_merges).  At most one a byte of the vocabulary's texts: bounded
  * by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct gguf_buf *kept,
                                     struct voc_merge **out, size_t *n) {
     struct gguf_buf m = {0};
-    struct voc_cuts w;
-    struct voc_cut c[VOC_CUTS];
     if (kept) { /* no walk: the check's, scored here */
         m = *kept;
         *kept = (struct gguf_buf){0};
-    } else
-        voc_cuts_start(&w, ix, false);
-    for (size_t k; !kept && (k = voc_cuts_next(&w, c)) != 0;)
-        for (size_t i = 0; i < k; i++) {
-            struct voc_merge e = {0, (uint32_t)c[i].t, (uint32_t)c[i].l,
-                                  (uint32_t)c[i].r};
-            if (c[i].l >= 0 && c[i].r >= 0 &&
-                gguf_buf_add(&m, &e, sizeof e) != GGUF_OK) {
-                gguf_buf_free(&m);
-                return GGUF_E_NOMEM;
-            }
-        }
+    } else if (!voc_spm_merges(ix, scores, &m)) { /* the check's walk */
+        gguf_buf_free(&m);
+        return GGUF_E_NOMEM;
+    }
     *n = m.len / sizeof(struct voc_merge);
     struct voc_merge *e = (struct voc_merge *)m.p;
     for (size_t i = 0; i < *n; i++)
         e[i].score = score_of(scores, e[i].id);
-    if (*n)
+    if (*n && !ranked_in_place(e, *n))
         qsort(e, *n, sizeof *e, by_rank);
     *out = e;
     return GGUF_OK;
@@ -375,9 +398,12 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
                               struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
+    /* the table's making checked every text (bad_utf8) */
+    bool utf8 = ix->cap && ix->bad_utf8 < 0;
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
         size_t at = b->len;
-        if ((st = voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
+        if ((st = utf8 ? voc_json_str_utf8(b, ix->text[i], ix->len[i])
+                       : voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
             break;
         if (pos)
             pos[i] = (struct jpos){at, b->len - at};

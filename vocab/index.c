@@ -23,9 +23,11 @@
  */
 #include "arr.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #define P ((UINT64_C(1) << 61) - 1) /* a prime */
 
@@ -131,6 +133,69 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
+/* Stack of voc_halves' thread: the walk's batches take some 30 KB;
+ * a sanitizer's runtime asks for up to 900 KB (ThreadSanitizer refuses
+ * less).  Mapped, only its touched pages cost memory. */
+#define HALF_STACK (1 << 20)
+
+bool voc_halves(void *(*fn)(void *), void *a, void *b) {
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 && ps < HALF_STACK / 4 ? (size_t)ps : 4096;
+    /* a stack of its own, unmapped after the join: a stack of glibc's
+     * stays cached, its touched pages held, once the thread is done */
+    uint8_t *stk = mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    pthread_attr_t at;
+    pthread_t th;
+    bool two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
+    if (two) {
+        (void)mprotect(stk, page, PROT_NONE); /* a guard page below it */
+        two = pthread_attr_setstack(&at, stk + page, HALF_STACK - page) == 0 &&
+              pthread_create(&th, &at, fn, b) == 0;
+        pthread_attr_destroy(&at);
+    }
+    fn(a);
+    if (two)
+        pthread_join(th, NULL);
+    if (stk != MAP_FAILED)
+        munmap(stk, HALF_STACK);
+    return two;
+}
+
+/* A part of hash_all: tokens lo..hi-1's polys, and the first of them
+ * not UTF-8 (bad, or -1). */
+struct hash_part {
+    struct voc_index *ix;
+    size_t lo, hi;
+    int64_t bad;
+};
+
+static void *hash_part(void *arg) {
+    struct hash_part *h = arg;
+    struct voc_index *ix = h->ix;
+    h->bad = -1;
+    for (size_t i = h->lo; i < h->hi; i++) {
+        const uint8_t *s = ix->text[i];
+        uint64_t n = ix->len[i];
+        if (h->bad < 0 && !gguf_utf8_valid(s, (size_t)n))
+            h->bad = (int64_t)i; /* while its bytes are at hand */
+        ix->poly[i] = poly(ix, s, n);
+    }
+    return NULL;
+}
+
+/* Every token's poly and ix->bad_utf8, the two halves of the texts at
+ * once (voc_halves; when no thread starts, this one hashes both). */
+static void hash_all(struct voc_index *ix) {
+    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
+    if (mid >= ix->n)
+        hash_part(&h[0]);
+    else if (!voc_halves(hash_part, &h[0], &h[1]))
+        hash_part(&h[1]);
+    ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
+}
+
 bool voc_index_make(const struct voc_arr *toks, bool by_text,
                     struct voc_index *ix) {
     memset(ix, 0, sizeof *ix);
@@ -161,19 +226,13 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
     ix->slot = (uint32_t *)(ix->poly + (by_text ? ix->n : 0));
     ix->print = (uint8_t *)(ix->slot + ix->cap);
     const uint8_t *pos = toks->p;
-    for (size_t i = 0; i < ix->n; i++) {
+    for (size_t i = 0; i < ix->n; i++)
         if (!voc_arr_next_str(toks, &pos, &ix->text[i], &ix->len[i])) {
             voc_index_free(ix);
             return false;
         }
-        if (!by_text)
-            continue;
-        const uint8_t *s = ix->text[i];
-        uint64_t n = ix->len[i];
-        if (ix->bad_utf8 < 0 && !gguf_utf8_valid(s, (size_t)n))
-            ix->bad_utf8 = (int64_t)i; /* while its bytes are at hand */
-        ix->poly[i] = poly(ix, s, n);
-    }
+    if (by_text)
+        hash_all(ix);
     for (size_t i = 0; by_text && i < ix->n; i++)
         insert(ix, i);
     return true;
@@ -276,13 +335,33 @@ static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
     }
 }
 
-void voc_cuts_start(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too) {
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
+                    bool first_too, size_t lo, size_t hi) {
     memset(w, 0, sizeof *w);
     w->ix = ix;
     w->first_too = first_too;
-    if (ix->n)
-        voc_split_start(&w->sp, ix, 0);
+    w->end = hi < ix->n ? hi : ix->n;
+    w->t = lo < w->end ? lo : w->end;
+    if (w->t < w->end)
+        voc_split_start(&w->sp, ix, w->t);
+}
+
+size_t voc_cuts_mid(const struct voc_index *ix) {
+    size_t lo = 0, hi = ix->n;
+    if (ix->n < 2)
+        return ix->n;
+    /* the texts lie in id order in one payload: the half of its bytes */
+    uintptr_t half =
+        (uintptr_t)ix->text[0] +
+        ((uintptr_t)ix->text[ix->n - 1] - (uintptr_t)ix->text[0]) / 2;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if ((uintptr_t)ix->text[m] < half)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
 /* The hash of the suffix s[k..n) of sp: the whole's polynomial less the
@@ -301,9 +380,9 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     const struct voc_index *ix = w->ix;
     if (!ix->cap) /* no table: nothing is found */
         return 0;
-    while (m < VOC_CUTS && w->t < ix->n) {
+    while (m < VOC_CUTS && w->t < w->end) {
         if (!voc_split_next(&w->sp)) {
-            if (++w->t < ix->n)
+            if (++w->t < w->end)
                 voc_split_start(&w->sp, ix, w->t);
             continue;
         }

@@ -44,8 +44,10 @@ static size_t escape(uint8_t *o, uint8_t c) {
     return 6;
 }
 
-enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
-                              uint64_t n) {
+/* voc_json_str; utf8: s is known to be UTF-8 (its bytes from 0x80 are
+ * copied as they are, no call a character). */
+static enum gguf_status json_str(struct gguf_buf *b, const uint8_t *s,
+                                 uint64_t n, bool utf8) {
     if (n > (SIZE_MAX - 2) / 6)
         return GGUF_E_NOMEM;
     /* \u00XX at most a byte, and the quotes */
@@ -55,7 +57,7 @@ enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
     uint8_t *o = b->p + b->len, *start = o;
     *o++ = '"';
     for (size_t i = 0, k; i < n;)
-        if (s[i] >= 0x80) { /* a character of UTF-8, as it is */
+        if (s[i] >= 0x80 && !utf8) { /* a character of UTF-8, as it is */
             if (!(k = char_len(s + i, (size_t)n - i)))
                 return GGUF_E_INVAL; /* b as it was */
             memcpy(o, s + i, k);
@@ -68,4 +70,14 @@ enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
     *o++ = '"';
     b->len += (size_t)(o - start);
     return GGUF_OK;
+}
+
+enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s,
+                              uint64_t n) {
+    return json_str(b, s, n, false);
+}
+
+enum gguf_status voc_json_str_utf8(struct gguf_buf *b, const uint8_t *s,
+                                   uint64_t n) {
+    return json_str(b, s, n, true);
 }

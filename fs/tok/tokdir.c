@@ -32,41 +32,62 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the strings of array key are at least once escaped, by either
- * of the files' escapes (tokens.tsv's and merges.txt's gguf_escape_line,
- * tokenizer.json's JSON): a control byte but tab, newline and CR is at
- * least 4 bytes (\xHH, \u00HH), those three and '\\' 2, any other 1.
- * 0 without the key. */
-static uint64_t strings_floor(const gguf_ctx *ctx, const char *key) {
+/* The bytes of the strings of array key, returned (from the payload's
+ * size: after the element type and count, each string is a uint64
+ * length and its bytes, validated at open; no walk), and (when escaped
+ * is not NULL, into it)
+ * what they are at least once escaped, by either of the files' escapes
+ * (tokens.tsv's and merges.txt's gguf_escape_line, tokenizer.json's
+ * JSON): a control byte but tab, newline and CR is at least 4 bytes
+ * (\xHH, \u00HH), those three and '\\' 2, any other 1 (a pass over the
+ * bytes).  0 without the key. */
+static uint64_t strings_floor(const gguf_ctx *ctx, const char *key,
+                              uint64_t *escaped) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
     size_t len = 0;
     const uint8_t *p = i < 0 || gguf_kv_arr_type(ctx, i) != GGUF_TYPE_STRING
                            ? NULL
                            : gguf_kv_payload(ctx, i, &len);
-    uint64_t floor = 0;
-    /* elem type, count, then each string: a uint64 length, its bytes
-     * (validated at open: the lengths stay within the payload) */
-    for (size_t at = 12; p && at + 8 <= len;) {
-        uint64_t n;
-        memcpy(&n, p + at, 8);
+    uint64_t n = 0, floor = 0;
+    if (!p || len < 12)
+        return 0;
+    memcpy(&n, p + 4, 8);
+    for (size_t at = 12; escaped && at + 8 <= len;) {
+        uint64_t k;
+        memcpy(&k, p + at, 8);
         at += 8;
-        for (size_t end = at + (n < len - at ? n : len - at); at < end; at++)
+        for (size_t end = at + (k < len - at ? k : len - at); at < end; at++)
             floor += p[at] >= 0x20 && p[at] != '\\' ? 1
                      : p[at] == '\t' || p[at] == '\n' || p[at] == '\r' ||
                              p[at] == '\\'
                          ? 2
                          : 4;
     }
-    return floor;
+    if (escaped)
+        *escaped = floor;
+    return n <= (len - 12) / 8 ? len - 12 - 8 * n : 0;
 }
 
-/* What file f's text is at least, known before it is made: tokens.tsv
- * and tokenizer.json hold every token's text, merges.txt every merge's,
- * escaped (a pass over the strings, no rendering). */
-static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f) {
-    if (f == VOC_TOKENS_TSV || f == VOC_HF_TOKENIZER)
-        return strings_floor(ctx, "tokenizer.ggml.tokens");
-    return f == VOC_MERGES ? strings_floor(ctx, "tokenizer.ggml.merges") : 0;
+/* What file f's text is at least, known before it is made, as far as
+ * bound max needs to know: tokens.tsv and tokenizer.json hold every
+ * token's text, merges.txt every merge's, escaped.  Their bytes alone
+ * (the payload's size) where four times them (every byte escaped) is
+ * within max: then the escaped floor is too, and no pass is made over
+ * the strings (a 262k vocabulary's was 3% of its tokenizer.json); else
+ * the escaped floor (a pass over the bytes, no rendering). */
+static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f, uint64_t max) {
+    const char *key = f == VOC_TOKENS_TSV || f == VOC_HF_TOKENIZER
+                          ? "tokenizer.ggml.tokens"
+                      : f == VOC_MERGES ? "tokenizer.ggml.merges"
+                                        : NULL;
+    uint64_t escaped = 0;
+    if (!key)
+        return 0;
+    uint64_t raw = strings_floor(ctx, key, NULL);
+    if (raw <= max / 4)
+        return raw;
+    (void)strings_floor(ctx, key, &escaped);
+    return escaped;
 }
 
 /* File *arg's text now (gfs_text_of_gen's make), made within
@@ -85,7 +106,7 @@ static int tok_make(struct gfs *fs, void *arg, struct gguf_buf *b) {
     uint32_t known =
         fs->tok->mask_gen == fs->generation + 1 ? fs->tok->mask : 0;
     size_t max = gfs_texts_room();
-    uint64_t floor = tok_floor(fs->ctx, f);
+    uint64_t floor = tok_floor(fs->ctx, f, max);
     if (floor > max)
         gguf_fail(&gerr, GGUF_E_RANGE,
                   "%s would pass %zu bytes: its strings alone hold %llu",

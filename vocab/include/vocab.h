@@ -12,6 +12,20 @@
  * (pending edits included: the caller renders again after an edit).  The
  * formats are ggufs(1), THE TREE; tsv.c, hfjson.c and hffiles.c state
  * them, hfcheck.c which tokenizers have a tokenizer.json and why not.
+ *
+ * Threads: the index of a vocabulary by text (its texts' hashes
+ * and UTF-8 check, index.c) and SentencePiece's walk of its splits
+ * (hfcheck.c) are made in two halves at once when it has VOC_SPLIT_MIN
+ * (4096) tokens or more: ONE more thread at a time (a 2-core machine
+ * gains most of it; more would take cores from the daemon's FUSE
+ * threads), created and joined within the call on every path (none
+ * outlives it; arr.h's voc_halves, the one place: its stack mapped and
+ * unmapped there, and it calls no malloc, so that no arena of its own
+ * is left holding memory), each half
+ * writing only its own part of the index or its own buffers, merged in
+ * id order after the join, so that the bytes are those of one walk.
+ * Where a thread cannot be started the calling thread does both halves.
+ * Callable from any thread; ctx is only read.
  */
 #ifndef GGUFS_VOCAB_H
 #define GGUFS_VOCAB_H
