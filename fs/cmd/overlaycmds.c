@@ -414,22 +414,20 @@ out:
 /* The source of a rebase, read-only (it is never written): *v, *n its
  * contexts, *rfs the remote mount state of a URL (NULL for a file), its
  * identity made into id.  0, or -1 after one line. */
-static int rebase_open(const char *file, const char *path, struct gfs **rfs,
-                       gguf_ctx ***v, int *n, struct gguf_overlay_id *id) {
+static int rebase_open(const char *file, const char *path,
+                       struct gfs_remote **rfs, gguf_ctx ***v, int *n,
+                       struct gguf_overlay_id *id) {
     struct gguf_error err = {0};
     char bad[PATH_MAX + 64] = "", ident[512];
     if (gfs_remote_is(path)) {
         struct gfs_remote_opts ro = {.retries = -1,
                                      .hf = strncmp(file, "hf://", 5) == 0};
-        if (!(*rfs = calloc(1, sizeof **rfs)))
-            return fprintf(stderr, "ggufs: %s: out of memory\n", file), -1;
-        if (gfs_remote_open(*rfs, path, &ro, 0, bad, sizeof bad, &err) != 0) {
+        if (!(*rfs = gfs_remote_open_alone(path, &ro, v, n, bad, sizeof bad,
+                                           &err))) {
             fprintf(stderr, "ggufs: %s: %s\n", bad[0] ? bad : file, err.msg);
             return -1;
         }
-        *v = (*rfs)->shards;
-        *n = (*rfs)->n_shards;
-        if (gfs_remote_identity(*rfs, ident, sizeof ident) != 0)
+        if (gfs_remote_identity_of(*rfs, ident, sizeof ident) != 0)
             return fprintf(stderr, "ggufs: %s: out of memory\n", file), -1;
     } else if (open_source(file, path, 0, v, n) != 0) {
         return -1;
@@ -503,7 +501,7 @@ int gfs_overlay_rebase(const char *file, const char *opt, int take) {
     struct gguf_overlay_id id, made;
     char shown[PATH_MAX + 64], why[1024], *opath = NULL;
     char *path = drop_source(file);
-    struct gfs *rfs = NULL;
+    struct gfs_remote *rfs = NULL;
     gguf_ctx **v = NULL, *ov = NULL;
     int n = 0, status = EXIT_BADFILE, lock = -1;
     bool found = false;
@@ -534,11 +532,8 @@ int gfs_overlay_rebase(const char *file, const char *opt, int take) {
 out:
     gguf_close(ov);
     gguf_overlay_unlock(opath, path, lock);
-    gguf_close_set(v, n);
-    if (rfs) {
-        gfs_remote_close(rfs);
-        free(rfs);
-    }
+    gguf_close_set(v, n); /* the contexts first: they read from rfs */
+    gfs_remote_free(rfs);
     free(opath);
     free(path);
     return status;

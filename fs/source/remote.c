@@ -33,8 +33,8 @@ struct gfs_remote {
 /* Log lines of the sources: stderr until the mount is set up, then the
  * daemon's log. */
 static void remote_log(void *u, const char *line) {
-    struct gfs *fs = u;
-    if (!fs->mnt)
+    struct gfs *fs = u; /* NULL: a source opened alone (a command) */
+    if (!fs || !fs->mnt)
         fprintf(stderr, "ggufs: %s\n", line);
     else
         gfs_log(fs, "%s", line);
@@ -348,8 +348,23 @@ void gfs_remote_stat(const struct gfs *fs, struct stat *st) {
     st->st_atim = st->st_ctim = st->st_mtim;
 }
 
+struct gfs_remote *gfs_remote_open_alone(const char *url,
+                                         const struct gfs_remote_opts *o,
+                                         gguf_ctx ***v, int *n, char *bad,
+                                         size_t bad_len,
+                                         struct gguf_error *err) {
+    return open_set(NULL, url, o, o->hf, 0, v, n, bad, bad_len, err);
+}
+
+void gfs_remote_free(struct gfs_remote *r) {
+    remote_free(r);
+}
+
 int gfs_remote_identity(const struct gfs *fs, char *out, size_t n) {
-    const struct gfs_remote *r = fs->remote;
+    return gfs_remote_identity_of(fs->remote, out, n);
+}
+
+int gfs_remote_identity_of(const struct gfs_remote *r, char *out, size_t n) {
     size_t used = 0;
     int fits = 1;
     if (!r || !n)

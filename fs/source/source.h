@@ -283,6 +283,17 @@ void gfs_remote_stat(const struct gfs *fs, struct stat *st);
  * each shard's rmt_identity joined by "; " (a hash of them when that
  * does not fit in n bytes).  0 or -1. */
 int gfs_remote_identity(const struct gfs *fs, char *out, size_t n);
+/* The same of a source opened alone: a command that never mounts (the
+ * overlay's rebase, cmd/overlaycmds.c) opens url's set with no model:
+ * *v, *n its contexts (closed by the caller, gguf_close_set, before
+ * gfs_remote_free), what it says on stderr; NULL with err and bad. */
+struct gfs_remote *gfs_remote_open_alone(const char *url,
+                                         const struct gfs_remote_opts *o,
+                                         gguf_ctx ***v, int *n, char *bad,
+                                         size_t bad_len,
+                                         struct gguf_error *err);
+int gfs_remote_identity_of(const struct gfs_remote *r, char *out, size_t n);
+void gfs_remote_free(struct gfs_remote *r);
 /* The root's user.ggufs.url, .identity, .requests (ranged requests sent
  * so far); ENODATA for other names or a local mount. */
 int gfs_remote_xattr(const struct gfs *fs, const char *name,
