@@ -11,7 +11,7 @@
  *       removes the first LENGTH bytes of FILE in place (fallocate
  *       FALLOC_FL_COLLAPSE_RANGE; LENGTH a multiple of the block size):
  *       undoes blocks a commit inserted, so every edit run starts alike.
- *   helpers read [--warm BYTES] FILE[@OFFSET:LENGTH] ...
+ *   helpers read FILE[@OFFSET:LENGTH] ...
  *       reads each FILE (or LENGTH bytes of it from OFFSET) to its end
  *       with read(2) of 1 MiB into one buffer, in one process; prints the
  *       seconds the reads took and the CPU seconds this process spent in
@@ -19,12 +19,6 @@
  *       so the first read pays no page fault of the reader's own
  *       (bench/run's first-read rows; dd, a new process per file with a
  *       fresh buffer, adds its start-up and faults to every file).
- *       --warm: first touch BYTES of anonymous memory and free it, so the
- *       page-cache pages the reads then fill are ones the host backs: on
- *       a VM that reports free pages to its host (virtio free page
- *       reporting), a fresh page is otherwise faulted in by the host at
- *       the first write, inside the kernel's copy (3 to 6 times the
- *       daemon's CPU in some runs, seen in perf as memcpy).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,24 +107,8 @@ static int read_one(const char *arg, char *buf, size_t bs)
     return 0;
 }
 
-/* Touches then frees warm bytes of anonymous memory (see "helpers read"). */
-static int warm_memory(uint64_t warm)
+static int read_files(int n, char **args)
 {
-    if (!warm)
-        return 0;
-    char *p = mmap(NULL, warm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return die("mmap", "warm memory");
-    for (uint64_t i = 0; i < warm; i += 4096)
-        p[i] = 1;
-    munmap(p, warm);
-    return 0;
-}
-
-static int read_files(uint64_t warm, int n, char **args)
-{
-    if (warm_memory(warm))
-        return 1;
     const size_t bs = (size_t)1 << 20;
     char *buf = aligned_alloc(4096, bs);
     if (!buf)
@@ -197,10 +175,8 @@ int main(int argc, char **argv)
         return resident(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "collapse"))
         return collapse(argv[2], strtoull(argv[3], NULL, 10));
-    if (argc >= 5 && !strcmp(argv[1], "read") && !strcmp(argv[2], "--warm"))
-        return read_files(strtoull(argv[3], NULL, 10), argc - 4, argv + 4);
     if (argc >= 3 && !strcmp(argv[1], "read"))
-        return read_files(0, argc - 2, argv + 2);
+        return read_files(argc - 2, argv + 2);
     fprintf(stderr, "usage: helpers mmap_touch FILE OFFSET LENGTH | "
                     "helpers resident FILE | helpers collapse FILE LENGTH | "
                     "helpers read FILE[@OFFSET:LENGTH] ...\n");
