@@ -127,6 +127,8 @@ struct mbuf {
 };
 
 static bool mb_add(struct mbuf *b, const void *p, size_t n) {
+    if (!n)
+        return true; /* p may be NULL then: memcpy's arguments never are */
     if (n > SIZE_MAX / 2 - b->len)
         return false;
     if (b->len + n > b->cap) {
