@@ -11,8 +11,8 @@
  * bumped outside a section, a keep or commit outside one, a section left
  * on another thread or begun twice on one, edits left unkept: each aborts
  * at its line instead of racing or losing an edit quietly.  Release
- * builds record nothing and check nothing: the functions are the lock,
- * the bump and the keep.
+ * builds and the Debian package (b_ndebug=true) record nothing and check
+ * nothing: the functions are the lock, the bump and the keep.
  */
 #include "edits.h"
 
