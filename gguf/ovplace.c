@@ -8,10 +8,7 @@
  */
 #include "internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,18 +58,7 @@ int gguf_ovl_open_parent(const char *path, const char *source, bool create,
     }
     strcpy(base, b);
     strcpy(shown, path);
-    char *dir = slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1)
-                      : strdup(".");
-    if (!dir) {
-        gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        return -1;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        gguf_sys_fail(err, errno, "cannot open the overlay's directory %s",
-                      dir);
-    free(dir);
-    return dfd;
+    return gguf_open_dir_of(path, &b, err); /* durable.c: the one opener */
 }
 
 /* The trust rule of the header comment, on fstat/lstat sb of the file
