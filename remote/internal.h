@@ -47,14 +47,6 @@ int rmt_is_s3(const char *s);
  * in both cases. */
 int rmt_s3_load(struct rmt_s3 *c, enum rmt_s3_style path_style, char *msg,
                 size_t n);
-/* One setting (aws_access_key_id, aws_secret_access_key,
- * aws_session_token, region, endpoint_url; others ignored) from from (a
- * variable's or file's name for msg).  0 or -1 with msg. */
-int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
-               const char *from, char *msg, size_t n);
-/* The shared files' profile (s3conf.c): fills what c lacks; the
- * credentials only if keys.  0 or -1 with msg. */
-int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n);
 int rmt_s3_copy(struct rmt_s3 *d, const struct rmt_s3 *s);
 void rmt_s3_free(struct rmt_s3 *c);
 /* The signing headers (x-amz-content-sha256, x-amz-security-token)

@@ -39,6 +39,101 @@
 #define SECRET_MAX 256
 #define TOKEN_MAX 8192
 
+/* A setting's text: at most max bytes, no control character (a header
+ * line or a user name must stay one). */
+static int text_ok(const char *s, size_t max) {
+    size_t len = strlen(s);
+    if (!len || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* REGION: 1..63 of [a-z0-9-] (it is part of a host name). */
+static int region_ok(const char *s) {
+    size_t len = strlen(s);
+    return len && len < 64 &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+/* An endpoint URL: http(s)://HOST[:PORT][/], no user info, path or
+ * query; kept without its trailing '/'.  0 or -1 with msg. */
+static int set_endpoint(struct rmt_s3 *c, const char *v, const char *from,
+                        char *msg, size_t n) {
+    CURLU *u = curl_url();
+    char *scheme = NULL, *user = NULL, *path = NULL, *query = NULL;
+    int r = -1;
+    if (u && curl_url_set(u, CURLUPART_URL, v, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        (!strcmp(scheme, "http") || !strcmp(scheme, "https")) &&
+        curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
+        curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+        strspn(path, "/") == strlen(path) && strlen(v) < 512) {
+        free(c->endpoint);
+        size_t len = strlen(v);
+        while (len && v[len - 1] == '/')
+            len--;
+        c->endpoint = strndup(v, len);
+        r = c->endpoint ? 0 : -1;
+        if (r)
+            snprintf(msg, n, "out of memory");
+    } else {
+        snprintf(msg, n,
+                 "%s is not an endpoint URL (http(s)://HOST[:PORT], no path, "
+                 "user info or query)",
+                 from);
+    }
+    curl_free(scheme);
+    curl_free(user);
+    curl_free(path);
+    curl_free(query);
+    curl_url_cleanup(u);
+    return r;
+}
+
+/* One setting (aws_access_key_id, aws_secret_access_key,
+ * aws_session_token, region, endpoint_url; others ignored) from from (a
+ * variable's or file's name for msg).  0 or -1 with msg. */
+static int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
+                      const char *from, char *msg, size_t n) {
+    char **slot = !strcmp(what, "aws_access_key_id")       ? &c->key
+                  : !strcmp(what, "aws_secret_access_key") ? &c->secret
+                  : !strcmp(what, "aws_session_token")     ? &c->token
+                                                           : NULL;
+    size_t max = slot == &c->key      ? KEY_ID_MAX
+                 : slot == &c->secret ? SECRET_MAX
+                                      : TOKEN_MAX;
+    if (!strcmp(what, "endpoint_url"))
+        return set_endpoint(c, v, from, msg, n);
+    if (!strcmp(what, "region")) {
+        if (!region_ok(v)) {
+            snprintf(msg, n, "%s is not a region name ([a-z0-9-], 1..63)",
+                     from);
+            return -1;
+        }
+        snprintf(c->region, sizeof c->region, "%s", v);
+        return 0;
+    }
+    if (!slot)
+        return 0;
+    if (!text_ok(v, max) || (slot == &c->key && strchr(v, ':'))) {
+        snprintf(
+            msg, n,
+            "%s is not a valid credential (empty, too long, or a control character)",
+            from);
+        return -1;
+    }
+    free(*slot);
+    if (!(*slot = strdup(v))) {
+        snprintf(msg, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* The file's text, NUL-terminated (malloc'ed), or NULL: *absent when it
  * does not exist, else -1 in *bad with msg. */
 static char *read_conf(const char *path, int *absent, char *msg, size_t n) {
@@ -150,7 +245,9 @@ static int conf_path(const char *env, const char *name, char *out, size_t n) {
     return snprintf(out, n, "%s/.aws/%s", home, name) < (int)n ? 0 : -1;
 }
 
-int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n) {
+/* The shared files' profile: fills what c lacks; the credentials only if
+ * keys.  0 or -1 with msg. */
+static int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n) {
     const char *prof = getenv("AWS_PROFILE");
     char path[4096], sect[300];
     if (!prof || !*prof)
@@ -180,98 +277,6 @@ int rmt_s3_profile(struct rmt_s3 *c, int keys, char *msg, size_t n) {
         free(text);
         if (r != 0)
             return -1;
-    }
-    return 0;
-}
-
-/* A setting's text: at most max bytes, no control character (a header
- * line or a user name must stay one). */
-static int text_ok(const char *s, size_t max) {
-    size_t len = strlen(s);
-    if (!len || len > max)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return 0;
-    return 1;
-}
-
-/* REGION: 1..63 of [a-z0-9-] (it is part of a host name). */
-static int region_ok(const char *s) {
-    size_t len = strlen(s);
-    return len && len < 64 &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
-}
-
-/* An endpoint URL: http(s)://HOST[:PORT][/], no user info, path or
- * query; kept without its trailing '/'.  0 or -1 with msg. */
-static int set_endpoint(struct rmt_s3 *c, const char *v, const char *from,
-                        char *msg, size_t n) {
-    CURLU *u = curl_url();
-    char *scheme = NULL, *user = NULL, *path = NULL, *query = NULL;
-    int r = -1;
-    if (u && curl_url_set(u, CURLUPART_URL, v, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        (!strcmp(scheme, "http") || !strcmp(scheme, "https")) &&
-        curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
-        curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_NO_QUERY &&
-        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
-        strspn(path, "/") == strlen(path) && strlen(v) < 512) {
-        free(c->endpoint);
-        size_t len = strlen(v);
-        while (len && v[len - 1] == '/')
-            len--;
-        c->endpoint = strndup(v, len);
-        r = c->endpoint ? 0 : -1;
-        if (r)
-            snprintf(msg, n, "out of memory");
-    } else {
-        snprintf(msg, n,
-                 "%s is not an endpoint URL (http(s)://HOST[:PORT], no path, "
-                 "user info or query)",
-                 from);
-    }
-    curl_free(scheme);
-    curl_free(user);
-    curl_free(path);
-    curl_free(query);
-    curl_url_cleanup(u);
-    return r;
-}
-
-int rmt_s3_set(struct rmt_s3 *c, const char *what, const char *v,
-               const char *from, char *msg, size_t n) {
-    char **slot = !strcmp(what, "aws_access_key_id")       ? &c->key
-                  : !strcmp(what, "aws_secret_access_key") ? &c->secret
-                  : !strcmp(what, "aws_session_token")     ? &c->token
-                                                           : NULL;
-    size_t max = slot == &c->key      ? KEY_ID_MAX
-                 : slot == &c->secret ? SECRET_MAX
-                                      : TOKEN_MAX;
-    if (!strcmp(what, "endpoint_url"))
-        return set_endpoint(c, v, from, msg, n);
-    if (!strcmp(what, "region")) {
-        if (!region_ok(v)) {
-            snprintf(msg, n, "%s is not a region name ([a-z0-9-], 1..63)",
-                     from);
-            return -1;
-        }
-        snprintf(c->region, sizeof c->region, "%s", v);
-        return 0;
-    }
-    if (!slot)
-        return 0;
-    if (!text_ok(v, max) || (slot == &c->key && strchr(v, ':'))) {
-        snprintf(
-            msg, n,
-            "%s is not a valid credential (empty, too long, or a control character)",
-            from);
-        return -1;
-    }
-    free(*slot);
-    if (!(*slot = strdup(v))) {
-        snprintf(msg, n, "out of memory");
-        return -1;
     }
     return 0;
 }
