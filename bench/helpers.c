@@ -20,6 +20,7 @@
  *       (bench/run's first-read rows; dd, a new process per file with a
  *       fresh buffer, adds its start-up and faults to every file).
  */
+#define _GNU_SOURCE /* fallocate(2) */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
