@@ -44,7 +44,6 @@ Checked:
 Exit 0 pass, 1 fail, 77 skip (no FUSE, not root, no unshare/mount.fuse3).
 """
 
-import hashlib
 import os
 import select
 import shlex
@@ -93,11 +92,6 @@ def run(cmd, **kw):
 
 def err(p):
     return p.stderr.decode(errors="replace").strip()
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def daemons_of(mnt):
@@ -192,7 +186,7 @@ def stopped_read_as_nobody(pid, view):
 def nobody_reads(pid, mnt, store, arch):
     view = os.path.join(mnt, "open", "open.gguf")
     got, done = stopped_read_as_nobody(pid, view)
-    want = sha(os.path.join(store, "open.gguf"))
+    want = J.file_sha256(os.path.join(store, "open.gguf"))
     if got != [want, want]:
         raise Fail("nobody's read/mmap of open/open.gguf: %s/%s, the file is %s"
                    % (got[0][:12], got[1][:12], want[:12]))
