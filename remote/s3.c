@@ -1,11 +1,11 @@
 /*
- * s3.c - s3://BUCKET/KEY as an object store's URL (issue 25): the
- * settings found as the AWS CLI finds them (environment first, then the
- * profile's files: s3conf.c, which this file calls and which never calls
- * it), the endpoint URL a request goes to, the
- * request's signing (AWS Signature V4 by libcurl's CURLOPT_AWS_SIGV4: no
- * hand-written signing here), and what S3 said when it refused (its XML
- * error body, parsed with libxml2).
+ * s3.c - s3://BUCKET/KEY as an object store's URL (issue 25), with the
+ * settings s3conf.c finds as the AWS CLI finds them (rmt_s3_load:
+ * environment first, then the profile's files; s3conf.c never calls this
+ * file): the endpoint URL a request goes to, the request's signing (AWS
+ * Signature V4 by libcurl's CURLOPT_AWS_SIGV4: no hand-written signing
+ * here), and what S3 said when it refused (its XML error body, parsed
+ * with libxml2).
  *
  * Endpoint.  AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else the
  * profile's endpoint_url, else AWS (https://s3.REGION.amazonaws.com).
