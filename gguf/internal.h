@@ -714,17 +714,15 @@ enum gguf_status gguf_overlay_parse(const uint8_t *p, size_t n,
 enum gguf_status gguf_pending_parse(const uint8_t *p, size_t n,
                                     gguf_ctx **edits, struct gguf_error *err);
 
-#endif
+/* ---- overlays' place and tensors (ovplace.c, ovtensors.c) ------------ */
 
-/* ---- overlays' tensors (overlay.c, ovtensors.c) ---------------------- */
-
-/* The overlay's directory (path NULL: the state directory, named for
+/* ovplace.c.  The overlay's directory (path NULL: the state directory, named for
  * source) opened, its file name into base, its path as shown into shown;
  * -1 with err (*absent: no state directory yet). */
 int gguf_ovl_open_parent(const char *path, const char *source, bool create,
                          char *base, size_t bn, char *shown, size_t sn,
                          bool *absent, struct gguf_error *err);
-/* overlay.c's trust rule on the fstat of a file of the overlay's. */
+/* ovplace.c.  The trust rule on the fstat of a file of the overlay's. */
 enum gguf_status gguf_ovl_check_trusted(const struct stat *sb, const char *what,
                                         const char *shown,
                                         struct gguf_error *err);
@@ -732,3 +730,5 @@ enum gguf_status gguf_ovl_check_trusted(const struct stat *sb, const char *what,
  * record. */
 enum gguf_status gguf_ovl_tensors_kv(const struct gguf_overlay_tensor *t,
                                      size_t nt, struct gguf_buf *out);
+
+#endif

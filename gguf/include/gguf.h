@@ -805,7 +805,7 @@ enum gguf_status gguf_state_retire(const char *model, struct gguf_error *err);
 struct gguf_overlay_id {
     char source[4096]; /* absolute path, or the URL of a remote source */
     char etag[512];    /* remote: the server's version its bytes were read
-                          under (ETag; fs/remote.c makes the text) */
+                          under (ETag; fs/source/remote.c makes the text) */
     bool remote;
     uint64_t size;   /* bytes of the source, every shard counted */
     uint32_t shards; /* files in the set (1 for a plain file) */
