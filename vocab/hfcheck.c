@@ -190,7 +190,7 @@ static void *spm_walk(void *arg) {
     size_t t = SIZE_MAX; /* the token of the cuts so far */
     bool any = false;
     const char *why = NULL;
-    voc_cuts_range(&w, ix, true, h->lo, h->hi);
+    voc_cuts_range(&w, ix, h->lo, h->hi);
     for (size_t m = 1; !why && m;) {
         m = voc_cuts_next(&w, c);
         for (size_t i = 0; !why && i <= m; i++) {

@@ -6,7 +6,7 @@
  * is found while the table is made.  The hash is a polynomial of the
  * bytes (mod 2^61 - 1, at a random point: key) with the length, mixed:
  * a text's prefixes and suffixes then hash in O(1) each from the
- * whole's (voc_split: the
+ * whole's (struct voc_split: the
  * splits of a token, linear in its length, where lookups that hashed
  * each prefix and suffix anew were quadratic: 80,000 tokens of 250 bytes
  * took 12 s).  The splits of a 262k vocabulary are two million lookups,
@@ -262,8 +262,9 @@ int64_t voc_index_duplicate(const struct voc_index *ix) {
     return ix->dup;
 }
 
-void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
-                     size_t t) {
+/* Token t's splits from the first (split_next). */
+static void split_start(struct voc_split *sp, const struct voc_index *ix,
+                        size_t t) {
     sp->ix = ix;
     sp->s = ix->text[t];
     sp->n = ix->len[t];
@@ -275,7 +276,8 @@ void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
         sp->pow = mulmod(sp->pow, ix->base);
 }
 
-bool voc_split_next(struct voc_split *sp) {
+/* The next split of sp: false past the last. */
+static bool split_next(struct voc_split *sp) {
     if (sp->k >= sp->n)
         return false;
     do {
@@ -335,15 +337,14 @@ static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
     }
 }
 
-void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too, size_t lo, size_t hi) {
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
+                    size_t hi) {
     memset(w, 0, sizeof *w);
     w->ix = ix;
-    w->first_too = first_too;
     w->end = hi < ix->n ? hi : ix->n;
     w->t = lo < w->end ? lo : w->end;
     if (w->t < w->end)
-        voc_split_start(&w->sp, ix, w->t);
+        split_start(&w->sp, ix, w->t);
 }
 
 size_t voc_cuts_mid(const struct voc_index *ix) {
@@ -381,9 +382,9 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     if (!ix->cap) /* no table: nothing is found */
         return 0;
     while (m < VOC_CUTS && w->t < w->end) {
-        if (!voc_split_next(&w->sp)) {
+        if (!split_next(&w->sp)) {
             if (++w->t < w->end)
-                voc_split_start(&w->sp, ix, w->t);
+                split_start(&w->sp, ix, w->t);
             continue;
         }
         const struct voc_split *sp = &w->sp;
@@ -400,7 +401,7 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     }
     find_batch(ix, q, m, ql);
     for (size_t i = 0; i < m; i++) {
-        if (out[i].l < 0 && !(w->first_too && out[i].first))
+        if (out[i].l < 0 && !out[i].first)
             continue;
         r[mr] = (struct look){q[i].s + out[i].k, ix->len[out[i].t] - out[i].k,
                               rh[i], 0};
