@@ -245,13 +245,15 @@ void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
 size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 /* The token that splits the vocabulary's texts into halves of about
  * the same bytes (of splits, then): O(log n), the texts lie in id
- * order in one payload. */
+ * order in one payload; ix->n (the second half empty) below
+ * VOC_SPLIT_MIN tokens. */
 size_t voc_cuts_mid(const struct voc_index *ix);
-/* fn(b) on a thread of its own and fn(a) on this one at once, joined
- * before return (vocab.h: the one place vocab/ starts a thread; its
- * stack mapped here and unmapped after the join); false, fn(a) run
- * alone, when the thread cannot start (the caller runs fn(b)). */
-bool voc_halves(void *(*fn)(void *), void *a, void *b);
+/* fn(a) and fn(b), the halves of a walk, before return: when two, at
+ * once, fn(b) on a thread of its own (vocab.h: the one place vocab/
+ * starts a thread; its stack mapped here and unmapped after the join);
+ * else, or when the thread cannot start, one after the other on this
+ * thread. */
+void voc_halves(void *(*fn)(void *), void *a, void *b, bool two);
 /* The tokens below which a vocabulary is indexed and walked in one
  * thread (a thread's start costs more than a small walk). */
 #define VOC_SPLIT_MIN 4096

@@ -218,15 +218,14 @@ static void *spm_walk(void *arg) {
     return NULL;
 }
 
-/* The two halves of the walk (voc_halves; when no thread starts, the
- * calling thread walks both), their merges in id order appended to
- * merges (NULL: not kept), their scores into *sc (mb_free it); why (the
- * first half's first: the first in id order), or NULL. */
+/* The two halves of the walk (voc_halves), their merges in id order
+ * appended to merges (NULL: not kept), their scores into *sc (mb_free
+ * it); why (the first half's first: the first in id order), or NULL. */
 static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
                              struct gguf_buf *merges, struct mbuf *sc,
                              char *buf, size_t n) {
-    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    size_t mid = voc_cuts_mid(ix);
     struct spm_part h[2] = {
         {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges != NULL},
         {.ix = ix,
@@ -234,10 +233,7 @@ static const char *spm_walks(const struct voc_index *ix,
          .lo = mid,
          .hi = ix->n,
          .keep = merges != NULL}};
-    if (mid >= ix->n)
-        spm_walk(&h[0]);
-    else if (!voc_halves(spm_walk, &h[0], &h[1]) && !h[0].why)
-        spm_walk(&h[1]);
+    voc_halves(spm_walk, &h[0], &h[1], mid < ix->n);
     const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
     if (why == h[0].msg || why == h[1].msg) {
         snprintf(buf, n, "%s", why);

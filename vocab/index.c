@@ -138,16 +138,17 @@ static void insert(struct voc_index *ix, size_t i) {
  * less).  Mapped, only its touched pages cost memory. */
 #define HALF_STACK (1 << 20)
 
-bool voc_halves(void *(*fn)(void *), void *a, void *b) {
+void voc_halves(void *(*fn)(void *), void *a, void *b, bool two) {
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 && ps < HALF_STACK / 4 ? (size_t)ps : 4096;
     /* a stack of its own, unmapped after the join: a stack of glibc's
      * stays cached, its touched pages held, once the thread is done */
-    uint8_t *stk = mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    uint8_t *stk = two ? mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)
+                       : MAP_FAILED;
     pthread_attr_t at;
     pthread_t th;
-    bool two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
+    two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
     if (two) {
         (void)mprotect(stk, page, PROT_NONE); /* a guard page below it */
         two = pthread_attr_setstack(&at, stk + page, HALF_STACK - page) == 0 &&
@@ -157,9 +158,10 @@ bool voc_halves(void *(*fn)(void *), void *a, void *b) {
     fn(a);
     if (two)
         pthread_join(th, NULL);
+    else
+        fn(b);
     if (stk != MAP_FAILED)
         munmap(stk, HALF_STACK);
-    return two;
 }
 
 /* A part of hash_all: tokens lo..hi-1's polys, and the first of them
@@ -185,14 +187,11 @@ static void *hash_part(void *arg) {
 }
 
 /* Every token's poly and ix->bad_utf8, the two halves of the texts at
- * once (voc_halves; when no thread starts, this one hashes both). */
+ * once (voc_halves). */
 static void hash_all(struct voc_index *ix) {
-    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    size_t mid = voc_cuts_mid(ix);
     struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
-    if (mid >= ix->n)
-        hash_part(&h[0]);
-    else if (!voc_halves(hash_part, &h[0], &h[1]))
-        hash_part(&h[1]);
+    voc_halves(hash_part, &h[0], &h[1], mid < ix->n);
     ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
 }
 
@@ -349,7 +348,7 @@ void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
 
 size_t voc_cuts_mid(const struct voc_index *ix) {
     size_t lo = 0, hi = ix->n;
-    if (ix->n < 2)
+    if (ix->n < VOC_SPLIT_MIN)
         return ix->n;
     /* the texts lie in id order in one payload: the half of its bytes */
     uintptr_t half =
