@@ -1,9 +1,10 @@
 /*
  * hfcheck.c - whether hf/'s files can be made exactly from a model's
  * tokenizer, and why not (vocab.h: voc_hf_reason; the lines of
- * hf/README; the tokenizer's kind, voc_hf_kind, is hfkind.c's).  The rule: a tokenizer.json is written only for the
- * tokenizer models and pre-tokenizers whose Hugging Face form has been
- * checked against llama.cpp's tokenization (tests/mount_tokenizer.py):
+ * hf/README; the tokenizer's kind, voc_hf_kind, is hfkind.c's).  The
+ * rule: a tokenizer.json is written only for the tokenizer models and
+ * pre-tokenizers whose Hugging Face form has been checked against
+ * llama.cpp's tokenization (tests/mount_tokenizer.py):
  *   llama  SentencePiece: BPE over the pieces with byte fallback, the
  *          merges made from the scores as transformers' own converter
  *          makes them (hfjson.c);

@@ -3,9 +3,10 @@
  * tokenizer metadata (issue 26): tokenizer/tokens.tsv, tokenizer/special,
  * tokenizer/merges.txt, and hf/: tokenizer.json, tokenizer_config.json,
  * special_tokens_map.json, config.json, chat_template.jinja,
- * generation_config.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
- * bytes and serves them; this library reads the metadata through the
- * gguf library's getters (gguf.h) and never the file.
+ * generation_config.json and README (why a file is absent).  No FUSE
+ * here: fs/tok/tokdir.c asks for a file's bytes and serves them; this
+ * library reads the metadata through the gguf library's getters
+ * (gguf.h) and never the file.
  *
  * Each file is made whole into a buffer, at most max bytes (GGUF_E_RANGE
  * past it, the message naming the file), from the context as it is now
