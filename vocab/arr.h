@@ -202,31 +202,19 @@ int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
 /* A token whose text an earlier id has too, or -1. */
 int64_t voc_index_duplicate(const struct voc_index *ix);
 
-/* The splits of token t's text into a prefix and a suffix at each
- * character boundary k (0 < k < len, s[k] no UTF-8 continuation byte),
- * left to right, the hashes of the two kept as the walk goes, so that
- * each is found in O(1) (linear in the token's length, not quadratic):
- * voc_cuts's walk, which hfcheck.c's check and hfjson.c's SentencePiece
- * merges share. */
-struct voc_split {
-    const struct voc_index *ix;
-    const uint8_t *s;
-    uint64_t n, k;
-    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), base^(n-k) */
-};
-void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
-                     size_t t);
-bool voc_split_next(struct voc_split *sp);
-
-/* Every split of every token, in batches (index.c: the lookups of a
- * batch overlap their waits on memory): l and r the ids of the prefix
- * s[0..k) and the suffix s[k..n) of token t, -1 for none; r is looked
- * up only where l is a token, or (first_too) at the token's first
- * split (first); else -1.  In the order of voc_split, tokens in id
- * order.
+/* Every split of every token into a prefix s[0..k) and a suffix s[k..n)
+ * at each character boundary k (0 < k < n, s[k] no UTF-8 continuation
+ * byte), left to right, the hashes of the two kept as the walk goes
+ * (struct voc_split, index.c), so that each is found in O(1) (linear in
+ * the token's length, not quadratic), the lookups in batches (index.c:
+ * those of a batch overlap their waits on memory): l and r the ids of
+ * the prefix and the suffix of token t, -1 for none; r is looked up
+ * only where l is a token or at the token's first split (first), else
+ * -1.  Tokens in id order.  hfcheck.c's walk, the one user (its check
+ * and SentencePiece's merges, voc_spm_merges):
  *     struct voc_cuts w;
  *     struct voc_cut c[VOC_CUTS];
- *     voc_cuts_range(&w, ix, false, 0, ix->n);
+ *     voc_cuts_range(&w, ix, 0, ix->n);
  *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
  *         ... c[0..m) ... */
 #define VOC_CUTS 128
@@ -236,30 +224,38 @@ struct voc_cut {
     int64_t l, r;
     bool first;
 };
+/* A walk's place in token t's splits (index.c's split_start, split_next). */
+struct voc_split {
+    const struct voc_index *ix;
+    const uint8_t *s;
+    uint64_t n, k;
+    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), base^(n-k) */
+};
 struct voc_cuts {
     const struct voc_index *ix;
     size_t t;
     struct voc_split sp;
     size_t seen; /* 1 + the last token a cut was made of */
     size_t end;  /* one past the last token walked */
-    bool first_too;
 };
 /* The cuts of tokens lo..hi-1 (0..ix->n: all; a part: hfcheck.c walks
  * two halves at once). */
-void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too, size_t lo, size_t hi);
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
+                    size_t hi);
+size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 /* The token that splits the vocabulary's texts into halves of about
  * the same bytes (of splits, then): O(log n), the texts lie in id
- * order in one payload. */
+ * order in one payload; ix->n (the second half empty) below
+ * VOC_SPLIT_MIN tokens. */
 size_t voc_cuts_mid(const struct voc_index *ix);
-/* fn(b) on a thread of its own and fn(a) on this one at once, joined
- * before return (vocab.h: the one place vocab/ starts a thread; its
- * stack mapped here and unmapped after the join); false, fn(a) run
- * alone, when the thread cannot start (the caller runs fn(b)). */
-bool voc_halves(void *(*fn)(void *), void *a, void *b);
+/* fn(a) and fn(b), the halves of a walk, before return: when two, at
+ * once, fn(b) on a thread of its own (vocab.h: the one place vocab/
+ * starts a thread; its stack mapped here and unmapped after the join);
+ * else, or when the thread cannot start, one after the other on this
+ * thread. */
+void voc_halves(void *(*fn)(void *), void *a, void *b, bool two);
 /* The tokens below which a vocabulary is indexed and walked in one
  * thread (a thread's start costs more than a small walk). */
 #define VOC_SPLIT_MIN 4096
-size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
 
 #endif

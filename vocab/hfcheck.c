@@ -1,9 +1,10 @@
 /*
  * hfcheck.c - whether hf/'s files can be made exactly from a model's
  * tokenizer, and why not (vocab.h: voc_hf_reason; the lines of
- * hf/README; the tokenizer's kind, voc_hf_kind, is hfkind.c's).  The rule: a tokenizer.json is written only for the
- * tokenizer models and pre-tokenizers whose Hugging Face form has been
- * checked against llama.cpp's tokenization (tests/mount_tokenizer.py):
+ * hf/README; the tokenizer's kind, voc_hf_kind, is hfkind.c's).  The
+ * rule: a tokenizer.json is written only for the tokenizer models and
+ * pre-tokenizers whose Hugging Face form has been checked against
+ * llama.cpp's tokenization (tests/mount_tokenizer.py):
  *   llama  SentencePiece: BPE over the pieces with byte fallback, the
  *          merges made from the scores as transformers' own converter
  *          makes them (hfjson.c);
@@ -190,7 +191,7 @@ static void *spm_walk(void *arg) {
     size_t t = SIZE_MAX; /* the token of the cuts so far */
     bool any = false;
     const char *why = NULL;
-    voc_cuts_range(&w, ix, true, h->lo, h->hi);
+    voc_cuts_range(&w, ix, h->lo, h->hi);
     for (size_t m = 1; !why && m;) {
         m = voc_cuts_next(&w, c);
         for (size_t i = 0; !why && i <= m; i++) {
@@ -218,15 +219,14 @@ static void *spm_walk(void *arg) {
     return NULL;
 }
 
-/* The two halves of the walk (voc_halves; when no thread starts, the
- * calling thread walks both), their merges in id order appended to
- * merges (NULL: not kept), their scores into *sc (mb_free it); why (the
- * first half's first: the first in id order), or NULL. */
+/* The two halves of the walk (voc_halves), their merges in id order
+ * appended to merges (NULL: not kept), their scores into *sc (mb_free
+ * it); why (the first half's first: the first in id order), or NULL. */
 static const char *spm_walks(const struct voc_index *ix,
                              const struct voc_arr *scores,
                              struct gguf_buf *merges, struct mbuf *sc,
                              char *buf, size_t n) {
-    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    size_t mid = voc_cuts_mid(ix);
     struct spm_part h[2] = {
         {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges != NULL},
         {.ix = ix,
@@ -234,10 +234,7 @@ static const char *spm_walks(const struct voc_index *ix,
          .lo = mid,
          .hi = ix->n,
          .keep = merges != NULL}};
-    if (mid >= ix->n)
-        spm_walk(&h[0]);
-    else if (!voc_halves(spm_walk, &h[0], &h[1]) && !h[0].why)
-        spm_walk(&h[1]);
+    voc_halves(spm_walk, &h[0], &h[1], mid < ix->n);
     const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
     if (why == h[0].msg || why == h[1].msg) {
         snprintf(buf, n, "%s", why);

@@ -125,8 +125,8 @@ static bool ranked_in_place(struct voc_merge *e, size_t n) {
 
 /* The SentencePiece merges, ranked (*out, *n; free *out): those the
  * check kept (taken over from *kept, voc_hf_check), else those of its
- * walk made again (voc_spm_merges).  At most one a byte of the vocabulary's texts: bounded
- * by the header. */
+ * walk made again (voc_spm_merges).  At most one a byte of the
+ * vocabulary's texts: bounded by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct gguf_buf *kept,

@@ -20,17 +20,11 @@ static bool str_is(const gguf_ctx *ctx, const char *key, const char *want) {
            memcmp(s, want, n) == 0;
 }
 
-/* The pre-tokenizer of a BPE model (gpt2, or gemma4), else NULL. */
-static const struct voc_pre *bpe_pre(const gguf_ctx *ctx) {
+/* The tokenizer's kind, and *pre the pre-tokenizer of a BPE model
+ * (gpt2, or gemma4), else NULL. */
+static enum voc_hf kind_of(const gguf_ctx *ctx, const struct voc_pre **pre) {
     const char *why;
-    if (!str_is(ctx, TOK "model", "gpt2") &&
-        !str_is(ctx, TOK "model", "gemma4"))
-        return NULL;
-    return voc_hf_pre(ctx, &why);
-}
-
-enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
-    const struct voc_pre *pre;
+    *pre = NULL;
     if (str_is(ctx, TOK "model", "llama"))
         return VOC_HF_SPM;
     if (str_is(ctx, TOK "model", "bert"))
@@ -39,19 +33,26 @@ enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
         return VOC_HF_UGM; /* hfmodels.c */
     if (str_is(ctx, TOK "model", "rwkv"))
         return VOC_HF_RWKV; /* hfmodels.c */
-    if ((pre = bpe_pre(ctx)) != NULL)
-        return pre->utf8 ? VOC_HF_UTF8_BPE : VOC_HF_BYTE_BPE;
+    if ((str_is(ctx, TOK "model", "gpt2") ||
+         str_is(ctx, TOK "model", "gemma4")) &&
+        (*pre = voc_hf_pre(ctx, &why)) != NULL)
+        return (*pre)->utf8 ? VOC_HF_UTF8_BPE : VOC_HF_BYTE_BPE;
     return VOC_HF_NONE;
 }
 
+enum voc_hf voc_hf_kind(const gguf_ctx *ctx) {
+    const struct voc_pre *pre;
+    return kind_of(ctx, &pre);
+}
+
 bool voc_add_bos(const gguf_ctx *ctx) {
-    const struct voc_pre *pre = bpe_pre(ctx);
+    const struct voc_pre *pre;
+    enum voc_hf kind = kind_of(ctx, &pre);
     if (pre && pre->force_bos)
         return true;
     return voc_flag(ctx, TOK "add_bos_token",
                     pre ? pre->add_bos
-                        : voc_hf_kind(ctx) == VOC_HF_SPM ||
-                              voc_hf_kind(ctx) == VOC_HF_WPM);
+                        : kind == VOC_HF_SPM || kind == VOC_HF_WPM);
 }
 
 bool voc_add_eos(const gguf_ctx *ctx) {
@@ -74,12 +75,13 @@ static int64_t id_or(const gguf_ctx *ctx, const char *key, int64_t dflt) {
  * the model gpt2 11 and 11 (chatglm's pre-tokenizer no BOS), gemma4
  * none. */
 static int64_t default_id(const gguf_ctx *ctx, bool eos) {
-    const struct voc_pre *pre = bpe_pre(ctx);
-    if (voc_hf_kind(ctx) == VOC_HF_SPM)
+    const struct voc_pre *pre;
+    enum voc_hf kind = kind_of(ctx, &pre);
+    if (kind == VOC_HF_SPM)
         return eos ? 2 : 1;
-    if (voc_hf_kind(ctx) == VOC_HF_WPM) /* [CLS]; no EOS */
+    if (kind == VOC_HF_WPM) /* [CLS]; no EOS */
         return eos ? -1 : 101;
-    if (voc_hf_kind(ctx) == VOC_HF_UGM) /* t5: no BOS */
+    if (kind == VOC_HF_UGM) /* t5: no BOS */
         return eos ? 1 : -1;
     if (!pre || str_is(ctx, TOK "model", "gemma4"))
         return -1;

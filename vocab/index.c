@@ -6,7 +6,7 @@
  * is found while the table is made.  The hash is a polynomial of the
  * bytes (mod 2^61 - 1, at a random point: key) with the length, mixed:
  * a text's prefixes and suffixes then hash in O(1) each from the
- * whole's (voc_split: the
+ * whole's (struct voc_split: the
  * splits of a token, linear in its length, where lookups that hashed
  * each prefix and suffix anew were quadratic: 80,000 tokens of 250 bytes
  * took 12 s).  The splits of a 262k vocabulary are two million lookups,
@@ -138,16 +138,17 @@ static void insert(struct voc_index *ix, size_t i) {
  * less).  Mapped, only its touched pages cost memory. */
 #define HALF_STACK (1 << 20)
 
-bool voc_halves(void *(*fn)(void *), void *a, void *b) {
+void voc_halves(void *(*fn)(void *), void *a, void *b, bool two) {
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 && ps < HALF_STACK / 4 ? (size_t)ps : 4096;
     /* a stack of its own, unmapped after the join: a stack of glibc's
      * stays cached, its touched pages held, once the thread is done */
-    uint8_t *stk = mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    uint8_t *stk = two ? mmap(NULL, HALF_STACK, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)
+                       : MAP_FAILED;
     pthread_attr_t at;
     pthread_t th;
-    bool two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
+    two = stk != MAP_FAILED && pthread_attr_init(&at) == 0;
     if (two) {
         (void)mprotect(stk, page, PROT_NONE); /* a guard page below it */
         two = pthread_attr_setstack(&at, stk + page, HALF_STACK - page) == 0 &&
@@ -157,9 +158,10 @@ bool voc_halves(void *(*fn)(void *), void *a, void *b) {
     fn(a);
     if (two)
         pthread_join(th, NULL);
+    else
+        fn(b);
     if (stk != MAP_FAILED)
         munmap(stk, HALF_STACK);
-    return two;
 }
 
 /* A part of hash_all: tokens lo..hi-1's polys, and the first of them
@@ -185,14 +187,11 @@ static void *hash_part(void *arg) {
 }
 
 /* Every token's poly and ix->bad_utf8, the two halves of the texts at
- * once (voc_halves; when no thread starts, this one hashes both). */
+ * once (voc_halves). */
 static void hash_all(struct voc_index *ix) {
-    size_t mid = ix->n >= VOC_SPLIT_MIN ? voc_cuts_mid(ix) : ix->n;
+    size_t mid = voc_cuts_mid(ix);
     struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
-    if (mid >= ix->n)
-        hash_part(&h[0]);
-    else if (!voc_halves(hash_part, &h[0], &h[1]))
-        hash_part(&h[1]);
+    voc_halves(hash_part, &h[0], &h[1], mid < ix->n);
     ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
 }
 
@@ -262,8 +261,9 @@ int64_t voc_index_duplicate(const struct voc_index *ix) {
     return ix->dup;
 }
 
-void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
-                     size_t t) {
+/* Token t's splits from the first (split_next). */
+static void split_start(struct voc_split *sp, const struct voc_index *ix,
+                        size_t t) {
     sp->ix = ix;
     sp->s = ix->text[t];
     sp->n = ix->len[t];
@@ -275,7 +275,8 @@ void voc_split_start(struct voc_split *sp, const struct voc_index *ix,
         sp->pow = mulmod(sp->pow, ix->base);
 }
 
-bool voc_split_next(struct voc_split *sp) {
+/* The next split of sp: false past the last. */
+static bool split_next(struct voc_split *sp) {
     if (sp->k >= sp->n)
         return false;
     do {
@@ -335,20 +336,19 @@ static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
     }
 }
 
-void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix,
-                    bool first_too, size_t lo, size_t hi) {
+void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
+                    size_t hi) {
     memset(w, 0, sizeof *w);
     w->ix = ix;
-    w->first_too = first_too;
     w->end = hi < ix->n ? hi : ix->n;
     w->t = lo < w->end ? lo : w->end;
     if (w->t < w->end)
-        voc_split_start(&w->sp, ix, w->t);
+        split_start(&w->sp, ix, w->t);
 }
 
 size_t voc_cuts_mid(const struct voc_index *ix) {
     size_t lo = 0, hi = ix->n;
-    if (ix->n < 2)
+    if (ix->n < VOC_SPLIT_MIN)
         return ix->n;
     /* the texts lie in id order in one payload: the half of its bytes */
     uintptr_t half =
@@ -381,9 +381,9 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     if (!ix->cap) /* no table: nothing is found */
         return 0;
     while (m < VOC_CUTS && w->t < w->end) {
-        if (!voc_split_next(&w->sp)) {
+        if (!split_next(&w->sp)) {
             if (++w->t < w->end)
-                voc_split_start(&w->sp, ix, w->t);
+                split_start(&w->sp, ix, w->t);
             continue;
         }
         const struct voc_split *sp = &w->sp;
@@ -400,7 +400,7 @@ size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
     }
     find_batch(ix, q, m, ql);
     for (size_t i = 0; i < m; i++) {
-        if (out[i].l < 0 && !(w->first_too && out[i].first))
+        if (out[i].l < 0 && !out[i].first)
             continue;
         r[mr] = (struct look){q[i].s + out[i].k, ix->len[out[i].t] - out[i].k,
                               rh[i], 0};

@@ -3,9 +3,10 @@
  * tokenizer metadata (issue 26): tokenizer/tokens.tsv, tokenizer/special,
  * tokenizer/merges.txt, and hf/: tokenizer.json, tokenizer_config.json,
  * special_tokens_map.json, config.json, chat_template.jinja,
- * generation_config.json and README (why a file is absent).  No FUSE here: fs/tokdir.c asks for a file's
- * bytes and serves them; this library reads the metadata through the
- * gguf library's getters (gguf.h) and never the file.
+ * generation_config.json and README (why a file is absent).  No FUSE
+ * here: fs/tok/tokdir.c asks for a file's bytes and serves them; this
+ * library reads the metadata through the gguf library's getters
+ * (gguf.h) and never the file.
  *
  * Each file is made whole into a buffer, at most max bytes (GGUF_E_RANGE
  * past it, the message naming the file), from the context as it is now
@@ -16,7 +17,7 @@
  * Threads: the index of a vocabulary by text (its texts' hashes
  * and UTF-8 check, index.c) and SentencePiece's walk of its splits
  * (hfcheck.c) are made in two halves at once when it has VOC_SPLIT_MIN
- * (4096) tokens or more: ONE more thread at a time (a 2-core machine
+ * (4096) tokens or more: ONE more thread a call (a 2-core machine
  * gains most of it; more would take cores from the daemon's FUSE
  * threads), created and joined within the call on every path (none
  * outlives it; arr.h's voc_halves, the one place: its stack mapped and
@@ -25,6 +26,8 @@
  * writing only its own part of the index or its own buffers, merged in
  * id order after the join, so that the bytes are those of one walk.
  * Where a thread cannot be started the calling thread does both halves.
+ * Calls on several threads at once start one more each (as many as
+ * the daemon's FUSE threads render files at once).
  * Callable from any thread; ctx is only read.
  */
 #ifndef GGUFS_VOCAB_H
