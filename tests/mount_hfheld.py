@@ -31,9 +31,13 @@ BOUND = 4 << 20
 
 
 def rss_of(mnt):
+    """The daemon's anonymous resident memory (RssAnon): what it holds.
+    Not VmRSS, whose file-backed part moves by a megabyte with the pages
+    of the GGUF and of the libraries' code the render touched (mapped,
+    the page cache's, not the daemon's to free)."""
     pid = int(os.getxattr(mnt, "user.ggufs.pid"))
     with open("/proc/%d/status" % pid) as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("RssAnon:"))
 
 
 def sanitized():
@@ -100,10 +104,9 @@ def held_after(path, mnt, toks, fg):
                                                  BOUND / 1e6))
     J.log("ok   %s: hf/ of a 262k SentencePiece vocabulary read and closed: the daemon holds %.2f MB "
           "more (at most %.1f MB)" % (label, held / 1e6, BOUND / 1e6))
-    # Not asserted: after a second read glibc keeps the second render's
-    # blocks in an arena (its mmap threshold raised by the first
-    # render's freed blocks; as before issue 36's speed-ups: about 13 MB
-    # for this file).
+    # Not asserted: after a second read (glibc kept the second render's
+    # blocks in an arena, about 13 MB for this file, until the daemon
+    # fixed its mmap threshold: session/mount.c).
     J.log("note: %s: after a second read of each: %.2f MB more" % (label, again / 1e6))
 
 
