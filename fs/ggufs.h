@@ -215,14 +215,14 @@ struct gfs {
     double timeout;    /* entry/attr timeout, seconds */
     size_t max_value;  /* bytes a meta file being written may hold (EFBIG) */
     int tensor_dio;    /* -o tensor_direct_io: tensor opens bypass the page
-                          cache (see open_tensor in fileops.c) */
+                          cache (tensors/tensors.c, the open) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     /* ggml's library once views.c loaded it (its own, freed by it), or
      * NULL: the size of a type only ggml knows (gfs_tensor_bytes, the
      * core's bottom, which may not reach into views/). */
     const gguf_ggml *ggml;
-    struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
+    struct gfs_remote *remote; /* a remote source (source/remote.c), or NULL:
                                   local files */
     /* The parts' own state: each struct is declared in its part's
      * header, which says which lock guards each field; the pointers are

@@ -126,7 +126,7 @@ static int hash_named(struct gfs_model *m) {
 }
 
 /* -o overlay: the overlay found and applied once the GGUF is open
- * (fs/cmd/overlaycmds.c); a remote source's is known by URL and the server's
+ * (edits/overlay.c, gfs_overlay_setup); a remote source's is known by URL and the server's
  * version.  0 or -1 after one line. */
 static int setup_overlay(struct gfs_model *m) {
     char ident[512];
@@ -169,7 +169,7 @@ static int setup_overlay(struct gfs_model *m) {
 }
 
 /* Source selection (issue 13): an http(s):// or hf:// source is opened
- * through fs/remote.c, read-only unless an overlay takes the edits (the
+ * through source/remote.c, read-only unless an overlay takes the edits (the
  * overlay has its own lock and is the durable store of the edits); there
  * is no file to recover, lock or keep pending edits of.  0, or -1 after
  * one line on stderr naming the source (or the shard at fault). */

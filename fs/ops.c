@@ -1,8 +1,9 @@
 /*
- * ops.c - the FUSE low-level handlers of the tree (lookup, attributes,
- * directories, names in meta/, extended attributes, statfs, init and
- * destroy) and gfs_ops, the table of every handler; the handlers of open
- * files are in fileops.c.
+ * ops.c - a model's FUSE handlers of the tree (ops.h: lookup, attributes,
+ * directories, names in meta/, extended attributes, statfs, and the last
+ * commit at unmount, gfs_model_destroy); the handlers of open files are
+ * in fileops.c, the session's table that calls them in
+ * session/dispatch.c.
  *
  * Handlers translate between inodes and the rest of the fs layer, taking
  * the locks in the order written at struct gfs; what a node does is the

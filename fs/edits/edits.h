@@ -132,8 +132,8 @@
  * for reading) and gfs_edits_may_commit (no lock).  Prefix gfs_edits_;
  * the section's, gfs_edit_.
  */
-#ifndef GGUFS_STORE_H
-#define GGUFS_STORE_H
+#ifndef GGUFS_EDITS_H
+#define GGUFS_EDITS_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -177,7 +177,7 @@ struct gfs_edits_ops {
 extern const struct gfs_edits_ops gfs_edits_file;    /* file.c */
 extern const struct gfs_edits_ops gfs_edits_overlay; /* overlay.c */
 
-/* The durability state of a mount's edits (struct gfs, member store).
+/* The durability state of a mount's edits (struct gfs, member edits).
  * Guarded by fs->lock (changed with it held for writing). */
 struct gfs_edits {
     const struct gfs_edits_ops *ops; /* chosen at mount, never changes */

@@ -42,7 +42,7 @@ struct gfs_fh {
     int shard; /* tensors: the file that holds it */
     int drop;  /* evict the GGUF's pages once served: they were
                               not cached before this open (see reply_file
-                              in fileops.c) */
+                              in source/data.c) */
     uint64_t rel, size;    /* tensors: offset from the data start, bytes */
     struct gfs_text *text; /* opens of keys: the value's text at open;
                               the live view: its header at open.  A
