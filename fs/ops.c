@@ -101,13 +101,33 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
  * it.  Two different listings given meanwhile (readdirs racing an edit)
  * drop it at the next OPENDIR. */
 
-/* FNV-1a over the root's entries (names, inodes, types), never
- * GFS_LISTED_MIXED; GFS_LISTED_NONE if out of memory (matches nothing).
- * Caller holds fs->lock (read). */
+/* The hash of a root's listing: FNV-1a over its entries (names, inodes,
+ * types) in order, each folded in by root_hash_add from ROOT_HASH_SEED,
+ * then root_hash_end: never GFS_LISTED_NONE nor GFS_LISTED_MIXED.  The
+ * root's readdir folds in what it lists; root_hash walks the row. */
+#define ROOT_HASH_SEED 0xcbf29ce484222325ULL
+
+static uint64_t root_hash_add(uint64_t h, const struct gguf_buf *name,
+                              fuse_ino_t child, mode_t mode) {
+    uint64_t v[2] = {child, mode};
+    const unsigned char *p[2] = {name->p, (void *)v};
+    size_t len[2] = {name->len, sizeof v};
+    for (int f = 0; f < 2; f++)
+        for (size_t i = 0; i < len[f]; i++)
+            h = (h ^ p[f][i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t root_hash_end(uint64_t h) {
+    return h <= GFS_LISTED_MIXED ? h + 2 : h;
+}
+
+/* The hash of what the root lists now; GFS_LISTED_NONE if out of memory
+ * (matches nothing).  Caller holds fs->lock (read). */
 static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
     struct gguf_buf name = {0};
     struct gfs_dir_pos pos = {0};
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = ROOT_HASH_SEED;
     int64_t n = row->n_entries(fs, GFS_INO_ROOT);
     for (int64_t k = 0; k < n; k++) {
         fuse_ino_t child = 0;
@@ -117,34 +137,28 @@ static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
             gguf_buf_free(&name);
             return GFS_LISTED_NONE; /* out of memory: never kept */
         }
-        if (r == 0)
-            continue; /* not listed */
-        uint64_t v[2] = {child, mode};
-        const unsigned char *p[2] = {name.p, (void *)v};
-        size_t len[2] = {name.len, sizeof v};
-        for (int f = 0; f < 2; f++)
-            for (size_t i = 0; i < len[f]; i++)
-                h = (h ^ p[f][i]) * 0x100000001b3ULL;
+        if (r > 0) /* 0: not listed */
+            h = root_hash_add(h, &name, child, mode);
     }
     gguf_buf_free(&name);
-    return h <= GFS_LISTED_MIXED ? h + 2 : h;
+    return root_hash_end(h);
 }
 
-/* A complete listing of the root given: recorded (caller holds fs->lock,
- * read). */
-static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
-    uint64_t h = root_hash(fs, row), was = GFS_LISTED_NONE;
-    if (h == GFS_LISTED_NONE ||
-        (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) &&
-         was != h))
+/* A complete listing of the root given, its hash h: recorded (caller
+ * holds fs->lock, read). */
+static void root_given(struct gfs *fs, uint64_t h) {
+    uint64_t was = GFS_LISTED_NONE;
+    if (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) && was != h)
         atomic_store(&fs->root_listed, GFS_LISTED_MIXED);
 }
 
 /* Whether what the kernel may hold of the root's listing is what the
- * root lists now.  Caller holds fs->lock (read). */
+ * root lists now: never, while no listing (or two) was recorded, and
+ * then without walking the root (its live view's header may not be made
+ * yet).  Caller holds fs->lock (read). */
 static int root_held(struct gfs *fs, const struct gfs_kind_ops *row) {
-    uint64_t h = root_hash(fs, row);
-    return h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h;
+    uint64_t listed = atomic_load(&fs->root_listed);
+    return listed > GFS_LISTED_MIXED && root_hash(fs, row) == listed;
 }
 
 /* Whether the kernel may keep what it holds of the root's listing; when
@@ -163,10 +177,6 @@ int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
     const struct gfs_kind_ops *live = gfs_kind_row(fs, GFS_LIVE);
     fuse_ino_t ino = 0;
     int fresh = 0;
-    /* A root never listed: nothing held, and its view's header may not
-     * be made yet (root_held would make it). */
-    if (atomic_load(&fs->root_listed) <= GFS_LISTED_MIXED)
-        return 0;
     pthread_rwlock_rdlock(&fs->lock);
     if (!fs->readonly && root && live && live->root_entry &&
         fs->generation == 0 && !fs->edits.overlay &&
@@ -223,6 +233,9 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
     const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
     struct gfs_dir_pos pos = {0};
     int err = 0, whole = 1;
+    /* A writable root listed from its start: its hash, for root_given. */
+    int hashing = off == 0 && ino == GFS_INO_ROOT && !fs->readonly;
+    uint64_t h = ROOT_HASH_SEED;
 
     pthread_rwlock_rdlock(&fs->lock);
     if (!row || !row->dirent) {
@@ -250,6 +263,8 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             if (r == 0)
                 continue;
             nm = (const char *)name.p;
+            if (hashing)
+                h = root_hash_add(h, &name, child, mode);
         }
         struct fuse_entry_param e;
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
@@ -261,8 +276,8 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             break;
         }
     }
-    if (whole && off == 0 && ino == GFS_INO_ROOT && !fs->readonly)
-        root_given(fs, row); /* the whole listing in one reply */
+    if (whole && hashing)
+        root_given(fs, root_hash_end(h)); /* the whole listing in one reply */
 out:
     pthread_rwlock_unlock(&fs->lock);
     if (err)
