@@ -449,18 +449,6 @@ void gfs_op_mkdir(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     fuse_reply_err(req, fs->readonly ? EROFS : EPERM);
 }
 
-void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
-                     const struct gguf_buf *b) {
-    if (err)
-        fuse_reply_err(req, err);
-    else if (size == 0)
-        fuse_reply_xattr(req, b->len);
-    else if (b->len > size)
-        fuse_reply_err(req, ERANGE);
-    else
-        fuse_reply_buf(req, (const char *)b->p, b->len);
-}
-
 void gfs_op_getxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                      const char *name, size_t size) {
     struct gguf_buf b = {0};

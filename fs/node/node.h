@@ -234,6 +234,11 @@ int gfs_kind_text_open(struct gfs *fs, struct gfs_fh *fh,
  * the bytes of the text fh holds (fh->text, taken at open), read without
  * fs->lock. */
 int gfs_add_str(struct gguf_buf *out, const char *s);
+/* The reply to getxattr or listxattr (the core's and a store's): err,
+ * else b's size when the caller asked for it (size 0), ERANGE when b
+ * passes size, else b. */
+void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
+                     const struct gguf_buf *b);
 void gfs_reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
                      size_t size);
 void gfs_reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,
