@@ -145,8 +145,11 @@ struct gfs_lnames {
  * mounted as a tree holds.  A mount holds one model (a single-file mount)
  * or many (a store, mounts.h); the name struct gfs is older than stores.
  * Locks, in the order they are taken (never take
- * one while holding a later one):
+ * one while holding a later one; docs/architecture.md, Locks, has them
+ * all with their reasons):
  *
+ *   0. a store's st->mu (stores/storefs.h), never while a model's
+ *      handler runs
  *   1. gfs_fh.mu      one open handle's draft
  *   2. lock           rwlock: what the library contexts hold, the edits
  *   3. fh_lock        the list of open handles     } leaves: nothing is
@@ -154,6 +157,8 @@ struct gfs_lnames {
  *      alias_mu       a store's alias names        }
  *      pt->mu         the view's versions and      } (pt->mu after
  *                     backing ids (passthrough.c)  }  text_lock is freed)
+ *      and the parts' own leaves, where each part declares them:
+ *      views->mu, fds->mu, twq->mu, the log's lock
  *
  * So write and flush take fh->mu, then lock to check or apply the draft;
  * create holds lock (write), then fh_lock to list its new handle; a stat
