@@ -8,21 +8,25 @@
  * The FUSE layer never parses bytes: it asks the gguf library for keys,
  * values (as text) and tensor extents, and maps them onto inodes (the
  * table below).  Names say the part, whose header declares them:
- *   gfs_op_, gfs_model_  a model's FUSE handlers (ops.h)
+ *   gfs_op_, gfs_model_  a model's FUSE handlers (ops.h); its open and
+ *                        close (model.h)
  *   gfs_fh, gfs_text_, gfs_kind  open handles, texts, inodes, the row of
- *                        a node (node/node.h)
+ *                        a node, the hooks' fan-outs (gfs_kinds_)
+ *                        (node/node.h)
  *   gfs_edit_            the edit section (edits/edits.h)
  *   gfs_meta_            meta/'s edit code (meta/meta.h)
- *   gfs_edits_           where the edits go, when they are durable
- *                        (edits/edits.h)
+ *   gfs_edits_           where the edits go, when they are durable;
+ *                        gfs_overlay_, gfs_carry_, gfs_status_ its
+ *                        overlay, carried edits, status (edits/edits.h)
  *   gfs_view_, gfs_vlink_  the live view (live/live.h)
  *   gfs_tw_              tensors written (tensors/tensors.h)
  *   gfs_views_           f32/, npy/, index.tsv, hashes (views/views.h)
- *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_  the model's
- *                        bytes (source/source.h)
+ *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_,
+ *   gfs_inflight_        the model's bytes (source/source.h)
  *   gfs_store_, gfs_st_  a directory of models (stores/stores.h,
- *                        stores/storefs.h); gfs_mount_ a mount
- *                        (session/mounts.h, its data base/mount.h)
+ *                        stores/storefs.h); struct gfs_mount a mount
+ *                        (base/mount.h; the session's table:
+ *                        session/mounts.h)
  *   gfs_log, gfs_errno, gfs_mem_  the bottom (base/base.h); gfs_devio_
  *                        the session's kernel shim (base/devio.h)
  *   gguf_                the library (gguf/include/gguf.h), owner of
