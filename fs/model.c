@@ -566,7 +566,7 @@ void gfs_model_close(struct gfs *fs) {
     free(m->fs.alias_names);
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
-    gfs_overlay_free(&m->fs);
+    gfs_edits_free(&m->fs); /* the edit store: the overlay's lock, its record */
     gfs_fds_free(&m->fs);
     gfs_mix_free(&m->fs);
     gguf_close_set(m->fs.shards,

@@ -292,7 +292,6 @@ struct gfs_overlay_args {
                               follow the name (edits/carry.c); else NULL */
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
-void gfs_overlay_free(struct gfs *fs);
 /* Where the overlay of an overlay mount is (user.ggufs.overlay), else
  * NULL.  No lock: set at mount. */
 const char *gfs_overlay_where(const struct gfs *fs);
