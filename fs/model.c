@@ -558,6 +558,7 @@ void gfs_model_close(struct gfs *fs) {
         pthread_mutex_destroy(&m->fs.fh_lock);
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
+        gfs_kinds_free(&m->fs); /* each row's fini (kinds.h) */
         gfs_lnames_free(&m->fs);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_mutex_destroy(&m->fs.alias_mu);

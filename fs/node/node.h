@@ -214,7 +214,7 @@ const struct gfs_kind_ops *gfs_kind_row(const struct gfs *fs, enum gfs_kind k);
  * 0, or ENOENT past the last.  Caller holds fs->lock (read). */
 int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
-/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
+/* Every row's fini, at the model's close (model.c). */
 void gfs_kinds_free(struct gfs *fs);
 
 /* reply.c.  A read-only directory's attributes (0555, two links): the

@@ -578,7 +578,6 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->sizes);
     fs->sizes = NULL;
     fs->n_sizes = 0;
-    gfs_kinds_free(fs);
 }
 
 /* meta/'s FILEs by name or inode (metaedit.c makes them; the rows and the
