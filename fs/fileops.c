@@ -222,7 +222,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EROFS);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     if (!row || !row->create) {
         fuse_reply_err(req, row ? EACCES : ENOENT);
         return;

@@ -190,7 +190,7 @@ int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
 
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     if (!row) {
         fuse_reply_err(req, ENOENT);
     } else if (!row->lookup) {
@@ -230,7 +230,7 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                     off_t off, struct fuse_file_info *fi, int plus) {
     (void)fi;
     struct gguf_buf out = {0}, name = {0};
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     struct gfs_dir_pos pos = {0};
     int err = 0, whole = 1;
     /* A writable root listed from its start: its hash, for root_given. */
@@ -297,7 +297,7 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EPERM);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     if (fs->readonly || !row || !row->create) {
         fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
         return;
@@ -335,7 +335,7 @@ void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     (void)datasync;
     (void)fi;
     int err = 0;
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int commits = !fs->readonly && row && row->commits;
     if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
@@ -359,7 +359,7 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
     pthread_rwlock_unlock(&fs->lock);
     if (err)
         return err;
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int meta_file = !fs->readonly && row && row->editable;
     if (meta_file) {
         st.st_uid = fs->uid;
@@ -376,7 +376,7 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
 /* truncate and ftruncate (fi: the open file, may be NULL). */
 static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
                         struct fuse_file_info *fi) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     if (fs->readonly)
         return EROFS;
     if (!row || !row->truncate)
@@ -422,7 +422,7 @@ static int names_change(struct gfs *fs, const struct gfs_kind_ops *row, int h) {
 
 void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     int err = names_change(fs, row, row && row->unlink);
     if (!err)
         err = row->unlink(fs, parent, name);
@@ -432,7 +432,7 @@ void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
 void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, fuse_ino_t newparent, const char *newname,
                    unsigned int flags) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     int err = names_change(fs, row, row && row->rename);
     if (!err && newparent != parent)
         err = EXDEV;
@@ -484,7 +484,7 @@ void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int err = row && row->setxattr ? row->setxattr(fs, ino, name, value, size)
                                    : ENOTSUP;
     if (err == ENOTSUP && fs->readonly)

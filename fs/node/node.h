@@ -208,6 +208,10 @@ uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 enum gfs_kind gfs_kind(const struct gfs *fs, fuse_ino_t ino);
 /* The row of kind k, or NULL (GFS_NONE). */
 const struct gfs_kind_ops *gfs_kind_row(const struct gfs *fs, enum gfs_kind k);
+/* The row whose inode ranges hold ino, or NULL: gfs_kind_row of
+ * gfs_kind, in one walk of the table. */
+const struct gfs_kind_ops *gfs_kind_row_of(const struct gfs *fs,
+                                           fuse_ino_t ino);
 /* Entry k (0-based) of the root of fs, from the rows that are root
  * entries and present: its name, inode (ino NULL: the name and type only,
  * which a lookup compares before it asks the one inode) and file type;
