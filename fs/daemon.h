@@ -168,11 +168,11 @@ int gfs_nomount_show(const struct gfs_opts *o, enum gfs_nm_show what,
 int gfs_nomount_set(const struct gfs_opts *o, const struct gfs_nm_edit *edits,
                     int n);
 
-/* status.c: the progress of a long command on a terminal (stderr a tty),
- * drawn once the work has taken a second: gfs_meter_show with bytes done
- * of total (total 0: over, the line is cleared).  gfs_meter_watch: a
- * thread that polls user.ggufs.progress of mnt and shows it until
- * gfs_meter_stop (`ggufs -u`, whose commit runs in the daemon). */
+/* edits/status.c: the progress of a long command on a terminal (stderr a
+ * tty), drawn once the work has taken a second, cleared at its end.
+ * gfs_meter_watch: a thread that polls user.ggufs.progress of mnt and
+ * shows it until gfs_meter_stop (`ggufs -u`, whose commit runs in the
+ * daemon); gfs_commit_metered: a command's own commit. */
 struct gfs_meter {
     int tty;
     double start;
@@ -182,8 +182,6 @@ struct gfs_meter {
     int running;
     atomic_int stop;
 };
-void gfs_meter_init(struct gfs_meter *m);
-void gfs_meter_show(void *meter, uint64_t done, uint64_t total);
 void gfs_meter_watch(struct gfs_meter *m, const char *mnt);
 void gfs_meter_stop(struct gfs_meter *m);
 /* gguf_commit of a command (not the daemon), its progress drawn on a

@@ -222,7 +222,7 @@ void gfs_op_create(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EROFS);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     if (!row || !row->create) {
         fuse_reply_err(req, row ? EACCES : ENOENT);
         return;
@@ -255,7 +255,7 @@ void gfs_op_read(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if (atomic_load(&fs->changed)) { /* set by gguf_changed at an open */
+    if (atomic_load(&fs->changed)) { /* set by file_changed at an open */
         fuse_reply_err(req, EIO);
         return;
     }

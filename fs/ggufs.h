@@ -8,21 +8,25 @@
  * The FUSE layer never parses bytes: it asks the gguf library for keys,
  * values (as text) and tensor extents, and maps them onto inodes (the
  * table below).  Names say the part, whose header declares them:
- *   gfs_op_, gfs_model_  a model's FUSE handlers (ops.h)
+ *   gfs_op_, gfs_model_  a model's FUSE handlers (ops.h); its open and
+ *                        close (model.h)
  *   gfs_fh, gfs_text_, gfs_kind  open handles, texts, inodes, the row of
- *                        a node (node/node.h)
+ *                        a node, the hooks' fan-outs (gfs_kinds_)
+ *                        (node/node.h)
  *   gfs_edit_            the edit section (edits/edits.h)
  *   gfs_meta_            meta/'s edit code (meta/meta.h)
- *   gfs_edits_           where the edits go, when they are durable
- *                        (edits/edits.h)
+ *   gfs_edits_           where the edits go, when they are durable;
+ *                        gfs_overlay_, gfs_carry_, gfs_status_ its
+ *                        overlay, carried edits, status (edits/edits.h)
  *   gfs_view_, gfs_vlink_  the live view (live/live.h)
  *   gfs_tw_              tensors written (tensors/tensors.h)
  *   gfs_views_           f32/, npy/, index.tsv, hashes (views/views.h)
- *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_  the model's
- *                        bytes (source/source.h)
+ *   gfs_data_, gfs_fds_, gfs_patch_, gfs_pt_, gfs_remote_,
+ *   gfs_inflight_        the model's bytes (source/source.h)
  *   gfs_store_, gfs_st_  a directory of models (stores/stores.h,
- *                        stores/storefs.h); gfs_mount_ a mount
- *                        (session/mounts.h, its data base/mount.h)
+ *                        stores/storefs.h); struct gfs_mount a mount
+ *                        (base/mount.h; the session's table:
+ *                        session/mounts.h)
  *   gfs_log, gfs_errno, gfs_mem_  the bottom (base/base.h); gfs_devio_
  *                        the session's kernel shim (base/devio.h)
  *   gguf_                the library (gguf/include/gguf.h), owner of
@@ -145,8 +149,11 @@ struct gfs_lnames {
  * mounted as a tree holds.  A mount holds one model (a single-file mount)
  * or many (a store, mounts.h); the name struct gfs is older than stores.
  * Locks, in the order they are taken (never take
- * one while holding a later one):
+ * one while holding a later one; docs/architecture.md, Locks, has them
+ * all with their reasons):
  *
+ *   0. a store's st->mu (stores/storefs.h), never while a model's
+ *      handler runs
  *   1. gfs_fh.mu      one open handle's draft
  *   2. lock           rwlock: what the library contexts hold, the edits
  *   3. fh_lock        the list of open handles     } leaves: nothing is
@@ -154,6 +161,8 @@ struct gfs_lnames {
  *      alias_mu       a store's alias names        }
  *      pt->mu         the view's versions and      } (pt->mu after
  *                     backing ids (passthrough.c)  }  text_lock is freed)
+ *      and the parts' own leaves, where each part declares them:
+ *      views->mu, fds->mu, twq->mu, the log's lock
  *
  * So write and flush take fh->mu, then lock to check or apply the draft;
  * create holds lock (write), then fh_lock to list its new handle; a stat
@@ -215,14 +224,14 @@ struct gfs {
     double timeout;    /* entry/attr timeout, seconds */
     size_t max_value;  /* bytes a meta file being written may hold (EFBIG) */
     int tensor_dio;    /* -o tensor_direct_io: tensor opens bypass the page
-                          cache (see open_tensor in fileops.c) */
+                          cache (tensors/tensors.c, the open) */
     size_t max_drafts; /* bytes all of them together may hold (ENOSPC) */
     atomic_size_t drafts_held; /* granted now (memcap.c): no lock */
     /* ggml's library once views.c loaded it (its own, freed by it), or
      * NULL: the size of a type only ggml knows (gfs_tensor_bytes, the
      * core's bottom, which may not reach into views/). */
     const gguf_ggml *ggml;
-    struct gfs_remote *remote; /* a remote source (fs/remote.c), or NULL:
+    struct gfs_remote *remote; /* a remote source (source/remote.c), or NULL:
                                   local files */
     /* The parts' own state: each struct is declared in its part's
      * header, which says which lock guards each field; the pointers are

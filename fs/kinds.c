@@ -6,8 +6,6 @@
  */
 #include "kinds.h"
 
-#include <errno.h>
-
 static const struct gfs_kind_ops *const table[] = {
     &gfs_kind_root,        /* rootdir.c */
     &gfs_kind_dir_meta,    /* metadir.c */

@@ -126,7 +126,7 @@ struct gfs_kind_ops {
      * close (gfs_kinds_free; NULL: nothing). */
     void (*fini)(struct gfs *fs);
     /* Hooks: what changed in the model, told to every row that has the
-     * hook by kinds.c's fan-outs below, in table order, so that a writer
+     * hook by node/rows.c's fan-outs (node.h), in table order, so that a writer
      * never names the rows that show what it wrote (NULL: nothing to do).
      * tensor_changed: bytes [off, off + n) of tensor i changed in the
      * model's files (a write in place; whole: a whole replace applied, the

@@ -126,7 +126,7 @@ static int hash_named(struct gfs_model *m) {
 }
 
 /* -o overlay: the overlay found and applied once the GGUF is open
- * (fs/cmd/overlaycmds.c); a remote source's is known by URL and the server's
+ * (edits/overlay.c, gfs_overlay_setup); a remote source's is known by URL and the server's
  * version.  0 or -1 after one line. */
 static int setup_overlay(struct gfs_model *m) {
     char ident[512];
@@ -169,7 +169,7 @@ static int setup_overlay(struct gfs_model *m) {
 }
 
 /* Source selection (issue 13): an http(s):// or hf:// source is opened
- * through fs/remote.c, read-only unless an overlay takes the edits (the
+ * through source/remote.c, read-only unless an overlay takes the edits (the
  * overlay has its own lock and is the durable store of the edits); there
  * is no file to recover, lock or keep pending edits of.  0, or -1 after
  * one line on stderr naming the source (or the shard at fault). */
@@ -558,6 +558,7 @@ void gfs_model_close(struct gfs *fs) {
         pthread_mutex_destroy(&m->fs.fh_lock);
         gfs_meta_free(&m->fs);
         gfs_texts_free(&m->fs);
+        gfs_kinds_free(&m->fs); /* each row's fini (kinds.h) */
         gfs_lnames_free(&m->fs);
         pthread_mutex_destroy(&m->fs.text_lock);
         pthread_mutex_destroy(&m->fs.alias_mu);
@@ -566,7 +567,7 @@ void gfs_model_close(struct gfs *fs) {
     free(m->fs.alias_names);
     gfs_views_free(&m->fs);
     gfs_view_layout_free(&m->fs);
-    gfs_overlay_free(&m->fs);
+    gfs_edits_free(&m->fs); /* the edit store: the overlay's lock, its record */
     gfs_fds_free(&m->fs);
     gfs_mix_free(&m->fs);
     gguf_close_set(m->fs.shards,

@@ -1,8 +1,9 @@
 /*
- * ops.c - the FUSE low-level handlers of the tree (lookup, attributes,
- * directories, names in meta/, extended attributes, statfs, init and
- * destroy) and gfs_ops, the table of every handler; the handlers of open
- * files are in fileops.c.
+ * ops.c - a model's FUSE handlers of the tree (ops.h: lookup, attributes,
+ * directories, names in meta/, extended attributes, statfs, and the last
+ * commit at unmount, gfs_model_destroy); the handlers of open files are
+ * in fileops.c, the session's table that calls them in
+ * session/dispatch.c.
  *
  * Handlers translate between inodes and the rest of the fs layer, taking
  * the locks in the order written at struct gfs; what a node does is the
@@ -100,13 +101,33 @@ void gfs_op_getattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
  * it.  Two different listings given meanwhile (readdirs racing an edit)
  * drop it at the next OPENDIR. */
 
-/* FNV-1a over the root's entries (names, inodes, types), never
- * GFS_LISTED_MIXED; GFS_LISTED_NONE if out of memory (matches nothing).
- * Caller holds fs->lock (read). */
+/* The hash of a root's listing: FNV-1a over its entries (names, inodes,
+ * types) in order, each folded in by root_hash_add from ROOT_HASH_SEED,
+ * then root_hash_end: never GFS_LISTED_NONE nor GFS_LISTED_MIXED.  The
+ * root's readdir folds in what it lists; root_hash walks the row. */
+#define ROOT_HASH_SEED 0xcbf29ce484222325ULL
+
+static uint64_t root_hash_add(uint64_t h, const struct gguf_buf *name,
+                              fuse_ino_t child, mode_t mode) {
+    uint64_t v[2] = {child, mode};
+    const unsigned char *p[2] = {name->p, (void *)v};
+    size_t len[2] = {name->len, sizeof v};
+    for (int f = 0; f < 2; f++)
+        for (size_t i = 0; i < len[f]; i++)
+            h = (h ^ p[f][i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t root_hash_end(uint64_t h) {
+    return h <= GFS_LISTED_MIXED ? h + 2 : h;
+}
+
+/* The hash of what the root lists now; GFS_LISTED_NONE if out of memory
+ * (matches nothing).  Caller holds fs->lock (read). */
 static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
     struct gguf_buf name = {0};
     struct gfs_dir_pos pos = {0};
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = ROOT_HASH_SEED;
     int64_t n = row->n_entries(fs, GFS_INO_ROOT);
     for (int64_t k = 0; k < n; k++) {
         fuse_ino_t child = 0;
@@ -116,34 +137,28 @@ static uint64_t root_hash(struct gfs *fs, const struct gfs_kind_ops *row) {
             gguf_buf_free(&name);
             return GFS_LISTED_NONE; /* out of memory: never kept */
         }
-        if (r == 0)
-            continue; /* not listed */
-        uint64_t v[2] = {child, mode};
-        const unsigned char *p[2] = {name.p, (void *)v};
-        size_t len[2] = {name.len, sizeof v};
-        for (int f = 0; f < 2; f++)
-            for (size_t i = 0; i < len[f]; i++)
-                h = (h ^ p[f][i]) * 0x100000001b3ULL;
+        if (r > 0) /* 0: not listed */
+            h = root_hash_add(h, &name, child, mode);
     }
     gguf_buf_free(&name);
-    return h <= GFS_LISTED_MIXED ? h + 2 : h;
+    return root_hash_end(h);
 }
 
-/* A complete listing of the root given: recorded (caller holds fs->lock,
- * read). */
-static void root_given(struct gfs *fs, const struct gfs_kind_ops *row) {
-    uint64_t h = root_hash(fs, row), was = GFS_LISTED_NONE;
-    if (h == GFS_LISTED_NONE ||
-        (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) &&
-         was != h))
+/* A complete listing of the root given, its hash h: recorded (caller
+ * holds fs->lock, read). */
+static void root_given(struct gfs *fs, uint64_t h) {
+    uint64_t was = GFS_LISTED_NONE;
+    if (!atomic_compare_exchange_strong(&fs->root_listed, &was, h) && was != h)
         atomic_store(&fs->root_listed, GFS_LISTED_MIXED);
 }
 
 /* Whether what the kernel may hold of the root's listing is what the
- * root lists now.  Caller holds fs->lock (read). */
+ * root lists now: never, while no listing (or two) was recorded, and
+ * then without walking the root (its live view's header may not be made
+ * yet).  Caller holds fs->lock (read). */
 static int root_held(struct gfs *fs, const struct gfs_kind_ops *row) {
-    uint64_t h = root_hash(fs, row);
-    return h != GFS_LISTED_NONE && atomic_load(&fs->root_listed) == h;
+    uint64_t listed = atomic_load(&fs->root_listed);
+    return listed > GFS_LISTED_MIXED && root_hash(fs, row) == listed;
 }
 
 /* Whether the kernel may keep what it holds of the root's listing; when
@@ -162,10 +177,6 @@ int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
     const struct gfs_kind_ops *live = gfs_kind_row(fs, GFS_LIVE);
     fuse_ino_t ino = 0;
     int fresh = 0;
-    /* A root never listed: nothing held, and its view's header may not
-     * be made yet (root_held would make it). */
-    if (atomic_load(&fs->root_listed) <= GFS_LISTED_MIXED)
-        return 0;
     pthread_rwlock_rdlock(&fs->lock);
     if (!fs->readonly && root && live && live->root_entry &&
         fs->generation == 0 && !fs->edits.overlay &&
@@ -179,7 +190,7 @@ int gfs_model_fresh_view(struct gfs *fs, struct fuse_entry_param *e,
 
 void gfs_op_opendir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
                     struct fuse_file_info *fi) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     if (!row) {
         fuse_reply_err(req, ENOENT);
     } else if (!row->lookup) {
@@ -219,9 +230,12 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
                     off_t off, struct fuse_file_info *fi, int plus) {
     (void)fi;
     struct gguf_buf out = {0}, name = {0};
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     struct gfs_dir_pos pos = {0};
     int err = 0, whole = 1;
+    /* A writable root listed from its start: its hash, for root_given. */
+    int hashing = off == 0 && ino == GFS_INO_ROOT && !fs->readonly;
+    uint64_t h = ROOT_HASH_SEED;
 
     pthread_rwlock_rdlock(&fs->lock);
     if (!row || !row->dirent) {
@@ -249,6 +263,8 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             if (r == 0)
                 continue;
             nm = (const char *)name.p;
+            if (hashing)
+                h = root_hash_add(h, &name, child, mode);
         }
         struct fuse_entry_param e;
         if (!gfs_add_dirent(req, &out, size, nm, gfs_ino_out(fs, child), mode,
@@ -260,8 +276,8 @@ void gfs_op_readdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino, size_t size,
             break;
         }
     }
-    if (whole && off == 0 && ino == GFS_INO_ROOT && !fs->readonly)
-        root_given(fs, row); /* the whole listing in one reply */
+    if (whole && hashing)
+        root_given(fs, root_hash_end(h)); /* the whole listing in one reply */
 out:
     pthread_rwlock_unlock(&fs->lock);
     if (err)
@@ -281,7 +297,7 @@ void gfs_op_mknod(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
         fuse_reply_err(req, EPERM);
         return;
     }
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     if (fs->readonly || !row || !row->create) {
         fuse_reply_err(req, fs->readonly ? EROFS : EACCES);
         return;
@@ -319,7 +335,7 @@ void gfs_op_fsyncdir(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     (void)datasync;
     (void)fi;
     int err = 0;
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int commits = !fs->readonly && row && row->commits;
     if (commits && !gfs_may_commit(fs, req))
         err = EACCES;
@@ -343,7 +359,7 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
     pthread_rwlock_unlock(&fs->lock);
     if (err)
         return err;
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int meta_file = !fs->readonly && row && row->editable;
     if (meta_file) {
         st.st_uid = fs->uid;
@@ -360,7 +376,7 @@ static int setattr_owner(struct gfs *fs, fuse_ino_t ino,
 /* truncate and ftruncate (fi: the open file, may be NULL). */
 static int setattr_size(struct gfs *fs, fuse_ino_t ino, off_t size,
                         struct fuse_file_info *fi) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     if (fs->readonly)
         return EROFS;
     if (!row || !row->truncate)
@@ -406,7 +422,7 @@ static int names_change(struct gfs *fs, const struct gfs_kind_ops *row, int h) {
 
 void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     int err = names_change(fs, row, row && row->unlink);
     if (!err)
         err = row->unlink(fs, parent, name);
@@ -416,7 +432,7 @@ void gfs_op_unlink(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
 void gfs_op_rename(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
                    const char *name, fuse_ino_t newparent, const char *newname,
                    unsigned int flags) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     int err = names_change(fs, row, row && row->rename);
     if (!err && newparent != parent)
         err = EXDEV;
@@ -431,18 +447,6 @@ void gfs_op_mkdir(struct gfs *fs, fuse_req_t req, fuse_ino_t parent,
     (void)name;
     (void)mode;
     fuse_reply_err(req, fs->readonly ? EROFS : EPERM);
-}
-
-void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
-                     const struct gguf_buf *b) {
-    if (err)
-        fuse_reply_err(req, err);
-    else if (size == 0)
-        fuse_reply_xattr(req, b->len);
-    else if (b->len > size)
-        fuse_reply_err(req, ERANGE);
-    else
-        fuse_reply_buf(req, (const char *)b->p, b->len);
 }
 
 void gfs_op_getxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
@@ -480,7 +484,7 @@ void gfs_op_setxattr(struct gfs *fs, fuse_req_t req, fuse_ino_t ino,
     pthread_rwlock_rdlock(&fs->lock);
     ino = gfs_meta_resolve(fs, ino);
     pthread_rwlock_unlock(&fs->lock);
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int err = row && row->setxattr ? row->setxattr(fs, ino, name, value, size)
                                    : ENOTSUP;
     if (err == ENOTSUP && fs->readonly)

@@ -91,12 +91,6 @@ int gfs_model_commit(struct gfs *fs);
  * workers have stopped (destroy). */
 size_t gfs_fh_close_all(struct gfs *fs, char *note, size_t size);
 
-/* ops.c. */
-/* The reply to getxattr or listxattr: err, else b's size when the caller
- * asked for it (size 0), ERANGE when b passes size, else b. */
-void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
-                     const struct gguf_buf *b);
-
 /* Whether what the kernel may hold of fs's root is what a fresh open of
  * the same file lists and shows (ops.c; a store asks before it closes
  * fs, and answers the root's OPENDIR and its live view's LOOKUP itself

@@ -16,12 +16,12 @@
 
 int gfs_xattr_get(struct gfs *fs, fuse_ino_t ino, const char *name,
                   struct gguf_buf *out) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     return row && row->getxattr ? row->getxattr(fs, ino, name, out) : ENODATA;
 }
 
 int gfs_xattr_list(struct gfs *fs, fuse_ino_t ino, struct gguf_buf *out) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     int err = row && row->listxattr ? row->listxattr(fs, ino, out) : 0;
     return err ? err : gfs_views_xattr_list(fs, ino, out);
 }

@@ -36,7 +36,7 @@ struct gfs_log {
 };
 
 /* One line to stderr (foreground) or syslog, and to the log's memory
- * and file (gfs_status_note).  No lock. */
+ * and file.  No lock. */
 void gfs_log(struct gfs *fs, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gfs_log_line(struct gfs_log *l, const char *line);
@@ -47,10 +47,8 @@ void gfs_log_line(struct gfs_log *l, const char *line);
  * (issue 32: an overlay refused there was said to nobody). */
 void gfs_say_to(struct gfs_log *l);
 void gfs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* gfs_status_note: a logged line (gfs_log's) kept and written to the log
- * file.  gfs_logfile_open: at mount, before detaching; 0, or -1 with why
- * in msg. */
-void gfs_status_note(struct gfs_log *l, const char *line);
+/* gfs_logfile_open: at mount, before detaching; 0, or -1 with why in
+ * msg. */
 int gfs_logfile_open(struct gfs_log *l, char *msg, size_t n);
 void gfs_logfile_close(struct gfs_log *l);
 

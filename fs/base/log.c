@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-void gfs_status_note(struct gfs_log *l, const char *line) {
+/* A logged line (gfs_log's) kept and written to the log file. */
+static void status_note(struct gfs_log *l, const char *line) {
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
@@ -72,7 +73,7 @@ void gfs_logfile_close(struct gfs_log *l) {
 }
 
 void gfs_log_line(struct gfs_log *l, const char *line) {
-    gfs_status_note(l, line);
+    status_note(l, line);
     if (l->foreground)
         fprintf(stderr, "ggufs: %s\n", line);
     else

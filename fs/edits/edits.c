@@ -40,7 +40,9 @@ int gfs_may_commit(const struct gfs *fs, fuse_req_t req) {
     return gfs_edits_may_commit(fs, fuse_req_ctx(req)->uid);
 }
 
-const char *gfs_edits_save_aside(struct gfs *fs, struct gguf_error *serr) {
+/* FAILED -> SAVED: the edits saved to a file once per generation:
+ * saved_path, "" when saving failed (why in serr, which may be NULL). */
+static const char *save_aside(struct gfs *fs, struct gguf_error *serr) {
     struct gfs_edits *s = &fs->edits;
     assert(gfs_edits_check(fs)); /* 3 */
     if (s->saved_generation != fs->generation || !s->saved_path[0]) {
@@ -53,12 +55,12 @@ const char *gfs_edits_save_aside(struct gfs *fs, struct gguf_error *serr) {
     return s->saved_path;
 }
 
-/* After a failed commit: saves the edits to a file (gfs_edits_save_aside)
+/* After a failed commit: saves the edits to a file (save_aside)
  * and says in where (one clause) where they are now: that file, or, if
  * saving failed, the backend's stranded clause. */
 static void whereabouts(struct gfs *fs, char *where, size_t n) {
     struct gguf_error serr = {0};
-    if (!gfs_edits_save_aside(fs, &serr)[0] && !serr.msg[0])
+    if (!save_aside(fs, &serr)[0] && !serr.msg[0])
         snprintf(serr.msg, sizeof serr.msg, "unknown error");
     if (fs->edits.saved_path[0]) {
         if (snprintf(where, n, "edits saved in %s", fs->edits.saved_path) < 0)

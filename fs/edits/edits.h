@@ -40,7 +40,7 @@
  *      (gfs_meta_create, _unlink, _rename, _drop_new, _apply_text,
  *      _set_type, _truncate, _set_error) assert they run inside one.
  *   2. fs->generation changes only by gfs_edit_changed, inside a section.
- *   3. gfs_edits_keep, gfs_edits_commit and gfs_edits_save_aside run
+ *   3. gfs_edits_keep and gfs_edits_commit (and its save-aside) run
  *      inside a section; a backend's keep and commit are called only
  *      from those (gfs_edits_uncommitted is a reader's, gfs_edits_free
  *      the model's close).
@@ -132,8 +132,8 @@
  * for reading) and gfs_edits_may_commit (no lock).  Prefix gfs_edits_;
  * the section's, gfs_edit_.
  */
-#ifndef GGUFS_STORE_H
-#define GGUFS_STORE_H
+#ifndef GGUFS_EDITS_H
+#define GGUFS_EDITS_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -177,7 +177,7 @@ struct gfs_edits_ops {
 extern const struct gfs_edits_ops gfs_edits_file;    /* file.c */
 extern const struct gfs_edits_ops gfs_edits_overlay; /* overlay.c */
 
-/* The durability state of a mount's edits (struct gfs, member store).
+/* The durability state of a mount's edits (struct gfs, member edits).
  * Guarded by fs->lock (changed with it held for writing). */
 struct gfs_edits {
     const struct gfs_edits_ops *ops; /* chosen at mount, never changes */
@@ -254,9 +254,6 @@ int gfs_edits_uncommitted(struct gfs *fs);
 /* PENDING -> CLEAN, or FAILED (then SAVED): commits, writes the report
  * into commit_msg (logged, note appended); 0 or errno. */
 int gfs_edits_commit(struct gfs *fs, gfs_edits_note_fn note);
-/* FAILED -> SAVED: the edits saved to a file once per generation:
- * saved_path, "" when saving failed (why in serr, which may be NULL). */
-const char *gfs_edits_save_aside(struct gfs *fs, struct gguf_error *serr);
 /* Whether a request of user uid may make edits durable or commit them
  * (fsync of a meta file, fsyncdir): the mount's owner (fs->uid) or root.
  * With -o allow_other, another user's fsync must not publish the owner's
@@ -295,7 +292,6 @@ struct gfs_overlay_args {
                               follow the name (edits/carry.c); else NULL */
 };
 int gfs_overlay_setup(struct gfs *fs, const struct gfs_overlay_args *a);
-void gfs_overlay_free(struct gfs *fs);
 /* Where the overlay of an overlay mount is (user.ggufs.overlay), else
  * NULL.  No lock: set at mount. */
 const char *gfs_overlay_where(const struct gfs *fs);

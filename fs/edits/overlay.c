@@ -358,10 +358,6 @@ static void overlay_free(struct gfs *fs) {
     fs->edits.overlay = NULL;
 }
 
-void gfs_overlay_free(struct gfs *fs) {
-    gfs_edits_free(fs);
-}
-
 /* Writes the overlay: the edits against the source as opened (its
  * header parsed again from the bytes the context keeps, once: no I/O, so
  * a remote source is served alike). */

@@ -203,7 +203,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void gfs_meter_init(struct gfs_meter *m) {
+static void meter_init(struct gfs_meter *m) {
     memset(m, 0, sizeof *m);
     m->tty = isatty(STDERR_FILENO);
     m->start = now_s();
@@ -220,7 +220,9 @@ static void human(double v, char *o, size_t n) {
     snprintf(o, n, k ? "%.2f %s" : "%.0f %s", v, u[k]);
 }
 
-void gfs_meter_show(void *meter, uint64_t done, uint64_t total) {
+/* Bytes done of total drawn (total 0: over, the line is cleared); a
+ * gguf_progress_fn. */
+static void meter_show(void *meter, uint64_t done, uint64_t total) {
     struct gfs_meter *m = meter;
     double t = now_s() - m->start;
     if (!m->tty)
@@ -253,14 +255,14 @@ static void *watch(void *arg) {
             if (sscanf(v, "%llu %llu", &done, &total) != 2)
                 total = 0;
         }
-        gfs_meter_show(m, done, total);
+        meter_show(m, done, total);
         usleep(200000);
     }
     return NULL;
 }
 
 void gfs_meter_watch(struct gfs_meter *m, const char *mnt) {
-    gfs_meter_init(m);
+    meter_init(m);
     m->mnt = mnt;
     if (m->tty && pthread_create(&m->thread, NULL, watch, m) == 0)
         m->running = 1;
@@ -272,18 +274,18 @@ void gfs_meter_stop(struct gfs_meter *m) {
         pthread_join(m->thread, NULL);
     }
     m->running = 0;
-    gfs_meter_show(m, 0, 0);
+    meter_show(m, 0, 0);
 }
 
 enum gguf_status gfs_commit_metered(gguf_ctx *ctx, unsigned flags,
                                     struct gguf_commit_info *info,
                                     struct gguf_error *err) {
     struct gfs_meter meter; /* a rewrite's progress, on a terminal */
-    gfs_meter_init(&meter);
-    gguf_set_progress(ctx, gfs_meter_show, &meter);
+    meter_init(&meter);
+    gguf_set_progress(ctx, meter_show, &meter);
     enum gguf_status st = gguf_commit(ctx, flags, info, err);
     gguf_set_progress(ctx, NULL, NULL);
-    gfs_meter_show(&meter, 0, 0); /* the line cleared */
+    meter_show(&meter, 0, 0); /* the line cleared */
     return st;
 }
 

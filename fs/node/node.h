@@ -42,7 +42,7 @@ struct gfs_fh {
     int shard; /* tensors: the file that holds it */
     int drop;  /* evict the GGUF's pages once served: they were
                               not cached before this open (see reply_file
-                              in fileops.c) */
+                              in source/data.c) */
     uint64_t rel, size;    /* tensors: offset from the data start, bytes */
     struct gfs_text *text; /* opens of keys: the value's text at open;
                               the live view: its header at open.  A
@@ -208,13 +208,17 @@ uint64_t gfs_tensor_bytes(const struct gfs *fs, int64_t i);
 enum gfs_kind gfs_kind(const struct gfs *fs, fuse_ino_t ino);
 /* The row of kind k, or NULL (GFS_NONE). */
 const struct gfs_kind_ops *gfs_kind_row(const struct gfs *fs, enum gfs_kind k);
+/* The row whose inode ranges hold ino, or NULL: gfs_kind_row of
+ * gfs_kind, in one walk of the table. */
+const struct gfs_kind_ops *gfs_kind_row_of(const struct gfs *fs,
+                                           fuse_ino_t ino);
 /* Entry k (0-based) of the root of fs, from the rows that are root
  * entries and present: its name, inode (ino NULL: the name and type only,
  * which a lookup compares before it asks the one inode) and file type;
  * 0, or ENOENT past the last.  Caller holds fs->lock (read). */
 int gfs_kind_root_entry(struct gfs *fs, int64_t k, const char **name,
                         fuse_ino_t *ino, mode_t *mode);
-/* Every row's fini, at the model's close (tree.c's gfs_texts_free). */
+/* Every row's fini, at the model's close (model.c). */
 void gfs_kinds_free(struct gfs *fs);
 
 /* reply.c.  A read-only directory's attributes (0555, two links): the
@@ -234,6 +238,11 @@ int gfs_kind_text_open(struct gfs *fs, struct gfs_fh *fh,
  * the bytes of the text fh holds (fh->text, taken at open), read without
  * fs->lock. */
 int gfs_add_str(struct gguf_buf *out, const char *s);
+/* The reply to getxattr or listxattr (the core's and a store's): err,
+ * else b's size when the caller asked for it (size 0), ERANGE when b
+ * passes size, else b. */
+void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
+                     const struct gguf_buf *b);
 void gfs_reply_bytes(fuse_req_t req, const void *p, size_t len, off_t off,
                      size_t size);
 void gfs_reply_window(fuse_req_t req, struct gfs *fs, struct gfs_text *t,

@@ -1,8 +1,8 @@
 /*
  * reply.c - the replies and attributes every row of kinds.h shares (and
  * the core's handlers with them): bytes and texts read, directory
- * entries, extended attributes' names, a read-only directory's and a
- * text file's attributes (node.h).
+ * entries, extended attributes' names and replies, a read-only
+ * directory's and a text file's attributes (node.h).
  */
 #include "node.h"
 
@@ -11,6 +11,18 @@
 
 int gfs_add_str(struct gguf_buf *out, const char *s) {
     return gguf_buf_add(out, s, strlen(s)) == GGUF_OK ? 0 : ENOMEM;
+}
+
+void gfs_reply_xattr(fuse_req_t req, size_t size, int err,
+                     const struct gguf_buf *b) {
+    if (err)
+        fuse_reply_err(req, err);
+    else if (size == 0)
+        fuse_reply_xattr(req, b->len);
+    else if (b->len > size)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, (const char *)b->p, b->len);
 }
 
 /* Reads.  Nothing of fh may be touched once the reply is sent: the kernel

@@ -9,14 +9,20 @@
 
 #include <errno.h>
 
-enum gfs_kind gfs_kind(const struct gfs *fs, fuse_ino_t ino) {
+const struct gfs_kind_ops *gfs_kind_row_of(const struct gfs *fs,
+                                           fuse_ino_t ino) {
     for (size_t r = 0; r < fs->n_kinds; r++) {
         const struct gfs_kind_ops *row = fs->kinds[r];
         if ((ino >= row->ino_lo && ino < row->ino_hi) ||
             (ino >= row->ino_lo2 && ino < row->ino_hi2))
-            return row->kind;
+            return row;
     }
-    return GFS_NONE;
+    return NULL;
+}
+
+enum gfs_kind gfs_kind(const struct gfs *fs, fuse_ino_t ino) {
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
+    return row ? row->kind : GFS_NONE;
 }
 
 const struct gfs_kind_ops *gfs_kind_row(const struct gfs *fs, enum gfs_kind k) {

@@ -97,7 +97,7 @@ static void fill_common(const struct gfs *fs, struct stat *st, fuse_ino_t ino) {
 
 int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
     fill_common(fs, st, ino);
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     return row ? row->stat(fs, ino, st) : ENOENT;
 }
 
@@ -106,7 +106,7 @@ int gfs_stat(struct gfs *fs, fuse_ino_t ino, struct stat *st) {
  * stale size on a writable mount, unless the kernel is told of each edit
  * (the row's told flag: meta.tsv). */
 double gfs_attr_timeout(const struct gfs *fs, fuse_ino_t ino) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     /* But an inode that shows one version of the live view (passthrough.c,
      * a new inode per version) keeps its attributes: cached, a read(2)
      * of it through the page cache sends no GETATTR. */
@@ -127,7 +127,7 @@ int gfs_fill_entry(struct gfs *fs, fuse_ino_t ino, struct fuse_entry_param *e) {
     e->attr_timeout = gfs_attr_timeout(fs, ino);
     /* A name that moves to a new inode (the view's with each version of
      * it, passthrough.c): never cached on a read-write mount. */
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, ino));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, ino);
     e->entry_timeout = row && row->moves && !fs->readonly ? 0.0 : fs->timeout;
     return 0;
 }
@@ -291,7 +291,7 @@ int64_t gfs_find_by_fname(struct gfs *fs, const char *name, int tensors) {
 
 int gfs_lookup_name(struct gfs *fs, fuse_ino_t parent, const char *name,
                     fuse_ino_t *out) {
-    const struct gfs_kind_ops *row = gfs_kind_row(fs, gfs_kind(fs, parent));
+    const struct gfs_kind_ops *row = gfs_kind_row_of(fs, parent);
     if (!row)
         return ENOENT;
     return row->lookup ? row->lookup(fs, parent, name, out) : ENOTDIR;
@@ -578,7 +578,6 @@ void gfs_texts_free(struct gfs *fs) {
     free(fs->sizes);
     fs->sizes = NULL;
     fs->n_sizes = 0;
-    gfs_kinds_free(fs);
 }
 
 /* meta/'s FILEs by name or inode (metaedit.c makes them; the rows and the

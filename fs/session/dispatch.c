@@ -1,6 +1,6 @@
 /*
  * dispatch.c - the session's handler table: each handler finds the model
- * of the inode it is asked about (gfs_mount_enter, mounts.h), calls the
+ * of the inode it is asked about (mount_enter), calls the
  * model's handler (ops.c, fileops.c) with the model's own inode number,
  * and drops the model after; a store's own nodes go to storefs.c's table,
  * where a handler it lacks answers as a read-only directory would.
@@ -14,8 +14,10 @@
 #include <errno.h>
 #include <string.h>
 
-enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino, struct gfs **fs,
-                               enum gfs_enter how) {
+/* The model of kernel inode *ino; *ino becomes the model's own number
+ * (a store's route: stores.h). */
+static enum gfs_route mount_enter(fuse_req_t req, fuse_ino_t *ino,
+                                  struct gfs **fs, enum gfs_enter how) {
     struct gfs_mount *m = fuse_req_userdata(req);
     if (m->store)
         return gfs_store_route(m->store, req, ino, fs, how);
@@ -23,13 +25,15 @@ enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino, struct gfs **fs,
     return GFS_TO_MODEL;
 }
 
-void gfs_mount_leave(struct gfs *fs) {
+/* Drops the reference mount_enter took. */
+static void mount_leave(struct gfs *fs) {
     if (fs->mount->store)
         gfs_store_leave(fs->mount->store, fs);
 }
 
-void gfs_mount_each(struct gfs_mount *m, void (*f)(struct gfs *fs, void *u),
-                    void *u) {
+/* Every model open now, for f (the last commit at unmount). */
+static void mount_each(struct gfs_mount *m, void (*f)(struct gfs *fs, void *u),
+                       void *u) {
     if (m->store)
         gfs_store_each(m->store, f, u);
     else if (m->single)
@@ -73,20 +77,20 @@ static void d_destroy(void *userdata) {
     struct gfs_mount *m = userdata;
     if (m->store)
         gfs_store_stop(m->store);
-    gfs_mount_each(userdata, destroy_one, NULL);
+    mount_each(userdata, destroy_one, NULL);
 }
 
 /* The request goes to the model of INO (CALL, with fs the model and INO
- * its own number) after the checks HOW names (mounts.h), or to the
+ * its own number) after the checks HOW names (stores.h), or to the
  * store's handler OP (SCALL), or, when the store has none, gets the error
  * ERR. */
 #define ROUTE(INO, HOW, CALL, OP, SCALL, ERR)                                  \
     do {                                                                       \
         struct gfs *fs;                                                        \
-        switch (gfs_mount_enter(req, &(INO), &fs, HOW)) {                      \
+        switch (mount_enter(req, &(INO), &fs, HOW)) {                          \
         case GFS_TO_MODEL:                                                     \
             CALL;                                                              \
-            gfs_mount_leave(fs);                                               \
+            mount_leave(fs);                                                   \
             break;                                                             \
         case GFS_TO_STORE:                                                     \
             if (gfs_store_ops.OP)                                              \

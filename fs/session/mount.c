@@ -330,8 +330,8 @@ static int cleanup(struct gfs_main *m, int status) {
         pthread_join(m->sig_thread, NULL);
     }
     if (m->se)
-        fuse_session_destroy(m->se); /* runs gfs_op_destroy: open handles
-                                        applied and freed, the last commit */
+        fuse_session_destroy(m->se); /* runs dispatch.c's destroy: open
+                                        handles freed, the last commit */
     if (status == 0 && m->fs && m->fs->edits.commit_failed)
         status = EXIT_COMMIT;
     gfs_model_close(m->fs);

@@ -20,23 +20,13 @@
  * are asked about, call the model's handler (ops.c, fileops.c) with the
  * model's own number, and drop the model's reference after.  No handler
  * assumes a mount holds one model: every reply names inodes through
- * gfs_ino_out.
+ * gfs_ino_out.  What the session's life (mount.c) asks of it: the table.
  */
 #ifndef GGUFS_MOUNTS_H
 #define GGUFS_MOUNTS_H
 
 #include "../base/mount.h"    /* struct gfs_mount */
 #include "../stores/stores.h" /* the route, a store mount */
-
-/* The model of kernel inode *ino; *ino becomes the model's own number. */
-enum gfs_route gfs_mount_enter(fuse_req_t req, fuse_ino_t *ino, struct gfs **fs,
-                               enum gfs_enter how);
-/* Drops the reference gfs_mount_enter took. */
-void gfs_mount_leave(struct gfs *fs);
-/* Every model open now, for f (the last commit at unmount, the hashes'
- * yield on SIGUSR2). */
-void gfs_mount_each(struct gfs_mount *m, void (*f)(struct gfs *fs, void *u),
-                    void *u);
 
 /* The session's table (dispatch.c). */
 extern const struct fuse_lowlevel_ops gfs_session_ops;
