@@ -9,13 +9,13 @@
 
 #include "../base/mount.h"
 
-/* Where a request goes (gfs_mount_enter). */
+/* Where a request goes (session/dispatch.c's mount_enter). */
 enum gfs_route {
     GFS_TO_MODEL, /* *fs holds the model, with a reference */
     GFS_TO_STORE, /* the store's own node (storefs.c answers) */
     GFS_REPLIED   /* an error was replied (no such model, it cannot open) */
 };
-/* What a request does to a store's model (gfs_mount_enter): the checks
+/* What a request does to a store's model (dispatch.c's mount_enter): the checks
  * it passes first (storeusers.c). */
 enum gfs_enter {
     GFS_ON_HANDLE, /* on a handle opened before (read, release): none */
