@@ -182,11 +182,6 @@ struct gfs {
      * model.c; the core's bottom (node/rows.c) walks it. */
     const struct gfs_kind_ops *const *kinds;
     size_t n_kinds;
-    /* The session's kernel shim (base/devio.h: what INIT negotiated, the
-     * kernel told of stale pages, whether long requests yield), or NULL
-     * (no session: the commands that never mount).  Set before the
-     * session serves the model. */
-    struct gfs_devio *io;
     const struct gfs_extras *extras; /* a store's model's, or NULL */
     gguf_ctx *ctx;     /* the (first) GGUF: metadata, edits, commit */
     gguf_ctx **shards; /* every file of the set; shards[0] == ctx */

@@ -509,7 +509,6 @@ struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status) {
     m->fs.extras = a->extras;
     m->file.dfd = m->file.fd = -1;
     m->fs.mount = a->mount;
-    m->fs.io = a->mount->devio;
     m->fs.log = &a->mount->log;
     m->fs.ino_base = a->ino_base;
     m->fs.parent = a->parent;

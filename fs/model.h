@@ -56,7 +56,7 @@ void gfs_extras_free(struct gfs_extras *x);
 /* Opens the model a describes (a is copied).  NULL after one line (stderr,
  * or the log for a store) with *status the exit status it means
  * (status.h).  Its overlay is set up; its views (gfs_views_init) and
- * a single-file mount's shim (fs->io) and passthrough (gfs_pt_start) are
+ * a single-file mount's shim (gfs_io(fs)) and passthrough (gfs_pt_start) are
  * the caller's to start; a store's model (a->store) is started on the
  * session's shim (mounts.h, devio.h) here. */
 struct gfs *gfs_model_open(const struct gfs_model_args *a, int *status);

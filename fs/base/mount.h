@@ -26,4 +26,12 @@ struct gfs_mount {
     struct gfs_storefs *store; /* a store mount (storefs.c), or NULL */
 };
 
+/* The session's kernel shim of fs's mount (devio.h: what INIT negotiated,
+ * the kernel told of stale pages, whether long requests yield), or NULL:
+ * no session (the commands that never mount) or not started yet.  The
+ * mount's own field, asked where it is used, not copied into each model. */
+static inline struct gfs_devio *gfs_io(const struct gfs *fs) {
+    return fs->mount ? fs->mount->devio : NULL;
+}
+
 #endif

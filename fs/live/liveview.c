@@ -18,6 +18,7 @@
 #include "../base/devio.h"
 #include "../source/source.h"
 #include "live.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -348,7 +349,7 @@ static void live_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
     int err = 0;
     int64_t j;
     uint64_t at = 0;
-    if (!fs->io || i < 0)
+    if (!gfs_io(fs) || i < 0)
         return; /* no session: nothing cached */
     pthread_rwlock_rdlock(&fs->lock);
     uint64_t rel =
@@ -361,7 +362,7 @@ static void live_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
         at = hdr->len + rel + off;
     pthread_rwlock_unlock(&fs->lock);
     if (hdr)
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_LIVE), (int64_t)at,
+        gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, GFS_INO_LIVE), (int64_t)at,
                         (int64_t)n);
     gfs_text_put(hdr);
 }

@@ -271,7 +271,7 @@ unsigned gfs_kinds_commit_flags(struct gfs *fs);
 void gfs_kinds_committed(struct gfs *fs);
 /* An edit generation ended (edits/section.c, with no lock held): the
  * kernel is told to drop the attributes it caches of every row that has
- * the told flag (kinds.h), through fs->io. */
+ * the told flag (kinds.h), through gfs_io(fs). */
 void gfs_kinds_edited(struct gfs *fs);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "../kinds.h"
 #include "../base/devio.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 
@@ -102,6 +103,6 @@ void gfs_kinds_edited(struct gfs *fs) {
     for (size_t r = 0; r < fs->n_kinds && !fs->readonly; r++) {
         const struct gfs_kind_ops *row = fs->kinds[r];
         for (fuse_ino_t i = row->ino_lo; row->told && i < row->ino_hi; i++)
-            gfs_devio_inval(fs->io, gfs_ino_out(fs, i), -1, 0);
+            gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, i), -1, 0);
     }
 }

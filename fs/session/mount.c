@@ -258,7 +258,6 @@ static void start_devio(struct gfs_main *m) {
         gfs_log_line(&m->mount.log, line);
     }
     if (m->fs) {
-        m->fs->io = m->mount.devio;
         (void)gfs_pt_start(m->fs, m->c->o.passthrough);
     }
 }

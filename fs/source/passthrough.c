@@ -65,6 +65,7 @@
 #include "source.h"
 #include "../base/devio.h"
 #include "../node/node.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -131,7 +132,7 @@ int gfs_pt_auto(const struct gfs *fs) {
 }
 
 static void backing_close(struct gfs *fs, struct pt_backing *b) {
-    gfs_passthrough_close(fs->io, b->id);
+    gfs_passthrough_close(gfs_io(fs), b->id);
     free(b);
 }
 
@@ -257,7 +258,7 @@ static struct pt_backing *backing(struct gfs *fs) {
         return pt->cur;
     if (pt->failed)
         return NULL;
-    int id = gfs_passthrough_open(fs->io, gguf_fd(fs->ctx));
+    int id = gfs_passthrough_open(gfs_io(fs), gguf_fd(fs->ctx));
     if (id <= 0) {
         pt->failed = -id;
         gfs_log(fs,
@@ -268,7 +269,7 @@ static struct pt_backing *backing(struct gfs *fs) {
     }
     struct pt_backing *b = calloc(1, sizeof *b);
     if (!b) {
-        gfs_passthrough_close(fs->io, id);
+        gfs_passthrough_close(gfs_io(fs), id);
         return NULL;
     }
     b->id = id;
@@ -281,7 +282,7 @@ static struct pt_backing *backing(struct gfs *fs) {
  * source's bytes are in a cache, not a file that is the model), no edit
  * pending. */
 static int eligible(const struct gfs *fs, const struct pt_epoch *c) {
-    return fs->pt->mode == GFS_PT_AUTO && gfs_devio_passthrough(fs->io) &&
+    return fs->pt->mode == GFS_PT_AUTO && gfs_devio_passthrough(gfs_io(fs)) &&
            !gfs_data_merged(fs) && !gfs_remote_file(fs, 0) && !c->dirty &&
            !gfs_patch_any(fs); /* an overlay's tensors: not the file's */
 }
@@ -298,8 +299,8 @@ void gfs_pt_inval_data(struct gfs *fs, uint64_t data_rel, uint64_t len) {
             v[n].ino = epoch_ino(e->n), v[n++].off = e->hdr->len + data_rel;
     pthread_mutex_unlock(&fs->pt->mu);
     for (int k = 0; k < n; k++)
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, v[k].ino), (int64_t)v[k].off,
-                        (int64_t)len);
+        gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, v[k].ino),
+                        (int64_t)v[k].off, (int64_t)len);
 }
 
 void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
@@ -382,7 +383,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
      * the attributes: offset -1).  The kernel takes no lock of the inode
      * for it, so an open in progress cannot deadlock with it. */
     if (stale)
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, fh->ino), -1, 0);
+        gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, fh->ino), -1, 0);
 }
 
 void gfs_pt_arm(const struct gfs_fh *fh) {

@@ -165,10 +165,10 @@ void gfs_inflight_wait_owner(struct gfs *fs, const void *owner);
  * byte-identical to the GGUF, and one inode number per version of the view
  * (the contract and the kernel facts are its top comment). */
 /* enum gfs_pt_mode (the option): daemon.h. */
-/* Sets up fs->pt: the model's view versions, served through fs->io, the
+/* Sets up fs->pt: the model's view versions, served through gfs_io(fs), the
  * session's shim (fs/base/devio.h; NULL: no session, nothing passed
  * through).  A single-file mount's model (mount.c, once the session's
- * shim is up and fs->io set) and each model a store opens (model.c) are
+ * shim is up, gfs_io(fs)) and each model a store opens (model.c) are
  * started the same way.  0, or -1 (out of memory: the view is served as
  * without passthrough). */
 int gfs_pt_start(struct gfs *fs, enum gfs_pt_mode mode);

@@ -93,6 +93,7 @@
 #include "../base/devio.h"
 #include "../source/source.h"
 #include "tensors.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,8 +179,8 @@ void gfs_tw_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
     atomic_store(&fs->tw_marks[i], 1);
     atomic_store(&fs->tw_any, 1);
     if (whole) /* the tensor file's own pages: its stage's bytes now */
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_TENSOR + (uint64_t)i),
-                        0, 0);
+        gfs_devio_inval(gfs_io(fs),
+                        gfs_ino_out(fs, GFS_INO_TENSOR + (uint64_t)i), 0, 0);
 }
 
 int gfs_tw_tensor_writable(const struct gfs *fs, int shard) {
@@ -214,7 +215,7 @@ int gfs_tw_open(struct gfs *fs, struct gfs_fh *fh, struct fuse_file_info *fi) {
     if (!(fi->flags & O_TRUNC) || fs->patch) {
         /* Direct I/O where the kernel still maps such files: a write is
          * copied once less (not into the mount's page cache too). */
-        if (gfs_devio_dio_mmap(fs->io)) {
+        if (gfs_devio_dio_mmap(gfs_io(fs))) {
             fi->direct_io = 1;
             fi->keep_cache = 0;
         }

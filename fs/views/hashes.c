@@ -45,6 +45,7 @@
 #include "views.h"
 #include "../base/devio.h"
 #include "../source/source.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -134,7 +135,7 @@ static struct gfs_hjob *job_new(int64_t i) {
  * mount is going away (the session waits for its handlers to end before
  * the last commit).  No lock. */
 static int gave_up(struct gfs *fs, fuse_req_t req) {
-    return fuse_req_interrupted(req) || gfs_devio_yielding(fs->io);
+    return fuse_req_interrupted(req) || gfs_devio_yielding(gfs_io(fs));
 }
 
 /* Who may start a hash of a remote mount (its bytes have no local

@@ -28,6 +28,7 @@
 #include "../base/devio.h"
 #include "../kinds.h"
 #include "../source/source.h"
+#include "../base/mount.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -103,7 +104,7 @@ size_t gfs_npy_header(const struct gfs *fs, int64_t i, char *buf) {
 /* Whether f32/ and npy/ files are opened in direct I/O (gfs_views_open):
  * only where the kernel still lets them be mapped. */
 static int views_direct(struct gfs *fs) {
-    return gfs_devio_dio_mmap(fs->io);
+    return gfs_devio_dio_mmap(gfs_io(fs));
 }
 
 /* st_blksize of f32/ and npy/ files in direct I/O: each read(2) of such a
@@ -486,16 +487,16 @@ static void f32_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
     (void)off, (void)n, (void)whole;
     gfs_hashes_forget(fs, i);
     if (fs->views && i >= 0)
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_F32 + (uint64_t)i), 0,
-                        0);
+        gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, GFS_INO_F32 + (uint64_t)i),
+                        0, 0);
 }
 
 static void npy_changed(struct gfs *fs, int64_t i, uint64_t off, uint64_t n,
                         int whole) {
     (void)off, (void)n, (void)whole;
     if (fs->views && i >= 0)
-        gfs_devio_inval(fs->io, gfs_ino_out(fs, GFS_INO_NPY + (uint64_t)i), 0,
-                        0);
+        gfs_devio_inval(gfs_io(fs), gfs_ino_out(fs, GFS_INO_NPY + (uint64_t)i),
+                        0, 0);
 }
 
 #define VIEWS_FILE(k, lo, hi, nm, changed)                                     \
