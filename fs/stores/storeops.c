@@ -387,8 +387,10 @@ static int answers_closed(const struct gfs_storefs *st, size_t k) {
 /* Whether closed fresh model k's first file is still the one the model
  * had open (a file rewritten in place leaves the store's scan as it
  * was): its stat against the model's at its close; the node is fresh no
- * more if not.  Caller holds st->mu, let go while the file is stat'ed
- * (no open: a FIFO or a hostile name costs nothing but the answer). */
+ * more if not.  Caller holds st->mu, let go while the file is stat'ed:
+ * no open (a second find of the store opens no file; a FIFO cannot hold
+ * it), and no symlink followed at the end of the path (one planted there
+ * is not the file: the model's open refuses it too, cat_open_file). */
 static int same_file(struct gfs_storefs *st, size_t k) {
     struct node *nd = &st->nodes[k];
     struct stat was = nd->file_st, now;
@@ -398,9 +400,9 @@ static int same_file(struct gfs_storefs *st, size_t k) {
     if (!path)
         return 0;
     pthread_mutex_unlock(&st->mu);
-    int same = fstatat(st->dirfd, path, &now, 0) == 0 &&
-               now.st_dev == was.st_dev && now.st_ino == was.st_ino &&
-               now.st_size == was.st_size &&
+    int same = fstatat(st->dirfd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISREG(now.st_mode) && now.st_dev == was.st_dev &&
+               now.st_ino == was.st_ino && now.st_size == was.st_size &&
                now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
                now.st_mtim.tv_nsec == was.st_mtim.tv_nsec &&
                now.st_ctim.tv_sec == was.st_ctim.tv_sec &&
