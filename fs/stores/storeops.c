@@ -465,7 +465,7 @@ int gfs_store_root_lookup(struct gfs_storefs *st, fuse_req_t req,
         st->o.readonly)
         return 0;
     pthread_mutex_lock(&st->mu);
-    if (answers_closed(st, k) && strcmp(st->nodes[k].live_name, name) == 0)
+    if (answers_closed(st, k) && gfs_st_is_live(&st->nodes[k], name))
         err = closed_check(st, req, k);
     if (!err)
         e = st->nodes[k].live_e;
