@@ -9,9 +9,9 @@
  * Nodes.  Every name of the store's tree is a node: a directory of names
  * (slot-0 inode GFS_STORE_DIR0 + its index), or a model (its root is
  * (index << GFS_INO_SLOT_SHIFT) + GFS_INO_ROOT: the index is the model's
- * slot, mounts.h).  A node not in the last scan is not listed nor looked
- * up, and a model still open keeps serving what it has open, as a deleted
- * file does.
+ * slot, session/mounts.h).  A node not in the last scan is not listed
+ * nor looked up, and a model still open keeps serving what it has open,
+ * as a deleted file does.
  *
  * Forgetting.  Names that leave the store are told to the kernel
  * (fuse_lowlevel_notify_inval_entry, by inval_thread: never in a

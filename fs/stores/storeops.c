@@ -644,7 +644,7 @@ static void commit_one(struct gfs *fs, void *u) {
     const char *msg = fs->edits.commit_msg; /* the commit's, just made */
     size_t pl = strlen(fs->path);
     if (!strncmp(msg, fs->path, pl) && !strncmp(msg + pl, ": ", 2))
-        msg += pl + 2; /* "PATH: what" (store.c): the name says it */
+        msg += pl + 2; /* "PATH: what" (edits/edits.c): the name says it */
     size_t at = c->report.len + (c->report.len ? 1 : 0);
     if ((c->report.len && gguf_buf_add(&c->report, "\n", 1) != GGUF_OK) ||
         gguf_buf_add(&c->report, name, strlen(name)) != GGUF_OK ||
