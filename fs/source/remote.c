@@ -24,7 +24,6 @@ struct gfs_remote {
     int n;
     uint64_t **ends; /* per shard: tensor data ends (absolute), sorted */
     int64_t *n_ends;
-    struct gfs *fs;
     const char *query;   /* the URL's query ("?..."), put back on each shard's
                           name, or "" */
     uint64_t max_header; /* bytes of each shard's header at most */
@@ -150,7 +149,6 @@ static struct gfs_remote *open_set(struct gfs *fs, const char *url,
     struct gfs_remote *r = calloc(1, sizeof *r);
     if (!r)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), NULL;
-    r->fs = fs;
     r->opts = rmt_opts_of(o, hf, remote_log, fs);
     r->max_header = o->max_header ? o->max_header : GFS_MAX_HEADER;
     /* Shards are found by the name their path ends in; a query string
