@@ -741,7 +741,6 @@ void gfs_meta_free(struct gfs *fs) {
         scratch_free(fs, s);
     }
     fs->n_scratch = 0;
-    gfs_edits_free(fs);
     if (!fs->meta)
         return;
     while (fs->meta->ghosts) {
