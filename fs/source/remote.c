@@ -29,6 +29,20 @@ struct gfs_remote {
     uint64_t max_header; /* bytes of each shard's header at most */
 };
 
+/* Which files (indexes of fs->shards) are remote, and whose source they
+ * are: the model's (fs->remote), or a mix's remote sources (more).  Behind
+ * fs->rfiles: made by the first remote file's open, at mount (NULL: every
+ * file is local), read-only after it, freed by gfs_remote_close. */
+struct gfs_rfiles {
+    struct gfs_rfile {
+        struct gfs_remote *r;
+        int k;
+    } * v;
+    int n;
+    struct gfs_remote **more;
+    int n_more;
+};
+
 /* Log lines of the sources: stderr until the mount is set up, then the
  * daemon's log. */
 static void remote_log(void *u, const char *line) {
