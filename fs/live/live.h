@@ -33,11 +33,12 @@ struct gfs_extent {
     int shard;
     uint64_t rel; /* offset in that shard's data section */
 };
-/* The merged data section (fs->layout): one extent per tensor, in the
- * merged file's order, and its size.  No lock: made at the open. */
+/* The merged data section (fs->layout, one allocation): its size and one
+ * extent per tensor, in the merged file's order.  No lock: made at the
+ * open. */
 struct gfs_layout {
-    struct gfs_extent *ext;
     uint64_t size;
+    struct gfs_extent ext[];
 };
 
 /* liveview.c: the live view.  At mount: gfs_view_number numbers the

@@ -21,6 +21,7 @@
 #include "../base/mount.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,9 +68,11 @@ int gfs_view_layout(struct gfs *fs, struct gguf_error *err) {
     if (!(m = merged_ctx(fs, err)))
         goto out;
     int64_t n = gfs_n_tensors(fs);
-    struct gfs_layout *l = calloc(1, sizeof *l);
-    if (!l || !(l->ext = calloc(n ? (size_t)n : 1, sizeof *l->ext))) {
-        free(l);
+    struct gfs_layout *l =
+        (uint64_t)n < (SIZE_MAX - sizeof *l) / sizeof *l->ext
+            ? calloc(1, sizeof *l + (size_t)n * sizeof *l->ext)
+            : NULL;
+    if (!l) {
         gguf_fail(err, GGUF_E_NOMEM, "out of memory");
         goto out;
     }
@@ -94,8 +97,6 @@ out:
 
 void gfs_view_layout_free(struct gfs *fs) {
     free(fs->t_first);
-    if (fs->layout)
-        free(fs->layout->ext);
     free(fs->layout);
     fs->t_first = NULL;
     fs->layout = NULL;

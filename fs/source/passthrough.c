@@ -351,7 +351,7 @@ void gfs_pt_view_open(struct gfs *fs, struct gfs_fh *fh,
          * for the version's first open.  Its number may have shown other
          * bytes to the kernel before this record: a store's model closed
          * to bound memory and opened again numbers its versions from
-         * GFS_INO_LIVE anew (mounts.h). */
+         * GFS_INO_LIVE anew (session/mounts.h). */
         fi->keep_cache = !e->reused && e->opened;
         stale = !e->opened;
         e->opened = 1;

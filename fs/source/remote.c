@@ -24,10 +24,23 @@ struct gfs_remote {
     int n;
     uint64_t **ends; /* per shard: tensor data ends (absolute), sorted */
     int64_t *n_ends;
-    struct gfs *fs;
     const char *query;   /* the URL's query ("?..."), put back on each shard's
                           name, or "" */
     uint64_t max_header; /* bytes of each shard's header at most */
+};
+
+/* Which files (indexes of fs->shards) are remote, and whose source they
+ * are: the model's (fs->remote), or a mix's remote sources (more).  Behind
+ * fs->rfiles: made by the first remote file's open, at mount (NULL: every
+ * file is local), read-only after it, freed by gfs_remote_close. */
+struct gfs_rfiles {
+    struct gfs_rfile {
+        struct gfs_remote *r;
+        int k;
+    } * v;
+    int n;
+    struct gfs_remote **more;
+    int n_more;
 };
 
 /* Log lines of the sources: stderr until the mount is set up, then the
@@ -150,7 +163,6 @@ static struct gfs_remote *open_set(struct gfs *fs, const char *url,
     struct gfs_remote *r = calloc(1, sizeof *r);
     if (!r)
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory"), NULL;
-    r->fs = fs;
     r->opts = rmt_opts_of(o, hf, remote_log, fs);
     r->max_header = o->max_header ? o->max_header : GFS_MAX_HEADER;
     /* Shards are found by the name their path ends in; a query string

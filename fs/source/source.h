@@ -217,19 +217,9 @@ void gfs_pt_committed(struct gfs *fs);
  * gfs_remote_read (with readahead along tensor boundaries) and never
  * finds them short (their size is fixed by their identity).  No lock of fs is needed: the sources lock themselves. */
 /* struct gfs_remote_opts (the options): daemon.h. */
-/* Which files (indexes of fs->shards) are remote, and whose source they
- * are: the model's (fs->remote), or a mix's remote sources (more).  Behind
- * fs->rfiles: made by the first remote file's open, at mount (NULL: every
- * file is local), read-only after it, freed by gfs_remote_close. */
-struct gfs_rfiles {
-    struct gfs_rfile {
-        struct gfs_remote *r;
-        int k;
-    } * v;
-    int n;
-    struct gfs_remote **more;
-    int n_more;
-};
+/* fs->rfiles (struct gfs_rfiles, remote.c's own): which files are remote,
+ * made by the first remote file's open, at mount; NULL: every file is
+ * local. */
 /* The default bound on a remote file's header (each shard's, and an
  * overlay's source's): about 16 times the largest of today's models (a
  * 200k-token BPE vocabulary with its merges: about 15 MiB). */

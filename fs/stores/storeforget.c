@@ -35,9 +35,8 @@ void gfs_st_maybe_free(struct gfs_storefs *st, size_t k) {
         free(nd->path);
         free(nd->kids);
         free(nd->line);
-        free(nd->live_name);
         nd->path = NULL, nd->kids = NULL, nd->line = NULL;
-        nd->live_name = NULL, nd->fresh = 0;
+        nd->fresh = 0;
         nd->n_kids = nd->cap_kids = 0;
         nd->listed = GFS_LISTED_NONE;
         nd->freed = 1;

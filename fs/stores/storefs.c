@@ -9,9 +9,9 @@
  * Nodes.  Every name of the store's tree is a node: a directory of names
  * (slot-0 inode GFS_STORE_DIR0 + its index), or a model (its root is
  * (index << GFS_INO_SLOT_SHIFT) + GFS_INO_ROOT: the index is the model's
- * slot, mounts.h).  A node not in the last scan is not listed nor looked
- * up, and a model still open keeps serving what it has open, as a deleted
- * file does.
+ * slot, session/mounts.h).  A node not in the last scan is not listed
+ * nor looked up, and a model still open keeps serving what it has open,
+ * as a deleted file does.
  *
  * Forgetting.  Names that leave the store are told to the kernel
  * (fuse_lowlevel_notify_inval_entry, by inval_thread: never in a
@@ -242,7 +242,7 @@ static void mark_aliases(struct gfs_storefs *st, const struct cat_list *l,
 }
 
 /* Gives open model k the live views' names of its aliases present now
- * (struct gfs, alias_names): "BASE.gguf" of each alias whose last
+ * (struct gfs, alias_names): BASE GFS_ST_LIVE_EXT of each alias whose last
  * component is not the model's own, once each.  Caller holds st->mu. */
 static void aliases_give(struct gfs_storefs *st, size_t k) {
     struct gguf_buf b = {0};
@@ -254,7 +254,7 @@ static void aliases_give(struct gfs_storefs *st, size_t k) {
             !strcmp(a->base, nd->base) || strlen(a->base) > 250)
             continue;
         char nm[256];
-        snprintf(nm, sizeof nm, "%s.gguf", a->base);
+        snprintf(nm, sizeof nm, "%s" GFS_ST_LIVE_EXT, a->base);
         int seen = 0; /* two aliases of one last component: one name */
         for (size_t i = 0, at = 0; !seen && i < n;
              i++, at += strlen((char *)b.p + at) + 1)
@@ -418,11 +418,10 @@ static int file_renewed(const struct node *nd) {
  * Caller holds st->mu; the model is not in use. */
 static void keep_fresh(struct node *nd) {
     const char *name = NULL;
-    free(nd->live_name);
-    nd->live_name = NULL;
+    /* named as the store's LOOKUP asks (gfs_st_is_live) */
     nd->fresh = !nd->renewed &&
                 gfs_model_fresh_view(nd->fs, &nd->live_e, &name) &&
-                (nd->live_name = strdup(name)) != NULL;
+                gfs_st_is_live(nd, name);
     nd->file_st = nd->fs->st; /* a commit refreshed it */
 }
 
@@ -519,6 +518,12 @@ static struct gfs_extras *extras_copy(const struct gfs_storefs *st,
     return x;
 }
 
+int gfs_st_is_live(const struct node *nd, const char *name) {
+    size_t n = strlen(nd->base);
+    return strncmp(name, nd->base, n) == 0 &&
+           strcmp(name + n, GFS_ST_LIVE_EXT) == 0;
+}
+
 /* The model's files: absolute paths beneath the store (or hf:// URLs), the
  * names the set knows them by, the dev/ino the scan saw. */
 static int job_make(struct gfs_storefs *st, const struct node *nd,
@@ -540,7 +545,7 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
         j->files[i].dev = f->dev;
         j->files[i].ino = f->ino;
     }
-    if (asprintf(&j->live, "%s.gguf", nd->base) < 0 ||
+    if (asprintf(&j->live, "%s" GFS_ST_LIVE_EXT, nd->base) < 0 ||
         !(j->first = strdup(j->files[0].path)))
         return ENOMEM;
     j->a.file = j->first;
@@ -877,7 +882,6 @@ void gfs_store_close(struct gfs_storefs *st) {
         free(nd->path);
         free(nd->kids);
         free(nd->line);
-        free(nd->live_name);
     }
     free(st->nodes);
     free(st->free);

@@ -64,10 +64,10 @@ struct node {
     /* Closed with what the kernel may hold of its root what a fresh open
      * would give (gfs_model_fresh_view), while no scan has run since:
      * the store answers its root's OPENDIR and its live view's LOOKUP
-     * (live_e, named live_name) without opening it (storeops.c). */
+     * (live_e; its name is gfs_st_is_live's) without opening it
+     * (storeops.c). */
     int fresh;
     struct fuse_entry_param live_e;
-    char *live_name;
     struct stat file_st; /* its first file as the model had it open */
     char *line;          /* its models.tsv line, once made */
     /* The file the line was read from: kept while the store's scan sees
@@ -179,6 +179,11 @@ int gfs_st_owner(uid_t uid);
  * file, through the folders on its path): 0 or EACCES (ENOENT: gone).
  * Caller holds st->mu, dropped while the files are checked. */
 int gfs_st_may_read(struct gfs_storefs *st, fuse_req_t req, size_t k);
+/* A model's live view is BASE GFS_ST_LIVE_EXT in the store: the name
+ * job_make gives the model at its open; gfs_st_is_live: whether name is
+ * model node nd's. */
+#define GFS_ST_LIVE_EXT ".gguf"
+int gfs_st_is_live(const struct node *nd, const char *name);
 /* Whether another user may hold one more file open in node k's model
  * (the per-user bound): 0, or EMFILE with the line for the mount's log in
  * why (why_size bytes), which the caller writes (this file calls nothing

@@ -387,8 +387,10 @@ static int answers_closed(const struct gfs_storefs *st, size_t k) {
 /* Whether closed fresh model k's first file is still the one the model
  * had open (a file rewritten in place leaves the store's scan as it
  * was): its stat against the model's at its close; the node is fresh no
- * more if not.  Caller holds st->mu, let go while the file is stat'ed
- * (no open: a FIFO or a hostile name costs nothing but the answer). */
+ * more if not.  Caller holds st->mu, let go while the file is stat'ed:
+ * no open (a second find of the store opens no file; a FIFO cannot hold
+ * it), and no symlink followed at the end of the path (one planted there
+ * is not the file: the model's open refuses it too, cat_open_file). */
 static int same_file(struct gfs_storefs *st, size_t k) {
     struct node *nd = &st->nodes[k];
     struct stat was = nd->file_st, now;
@@ -398,9 +400,9 @@ static int same_file(struct gfs_storefs *st, size_t k) {
     if (!path)
         return 0;
     pthread_mutex_unlock(&st->mu);
-    int same = fstatat(st->dirfd, path, &now, 0) == 0 &&
-               now.st_dev == was.st_dev && now.st_ino == was.st_ino &&
-               now.st_size == was.st_size &&
+    int same = fstatat(st->dirfd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISREG(now.st_mode) && now.st_dev == was.st_dev &&
+               now.st_ino == was.st_ino && now.st_size == was.st_size &&
                now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
                now.st_mtim.tv_nsec == was.st_mtim.tv_nsec &&
                now.st_ctim.tv_sec == was.st_ctim.tv_sec &&
@@ -463,7 +465,7 @@ int gfs_store_root_lookup(struct gfs_storefs *st, fuse_req_t req,
         st->o.readonly)
         return 0;
     pthread_mutex_lock(&st->mu);
-    if (answers_closed(st, k) && strcmp(st->nodes[k].live_name, name) == 0)
+    if (answers_closed(st, k) && gfs_st_is_live(&st->nodes[k], name))
         err = closed_check(st, req, k);
     if (!err)
         e = st->nodes[k].live_e;
@@ -642,7 +644,7 @@ static void commit_one(struct gfs *fs, void *u) {
     const char *msg = fs->edits.commit_msg; /* the commit's, just made */
     size_t pl = strlen(fs->path);
     if (!strncmp(msg, fs->path, pl) && !strncmp(msg + pl, ": ", 2))
-        msg += pl + 2; /* "PATH: what" (store.c): the name says it */
+        msg += pl + 2; /* "PATH: what" (edits/edits.c): the name says it */
     size_t at = c->report.len + (c->report.len ? 1 : 0);
     if ((c->report.len && gguf_buf_add(&c->report, "\n", 1) != GGUF_OK) ||
         gguf_buf_add(&c->report, name, strlen(name)) != GGUF_OK ||

@@ -32,27 +32,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The bytes of the strings of array key, returned (from the payload's
- * size: after the element type and count, each string is a uint64
- * length and its bytes, validated at open; no walk), and (when escaped
- * is not NULL, into it)
- * what they are at least once escaped, by either of the files' escapes
- * (tokens.tsv's and merges.txt's gguf_escape_line, tokenizer.json's
- * JSON): a control byte but tab, newline and CR is at least 4 bytes
- * (\xHH, \u00HH), those three and '\\' 2, any other 1 (a pass over the
- * bytes).  0 without the key. */
-static uint64_t strings_floor(const gguf_ctx *ctx, const char *key,
-                              uint64_t *escaped) {
+/* The payload of string array key (len bytes: the element type, the
+ * count, then each string as a uint64 length and its bytes, validated at
+ * open), or NULL without the key or with too short a payload. */
+static const uint8_t *strings_of(const gguf_ctx *ctx, const char *key,
+                                 size_t *len) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
-    size_t len = 0;
     const uint8_t *p = i < 0 || gguf_kv_arr_type(ctx, i) != GGUF_TYPE_STRING
                            ? NULL
-                           : gguf_kv_payload(ctx, i, &len);
-    uint64_t n = 0, floor = 0;
-    if (!p || len < 12)
-        return 0;
+                           : gguf_kv_payload(ctx, i, len);
+    return p && *len >= 12 ? p : NULL;
+}
+
+/* The strings' bytes, from the payload's size alone (no walk). */
+static uint64_t strings_bytes(const uint8_t *p, size_t len) {
+    uint64_t n;
     memcpy(&n, p + 4, 8);
-    for (size_t at = 12; escaped && at + 8 <= len;) {
+    return n <= (len - 12) / 8 ? len - 12 - 8 * n : 0;
+}
+
+/* What the strings are at least once escaped, by either of the files'
+ * escapes (tokens.tsv's and merges.txt's gguf_escape_line,
+ * tokenizer.json's JSON): a control byte but tab, newline and CR is at
+ * least 4 bytes (\xHH, \u00HH), those three and '\\' 2, any other 1 (a
+ * pass over the bytes). */
+static uint64_t strings_escaped(const uint8_t *p, size_t len) {
+    uint64_t floor = 0;
+    for (size_t at = 12; at + 8 <= len;) {
         uint64_t k;
         memcpy(&k, p + at, 8);
         at += 8;
@@ -63,9 +69,7 @@ static uint64_t strings_floor(const gguf_ctx *ctx, const char *key,
                          ? 2
                          : 4;
     }
-    if (escaped)
-        *escaped = floor;
-    return n <= (len - 12) / 8 ? len - 12 - 8 * n : 0;
+    return floor;
 }
 
 /* What file f's text is at least, known before it is made, as far as
@@ -74,20 +78,19 @@ static uint64_t strings_floor(const gguf_ctx *ctx, const char *key,
  * (the payload's size) where four times them (every byte escaped) is
  * within max: then the escaped floor is too, and no pass is made over
  * the strings (a 262k vocabulary's was 3% of its tokenizer.json); else
- * the escaped floor (a pass over the bytes, no rendering). */
+ * the escaped floor (a pass over the bytes, no rendering).  0 without
+ * the key. */
 static uint64_t tok_floor(const gguf_ctx *ctx, enum voc_file f, uint64_t max) {
     const char *key = f == VOC_TOKENS_TSV || f == VOC_HF_TOKENIZER
                           ? "tokenizer.ggml.tokens"
                       : f == VOC_MERGES ? "tokenizer.ggml.merges"
                                         : NULL;
-    uint64_t escaped = 0;
-    if (!key)
+    size_t len = 0;
+    const uint8_t *p = key ? strings_of(ctx, key, &len) : NULL;
+    if (!p)
         return 0;
-    uint64_t raw = strings_floor(ctx, key, NULL);
-    if (raw <= max / 4)
-        return raw;
-    (void)strings_floor(ctx, key, &escaped);
-    return escaped;
+    uint64_t raw = strings_bytes(p, len);
+    return raw <= max / 4 ? raw : strings_escaped(p, len);
 }
 
 /* File *arg's text now (gfs_text_of_gen's make), made within
