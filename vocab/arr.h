@@ -111,11 +111,10 @@ struct voc_index;
 const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
                          struct gguf_buf *merges, char *buf, size_t n);
 /* The merges of SentencePiece vocabulary ix (score 0) appended to
- * merges, by the check's walk (two halves at once, vocab.h), for a file
+ * merges, by the check's sorts (cuts.c), for a file
  * made after its check: false when out of memory (or the check would
  * now refuse it). */
-bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
-                    struct gguf_buf *merges);
+bool voc_spm_merges(const struct voc_index *ix, struct gguf_buf *merges);
 
 /* A byte-level BPE pre-tokenizer of llama.cpp's (hfpre.c): the
  * tokenizer.ggml.pre names it has (space-separated), its regular
@@ -176,7 +175,7 @@ int voc_text_fim(const uint8_t *s, uint64_t n, const char **key);
  * table of ids + 1 by the hash of their text (cap slots; print[k] 0:
  * slot k is empty, else 8 bits of its text's hash, so that a probe reads
  * no id and no token to pass another text by). */
-#define VOC_POWS 64
+#define VOC_POWS 5 /* poly's steps of four bytes */
 struct voc_index {
     size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
@@ -184,10 +183,11 @@ struct voc_index {
     uint64_t *poly; /* each text's hash before its mix (index.c) */
     uint32_t *slot;
     uint8_t *print;
-    uint64_t base, inv; /* the hash's key (index.c), and its powers */
+    uint64_t base; /* the hash's key (index.c), and its powers */
     uint64_t pows[VOC_POWS];
     int64_t dup;      /* the first token whose text an earlier one has, or -1 */
     int64_t bad_utf8; /* the first token not UTF-8 (gguf_utf8_valid), or -1 */
+    bool checked;     /* dup and bad_utf8 found: by the table, or cuts.c */
 };
 /* Made from the tokens array (false: out of memory or a bad element);
  * by_text: with the table (voc_index_find, voc_index_duplicate) and
@@ -202,52 +202,52 @@ int64_t voc_index_find(const struct voc_index *ix, const uint8_t *s,
 /* A token whose text an earlier id has too, or -1. */
 int64_t voc_index_duplicate(const struct voc_index *ix);
 
-/* Every split of every token into a prefix s[0..k) and a suffix s[k..n)
- * at each character boundary k (0 < k < n, s[k] no UTF-8 continuation
- * byte), left to right, the hashes of the two kept as the walk goes
- * (struct voc_split, index.c), so that each is found in O(1) (linear in
- * the token's length, not quadratic), the lookups in batches (index.c:
- * those of a batch overlap their waits on memory): l and r the ids of
- * the prefix and the suffix of token t, -1 for none; r is looked up
- * only where l is a token or at the token's first split (first), else
- * -1.  Tokens in id order.  hfcheck.c's walk, the one user (its check
- * and SentencePiece's merges, voc_spm_merges):
- *     struct voc_cuts w;
- *     struct voc_cut c[VOC_CUTS];
- *     voc_cuts_range(&w, ix, 0, ix->n);
- *     for (size_t m; (m = voc_cuts_next(&w, c)) != 0;)
- *         ... c[0..m) ... */
-#define VOC_CUTS 128
-struct voc_cut {
-    size_t t;
-    uint64_t k;
-    int64_t l, r;
-    bool first;
+/* Every split of every token into two tokens (cuts.c: by sorting the
+ * texts forward and from their ends, no lookups): bit k of token t's
+ * set pre is set when t's bytes 0..k-1 are a token, of suf when its
+ * bytes k.. are (bits 0..len: words 0..len/64, voc_pairs_word).  The
+ * texts of a valid UTF-8 vocabulary begin and end at character
+ * boundaries, so these are splits at characters.  Calling sequence:
+ *     struct voc_index ix;            voc_index_make(toks, false, &ix)
+ *     struct voc_pairs p;
+ *     voc_pairs_make(&ix, &p)         also p.dup, p.bad_utf8 (as the table's)
+ *     ... voc_pairs_bit(&p, p.pre, t, k), voc_pairs_bit(&p, p.suf, t, k)
+ *     voc_pairs_merges(&p, &ix, &buf)  when every text is UTF-8, no twins
+ *     voc_pairs_free(&p)               before voc_index_free(&ix) */
+struct voc_pairs {
+    size_t n;
+    uint64_t *pre, *suf; /* word 0 of token t at [t], the rest at [n+xoff[t]] */
+    uint64_t *xoff;
+    uint64_t *moff;        /* voc_pairs_merges': token t's first merge */
+    int64_t dup, bad_utf8; /* as struct voc_index's, found by the sort */
+    struct {
+        void *a, *tmp, *todo, *stack; /* cuts.c's sorts */
+    } side[2];
+    void *map;
+    size_t bytes;
 };
-/* A walk's place in token t's splits (index.c's split_start, split_next). */
-struct voc_split {
-    const struct voc_index *ix;
-    const uint8_t *s;
-    uint64_t n, k;
-    uint64_t whole, pre, pow; /* the polynomials of s, s[0..k), base^(n-k) */
-};
-struct voc_cuts {
-    const struct voc_index *ix;
-    size_t t;
-    struct voc_split sp;
-    size_t seen; /* 1 + the last token a cut was made of */
-    size_t end;  /* one past the last token walked */
-};
-/* The cuts of tokens lo..hi-1 (0..ix->n: all; a part: hfcheck.c walks
- * two halves at once). */
-void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
-                    size_t hi);
-size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out);
+/* False when out of memory (nothing to free then). */
+bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p);
+static inline uint64_t voc_pairs_word(const struct voc_pairs *p,
+                                      const uint64_t *set, size_t t,
+                                      uint64_t w) {
+    return w ? set[p->n + p->xoff[t] + w - 1] : set[t];
+}
+static inline bool voc_pairs_bit(const struct voc_pairs *p, const uint64_t *set,
+                                 size_t t, uint64_t k) {
+    return voc_pairs_word(p, set, t, k / 64) >> (k % 64) & 1;
+}
+/* Every split into two tokens as a merge {0, t, left, right}, appended
+ * to merges in id order, k rising (false: out of memory, merges as it
+ * was). */
+bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
+                      struct gguf_buf *merges);
+void voc_pairs_free(struct voc_pairs *p);
+
 /* The token that splits the vocabulary's texts into halves of about
- * the same bytes (of splits, then): O(log n), the texts lie in id
- * order in one payload; ix->n (the second half empty) below
- * VOC_SPLIT_MIN tokens. */
-size_t voc_cuts_mid(const struct voc_index *ix);
+ * the same bytes: O(log n), the texts lie in id order in one payload;
+ * ix->n (the second half empty) below VOC_SPLIT_MIN tokens. */
+size_t voc_index_mid(const struct voc_index *ix);
 /* fn(a) and fn(b), the halves of a walk, before return: when two, at
  * once, fn(b) on a thread of its own (vocab.h: the one place vocab/
  * starts a thread; its stack mapped here and unmapped after the join);

@@ -86,23 +86,38 @@ static uint64_t char_len(const uint8_t *s, uint64_t n) {
     return c;
 }
 
-/* Whether cut c of its token (voc_cuts: split at a character boundary)
- * is one llama.cpp can merge and a BPE merge list cannot: a character
- * that is no token beside a token, or two such characters.  *any: set
- * where c splits the token into two tokens. */
-static bool cut_bad(const struct voc_index *ix, const struct voc_cut *c,
-                    bool *any) {
-    bool l = c->l >= 0;
-    if (!l && !c->first) /* neither case below: the suffix not looked up */
+/* Whether token t splits where llama.cpp merges and a BPE merge list
+ * cannot (*at: the byte), its splits into two tokens in p: a character
+ * that is no token beside a token, or two such characters.  Only its
+ * first and last characters can be such a character: at the first
+ * split, the first character no token and the rest a token or one
+ * character, or the first a token and the rest one character that is
+ * none; at the last, the rest a token and the last character none. */
+static bool token_bad(const struct voc_index *ix, const struct voc_pairs *p,
+                      size_t t, uint64_t *at) {
+    const uint8_t *s = ix->text[t];
+    uint64_t n = ix->len[t], c1 = char_len(s, n), kl = n - 1;
+    if (c1 >= n) /* one character (or none): no split */
         return false;
-    bool r = c->r >= 0;
-    uint64_t rest = ix->len[c->t] - c->k;
-    bool r_char = char_len(ix->text[c->t] + c->k, rest) == rest;
-    if (l && r) {
-        *any = true;
-        return false;
-    }
-    return r || r_char; /* l, or the first character */
+    while (kl > c1 && (s[kl] & 0xc0) == 0x80) /* the last character's */
+        kl--;
+    bool l1 = voc_pairs_bit(p, p->pre, t, c1),
+         r1 = voc_pairs_bit(p, p->suf, t, c1);
+    *at = c1;
+    if (l1 ? !r1 && c1 == kl : r1 || c1 == kl)
+        return true;
+    *at = kl;
+    return kl > c1 && voc_pairs_bit(p, p->pre, t, kl) &&
+           !voc_pairs_bit(p, p->suf, t, kl);
+}
+
+/* Whether some split of token t is into two tokens (a merge makes it). */
+static bool made(const struct voc_pairs *p, const struct voc_index *ix,
+                 size_t t) {
+    for (uint64_t w = 0; w <= ix->len[t] / 64; w++)
+        if (voc_pairs_word(p, p->pre, t, w) & voc_pairs_word(p, p->suf, t, w))
+            return true;
+    return false;
 }
 
 /* Whether token t is one character repeated (SentencePiece's runs of
@@ -116,12 +131,11 @@ static bool one_char_run(const struct voc_index *ix, size_t t) {
     return true;
 }
 
-/* A buffer of the walk's own, mapped (mmap, mremap) and not malloc'd:
- * the second half's thread then never calls malloc, which would give it
- * an arena of its own, and freeing its megabytes leaves malloc's
- * thresholds as they were (a freed mapped block of malloc's raises the
- * size below which it takes blocks from the arena's heap, whose free top
- * malloc_trim does not hand back: 14 MB more held after the file). */
+/* A buffer of the check's own, mapped (mmap, mremap) and not malloc'd:
+ * freeing its megabytes leaves malloc's thresholds as they were (a freed
+ * mapped block of malloc's raises the size below which it takes blocks
+ * from the arena's heap, whose free top malloc_trim does not hand back:
+ * 14 MB more held after the file). */
 struct mbuf {
     uint8_t *p;
     size_t len, cap;
@@ -155,104 +169,32 @@ static void mb_free(struct mbuf *b) {
     *b = (struct mbuf){0};
 }
 
-/* Token t's cuts are all seen: its score into scores where merges make
- * it (*any), but a run of one character; *any cleared.  NULL, or "out
- * of memory". */
-static const char *merged(const struct voc_index *ix, const struct voc_arr *sc,
-                          size_t t, bool *any, struct mbuf *scores) {
-    uint32_t v = 0;
-    bool add = *any && !one_char_run(ix, t);
-    *any = false;
-    if (add)
-        (void)voc_arr_u32(sc, t, &v);
-    return add && !mb_add(scores, &v, 4) ? "out of memory" : NULL;
-}
-
-/* A part of spm_reason's walk: tokens lo..hi-1, their merges appended
- * to merges (when keep), the scores of the tokens merges make to
- * scores, and why (the first bad cut of the part, in msg, or "out of
- * memory"; NULL). */
-struct spm_part {
-    const struct voc_index *ix;
-    const struct voc_arr *sc;
-    size_t lo, hi;
-    bool keep;
-    struct mbuf merges, scores;
-    const char *why;
-    char msg[200];
-};
-
-/* The walk of part h (a pthread's start routine, or called). */
-static void *spm_walk(void *arg) {
-    struct spm_part *h = arg;
-    const struct voc_index *ix = h->ix;
-    struct voc_cuts w;
-    struct voc_cut c[VOC_CUTS];
-    size_t t = SIZE_MAX; /* the token of the cuts so far */
-    bool any = false;
-    const char *why = NULL;
-    voc_cuts_range(&w, ix, h->lo, h->hi);
-    for (size_t m = 1; !why && m;) {
-        m = voc_cuts_next(&w, c);
-        for (size_t i = 0; !why && i <= m; i++) {
-            if (i == m ? m == 0 : c[i].t != t) /* token t is done */
-                why = merged(ix, h->sc, t, &any, &h->scores);
-            if (why || i == m)
-                break;
-            t = c[i].t;
-            struct voc_merge e = {0, (uint32_t)t, (uint32_t)c[i].l,
-                                  (uint32_t)c[i].r};
-            if (h->keep && c[i].l >= 0 && c[i].r >= 0 &&
-                !mb_add(&h->merges, &e, sizeof e))
-                why = "out of memory";
-            else if (cut_bad(ix, &c[i], &any)) {
-                snprintf(h->msg, sizeof h->msg,
-                         "token %zu splits at byte %llu into a character "
-                         "that is no token and a token: llama.cpp merges "
-                         "them, a BPE merge list cannot",
-                         t, (unsigned long long)c[i].k);
-                why = h->msg;
-            }
+/* The first token in id order that splits where llama.cpp and BPE
+ * merge differently (its line in buf), and the scores of the tokens
+ * merges make into *sc, but runs of one character; NULL, or "out of
+ * memory". */
+static const char *spm_cuts(const struct voc_index *ix,
+                            const struct voc_pairs *p,
+                            const struct voc_arr *scores, struct mbuf *sc,
+                            char *buf, size_t n) {
+    for (size_t t = 0; t < ix->n; t++) {
+        uint64_t k;
+        uint32_t v = 0;
+        if (token_bad(ix, p, t, &k)) {
+            snprintf(buf, n,
+                     "token %zu splits at byte %llu into a character that "
+                     "is no token and a token: llama.cpp merges them, a BPE "
+                     "merge list cannot",
+                     t, (unsigned long long)k);
+            return buf;
         }
+        if (!made(p, ix, t) || one_char_run(ix, t))
+            continue;
+        (void)voc_arr_u32(scores, t, &v); /* past a short array: 0 */
+        if (!mb_add(sc, &v, 4))
+            return "out of memory";
     }
-    h->why = why;
     return NULL;
-}
-
-/* The two halves of the walk (voc_halves), their merges in id order
- * appended to merges (NULL: not kept), their scores into *sc (mb_free
- * it); why (the first half's first: the first in id order), or NULL. */
-static const char *spm_walks(const struct voc_index *ix,
-                             const struct voc_arr *scores,
-                             struct gguf_buf *merges, struct mbuf *sc,
-                             char *buf, size_t n) {
-    size_t mid = voc_cuts_mid(ix);
-    struct spm_part h[2] = {
-        {.ix = ix, .sc = scores, .lo = 0, .hi = mid, .keep = merges != NULL},
-        {.ix = ix,
-         .sc = scores,
-         .lo = mid,
-         .hi = ix->n,
-         .keep = merges != NULL}};
-    voc_halves(spm_walk, &h[0], &h[1], mid < ix->n);
-    const char *why = h[0].why ? h[0].why : h[1].why; /* the first by id */
-    if (why == h[0].msg || why == h[1].msg) {
-        snprintf(buf, n, "%s", why);
-        why = buf;
-    }
-    if (!why && merges &&
-        (gguf_buf_reserve(merges, h[0].merges.len + h[1].merges.len) !=
-             GGUF_OK ||
-         gguf_buf_add(merges, h[0].merges.p, h[0].merges.len) != GGUF_OK ||
-         gguf_buf_add(merges, h[1].merges.p, h[1].merges.len) != GGUF_OK))
-        why = "out of memory";
-    *sc = h[0].scores;
-    if (!why && !mb_add(sc, h[1].scores.p, h[1].scores.len))
-        why = "out of memory";
-    mb_free(&h[0].merges);
-    mb_free(&h[1].merges);
-    mb_free(&h[1].scores);
-    return why;
 }
 
 /* Whether the m floats at p fall strictly (then no two are equal: no
@@ -266,24 +208,26 @@ static bool strictly_falling(const uint8_t *p, size_t m) {
     return true;
 }
 
-bool voc_spm_merges(const struct voc_index *ix, const struct voc_arr *scores,
-                    struct gguf_buf *merges) {
-    struct mbuf sc = {0};
-    char buf[256];
-    const char *why = spm_walks(ix, scores, merges, &sc, buf, sizeof buf);
-    mb_free(&sc);
-    return !why;
+bool voc_spm_merges(const struct voc_index *ix, struct gguf_buf *merges) {
+    struct voc_pairs p;
+    if (!voc_pairs_make(ix, &p))
+        return false;
+    bool ok = voc_pairs_merges(&p, ix, merges);
+    voc_pairs_free(&p);
+    return ok;
 }
 
 /* Why llama.cpp's SentencePiece and a BPE of the same pieces could merge
- * differently here, or NULL. */
+ * differently here (p: the splits), or NULL, the merges then appended
+ * to merges (NULL: not kept). */
 static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
-                              struct gguf_buf *merges, char *buf, size_t n) {
+                              struct voc_pairs *p, struct gguf_buf *merges,
+                              char *buf, size_t n) {
     struct voc_arr sc;
     struct mbuf scores = {0};
     if (!voc_arr_of(ctx, TOK "scores", GGUF_TYPE_FLOAT32, &sc))
         return "no scores";
-    const char *why = spm_walks(ix, &sc, merges, &scores, buf, n);
+    const char *why = spm_cuts(ix, p, &sc, &scores, buf, n);
     size_t m = scores.len / 4;
     if (!why && m > 1 && !strictly_falling(scores.p, m)) {
         qsort(scores.p, m, 4, by_value);
@@ -299,6 +243,8 @@ static const char *spm_reason(const gguf_ctx *ctx, const struct voc_index *ix,
             }
     }
     mb_free(&scores);
+    if (!why && merges && !voc_pairs_merges(p, ix, merges))
+        why = "out of memory";
     return why;
 }
 
@@ -314,7 +260,8 @@ const char *voc_hf_reason(const gguf_ctx *ctx, char *buf, size_t n) {
  * merges into merges, voc_hf_check). */
 static const char *tokens_reason(const gguf_ctx *ctx,
                                  const struct voc_index *ix,
-                                 struct gguf_buf *merges, char *buf, size_t n) {
+                                 struct voc_pairs *p, struct gguf_buf *merges,
+                                 char *buf, size_t n) {
     const char *why = NULL;
     if (ix->bad_utf8 >= 0) {
         snprintf(buf, n,
@@ -324,7 +271,7 @@ static const char *tokens_reason(const gguf_ctx *ctx,
     }
     int64_t d = why ? -1 : voc_index_duplicate(ix);
     if (d < 0 && !why && voc_hf_kind(ctx) == VOC_HF_SPM)
-        why = spm_reason(ctx, ix, merges, buf, n);
+        why = spm_reason(ctx, ix, p, merges, buf, n);
     if (d < 0 && !why &&
         (voc_hf_kind(ctx) == VOC_HF_WPM || voc_hf_kind(ctx) == VOC_HF_UGM ||
          voc_hf_kind(ctx) == VOC_HF_RWKV))
@@ -350,9 +297,23 @@ const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
         return why;
     if (toks.n > UINT32_MAX)
         return "more tokens than ids of 32 bits";
-    if (!voc_index_make(&toks, true, ix))
+    /* SentencePiece's splits by sorting (cuts.c), the others' lookups
+     * by the table */
+    bool spm = voc_hf_kind(ctx) == VOC_HF_SPM;
+    struct voc_pairs p = {0};
+    if (!voc_index_make(&toks, !spm, ix))
         return "out of memory, or a token past the value's end";
-    why = tokens_reason(ctx, ix, merges, buf, n);
+    if (spm && !voc_pairs_make(ix, &p)) {
+        voc_index_free(ix);
+        return "out of memory";
+    }
+    if (spm) { /* the table's facts, found by the sorts */
+        ix->dup = p.dup;
+        ix->bad_utf8 = p.bad_utf8;
+        ix->checked = true;
+    }
+    why = tokens_reason(ctx, ix, spm ? &p : NULL, merges, buf, n);
+    voc_pairs_free(&p);
     if (why) {
         voc_index_free(ix);
         if (merges)

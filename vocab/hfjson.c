@@ -135,7 +135,7 @@ static enum gguf_status make_merges(const struct voc_index *ix,
     if (kept) { /* no walk: the check's, scored here */
         m = *kept;
         *kept = (struct gguf_buf){0};
-    } else if (!voc_spm_merges(ix, scores, &m)) { /* the check's walk */
+    } else if (!voc_spm_merges(ix, &m)) { /* the check's sorts */
         gguf_buf_free(&m);
         return GGUF_E_NOMEM;
     }
@@ -398,8 +398,8 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
                               struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
     char tail[32];
-    /* the table's making checked every text (bad_utf8) */
-    bool utf8 = ix->cap && ix->bad_utf8 < 0;
+    /* the table or the sorts checked every text (bad_utf8) */
+    bool utf8 = ix->checked && ix->bad_utf8 < 0;
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
         size_t at = b->len;
         if ((st = utf8 ? voc_json_str_utf8(b, ix->text[i], ix->len[i])
@@ -595,7 +595,7 @@ enum gguf_status voc_hf_tokenizer(const gguf_ctx *ctx, uint64_t max,
         return gguf_fail(err, GGUF_E_NOTFOUND, "hf/tokenizer.json: %s", no);
     /* The table by text only for SentencePiece's merges (make_merges). */
     if (!voc_arr_of(ctx, TOK "tokens", GGUF_TYPE_STRING, &toks) ||
-        (checked && !voc_index_make(&toks, kind == VOC_HF_SPM, &ix))) {
+        (checked && !voc_index_make(&toks, false, &ix))) {
         if (!checked)
             voc_index_free(&ix);
         gguf_buf_free(&kept);

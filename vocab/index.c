@@ -4,22 +4,17 @@
  * table of ids by a 64-bit hash of their text (at most 3/4 full, linear
  * probing), so that a lookup is a probe or two and a text held by two ids
  * is found while the table is made.  The hash is a polynomial of the
- * bytes (mod 2^61 - 1, at a random point: key) with the length, mixed:
- * a text's prefixes and suffixes then hash in O(1) each from the
- * whole's (struct voc_split: the
- * splits of a token, linear in its length, where lookups that hashed
- * each prefix and suffix anew were quadratic: 80,000 tokens of 250 bytes
- * took 12 s).  The splits of a 262k vocabulary are two million lookups,
- * most of which wait on memory: a byte a slot of fingerprints (8 bits of
- * its text's hash, a few hundred kilobytes that stay in the cache)
- * passes the other texts by, so that only a text that is there costs a
- * read of the ids and of the vocabulary.  Memory: 5 bytes a slot and 24
- * a token (38 a token at most), in one mapping of its own, handed back
- * to the system by voc_index_free (the allocator would keep a freed block
- * of this size in its arena: a daemon that checked a 150k vocabulary held
- * 7 MB more); huge pages asked for it (a lookup's misses in the
- * translation cache were a third of the 262k splits' time).  Without
- * by_text, the texts by id alone (no table: 16 bytes a token).
+ * bytes (mod 2^61 - 1, at a random point: key) with the length, mixed.
+ * A byte a slot of fingerprints (8 bits of its text's hash, a few
+ * hundred kilobytes that stay in the cache) passes the other texts by,
+ * so that only a text that is there costs a read of the ids and of the
+ * vocabulary.  Memory: 5 bytes a slot and 24 a token (38 a token at
+ * most), in one mapping of its own, handed back to the system by
+ * voc_index_free (the allocator would keep a freed block of this size in
+ * its arena: a daemon that checked a 150k vocabulary held 7 MB more);
+ * huge pages asked for it.  Without by_text, the texts by id alone (no
+ * table: 16 bytes a token): the splits of a SentencePiece vocabulary are
+ * found by sorting (cuts.c), not here.
  */
 #include "arr.h"
 
@@ -46,16 +41,11 @@ static uint64_t addmod(uint64_t a, uint64_t c) {
 /* The key of ix's hash: a random base (a text's polynomial at an unknown
  * point: two texts of n bytes collide with odds n / 2^61 whatever they
  * are, where a fixed base, or any odd one mod 2^64, lets a crafted
- * vocabulary pile its texts into one probe sequence), and its inverse. */
+ * vocabulary pile its texts into one probe sequence), and its powers. */
 static void key(struct voc_index *ix) {
     uint64_t r = UINT64_C(0x9e3779b97f4a7c15);
     (void)getrandom(&r, sizeof r, GRND_NONBLOCK); /* else the fixed one */
     ix->base = 2 + r % (P - 2);
-    uint64_t inv = 1, x = ix->base;
-    for (uint64_t e = P - 2; e; e >>= 1, x = mulmod(x, x)) /* Fermat */
-        if (e & 1)
-            inv = mulmod(inv, x);
-    ix->inv = inv;
     ix->pows[0] = 1;
     for (int i = 1; i < VOC_POWS; i++)
         ix->pows[i] = mulmod(ix->pows[i - 1], ix->base);
@@ -189,7 +179,7 @@ static void *hash_part(void *arg) {
 /* Every token's poly and ix->bad_utf8, the two halves of the texts at
  * once (voc_halves). */
 static void hash_all(struct voc_index *ix) {
-    size_t mid = voc_cuts_mid(ix);
+    size_t mid = voc_index_mid(ix);
     struct hash_part h[2] = {{ix, 0, mid, -1}, {ix, mid, ix->n, -1}};
     voc_halves(hash_part, &h[0], &h[1], mid < ix->n);
     ix->bad_utf8 = h[0].bad >= 0 ? h[0].bad : h[1].bad;
@@ -232,6 +222,7 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         }
     if (by_text)
         hash_all(ix);
+    ix->checked = by_text;
     for (size_t i = 0; by_text && i < ix->n; i++)
         insert(ix, i);
     return true;
@@ -261,92 +252,7 @@ int64_t voc_index_duplicate(const struct voc_index *ix) {
     return ix->dup;
 }
 
-/* Token t's splits from the first (split_next). */
-static void split_start(struct voc_split *sp, const struct voc_index *ix,
-                        size_t t) {
-    sp->ix = ix;
-    sp->s = ix->text[t];
-    sp->n = ix->len[t];
-    sp->k = 0;
-    sp->pre = 0;
-    sp->whole = ix->cap ? ix->poly[t] : 0; /* made with the table */
-    sp->pow = 1; /* base^n, then base^(n-k) as k grows; past VOC_POWS */
-    for (uint64_t i = 0; sp->n >= VOC_POWS && i < sp->n; i++)
-        sp->pow = mulmod(sp->pow, ix->base);
-}
-
-/* The next split of sp: false past the last. */
-static bool split_next(struct voc_split *sp) {
-    if (sp->k >= sp->n)
-        return false;
-    do {
-        sp->pre = addmod(mulmod(sp->pre, sp->ix->base), sp->s[sp->k++]);
-        if (sp->n >= VOC_POWS)
-            sp->pow = mulmod(sp->pow, sp->ix->inv);
-    } while (sp->k < sp->n && (sp->s[sp->k] & 0xc0) == 0x80);
-    return sp->k < sp->n;
-}
-
-/* ---- the splits of every token, in batches ---------------------------
- * A lookup that finds its text waits on three reads in turn (the slot,
- * the token's length and text pointer, its bytes), each a miss in a
- * table and a vocabulary of megabytes: one at a time, two million of
- * them were most of a 262k vocabulary's check and merges.  A batch does
- * each step for every lookup of the batch before the next, each read
- * asked for ahead (prefetched), so that the misses overlap. */
-
-/* One lookup of a batch: text s (n bytes), its hash, its slot. */
-struct look {
-    const uint8_t *s;
-    uint64_t n, h;
-    size_t k;
-};
-
-/* The ids of the texts of q[0..m) into id[] (-1: none), as find. */
-static void find_batch(const struct voc_index *ix, struct look *q, size_t m,
-                       int64_t *const *id) {
-    size_t mask = ix->cap - 1;
-    for (size_t i = 0; i < m; i++) {
-        q[i].k = (size_t)q[i].h & mask;
-        __builtin_prefetch(&ix->print[q[i].k]);
-    }
-    for (size_t i = 0; i < m; i++) { /* the first slot it may be in */
-        uint8_t f = print_of(q[i].h);
-        size_t k = q[i].k;
-        while (ix->print[k] && ix->print[k] != f)
-            k = (k + 1) & mask;
-        q[i].k = k;
-        __builtin_prefetch(&ix->slot[k]);
-    }
-    for (size_t i = 0; i < m; i++) {
-        if (!ix->print[q[i].k])
-            continue;
-        uint32_t t = ix->slot[q[i].k] - 1;
-        __builtin_prefetch(&ix->len[t]);
-        __builtin_prefetch(&ix->text[t]);
-    }
-    for (size_t i = 0; i < m; i++)
-        if (ix->print[q[i].k])
-            __builtin_prefetch(ix->text[ix->slot[q[i].k] - 1]);
-    for (size_t i = 0; i < m; i++) {
-        size_t k = q[i].k;
-        if (ix->print[k] && !same(ix, ix->slot[k] - 1, q[i].s, q[i].n))
-            k = probe(ix, q[i].s, q[i].n, q[i].h); /* another text's */
-        *id[i] = ix->print[k] ? (int64_t)ix->slot[k] - 1 : -1;
-    }
-}
-
-void voc_cuts_range(struct voc_cuts *w, const struct voc_index *ix, size_t lo,
-                    size_t hi) {
-    memset(w, 0, sizeof *w);
-    w->ix = ix;
-    w->end = hi < ix->n ? hi : ix->n;
-    w->t = lo < w->end ? lo : w->end;
-    if (w->t < w->end)
-        split_start(&w->sp, ix, w->t);
-}
-
-size_t voc_cuts_mid(const struct voc_index *ix) {
+size_t voc_index_mid(const struct voc_index *ix) {
     size_t lo = 0, hi = ix->n;
     if (ix->n < VOC_SPLIT_MIN)
         return ix->n;
@@ -362,50 +268,4 @@ size_t voc_cuts_mid(const struct voc_index *ix) {
             hi = m;
     }
     return lo;
-}
-
-/* The hash of the suffix s[k..n) of sp: the whole's polynomial less the
- * prefix's, shifted. */
-static uint64_t right_hash(const struct voc_split *sp) {
-    uint64_t m = sp->n - sp->k;
-    uint64_t pow = sp->n < VOC_POWS ? sp->ix->pows[m] : sp->pow;
-    return mix(addmod(sp->whole, P - mulmod(sp->pre, pow)), m);
-}
-
-size_t voc_cuts_next(struct voc_cuts *w, struct voc_cut *out) {
-    struct look q[VOC_CUTS], r[VOC_CUTS];
-    int64_t *ql[VOC_CUTS], *qr[VOC_CUTS];
-    uint64_t rh[VOC_CUTS];
-    size_t m = 0, mr = 0;
-    const struct voc_index *ix = w->ix;
-    if (!ix->cap) /* no table: nothing is found */
-        return 0;
-    while (m < VOC_CUTS && w->t < w->end) {
-        if (!split_next(&w->sp)) {
-            if (++w->t < w->end)
-                split_start(&w->sp, ix, w->t);
-            continue;
-        }
-        const struct voc_split *sp = &w->sp;
-        struct voc_cut *c = &out[m];
-        c->t = w->t;
-        c->k = sp->k;
-        c->first = w->seen != w->t + 1;
-        w->seen = w->t + 1;
-        c->r = -1;
-        q[m] = (struct look){sp->s, sp->k, mix(sp->pre, sp->k), 0};
-        rh[m] = right_hash(sp);
-        ql[m] = &c->l;
-        m++;
-    }
-    find_batch(ix, q, m, ql);
-    for (size_t i = 0; i < m; i++) {
-        if (out[i].l < 0 && !out[i].first)
-            continue;
-        r[mr] = (struct look){q[i].s + out[i].k, ix->len[out[i].t] - out[i].k,
-                              rh[i], 0};
-        qr[mr++] = &out[i].r;
-    }
-    find_batch(ix, r, mr, qr);
-    return m;
 }

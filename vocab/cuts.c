@@ -1,0 +1,465 @@
+/*
+ * cuts.c - every split of every token into two tokens, found by sorting
+ * (arr.h, struct voc_pairs): no hash, no lookup, exact by construction.
+ *
+ * The texts sorted by their bytes (a text before every longer text it
+ * begins), the tokens that begin token t are the ones still on a stack
+ * when t's turn comes (each pushed in its turn, popped when the next
+ * text does not begin with it: between a prefix and t in that order
+ * every text begins with the prefix); sorted by their bytes read from
+ * the end, the same stack holds the tokens that end t.  So one sort and
+ * one pass each way give, for every token, the bit set of the byte
+ * offsets k where t[0..k) is a token (pre) and where t[k..) is one
+ * (suf); the check and the merges of a SentencePiece vocabulary are the
+ * two sets read side by side in id order (hfcheck.c).  The two ways run
+ * at once (voc_halves); a second pass each way names the two tokens of
+ * every merge (voc_pairs_merges).
+ *
+ * Why not the hash table (index.c): a 262k vocabulary's splits were two
+ * million lookups, each waiting on up to three reads of megabytes of
+ * table and texts (most of the 262k tokenizer.json's 100 ms); the sort
+ * reads the texts in runs and the passes read the stack, which stays in
+ * the cache.
+ *
+ * The sort: by 8 bytes at a time (depth d: bytes 8d..8d+7, from the end
+ * for the reversed order, zero past the text's end) packed in a 64-bit
+ * key, a radix sort of the key; a run of equal keys holds first the
+ * texts that end inside those 8 bytes (each a prefix of the longer ones
+ * of the run: shortest first, equal lengths are equal texts) and then
+ * the longer ones, sorted again at depth d + 1 (a stack of ranges, not
+ * recursion: a crafted text of a megabyte is 131072 depths).  Work:
+ * linear in the texts' bytes times a radix pass; a range of 16 texts or
+ * fewer by insertion.
+ *
+ * Memory: one mapping, 48 bytes a token and the bit sets (two words a
+ * token, a word more each 64 bytes of text), unmapped by
+ * voc_pairs_free: nothing is held after (the allocator would keep
+ * blocks of this size in its arenas).
+ */
+#include "arr.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* A text in a sort: its key at the sort's depth, and its id. */
+struct rec {
+    uint64_t key, k0; /* k0: depth 0's key, kept for the passes */
+    uint32_t id, len;
+};
+
+/* A range of a side's sorted order still to sort at depth d. */
+struct range {
+    size_t lo, hi;
+    uint64_t d;
+};
+
+/* One way (forward: prefixes, or reversed: suffixes): its sorted order,
+ * the scratch of its sort, its stack; what its passes found. */
+struct side {
+    const struct voc_index *ix;
+    struct voc_pairs *p;
+    bool rev;
+    struct rec *a, *tmp;
+    struct range *todo;
+    struct rec *stack;
+    uint64_t *bits;        /* p->pre or p->suf */
+    size_t lo, hi;         /* the ids whose UTF-8 this side checks */
+    int64_t dup;           /* the forward pass's: the first token with a twin */
+    int64_t bad_utf8;      /* the first of lo..hi not UTF-8 */
+    struct voc_merge *out; /* the second pass: l (forward) or r */
+};
+
+/* Byte i of text s (n bytes) as the side reads it. */
+static inline uint8_t at(const uint8_t *s, uint64_t n, uint64_t i, bool rev) {
+    return rev ? s[n - 1 - i] : s[i];
+}
+
+/* The 8 bytes at p as an integer, p[0] the most significant (big) or
+ * the least (little). */
+static uint64_t load(const uint8_t *p, bool big) {
+    uint64_t k = 0;
+    for (int j = 0; j < 8; j++) /* one load and a swap, or none, compiled */
+        k |= (uint64_t)p[j] << (big ? 56 - 8 * j : 8 * j);
+    return k;
+}
+
+/* Bytes 8d..8d+7 of s as the side reads them, the first the most
+ * significant, zero past the end. */
+static uint64_t key_at(const uint8_t *s, uint64_t n, uint64_t d, bool rev) {
+    uint64_t i0 = 8 * d, k = 0;
+    if (n >= i0 + 8) /* reversed: s[n-1-i0] first, the highest address */
+        return rev ? load(s + n - i0 - 8, false) : load(s + i0, true);
+    for (uint64_t j = 0; j < 8; j++)
+        k = k << 8 | (i0 + j < n ? at(s, n, i0 + j, rev) : 0);
+    return k;
+}
+
+/* a[0..n) by key: least significant byte first, a byte every key
+ * shares skipped. */
+static void radix(struct rec *a, struct rec *tmp, size_t n) {
+    size_t cnt[8][256];
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            cnt[b][a[i].key >> (8 * b) & 255]++;
+    struct rec *src = a, *dst = tmp;
+    for (int b = 0; b < 8; b++) {
+        if (cnt[b][a[0].key >> (8 * b) & 255] == n)
+            continue; /* one value: the order stands */
+        size_t sum = 0;
+        for (int v = 0; v < 256; v++) {
+            size_t c = cnt[b][v];
+            cnt[b][v] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[cnt[b][src[i].key >> (8 * b) & 255]++] = src[i];
+        struct rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+}
+
+/* Where a text of len bytes ends at depth d: within its key's bytes
+ * (0..8 of them), or past them (9).  len >= 8d there. */
+static unsigned end_class(uint64_t len, uint64_t d) {
+    return len - 8 * d > 8 ? 9 : (unsigned)(len - 8 * d);
+}
+
+/* A run a[0..m) of one key at depth d: the texts that end inside the
+ * key's bytes first, by length, then the longer ones, whose range is
+ * returned in *lo..m (to sort at d + 1). */
+static void run_order(struct side *sd, struct rec *a, size_t m, uint64_t d,
+                      size_t *lo) {
+    size_t cnt[10] = {0};
+    for (size_t i = 0; i < m; i++)
+        cnt[end_class(a[i].len, d)]++;
+    size_t sum = 0;
+    for (int c = 0; c < 10; c++) {
+        size_t x = cnt[c];
+        cnt[c] = sum;
+        sum += x;
+    }
+    *lo = cnt[9];
+    for (size_t i = 0; i < m; i++)
+        sd->tmp[cnt[end_class(a[i].len, d)]++] = a[i];
+    memcpy(a, sd->tmp, m * sizeof *a);
+}
+
+/* The range [lo, hi) at depth d: by insertion when small, else by key,
+ * its runs' longer texts pushed onto todo (*nt ranges). */
+static void sort_range(struct side *sd, size_t lo, size_t hi, uint64_t d,
+                       size_t *nt) {
+    struct rec *a = sd->a;
+    for (size_t i = lo; d && i < hi; i++) /* depth 0's: sort_side's */
+        a[i].key = key_at(sd->ix->text[a[i].id], a[i].len, d, sd->rev);
+    if (hi - lo > 32)
+        radix(a + lo, sd->tmp, hi - lo);
+    else /* by insertion: a few */
+        for (size_t i = lo + 1; i < hi; i++)
+            for (size_t j = i; j > lo && a[j - 1].key > a[j].key; j--) {
+                struct rec x = a[j];
+                a[j] = a[j - 1];
+                a[j - 1] = x;
+            }
+    for (size_t i = lo, j; i < hi; i = j) {
+        for (j = i + 1; j < hi && a[j].key == a[i].key;)
+            j++;
+        size_t more;
+        if (j - i < 2)
+            continue;
+        run_order(sd, a + i, j - i, d, &more);
+        if (j - i - more >= 2) /* two or more longer texts */
+            sd->todo[(*nt)++] = (struct range){i + more, j, d + 1};
+    }
+}
+
+/* Every id in the side's order. */
+static void sort_side(struct side *sd) {
+    size_t n = sd->ix->n, nt = 0;
+    for (size_t i = 0; i < n; i++) /* depth 0's keys at once: in id order */
+        sd->a[i].k0 = sd->a[i].key =
+            key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev),
+        sd->a[i].id = (uint32_t)i, sd->a[i].len = (uint32_t)sd->ix->len[i];
+    sd->todo[nt++] = (struct range){0, n, 0};
+    while (nt) { /* the pending ranges are disjoint: n / 2 at most */
+        struct range r = sd->todo[--nt];
+        sort_range(sd, r.lo, r.hi, r.d, &nt);
+    }
+}
+
+/* Word w of token t's set (voc_pairs_word), for writing. */
+static uint64_t *word(const struct voc_pairs *p, uint64_t *set, size_t t,
+                      uint64_t w) {
+    return w ? &set[p->n + p->xoff[t] + w - 1] : &set[t];
+}
+
+/* The merges' bits of token t below k (pre and suf both). */
+static uint64_t rank(const struct voc_pairs *p, size_t t, uint64_t k) {
+    uint64_t r = 0;
+    for (uint64_t w = 0; w < k / 64; w++)
+        r += (uint64_t)__builtin_popcountll(voc_pairs_word(p, p->pre, t, w) &
+                                            voc_pairs_word(p, p->suf, t, w));
+    uint64_t below = (UINT64_C(1) << (k % 64)) - 1;
+    return r + (uint64_t)__builtin_popcountll(
+                   voc_pairs_word(p, p->pre, t, k / 64) &
+                   voc_pairs_word(p, p->suf, t, k / 64) & below);
+}
+
+/* Whether text q begins (forward) or ends (reversed) text x, shorter:
+ * by their first 8 bytes (k0), the texts read only past them. */
+static bool part_of(const struct side *sd, const struct rec *q,
+                    const struct rec *x) {
+    if (q->len >= x->len)
+        return false;
+    if (q->len <= 8) /* the first len bytes of the keys */
+        return !q->len || (q->k0 ^ x->k0) >> (64 - 8 * q->len) == 0;
+    if (q->k0 != x->k0)
+        return false;
+    const uint8_t *qs = sd->ix->text[q->id], *xs = sd->ix->text[x->id];
+    return sd->rev ? memcmp(qs, xs + x->len - q->len, q->len - 8) == 0
+                   : memcmp(qs + 8, xs + 8, q->len - 8) == 0;
+}
+
+/* Whether x has the text of y (the one before it in the forward order). */
+static bool same(const struct side *sd, const struct rec *y,
+                 const struct rec *x) {
+    return y->len == x->len && y->k0 == x->k0 &&
+           (x->len <= 8 || memcmp(sd->ix->text[y->id] + 8,
+                                  sd->ix->text[x->id] + 8, x->len - 8) == 0);
+}
+
+/* Token x after y in the forward order: a text alike, then sd->dup the
+ * smaller of the group's second smallest id (*lo, *second: the group's
+ * so far). */
+static void twin(struct side *sd, const struct rec *y, const struct rec *x,
+                 uint32_t *lo, uint32_t *second) {
+    if (!y || !same(sd, y, x)) {
+        *lo = x->id;
+        *second = UINT32_MAX;
+        return;
+    }
+    if (x->id < *lo)
+        *second = *lo, *lo = x->id;
+    else if (x->id < *second)
+        *second = x->id;
+    if (sd->dup < 0 || *second < sd->dup)
+        sd->dup = *second;
+}
+
+/* Token x's first pass: the places where the tokens on the stack (0..
+ * depth) part from it into its bits. */
+static void mark(struct side *sd, const struct rec *x, size_t depth) {
+    struct voc_pairs *p = sd->p;
+    uint64_t w0 = 0; /* bits 0..63, stored once */
+    for (size_t j = 0; j < depth; j++) {
+        uint64_t k = sd->rev ? x->len - sd->stack[j].len : sd->stack[j].len;
+        if (k < 64)
+            w0 |= UINT64_C(1) << k;
+        else
+            *word(p, sd->bits, x->id, k / 64) |= UINT64_C(1) << (k % 64);
+    }
+    sd->bits[x->id] = w0;
+}
+
+/* Token x's second pass: the ids of the stack's tokens that are a
+ * merge's left (right) token into out. */
+static void name(struct side *sd, const struct rec *x, size_t depth) {
+    struct voc_pairs *p = sd->p;
+    uint32_t t = x->id;
+    if (x->len < 64 && !(p->pre[t] & p->suf[t])) /* word 0 tells most */
+        return;
+    for (size_t j = 0; j < depth; j++) {
+        uint32_t q = sd->stack[j].id;
+        uint64_t k = sd->rev ? x->len - sd->stack[j].len : sd->stack[j].len;
+        if (!voc_pairs_bit(p, p->pre, t, k) || !voc_pairs_bit(p, p->suf, t, k))
+            continue;
+        struct voc_merge *e = &sd->out[p->moff[t] + rank(p, t, k)];
+        if (sd->rev)
+            e->r = q;
+        else
+            e->l = q;
+    }
+}
+
+/* The side's pass in its order: the stack holds the tokens that begin
+ * (end) the current one (each a part of the one above it).  First pass
+ * (out NULL): where they part into bits (mark), and (forward) twins,
+ * each token's depth kept in its key; second: the ids of each merge's
+ * left (right) token (name), the stack made again from those depths. */
+static void pass(struct side *sd) {
+    struct rec *a = sd->a;
+    const struct voc_pairs *p = sd->p;
+    size_t depth = 0, n = sd->ix->n;
+    uint32_t lo = UINT32_MAX, second = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (sd->out) {       /* the stack's depth as the first pass left it */
+            if (i + 8 < n) { /* name's reads, a few tokens on */
+                __builtin_prefetch(&p->pre[a[i + 8].id]);
+                __builtin_prefetch(&p->suf[a[i + 8].id]);
+            }
+            depth = (size_t)a[i].key;
+            name(sd, &a[i], depth);
+        } else {
+            while (depth && !part_of(sd, &sd->stack[depth - 1], &a[i]))
+                depth--;
+            mark(sd, &a[i], depth);
+            if (!sd->rev)
+                twin(sd, i ? &a[i - 1] : NULL, &a[i], &lo, &second);
+        }
+        sd->stack[depth] = a[i];
+        if (!sd->out)
+            a[i].key = depth; /* the sort's key is spent: the depth kept */
+        depth++;
+    }
+}
+
+/* Whether s (n bytes) is UTF-8: its ASCII eight bytes at a time, the
+ * rest from its first other byte (a character's start) by the gguf
+ * library's check. */
+static bool utf8(const uint8_t *s, uint64_t n) {
+    uint64_t i = 0, w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        if (w & UINT64_C(0x8080808080808080))
+            break;
+    }
+    while (i < n && s[i] < 0x80)
+        i++;
+    return i == n || gguf_utf8_valid(s + i, (size_t)(n - i));
+}
+
+/* A side's first work (voc_halves): its half of the UTF-8 check, the
+ * sort, then its bits. */
+static void *side_make(void *arg) {
+    struct side *sd = arg;
+    for (size_t i = sd->lo; sd->bad_utf8 < 0 && i < sd->hi; i++)
+        if (!utf8(sd->ix->text[i], sd->ix->len[i]))
+            sd->bad_utf8 = (int64_t)i;
+    sort_side(sd);
+    pass(sd);
+    return NULL;
+}
+
+/* A side's second work: the merges' ids. */
+static void *side_ids(void *arg) {
+    pass(arg);
+    return NULL;
+}
+
+/* The mapping's parts, in order: 8-byte aligned each (words: the
+ * sets' words past each token's first). */
+static size_t layout(struct voc_pairs *p, uint64_t words, bool place) {
+    size_t n = p->n, at = 0;
+    uint8_t *m = p->map;
+    struct {
+        void **where;
+        size_t bytes;
+    } parts[] = {
+        {(void **)&p->xoff, (n + 1) * sizeof *p->xoff},
+        {(void **)&p->moff, (n + 1) * sizeof *p->moff},
+        {(void **)&p->pre, (n + words) * sizeof *p->pre},
+        {(void **)&p->suf, (n + words) * sizeof *p->suf},
+        {&p->side[0].a, n * sizeof(struct rec)},
+        {&p->side[1].a, n * sizeof(struct rec)},
+        {&p->side[0].tmp, n * sizeof(struct rec)},
+        {&p->side[1].tmp, n * sizeof(struct rec)},
+        {&p->side[0].todo, (n / 2 + 1) * sizeof(struct range)},
+        {&p->side[1].todo, (n / 2 + 1) * sizeof(struct range)},
+        {&p->side[0].stack, (n + 1) * sizeof(struct rec)},
+        {&p->side[1].stack, (n + 1) * sizeof(struct rec)},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (place)
+            *parts[i].where = m + at;
+        at += (parts[i].bytes + 7) & ~(size_t)7;
+    }
+    return at;
+}
+
+/* Both sides of p, their work fn (voc_halves); out: the second pass's. */
+static void both(const struct voc_index *ix, struct voc_pairs *p,
+                 void *(*fn)(void *), struct voc_merge *out,
+                 struct side sd[2]) {
+    size_t mid = voc_index_mid(ix);
+    for (int s = 0; s < 2; s++)
+        sd[s] = (struct side){.ix = ix,
+                              .p = p,
+                              .rev = s == 1,
+                              .a = p->side[s].a,
+                              .tmp = p->side[s].tmp,
+                              .todo = p->side[s].todo,
+                              .stack = p->side[s].stack,
+                              .bits = s ? p->suf : p->pre,
+                              .lo = s ? mid : 0,
+                              .hi = s ? ix->n : mid,
+                              .dup = -1,
+                              .bad_utf8 = -1,
+                              .out = out};
+    voc_halves(fn, &sd[0], &sd[1], ix->n >= VOC_SPLIT_MIN);
+}
+
+bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p) {
+    memset(p, 0, sizeof *p);
+    p->n = ix->n;
+    if (ix->n > UINT32_MAX - 1 || ix->n > SIZE_MAX / 256)
+        return false;
+    uint64_t words = 0; /* bits 0..len: a word a 64 */
+    for (size_t i = 0; i < ix->n; i++) {
+        if (ix->len[i] >= UINT32_MAX || ix->len[i] / 64 > SIZE_MAX / 64 - words)
+            return false;
+        words += ix->len[i] / 64;
+    }
+    p->bytes = layout(p, words, false);
+    p->map = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p->map == MAP_FAILED) {
+        p->map = NULL;
+        return false;
+    }
+    (void)madvise(p->map, p->bytes, MADV_HUGEPAGE); /* a hint */
+    layout(p, words, true);
+    for (size_t i = 0, w = 0; i <= ix->n; i++) {
+        p->xoff[i] = w;
+        w += i < ix->n ? ix->len[i] / 64 : 0;
+    }
+    struct side sd[2];
+    both(ix, p, side_make, NULL, sd);
+    p->dup = sd[0].dup;
+    p->bad_utf8 = sd[0].bad_utf8 >= 0 ? sd[0].bad_utf8 : sd[1].bad_utf8;
+    return true;
+}
+
+bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
+                      struct gguf_buf *merges) {
+    uint64_t total = 0;
+    for (size_t t = 0; t < p->n; t++) {
+        p->moff[t] = total;
+        for (uint64_t w = 0; w <= ix->len[t] / 64; w++)
+            total +=
+                (uint64_t)__builtin_popcountll(voc_pairs_word(p, p->pre, t, w) &
+                                               voc_pairs_word(p, p->suf, t, w));
+    }
+    p->moff[p->n] = total;
+    size_t mark = merges->len;
+    if (total > (SIZE_MAX - mark) / sizeof(struct voc_merge) ||
+        gguf_buf_reserve(merges, total * sizeof(struct voc_merge)) != GGUF_OK)
+        return false;
+    struct voc_merge *out = (struct voc_merge *)(merges->p + mark);
+    for (size_t t = 0; t < p->n; t++)
+        for (uint64_t i = p->moff[t]; i < p->moff[t + 1]; i++)
+            out[i] = (struct voc_merge){0, (uint32_t)t, 0, 0};
+    struct side sd[2];
+    both(ix, p, side_ids, out, sd);
+    merges->len = mark + total * sizeof(struct voc_merge);
+    return true;
+}
+
+void voc_pairs_free(struct voc_pairs *p) {
+    if (p->map)
+        munmap(p->map, p->bytes);
+    memset(p, 0, sizeof *p);
+}
