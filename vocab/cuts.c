@@ -48,10 +48,9 @@ struct rec {
     uint32_t id, len;
 };
 
-/* A range of a side's sorted order still to sort at depth d. */
+/* A range of a side's sorted order still to sort (at the next depth). */
 struct range {
     size_t lo, hi;
-    uint64_t d;
 };
 
 /* One way (forward: prefixes, or reversed: suffixes): its sorted order,
@@ -95,32 +94,42 @@ static uint64_t key_at(const uint8_t *s, uint64_t n, uint64_t d, bool rev) {
     return k;
 }
 
-/* a[0..n) by key: least significant byte first, a byte every key
- * shares skipped. */
-static void radix(struct rec *a, struct rec *tmp, size_t n) {
-    size_t cnt[8][256];
-    memset(cnt, 0, sizeof cnt);
-    for (size_t i = 0; i < n; i++)
-        for (int b = 0; b < 8; b++)
-            cnt[b][a[i].key >> (8 * b) & 255]++;
-    struct rec *src = a, *dst = tmp;
-    for (int b = 0; b < 8; b++) {
-        if (cnt[b][a[0].key >> (8 * b) & 255] == n)
-            continue; /* one value: the order stands */
-        size_t sum = 0;
-        for (int v = 0; v < 256; v++) {
-            size_t c = cnt[b][v];
-            cnt[b][v] = sum;
-            sum += c;
+/* a[0..n) by key, by insertion (a few). */
+static void insertion(struct rec *a, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && a[j - 1].key > a[j].key; j--) {
+            struct rec x = a[j];
+            a[j] = a[j - 1];
+            a[j - 1] = x;
         }
+}
+
+/* a[0..n) by key from its byte at shift down: most significant first,
+ * each byte's buckets in turn (a byte every key shares skipped without a
+ * move), so that after a pass or two a bucket is sorted in the cache
+ * (tmp: n records of scratch).  Depth: 8 calls at most. */
+static void radix(struct rec *a, struct rec *tmp, size_t n, int shift) {
+    size_t cnt[256], at[256];
+    for (;; shift -= 8) {
+        if (n <= 32 || shift < 0) {
+            if (shift >= 0)
+                insertion(a, n);
+            return;
+        }
+        memset(cnt, 0, sizeof cnt);
         for (size_t i = 0; i < n; i++)
-            dst[cnt[b][src[i].key >> (8 * b) & 255]++] = src[i];
-        struct rec *t = src;
-        src = dst;
-        dst = t;
+            cnt[a[i].key >> shift & 255]++;
+        if (cnt[a[0].key >> shift & 255] != n)
+            break; /* one value: the next byte */
     }
-    if (src != a)
-        memcpy(a, src, n * sizeof *a);
+    for (size_t v = 0, sum = 0; v < 256; sum += cnt[v++])
+        at[v] = sum;
+    for (size_t i = 0; i < n; i++)
+        tmp[at[a[i].key >> shift & 255]++] = a[i];
+    memcpy(a, tmp, n * sizeof *a);
+    for (size_t v = 0, lo = 0; v < 256; lo += cnt[v++])
+        if (cnt[v] > 1)
+            radix(a + lo, tmp, cnt[v], shift - 8);
 }
 
 /* Where a text of len bytes ends at depth d: within its key's bytes
@@ -149,22 +158,13 @@ static void run_order(struct side *sd, struct rec *a, size_t m, uint64_t d,
     memcpy(a, sd->tmp, m * sizeof *a);
 }
 
-/* The range [lo, hi) at depth d: by insertion when small, else by key,
- * its runs' longer texts pushed onto todo (*nt ranges). */
+/* The range [lo, hi) at depth d, its keys made: by key, then each run of
+ * one key in the order of run_order, its longer texts' range appended to
+ * next (*nn ranges) for depth d + 1. */
 static void sort_range(struct side *sd, size_t lo, size_t hi, uint64_t d,
-                       size_t *nt) {
+                       struct range *next, size_t *nn) {
     struct rec *a = sd->a;
-    for (size_t i = lo; d && i < hi; i++) /* depth 0's: sort_side's */
-        a[i].key = key_at(sd->ix->text[a[i].id], a[i].len, d, sd->rev);
-    if (hi - lo > 32)
-        radix(a + lo, sd->tmp, hi - lo);
-    else /* by insertion: a few */
-        for (size_t i = lo + 1; i < hi; i++)
-            for (size_t j = i; j > lo && a[j - 1].key > a[j].key; j--) {
-                struct rec x = a[j];
-                a[j] = a[j - 1];
-                a[j - 1] = x;
-            }
+    radix(a + lo, sd->tmp, hi - lo, 56);
     for (size_t i = lo, j; i < hi; i = j) {
         for (j = i + 1; j < hi && a[j].key == a[i].key;)
             j++;
@@ -173,21 +173,50 @@ static void sort_range(struct side *sd, size_t lo, size_t hi, uint64_t d,
             continue;
         run_order(sd, a + i, j - i, d, &more);
         if (j - i - more >= 2) /* two or more longer texts */
-            sd->todo[(*nt)++] = (struct range){i + more, j, d + 1};
+            next[(*nn)++] = (struct range){i + more, j};
     }
 }
 
-/* Every id in the side's order. */
+/* The keys at depth d of the texts of ranges r[0..m): the texts of the
+ * ranges two and one on asked for first (their places, then their
+ * bytes), as a range is a few texts anywhere in megabytes. */
+static void keys_at(struct side *sd, const struct range *r, size_t m,
+                    uint64_t d) {
+    const struct voc_index *ix = sd->ix;
+    struct rec *a = sd->a;
+    for (size_t j = 0; j < m; j++) {
+        for (size_t i = j + 2 < m ? r[j + 2].lo : 0;
+             j + 2 < m && i < r[j + 2].hi && i < r[j + 2].lo + 16; i++)
+            __builtin_prefetch(&ix->text[a[i].id]);
+        for (size_t i = j + 1 < m ? r[j + 1].lo : 0;
+             j + 1 < m && i < r[j + 1].hi && i < r[j + 1].lo + 16; i++)
+            __builtin_prefetch(ix->text[a[i].id] +
+                               (sd->rev ? a[i].len - 8 * d - 1 : 8 * d));
+        for (size_t i = r[j].lo; i < r[j].hi; i++)
+            a[i].key = key_at(ix->text[a[i].id], a[i].len, d, sd->rev);
+    }
+}
+
+/* Every id in the side's order: depth by depth, the ranges of a depth
+ * (disjoint: n / 2 at most) in one sweep. */
 static void sort_side(struct side *sd) {
-    size_t n = sd->ix->n, nt = 0;
+    size_t n = sd->ix->n, m = 1, half = n / 2 + 1;
+    struct range *cur = sd->todo, *next = sd->todo + half;
     for (size_t i = 0; i < n; i++) /* depth 0's keys at once: in id order */
         sd->a[i].k0 = sd->a[i].key =
             key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev),
         sd->a[i].id = (uint32_t)i, sd->a[i].len = (uint32_t)sd->ix->len[i];
-    sd->todo[nt++] = (struct range){0, n, 0};
-    while (nt) { /* the pending ranges are disjoint: n / 2 at most */
-        struct range r = sd->todo[--nt];
-        sort_range(sd, r.lo, r.hi, r.d, &nt);
+    cur[0] = (struct range){0, n};
+    for (uint64_t d = 0; m; d++) {
+        size_t nn = 0;
+        if (d)
+            keys_at(sd, cur, m, d);
+        for (size_t j = 0; j < m; j++)
+            sort_range(sd, cur[j].lo, cur[j].hi, d, next, &nn);
+        struct range *t = cur;
+        cur = next;
+        next = t;
+        m = nn;
     }
 }
 
@@ -304,6 +333,10 @@ static void pass(struct side *sd) {
             depth = (size_t)a[i].key;
             name(sd, &a[i], depth);
         } else {
+            if (i + 16 < n && a[i + 16].len > 8) /* part_of's texts */
+                __builtin_prefetch(&sd->ix->text[a[i + 16].id]);
+            if (i + 8 < n && a[i + 8].len > 8)
+                __builtin_prefetch(sd->ix->text[a[i + 8].id]);
             while (depth && !part_of(sd, &sd->stack[depth - 1], &a[i]))
                 depth--;
             mark(sd, &a[i], depth);
@@ -351,8 +384,11 @@ static void *side_ids(void *arg) {
 }
 
 /* The mapping's parts, in order: 8-byte aligned each (words: the
- * sets' words past each token's first). */
-static size_t layout(struct voc_pairs *p, uint64_t words, bool place) {
+ * sets' words past each token's first); *dense: the bytes of those
+ * before the stacks' and ranges' (touched through, where those are
+ * touched only as deep as the texts nest or their runs repeat). */
+static size_t layout(struct voc_pairs *p, uint64_t words, bool place,
+                     size_t *dense) {
     size_t n = p->n, at = 0;
     uint8_t *m = p->map;
     struct {
@@ -367,8 +403,8 @@ static size_t layout(struct voc_pairs *p, uint64_t words, bool place) {
         {&p->side[1].a, n * sizeof(struct rec)},
         {&p->side[0].tmp, n * sizeof(struct rec)},
         {&p->side[1].tmp, n * sizeof(struct rec)},
-        {&p->side[0].todo, (n / 2 + 1) * sizeof(struct range)},
-        {&p->side[1].todo, (n / 2 + 1) * sizeof(struct range)},
+        {&p->side[0].todo, 2 * (n / 2 + 1) * sizeof(struct range)},
+        {&p->side[1].todo, 2 * (n / 2 + 1) * sizeof(struct range)},
         {&p->side[0].stack, (n + 1) * sizeof(struct rec)},
         {&p->side[1].stack, (n + 1) * sizeof(struct rec)},
     };
@@ -376,6 +412,8 @@ static size_t layout(struct voc_pairs *p, uint64_t words, bool place) {
         if (place)
             *parts[i].where = m + at;
         at += (parts[i].bytes + 7) & ~(size_t)7;
+        if (i == 7)
+            *dense = at;
     }
     return at;
 }
@@ -413,15 +451,18 @@ bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p) {
             return false;
         words += ix->len[i] / 64;
     }
-    p->bytes = layout(p, words, false);
+    size_t dense;
+    p->bytes = layout(p, words, false, &dense);
     p->map = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p->map == MAP_FAILED) {
         p->map = NULL;
         return false;
     }
-    (void)madvise(p->map, p->bytes, MADV_HUGEPAGE); /* a hint */
-    layout(p, words, true);
+    /* huge pages (a hint) for the parts touched through: fewer faults;
+     * not for the stacks and ranges, each page of which would be zeroed */
+    (void)madvise(p->map, dense, MADV_HUGEPAGE);
+    layout(p, words, true, &dense);
     for (size_t i = 0, w = 0; i <= ix->n; i++) {
         p->xoff[i] = w;
         w += i < ix->n ? ix->len[i] / 64 : 0;

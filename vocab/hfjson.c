@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define TOK "tokenizer.ggml."
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
@@ -391,64 +392,205 @@ struct jpos {
     uint64_t off, len;
 };
 
+/* ---- the vocabulary's lines and the merges', two parts at once ------
+ * Most of a large vocabulary's document.  Each is written in two parts
+ * at once (voc_halves), the second on one more thread into a mapping of
+ * its own, sized first so that it never grows (growing would call
+ * realloc, and malloc on that thread would give it an arena that keeps
+ * memory after the file: hfcheck.c's mbuf); appended to the document
+ * after the join, so that the bytes are those one writer makes. */
+struct part {
+    const struct voc_index *ix;
+    const struct voc_merge *m; /* the merges' lines: m[lo..hi) */
+    struct jpos *pos;
+    const uint8_t *doc; /* the merges': the document, its texts copied */
+    size_t lo, hi, mark;
+    uint64_t max;
+    bool utf8, mapped;
+    struct gguf_buf out; /* the document itself, or a mapping (mapped) */
+    enum gguf_status st;
+};
+
+/* Huge pages asked for the 2 MB blocks within p..p+n (a hint: a
+ * document's megabytes are written through, and each page a fault). */
+static void huge(void *p, size_t n) {
+    const uintptr_t blk = (uintptr_t)2 << 20;
+    uintptr_t lo = ((uintptr_t)p + blk - 1) & ~(blk - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(blk - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
+/* h->out a mapping of cap bytes (none for 0): false when out of memory. */
+static bool part_map(struct part *h, uint64_t cap) {
+    if (!cap)
+        return true;
+    void *p = cap > SIZE_MAX ? MAP_FAILED
+                             : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    huge(p, (size_t)cap);
+    h->out = (struct gguf_buf){p, 0, (size_t)cap};
+    return h->mapped = true;
+}
+
+/* h's bytes after the document's (b), its mapping unmapped; the first
+ * failure of the two. */
+static enum gguf_status part_end(struct part *h, enum gguf_status st,
+                                 struct gguf_buf *b) {
+    if (st == GGUF_OK)
+        st = h->st;
+    if (st == GGUF_OK && h->mapped)
+        st = gguf_buf_add(b, h->out.p, h->out.len);
+    if (h->mapped)
+        munmap(h->out.p, h->out.cap);
+    h->mapped = false;
+    return st;
+}
+
+/* The most the lines of tokens lo..hi-1 can take: each text escaped
+ * \u00XX a byte, its quotes and its id's tail (id_tail's 32). */
+static uint64_t vocab_bound(const struct voc_index *ix, size_t lo, size_t hi) {
+    uint64_t n = 0;
+    for (size_t i = lo; i < hi; i++)
+        if (ix->len[i] > (UINT64_MAX / 8 - n) / 6)
+            return UINT64_MAX;
+        else
+            n += 6 * ix->len[i] + 2 + 32;
+    return n;
+}
+
+/* Tokens lo..hi-1's lines "text":id into h->out, each text's place
+ * (in h->out) into pos[] (NULL: not kept); a mapping never grows. */
+static void *vocab_part(void *arg) {
+    struct part *h = arg;
+    const struct voc_index *ix = h->ix;
+    char tail[32];
+    for (size_t i = h->lo; h->st == GGUF_OK && i < h->hi; i++) {
+        size_t at = h->out.len;
+        if (h->mapped && h->out.cap - at < 6 * ix->len[i] + 2 + sizeof tail) {
+            h->st = GGUF_E_NOMEM; /* not past vocab_bound: never */
+            break;
+        }
+        h->st = h->utf8 ? voc_json_str_utf8(&h->out, ix->text[i], ix->len[i])
+                        : voc_json_str(&h->out, ix->text[i], ix->len[i]);
+        if (h->st != GGUF_OK)
+            break;
+        if (h->pos)
+            h->pos[i] = (struct jpos){at, h->out.len - at};
+        h->st = gguf_buf_add(&h->out, tail, id_tail(tail, i, i + 1 == ix->n));
+        if (h->out.len - h->mark > h->max)
+            h->st = GGUF_E_RANGE;
+    }
+    return NULL;
+}
+
 /* "vocab":{...}: one "text":id a line; each text's place into pos[]
- * (NULL: not kept). */
+ * (NULL: not kept), in two parts at once from VOC_SPLIT_MIN tokens. */
 static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
                               size_t mark, struct jpos *pos,
                               struct gguf_buf *b) {
     enum gguf_status st = lit(b, "\"vocab\":{\n");
-    char tail[32];
     /* the table or the sorts checked every text (bad_utf8) */
     bool utf8 = ix->checked && ix->bad_utf8 < 0;
-    for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
-        size_t at = b->len;
-        if ((st = utf8 ? voc_json_str_utf8(b, ix->text[i], ix->len[i])
-                       : voc_json_str(b, ix->text[i], ix->len[i])) != GGUF_OK)
-            break;
-        if (pos)
-            pos[i] = (struct jpos){at, b->len - at};
-        st = gguf_buf_add(b, tail, id_tail(tail, i, i + 1 == ix->n));
-        if (b->len - mark > max)
-            return GGUF_E_RANGE;
-    }
-    return st == GGUF_OK ? lit(b, "},\n\"merges\":[") : st;
+    size_t mid = voc_index_mid(ix);
+    struct part h[2] = {{.ix = ix,
+                         .pos = pos,
+                         .lo = 0,
+                         .hi = mid,
+                         .mark = mark,
+                         .max = max,
+                         .utf8 = utf8,
+                         .out = *b},
+                        {.ix = ix,
+                         .pos = pos,
+                         .lo = mid,
+                         .hi = ix->n,
+                         .max = max,
+                         .utf8 = utf8}};
+    bool two = st == GGUF_OK && mid < ix->n &&
+               part_map(&h[1], vocab_bound(ix, mid, ix->n));
+    if (!two) /* the first part all */
+        h[0].hi = h[1].lo = ix->n;
+    if (st == GGUF_OK)
+        voc_halves(vocab_part, &h[0], &h[1], two);
+    *b = h[0].out; /* its writes may have moved it */
+    size_t base = b->len;
+    if ((st = part_end(&h[1], part_end(&h[0], st, b), b)) != GGUF_OK)
+        return st;
+    for (size_t i = mid; pos && two && i < ix->n; i++)
+        pos[i].off += base;
+    if (b->len - mark > max)
+        return GGUF_E_RANGE;
+    return lit(b, "},\n\"merges\":[");
 }
 
-/* The SentencePiece merges m[0..n) as ["left","right"], a line each, the
- * texts copied from their vocabulary lines (pos), those of the lines
- * ahead asked for first (prefetched: a merge's tokens are anywhere in
- * megabytes, and waiting on each in turn was most of the writing). */
-static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
-                                  const struct jpos *pos, uint64_t max,
-                                  size_t mark, struct gguf_buf *b) {
+/* Merges lo..hi-1 as ["left","right"], a line each, into a mapping of
+ * their size, the texts copied from their vocabulary lines (pos), those
+ * of the lines ahead asked for first (prefetched: a merge's tokens are
+ * anywhere in megabytes, and waiting on each in turn was most of the
+ * writing). */
+static void *lines_part(void *arg) {
     enum { AHEAD = 16 };
-    for (size_t i = 0; i < n; i++) {
-        if (i + 2 * AHEAD < n) {
+    struct part *h = arg;
+    const struct voc_merge *m = h->m;
+    const struct jpos *pos = h->pos;
+    uint64_t need = 0; /* ",\n[" (the first "\n["), "l", ',', "r", ']' */
+    for (size_t i = h->lo; i < h->hi; i++)
+        need += pos[m[i].l].len + pos[m[i].r].len + 5 - !i;
+    if (!need) /* no lines */
+        return NULL;
+    if (need > h->max || !part_map(h, need)) {
+        h->st = need > h->max ? GGUF_E_RANGE : GGUF_E_NOMEM;
+        return NULL;
+    }
+    uint8_t *o = h->out.p;
+    for (size_t i = h->lo; i < h->hi; i++) {
+        if (i + 2 * AHEAD < h->hi) {
             __builtin_prefetch(&pos[m[i + 2 * AHEAD].l]);
             __builtin_prefetch(&pos[m[i + 2 * AHEAD].r]);
         }
-        if (i + AHEAD < n) {
-            __builtin_prefetch(b->p + pos[m[i + AHEAD].l].off);
-            __builtin_prefetch(b->p + pos[m[i + AHEAD].r].off);
+        if (i + AHEAD < h->hi) {
+            __builtin_prefetch(h->doc + pos[m[i + AHEAD].l].off);
+            __builtin_prefetch(h->doc + pos[m[i + AHEAD].r].off);
         }
         const struct jpos *l = &pos[m[i].l], *r = &pos[m[i].r];
-        enum gguf_status st = gguf_buf_reserve(b, l->len + r->len + 5);
-        if (st != GGUF_OK)
-            return st;
-        uint8_t *o = b->p + b->len; /* after the reserve: b->p may move */
         memcpy(o, &",\n["[!i], 3 - !i);
         o += 3 - !i;
-        memcpy(o, b->p + l->off, l->len);
+        memcpy(o, h->doc + l->off, l->len);
         o += l->len;
         *o++ = ',';
-        memcpy(o, b->p + r->off, r->len);
+        memcpy(o, h->doc + r->off, r->len);
         o += r->len;
         *o++ = ']';
-        b->len = (size_t)(o - b->p);
-        if (b->len - mark > max)
-            return GGUF_E_RANGE;
     }
-    return GGUF_OK;
+    h->out.len = (size_t)(o - h->out.p);
+    return NULL;
+}
+
+/* The SentencePiece merges m[0..n) (spm_lines), in two parts at once
+ * from VOC_SPLIT_MIN merges; the document does not move meanwhile (both
+ * parts copy from it). */
+static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
+                                  const struct jpos *pos, uint64_t max,
+                                  size_t mark, struct gguf_buf *b) {
+    size_t mid = n >= VOC_SPLIT_MIN ? n / 2 : n;
+    struct part h[2] = {{.m = m,
+                         .pos = (struct jpos *)pos,
+                         .doc = b->p,
+                         .lo = 0,
+                         .hi = mid,
+                         .max = max},
+                        {.m = m,
+                         .pos = (struct jpos *)pos,
+                         .doc = b->p,
+                         .lo = mid,
+                         .hi = n,
+                         .max = max}};
+    voc_halves(lines_part, &h[0], &h[1], mid < n);
+    enum gguf_status st = part_end(&h[1], part_end(&h[0], GGUF_OK, b), b);
+    return st == GGUF_OK && b->len - mark > max ? GGUF_E_RANGE : st;
 }
 
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
@@ -543,7 +685,10 @@ static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
     if (kind != VOC_HF_SPM &&
         voc_arr_of(ctx, TOK "merges", GGUF_TYPE_STRING, &m))
         est = 4096 + (uint64_t)(toks->end - toks->p) + (uint64_t)(m.end - m.p);
-    return gguf_buf_reserve(b, (size_t)(est < max ? est : max));
+    enum gguf_status st = gguf_buf_reserve(b, (size_t)(est < max ? est : max));
+    if (st == GGUF_OK) /* the allocator's mapping: ours alone */
+        huge(b->p + b->len, b->cap - b->len);
+    return st;
 }
 
 /* The document after the checks, from the vocabulary's index ix (and
