@@ -1,7 +1,8 @@
 /*
  * test_vocabsplit.c - hf/tokenizer.json of a SentencePiece vocabulary
- * large enough to be walked in two halves at once (vocab/hfcheck.c,
- * index.c: VOC_SPLIT_MIN tokens and up), and its merges ranked without a
+ * large enough to be sorted, checked and written in two parts at once
+ * (vocab/cuts.c, hfcheck.c, hfjson.c: VOC_SPLIT_MIN tokens and up), and
+ * its merges ranked without a
  * whole sort where their tokens come in rank order (hfjson.c).  The
  * oracle is the test's own reading of the rules (vocab.h, hfcheck.c):
  * the reason names the FIRST token in id order that splits into a
@@ -20,7 +21,7 @@
 
 #include "craft.h"
 
-#define N 6000 /* past VOC_SPLIT_MIN: two halves */
+#define N 6000 /* past VOC_SPLIT_MIN: two parts */
 
 /* Token i: "<unk>", the 676 pairs, the 26 letters, then triples (the
  * pairs first: a triple's first split's left part has the greater id,

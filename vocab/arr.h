@@ -104,9 +104,9 @@ struct voc_merge {
 struct voc_index;
 /* voc_hf_reason, keeping what it made when the file is there (NULL
  * returned): *ix, the index of the tokens by text (the caller frees it),
- * and for SentencePiece the merges of its check's own walk appended to
+ * and for SentencePiece the merges of its check's own sorts appended to
  * merges (score 0; NULL: not kept), so that a file made right after its
- * check walks the vocabulary once.  Nothing kept when a reason is
+ * check reads the vocabulary once.  Nothing kept when a reason is
  * returned. */
 const char *voc_hf_check(const gguf_ctx *ctx, struct voc_index *ix,
                          struct gguf_buf *merges, char *buf, size_t n);
@@ -248,14 +248,14 @@ void voc_pairs_free(struct voc_pairs *p);
  * the same bytes: O(log n), the texts lie in id order in one payload;
  * ix->n (the second half empty) below VOC_SPLIT_MIN tokens. */
 size_t voc_index_mid(const struct voc_index *ix);
-/* fn(a) and fn(b), the halves of a walk, before return: when two, at
+/* fn(a) and fn(b), the two parts of a pass, before return: when two, at
  * once, fn(b) on a thread of its own (vocab.h: the one place vocab/
  * starts a thread; its stack mapped here and unmapped after the join);
  * else, or when the thread cannot start, one after the other on this
  * thread. */
 void voc_halves(void *(*fn)(void *), void *a, void *b, bool two);
-/* The tokens below which a vocabulary is indexed and walked in one
- * thread (a thread's start costs more than a small walk). */
+/* The tokens below which a vocabulary is indexed, sorted and written in
+ * one thread (a thread's start costs more than a small pass). */
 #define VOC_SPLIT_MIN 4096
 
 #endif

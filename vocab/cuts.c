@@ -18,21 +18,26 @@
  * Why not the hash table (index.c): a 262k vocabulary's splits were two
  * million lookups, each waiting on up to three reads of megabytes of
  * table and texts (most of the 262k tokenizer.json's 100 ms); the sort
- * reads the texts in runs and the passes read the stack, which stays in
- * the cache.
+ * reads the texts in runs, and a pass reads its order in turn and the
+ * stack, which stays in the cache: a text's first 8 bytes are its key
+ * (k0), so that only a part longer than 8 bytes reads the texts.
  *
  * The sort: by 8 bytes at a time (depth d: bytes 8d..8d+7, from the end
  * for the reversed order, zero past the text's end) packed in a 64-bit
- * key, a radix sort of the key; a run of equal keys holds first the
- * texts that end inside those 8 bytes (each a prefix of the longer ones
- * of the run: shortest first, equal lengths are equal texts) and then
- * the longer ones, sorted again at depth d + 1 (a stack of ranges, not
- * recursion: a crafted text of a megabyte is 131072 depths).  Work:
- * linear in the texts' bytes times a radix pass; a range of 16 texts or
- * fewer by insertion.
+ * key, a radix sort of the key, most significant byte first; a run of
+ * equal keys holds first the texts that end inside those 8 bytes (each
+ * a prefix of the longer ones of the run: shortest first, equal lengths
+ * are equal texts) and then the longer ones, sorted again at depth d + 1
+ * (depth by depth, not by recursion: a crafted text of a megabyte is
+ * 131072 depths; the texts of a depth's ranges asked for ahead, each
+ * range a few texts anywhere in megabytes).  Work: linear in the texts'
+ * bytes times a radix pass.
  *
- * Memory: one mapping, 48 bytes a token and the bit sets (two words a
- * token, a word more each 64 bytes of text), unmapped by
+ * Memory: one mapping, 96 bytes a token (25 MB for 262,144: the two
+ * orders and their scratch, 16 bytes a token each, the bit sets, two
+ * words a token and a word more each 64 bytes of text, and their
+ * offsets), huge pages asked for it, and the stacks and ranges (touched
+ * as deep as the texts nest and their runs repeat), unmapped by
  * voc_pairs_free: nothing is held after (the allocator would keep
  * blocks of this size in its arenas).
  */
@@ -44,7 +49,13 @@
 
 /* A text in a sort: its key at the sort's depth, and its id. */
 struct rec {
-    uint64_t key, k0; /* k0: depth 0's key, kept for the passes */
+    uint64_t key;
+    uint32_t id, len;
+};
+
+/* A text in a pass: its key at depth 0 (k0), its id and length. */
+struct top {
+    uint64_t k0;
     uint32_t id, len;
 };
 
@@ -61,7 +72,7 @@ struct side {
     bool rev;
     struct rec *a, *tmp;
     struct range *todo;
-    struct rec *stack;
+    struct top *stack;
     uint64_t *bits;        /* p->pre or p->suf */
     size_t lo, hi;         /* the ids whose UTF-8 this side checks */
     int64_t dup;           /* the forward pass's: the first token with a twin */
@@ -203,8 +214,7 @@ static void sort_side(struct side *sd) {
     size_t n = sd->ix->n, m = 1, half = n / 2 + 1;
     struct range *cur = sd->todo, *next = sd->todo + half;
     for (size_t i = 0; i < n; i++) /* depth 0's keys at once: in id order */
-        sd->a[i].k0 = sd->a[i].key =
-            key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev),
+        sd->a[i].key = key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev),
         sd->a[i].id = (uint32_t)i, sd->a[i].len = (uint32_t)sd->ix->len[i];
     cur[0] = (struct range){0, n};
     for (uint64_t d = 0; m; d++) {
@@ -240,8 +250,8 @@ static uint64_t rank(const struct voc_pairs *p, size_t t, uint64_t k) {
 
 /* Whether text q begins (forward) or ends (reversed) text x, shorter:
  * by their first 8 bytes (k0), the texts read only past them. */
-static bool part_of(const struct side *sd, const struct rec *q,
-                    const struct rec *x) {
+static bool part_of(const struct side *sd, const struct top *q,
+                    const struct top *x) {
     if (q->len >= x->len)
         return false;
     if (q->len <= 8) /* the first len bytes of the keys */
@@ -254,8 +264,8 @@ static bool part_of(const struct side *sd, const struct rec *q,
 }
 
 /* Whether x has the text of y (the one before it in the forward order). */
-static bool same(const struct side *sd, const struct rec *y,
-                 const struct rec *x) {
+static bool same(const struct side *sd, const struct top *y,
+                 const struct top *x) {
     return y->len == x->len && y->k0 == x->k0 &&
            (x->len <= 8 || memcmp(sd->ix->text[y->id] + 8,
                                   sd->ix->text[x->id] + 8, x->len - 8) == 0);
@@ -264,7 +274,7 @@ static bool same(const struct side *sd, const struct rec *y,
 /* Token x after y in the forward order: a text alike, then sd->dup the
  * smaller of the group's second smallest id (*lo, *second: the group's
  * so far). */
-static void twin(struct side *sd, const struct rec *y, const struct rec *x,
+static void twin(struct side *sd, const struct top *y, const struct top *x,
                  uint32_t *lo, uint32_t *second) {
     if (!y || !same(sd, y, x)) {
         *lo = x->id;
@@ -281,7 +291,7 @@ static void twin(struct side *sd, const struct rec *y, const struct rec *x,
 
 /* Token x's first pass: the places where the tokens on the stack (0..
  * depth) part from it into its bits. */
-static void mark(struct side *sd, const struct rec *x, size_t depth) {
+static void mark(struct side *sd, const struct top *x, size_t depth) {
     struct voc_pairs *p = sd->p;
     uint64_t w0 = 0; /* bits 0..63, stored once */
     for (size_t j = 0; j < depth; j++) {
@@ -296,7 +306,7 @@ static void mark(struct side *sd, const struct rec *x, size_t depth) {
 
 /* Token x's second pass: the ids of the stack's tokens that are a
  * merge's left (right) token into out. */
-static void name(struct side *sd, const struct rec *x, size_t depth) {
+static void name(struct side *sd, const struct top *x, size_t depth) {
     struct voc_pairs *p = sd->p;
     uint32_t t = x->id;
     if (x->len < 64 && !(p->pre[t] & p->suf[t])) /* word 0 tells most */
@@ -309,8 +319,8 @@ static void name(struct side *sd, const struct rec *x, size_t depth) {
         struct voc_merge *e = &sd->out[p->moff[t] + rank(p, t, k)];
         if (sd->rev)
             e->r = q;
-        else
-            e->l = q;
+        else /* the whole merge but its right token */
+            e->score = 0, e->id = t, e->l = q;
     }
 }
 
@@ -322,31 +332,36 @@ static void name(struct side *sd, const struct rec *x, size_t depth) {
 static void pass(struct side *sd) {
     struct rec *a = sd->a;
     const struct voc_pairs *p = sd->p;
-    size_t depth = 0, n = sd->ix->n;
+    const struct voc_index *ix = sd->ix;
+    size_t depth = 0, n = ix->n;
     uint32_t lo = UINT32_MAX, second = UINT32_MAX;
+    struct top prev = {0, 0, UINT32_MAX};
     for (size_t i = 0; i < n; i++) {
+        struct top x = {a[i].key, a[i].id, a[i].len};
         if (sd->out) {       /* the stack's depth as the first pass left it */
             if (i + 8 < n) { /* name's reads, a few tokens on */
                 __builtin_prefetch(&p->pre[a[i + 8].id]);
                 __builtin_prefetch(&p->suf[a[i + 8].id]);
             }
             depth = (size_t)a[i].key;
-            name(sd, &a[i], depth);
+            name(sd, &x, depth);
         } else {
-            if (i + 16 < n && a[i + 16].len > 8) /* part_of's texts */
-                __builtin_prefetch(&sd->ix->text[a[i + 16].id]);
+            if (i + 16 < n && a[i + 16].len > 8) /* their texts, asked for */
+                __builtin_prefetch(&ix->text[a[i + 16].id]);
             if (i + 8 < n && a[i + 8].len > 8)
-                __builtin_prefetch(sd->ix->text[a[i + 8].id]);
-            while (depth && !part_of(sd, &sd->stack[depth - 1], &a[i]))
+                __builtin_prefetch(ix->text[a[i + 8].id] +
+                                   (sd->rev ? a[i + 8].len - 8 : 0));
+            if (x.len > 8) /* its key may be a deeper one's */
+                x.k0 = key_at(ix->text[x.id], x.len, 0, sd->rev);
+            while (depth && !part_of(sd, &sd->stack[depth - 1], &x))
                 depth--;
-            mark(sd, &a[i], depth);
+            mark(sd, &x, depth);
             if (!sd->rev)
-                twin(sd, i ? &a[i - 1] : NULL, &a[i], &lo, &second);
-        }
-        sd->stack[depth] = a[i];
-        if (!sd->out)
+                twin(sd, i ? &prev : NULL, &x, &lo, &second);
+            prev = x;
             a[i].key = depth; /* the sort's key is spent: the depth kept */
-        depth++;
+        }
+        sd->stack[depth++] = x;
     }
 }
 
@@ -405,8 +420,8 @@ static size_t layout(struct voc_pairs *p, uint64_t words, bool place,
         {&p->side[1].tmp, n * sizeof(struct rec)},
         {&p->side[0].todo, 2 * (n / 2 + 1) * sizeof(struct range)},
         {&p->side[1].todo, 2 * (n / 2 + 1) * sizeof(struct range)},
-        {&p->side[0].stack, (n + 1) * sizeof(struct rec)},
-        {&p->side[1].stack, (n + 1) * sizeof(struct rec)},
+        {&p->side[0].stack, (n + 1) * sizeof(struct top)},
+        {&p->side[1].stack, (n + 1) * sizeof(struct top)},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (place)
@@ -490,9 +505,6 @@ bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
         gguf_buf_reserve(merges, total * sizeof(struct voc_merge)) != GGUF_OK)
         return false;
     struct voc_merge *out = (struct voc_merge *)(merges->p + mark);
-    for (size_t t = 0; t < p->n; t++)
-        for (uint64_t i = p->moff[t]; i < p->moff[t + 1]; i++)
-            out[i] = (struct voc_merge){0, (uint32_t)t, 0, 0};
     struct side sd[2];
     both(ix, p, side_ids, out, sd);
     merges->len = mark + total * sizeof(struct voc_merge);

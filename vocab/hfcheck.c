@@ -169,32 +169,62 @@ static void mb_free(struct mbuf *b) {
     *b = (struct mbuf){0};
 }
 
+/* A part of spm_cuts (tokens lo..hi-1): its first token that splits
+ * where llama.cpp and BPE merge differently (bad, at byte k; or -1), the
+ * scores of its tokens merges make, but runs of one character, in id
+ * order (sc: mapped, no malloc on voc_halves' thread); oom. */
+struct cut_part {
+    const struct voc_index *ix;
+    const struct voc_pairs *p;
+    const struct voc_arr *scores;
+    size_t lo, hi;
+    int64_t bad;
+    uint64_t k;
+    struct mbuf sc;
+    bool oom;
+};
+
+static void *cut_part(void *arg) {
+    struct cut_part *h = arg;
+    for (size_t t = h->lo; t < h->hi && h->bad < 0 && !h->oom; t++) {
+        uint32_t v = 0;
+        if (token_bad(h->ix, h->p, t, &h->k))
+            h->bad = (int64_t)t;
+        else if (made(h->p, h->ix, t) && !one_char_run(h->ix, t)) {
+            (void)voc_arr_u32(h->scores, t, &v); /* past a short array: 0 */
+            h->oom = !mb_add(&h->sc, &v, 4);
+        }
+    }
+    return NULL;
+}
+
 /* The first token in id order that splits where llama.cpp and BPE
  * merge differently (its line in buf), and the scores of the tokens
- * merges make into *sc, but runs of one character; NULL, or "out of
- * memory". */
+ * merges make into *sc (id order), but runs of one character; NULL, or
+ * "out of memory".  In two parts at once (voc_halves). */
 static const char *spm_cuts(const struct voc_index *ix,
                             const struct voc_pairs *p,
                             const struct voc_arr *scores, struct mbuf *sc,
                             char *buf, size_t n) {
-    for (size_t t = 0; t < ix->n; t++) {
-        uint64_t k;
-        uint32_t v = 0;
-        if (token_bad(ix, p, t, &k)) {
-            snprintf(buf, n,
-                     "token %zu splits at byte %llu into a character that "
-                     "is no token and a token: llama.cpp merges them, a BPE "
-                     "merge list cannot",
-                     t, (unsigned long long)k);
-            return buf;
-        }
-        if (!made(p, ix, t) || one_char_run(ix, t))
-            continue;
-        (void)voc_arr_u32(scores, t, &v); /* past a short array: 0 */
-        if (!mb_add(sc, &v, 4))
-            return "out of memory";
-    }
-    return NULL;
+    size_t mid = voc_index_mid(ix);
+    struct cut_part h[2] = {{ix, p, scores, 0, mid, -1, 0, {0}, false},
+                            {ix, p, scores, mid, ix->n, -1, 0, {0}, false}};
+    voc_halves(cut_part, &h[0], &h[1], mid < ix->n);
+    const struct cut_part *bad = h[0].bad >= 0 ? &h[0] : &h[1];
+    const char *why = NULL;
+    if (bad->bad >= 0) {
+        snprintf(buf, n,
+                 "token %lld splits at byte %llu into a character that is no "
+                 "token and a token: llama.cpp merges them, a BPE merge list "
+                 "cannot",
+                 (long long)bad->bad, (unsigned long long)bad->k);
+        why = buf;
+    } else if (h[0].oom || h[1].oom ||
+               !mb_add(&h[0].sc, h[1].sc.p, h[1].sc.len))
+        why = "out of memory";
+    *sc = h[0].sc;
+    mb_free(&h[1].sc);
+    return why;
 }
 
 /* Whether the m floats at p fall strictly (then no two are equal: no

@@ -92,7 +92,7 @@ static float score_of(const struct voc_arr *scores, uint32_t id) {
 }
 
 /* Sorts e[0..n) by by_rank in place, when its tokens' runs are
- * already in by_rank's order (the walk's merges come token by token in
+ * already in by_rank's order (the sorts' merges come token by token in
  * id order, and a SentencePiece vocabulary's scores mostly fall as its
  * ids rise): each token's run sorted by its parts alone, in time linear
  * but for the runs (a few merges each; a long one by qsort), where a
@@ -126,14 +126,14 @@ static bool ranked_in_place(struct voc_merge *e, size_t n) {
 
 /* The SentencePiece merges, ranked (*out, *n; free *out): those the
  * check kept (taken over from *kept, voc_hf_check), else those of its
- * walk made again (voc_spm_merges).  At most one a byte of the
+ * sorts made again (voc_spm_merges).  At most one a byte of the
  * vocabulary's texts: bounded by the header. */
 static enum gguf_status make_merges(const struct voc_index *ix,
                                     const struct voc_arr *scores,
                                     struct gguf_buf *kept,
                                     struct voc_merge **out, size_t *n) {
     struct gguf_buf m = {0};
-    if (kept) { /* no walk: the check's, scored here */
+    if (kept) { /* none made again: the check's, scored here */
         m = *kept;
         *kept = (struct gguf_buf){0};
     } else if (!voc_spm_merges(ix, &m)) { /* the check's sorts */

@@ -123,7 +123,8 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
-/* Stack of voc_halves' thread: the walk's batches take some 30 KB;
+/* Stack of voc_halves' thread: cuts.c's radix sort takes some 4 KB a
+ * byte of its keys, 32 KB at most;
  * a sanitizer's runtime asks for up to 900 KB (ThreadSanitizer refuses
  * less).  Mapped, only its touched pages cost memory. */
 #define HALF_STACK (1 << 20)

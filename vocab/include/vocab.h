@@ -14,18 +14,19 @@
  * formats are ggufs(1), THE TREE; tsv.c, hfjson.c and hffiles.c state
  * them, hfcheck.c which tokenizers have a tokenizer.json and why not.
  *
- * Threads: the index of a vocabulary by text (its texts' hashes
- * and UTF-8 check, index.c) and SentencePiece's walk of its splits
- * (hfcheck.c) are made in two halves at once when it has VOC_SPLIT_MIN
- * (4096) tokens or more: ONE more thread a call (a 2-core machine
- * gains most of it; more would take cores from the daemon's FUSE
- * threads), created and joined within the call on every path (none
- * outlives it; arr.h's voc_halves, the one place: its stack mapped and
- * unmapped there, and it calls no malloc, so that no arena of its own
- * is left holding memory), each half
- * writing only its own part of the index or its own buffers, merged in
- * id order after the join, so that the bytes are those of one walk.
- * Where a thread cannot be started the calling thread does both halves.
+ * Threads: a vocabulary's index by text (its texts' hashes and UTF-8
+ * check, index.c), SentencePiece's two sorts of its texts (cuts.c), the
+ * check's read of them (hfcheck.c) and tokenizer.json's vocabulary and
+ * merge lines (hfjson.c) are made in two parts at once when it has
+ * VOC_SPLIT_MIN (4096) tokens or more: ONE more thread at a time (a
+ * 2-core machine gains most of it; more would take cores from the
+ * daemon's FUSE threads), created and joined within the call on every
+ * path (none outlives it; arr.h's voc_halves, the one place: its stack
+ * mapped and unmapped there, and it calls no malloc, so that no arena of
+ * its own is left holding memory), each part writing only its own part
+ * of the index, its own bit sets or its own mapped buffers, joined in id
+ * order after the join, so that the bytes are those of one pass.
+ * Where a thread cannot be started the calling thread does both parts.
  * Calls on several threads at once start one more each (as many as
  * the daemon's FUSE threads render files at once).
  * Callable from any thread; ctx is only read.
