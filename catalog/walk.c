@@ -104,6 +104,20 @@ int cat_open_regular(int dirfd, const char *rel, int flags, struct stat *st) {
     return -1;
 }
 
+int cat_open_dir_of(int dirfd, const char *rel) {
+    const char *slash = strrchr(rel, '/');
+    if (!slash) /* beside the store's top */
+        return fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    char *dir = strndup(rel, (size_t)(slash - rel));
+    if (!dir)
+        return -1;
+    int fd = cat_open_plain(dirfd, dir, O_RDONLY | O_DIRECTORY);
+    int e = errno;
+    free(dir);
+    errno = e;
+    return fd;
+}
+
 const char *cat_strerror(int e) {
     return e == EINVAL ? "not a regular file" : strerror(e);
 }

@@ -287,7 +287,15 @@ static enum gguf_status open_store_file(void *u, const char *name,
             continue;
         if (k == 0)
             return gguf_open_file(out, &m->file, flags, err);
-        enum gguf_status st = gguf_open(out, f->path, flags, err);
+        enum gguf_status st;
+        if (f->dfd >= 0) { /* in its directory, opened beneath the store */
+            struct gguf_file gf;
+            st = gguf_file_open_at(&gf, f->dfd, f->path, 0, err);
+            if (st == GGUF_OK)
+                st = gguf_open_file(out, &gf, flags, err);
+            gguf_file_close(&gf);
+        } else
+            st = gguf_open(out, f->path, flags, err);
         struct stat sb;
         if (st == GGUF_OK && (f->dev || f->ino) &&
             (fstat(gguf_fd(*out), &sb) != 0 || sb.st_dev != f->dev ||
@@ -300,6 +308,32 @@ static enum gguf_status open_store_file(void *u, const char *name,
         return st;
     }
     return gguf_fail(err, GGUF_E_IO, "%s: not in the store", base);
+}
+
+/* Whether descriptors a and b are one directory. */
+static bool same_dir(int a, int b) {
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+/* Where shard path p of a store's set is opened again (gfs_fds_add): in
+ * the model's directory by its name when it is there (its directory was
+ * opened beneath the store), else by its path (the identity check makes
+ * that safe from a swap; a shard in another directory: no layout has
+ * one). */
+static int store_shard_dir(const struct gfs_model *m, const char *p,
+                           const char **name) {
+    const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+    for (int k = 1; k < m->a.n_files; k++)
+        if (m->a.files[k].dfd >= 0 && strcmp(m->a.files[k].name, base) == 0 &&
+            strcmp(m->a.files[k].path, p) == 0 &&
+            same_dir(m->a.files[k].dfd, m->file.dfd)) {
+            *name = base;
+            return m->file.dfd;
+        }
+    *name = p;
+    return AT_FDCWD;
 }
 
 /* The set: beside the first file by name, or a store's files. */
@@ -325,10 +359,10 @@ static int track_files(struct gfs_model *m) {
     if (gfs_fds_init(&m->fs, m->a.store ? GFS_FDS_STORE_CAP : gfs_fds_cap()))
         goto nomem;
     for (int s = 1; s < m->fs.n_shards; s++) {
-        const char *p = gguf_path(m->fs.shards[s]);
+        const char *p = gguf_path(m->fs.shards[s]), *name;
         const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-        if (gfs_fds_add(&m->fs, s, store ? AT_FDCWD : m->file.dfd,
-                        store ? p : base) != 0)
+        int dfd = store ? store_shard_dir(m, p, &name) : m->file.dfd;
+        if (gfs_fds_add(&m->fs, s, dfd, store ? name : base) != 0)
             goto nomem;
     }
     return 0;
@@ -343,8 +377,14 @@ static int open_gguf(struct gfs_model *m) {
     struct gguf_error gerr = {0};
     if (gfs_remote_is(m->a.file))
         return open_remote(m);
-    /* Absolute: the daemon changes its directory to / when it detaches. */
-    m->path = realpath(m->a.file, NULL);
+    /* Absolute: the daemon changes its directory to / when it detaches.
+     * A local store's model: the store's path (resolved at its mount) and
+     * the scan's, its directory opened beneath the store: no path looked
+     * up again (a link planted since could lead into a stopped FUSE mount:
+     * realpath or open would hang on it). */
+    const struct gfs_model_file *sf =
+        m->a.store && m->a.files && m->a.files[0].dfd >= 0 ? m->a.files : NULL;
+    m->path = sf ? strdup(m->a.file) : realpath(m->a.file, NULL);
     if (m->path && !(m->shown = strdup(m->path))) {
         free(m->path);
         m->path = NULL;
@@ -364,7 +404,10 @@ static int open_gguf(struct gfs_model *m) {
     int fallback_ro = 0;
     /* The one lookup of the path: everything below uses this descriptor
      * (gguf/file.c). */
-    if (gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr) != GGUF_OK) {
+    if ((sf ? gguf_file_open_at(&m->file, sf->dfd, m->path, overlay_rdwr(m),
+                                &gerr)
+            : gguf_file_open(&m->file, m->path, overlay_rdwr(m), &gerr)) !=
+        GGUF_OK) {
         say(m, "%s: %s", m->a.file, gerr.msg);
         return -1;
     }

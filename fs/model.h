@@ -27,6 +27,11 @@ struct gfs_model_file {
     const char *path, *name;
     dev_t dev;
     ino_t ino;
+    /* A local store's file: the directory that holds it, opened beneath
+     * the store (no symlink on the way): the file is opened in it, path
+     * never looked up (a link planted in the store could lead into a
+     * stopped FUSE mount and hang the open); -1: by path. */
+    int dfd;
 };
 
 struct gfs_model_args {

@@ -77,38 +77,47 @@ static enum gguf_status open_in_dir(struct gguf_file *f, int rdwr,
     return GGUF_OK;
 }
 
-enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
-                                struct gguf_error *err) {
+enum gguf_status gguf_file_open_at(struct gguf_file *f, int dfd,
+                                   const char *path, int rdwr,
+                                   struct gguf_error *err) {
     enum gguf_status st;
-    char *dir = NULL;
-
     gguf_file_init(f);
     if (!path || !*path)
         return gguf_fail(err, GGUF_E_INVAL, "no file given");
     if (!(f->path = strdup(path)))
         return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
     const char *slash = strrchr(f->path, '/');
-    size_t dlen = slash ? (size_t)(slash - f->path) : 0;
     f->base = slash ? slash + 1 : f->path;
-    dir = slash ? strndup(f->path, dlen ? dlen : 1) : strdup(".");
-    if (!dir) {
-        st = gguf_fail(err, GGUF_E_NOMEM, "out of memory");
-        goto out;
-    }
-    if (!*f->base) {
+    if (!*f->base)
         st = gguf_fail(err, GGUF_E_INVAL, "%s names a directory", path);
-        goto out;
-    }
-    f->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (f->dfd < 0) {
-        st = gguf_sys_fail(err, errno, "cannot open directory %s", dir);
-        goto out;
-    }
-    st = open_in_dir(f, rdwr, err);
-out:
-    free(dir);
+    else if ((f->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        st = gguf_sys_fail(err, errno, "cannot use the directory of %s", path);
+    else
+        st = open_in_dir(f, rdwr, err);
     if (st != GGUF_OK)
         gguf_file_close(f);
+    return st;
+}
+
+enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
+                                struct gguf_error *err) {
+    gguf_file_init(f);
+    if (!path || !*path)
+        return gguf_fail(err, GGUF_E_INVAL, "no file given");
+    const char *slash = strrchr(path, '/');
+    if (slash && !slash[1])
+        return gguf_fail(err, GGUF_E_INVAL, "%s names a directory", path);
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    char *dir = slash ? strndup(path, dlen ? dlen : 1) : strdup(".");
+    if (!dir)
+        return gguf_fail(err, GGUF_E_NOMEM, "out of memory");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    enum gguf_status st =
+        dfd < 0 ? gguf_sys_fail(err, errno, "cannot open directory %s", dir)
+                : gguf_file_open_at(f, dfd, path, rdwr, err);
+    if (dfd >= 0)
+        close(dfd);
+    free(dir);
     return st;
 }
 

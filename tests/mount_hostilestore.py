@@ -8,6 +8,8 @@ mounts of stores laid out by tests/mkstore as their tools lay them out.
      under an open model (ollama/template), a folder's model swapped for a
      FIFO between a scan and the first models.tsv: every open returns
      within seconds (refused, named in the log), the other models served;
+     links planted the same way into a FUSE mount whose daemon is stopped
+     (the model's file, a directory on its way): refused at once;
   2. a hostile Hub listing (a server of this test's own): 100 000 entries
      of 4000-byte paths, the daemon in a memory cgroup of 512 MiB: it
      mounts, lists a bounded part, says so in one log line;
@@ -27,6 +29,7 @@ Exit 0 pass, 1 fail, 77 skip (no FUSE).
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -224,6 +227,59 @@ def check_fifo_tsv(tmp, mnt):
     if "tiny-a.gguf: not a regular file" not in log:
         raise Fail("models.tsv with a FIFO model: the log does not name it: %r" % log[-600:])
     J.log("ok   a folder's model swapped for a FIFO before models.tsv: answered at once, the others' rows made")
+
+
+def link_over(path, target):
+    """A symbolic link to target put in path's place by rename (a
+    directory moved aside first)."""
+    tmp = path + ".link"
+    os.symlink(target, tmp)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.rename(path, path + ".gone")
+    os.rename(tmp, path)
+
+
+def check_link_stopped(tmp, mnt):
+    """A link planted in a folder store between its scan and a model's
+    first open, into another FUSE mount whose daemon is stopped (a local
+    user's, SIGSTOP): as the model's file (its last component) and as a
+    directory on its way.  Resolving either waits on the stopped daemon
+    for ever (the store's model was opened by its path: realpath, then
+    open); the open refuses it at once, named in the log, the mount
+    serving on."""
+    store = os.path.join(tmp, "dir-link")
+    mkstore("dir", store)
+    other, other_mnt = os.path.join(tmp, "other.gguf"), os.path.join(tmp, "other-mnt")
+    shutil.copyfile(os.path.join(store, "tiny-a.gguf"), other)
+    os.makedirs(other_mnt, exist_ok=True)
+    with J.Mounted(other, other_mnt, ["-o", "ro"]):
+        pids = J._procs_for(other_mnt)
+        if len(pids) != 1:
+            raise Fail("the other mount's daemon: %r" % pids)
+        with Fg(store, mnt, ["-o", "ro"]) as fg:
+            os.kill(pids[0], signal.SIGSTOP)
+            try:
+                for model, planted, target in (
+                        ("tiny-a", os.path.join(store, "tiny-a.gguf"), os.path.join(other_mnt, "other.gguf")),
+                        ("sub/tiny-b", os.path.join(store, "sub"), other_mnt)):
+                    time.sleep(1.2)  # the next request scans the store ...
+                    ls(fg, mnt, "the root")
+                    link_over(planted, target)  # ... and this one comes within its second
+                    rc, out, err = cat(fg, os.path.join(mnt, model, "meta", "general.architecture"),
+                                       "%s's meta/ with %s a link into a stopped mount" % (model, planted))
+                    if rc == 0:
+                        raise Fail("%s through a link into a stopped mount: read %r" % (model, out))
+                rc, out, err = cat(fg, os.path.join(mnt, "models.tsv"), "models.tsv after them")
+                if rc != 0:
+                    raise Fail("models.tsv after the links: %s" % err.decode(errors="replace"))
+            finally:
+                os.kill(pids[0], signal.SIGCONT)
+            log = fg.log()
+    for name, why in (("tiny-a.gguf", "symbolic link"), ("sub/tiny-b.gguf", "symbolic link")):
+        if not any(name in ln and why in ln for ln in log.splitlines()):
+            raise Fail("a link into a stopped mount: the log does not name %s (%s): %r" % (name, why, log[-800:]))
+    J.log("ok   links planted into a stopped FUSE mount (the model's file, a directory on its way): "
+          "refused at once, named in the log, the store served on")
 
 
 # ---------------------------------------------------------------------------
@@ -536,7 +592,8 @@ def check_tokenizer(tmp, mnt):
                                       said[0][:200]))
 
 
-CHECKS = [check_fifo_refs, check_fifo_manifest, check_fifo_layer, check_fifo_tsv, check_control_names,
+CHECKS = [check_fifo_refs, check_fifo_manifest, check_fifo_layer, check_fifo_tsv, check_link_stopped,
+          check_control_names,
           check_hub_control, check_hub_memory, check_recipe, check_tokenizer]
 
 

@@ -405,11 +405,24 @@ START_TEST(open_checks) {
     sh("cd '%s' && cp tiny-a.gguf t && mv t tiny-a.gguf", store);
     ck_assert_int_eq(cat_open_file(dfd, f, O_RDONLY), -1);
     ck_assert_int_eq(errno, ESTALE);
-    /* a directory on the path swapped for a symlink: refused */
+    /* the directory of a file: beneath the store, the top's a duplicate */
     f = &find(&l, "sub/tiny-b")->files[0];
+    struct stat a, b;
+    int sub = cat_open_dir_of(dfd, f->path), top = cat_open_dir_of(dfd, "x");
+    ck_assert_int_ge(sub, 0);
+    ck_assert_int_ge(top, 0);
+    ck_assert(fstat(sub, &a) == 0 && fstatat(dfd, "sub", &b, 0) == 0 &&
+              a.st_ino == b.st_ino && S_ISDIR(a.st_mode));
+    ck_assert(fstat(top, &a) == 0 && fstat(dfd, &b) == 0 &&
+              a.st_ino == b.st_ino && top != dfd);
+    close(sub);
+    close(top);
+    /* a directory on the path swapped for a symlink: refused */
     sh("cd '%s' && mv sub sub2 && ln -s sub2 sub", store);
     ck_assert_int_eq(cat_open_file(dfd, f, O_RDONLY), -1);
     ck_assert_int_ne(errno, ESTALE);
+    ck_assert_int_eq(cat_open_dir_of(dfd, f->path), -1);
+    ck_assert(errno == ELOOP || errno == EXDEV || errno == ENOTDIR);
     close(dfd);
     cat_list_free(&l);
     cleanup();

@@ -142,6 +142,11 @@ void cat_list_free(struct cat_list *l);
  * the file's fstat.  The descriptor, or -1 with errno (cat_strerror
  * says it). */
 int cat_open_regular(int dirfd, const char *rel, int flags, struct stat *st);
+/* The directory that holds a store's file rel, beneath dirfd as
+ * cat_open_regular opens the file (no symlink on the way): a descriptor
+ * (O_RDONLY, O_DIRECTORY), dirfd's duplicate when rel is at the top; -1
+ * with errno (ELOOP, ENOTDIR, EXDEV: a component is now a symlink). */
+int cat_open_dir_of(int dirfd, const char *rel);
 /* errno of cat_open_regular or cat_open_file as text: EINVAL is "not a
  * regular file", others strerror's. */
 const char *cat_strerror(int e);

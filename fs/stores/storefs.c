@@ -485,6 +485,8 @@ static void job_free(struct open_job *j) {
     for (int i = 0; j->files && i < j->a.n_files; i++) {
         free((char *)j->files[i].path);
         free((char *)j->files[i].name);
+        if (j->files[i].dfd >= 0)
+            close(j->files[i].dfd);
     }
     free(j->files);
     free(j->live);
@@ -533,6 +535,8 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
     if (!(j->files = calloc(cm->n_files, sizeof *j->files)))
         return ENOMEM;
     j->a.n_files = (int)cm->n_files;
+    for (size_t i = 0; i < cm->n_files; i++)
+        j->files[i].dfd = -1; /* job_dirs' */
     for (size_t i = 0; i < cm->n_files; i++) {
         const struct cat_file *f = &cm->files[i];
         char *p = NULL;
@@ -573,6 +577,29 @@ static int job_make(struct gfs_storefs *st, const struct node *nd,
     return 0;
 }
 
+/* The directories of a local store's model's files, opened beneath the
+ * store (struct gfs_model_file's dfd), without st->mu held: 0, or an
+ * errno logged with the file's name (a component is now a symlink: the
+ * store changed since its scan). */
+static int job_dirs(struct gfs_storefs *st, struct open_job *j) {
+    size_t top = strlen(st->dir) + 1; /* path: st->dir "/" rel */
+    for (int i = 0; !gfs_st_remote(st) && i < j->a.n_files; i++) {
+        const char *rel = j->files[i].path + top;
+        if ((j->files[i].dfd = cat_open_dir_of(st->dirfd, rel)) < 0) {
+            int e = errno;
+            char line[600];
+            snprintf(line, sizeof line, "%s: %s", j->files[i].path,
+                     e == ELOOP || e == EXDEV || e == ENOTDIR
+                         ? "a directory on its way is now a symbolic link "
+                           "(the store changed since it was read)"
+                         : strerror(e));
+            gfs_st_log(st, line);
+            return e;
+        }
+    }
+    return 0;
+}
+
 /* Opens node nd's model without st->mu held (dropped and taken again);
  * 0 or an errno.  Caller holds st->mu and has set nd->opening. */
 int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
@@ -581,6 +608,8 @@ int gfs_st_open_model(struct gfs_storefs *st, size_t k) {
     uint64_t listed = st->nodes[k].listed;
     struct gfs *fs = NULL;
     pthread_mutex_unlock(&st->mu);
+    if (!err)
+        err = job_dirs(st, &j);
     if (err)
         gfs_extras_free(j.a.extras);
     if (!err && (fs = gfs_model_open(&j.a, &status)) &&

@@ -207,6 +207,14 @@ struct gguf_file {
 void gguf_file_init(struct gguf_file *f);
 enum gguf_status gguf_file_open(struct gguf_file *f, const char *path, int rdwr,
                                 struct gguf_error *err);
+/* gguf_file_open with its directory already open (dfd, duplicated: the
+ * caller keeps its own): no path is looked up but path's last component,
+ * in dfd, without following a symlink; path names the file in messages
+ * and the names beside it.  For a directory opened where a path must not
+ * be followed (a store's model, opened beneath the store). */
+enum gguf_status gguf_file_open_at(struct gguf_file *f, int dfd,
+                                   const char *path, int rdwr,
+                                   struct gguf_error *err);
 /* Opens f->base in f->dfd again (after recovery replaced the inode). */
 enum gguf_status gguf_file_reopen(struct gguf_file *f, struct gguf_error *err);
 /* Content-addressed files (issue 32): a file whose name is its hash is
