@@ -47,7 +47,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* A text in a sort: its key at the sort's depth, and its id. */
+/* A text in a sort: its key at the sort's depth (after the first pass,
+ * its depth on the stack), its id and length. */
 struct rec {
     uint64_t key;
     uint32_t id, len;
@@ -131,7 +132,7 @@ static void radix(struct rec *a, struct rec *tmp, size_t n, int shift) {
         for (size_t i = 0; i < n; i++)
             cnt[a[i].key >> shift & 255]++;
         if (cnt[a[0].key >> shift & 255] != n)
-            break; /* one value: the next byte */
+            break; /* else one value: on to the next byte */
     }
     for (size_t v = 0, sum = 0; v < 256; sum += cnt[v++])
         at[v] = sum;
