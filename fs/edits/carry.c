@@ -211,14 +211,15 @@ static int record_key(int dfd, const char *ent, const char *store, char *key,
  * their headers (read only): 0, or -1 after carry_check's line (or one
  * of its own when a file cannot be read). */
 static int carry_ahead(const char *key, const char *old, const char *now,
-                       const char *shown) {
+                       int dfd, const char *shown) {
     struct gguf_error err = {0};
     struct gguf_overlay_id made;
     struct gguf_file f;
     gguf_ctx *ov = NULL, *src = NULL;
     bool found = false;
     int r = -1;
-    if (gguf_file_open(&f, now, 0, &err) != GGUF_OK ||
+    if ((dfd >= 0 ? gguf_file_open_at(&f, dfd, now, 0, &err)
+                  : gguf_file_open(&f, now, 0, &err)) != GGUF_OK ||
         gguf_open_file(&src, &f, 0, &err) != GGUF_OK ||
         gguf_overlay_load(NULL, old, &ov, &made, &found, &err) != GGUF_OK)
         gfs_say("ggufs: %s: %s\n", name_of(key), err.msg);
@@ -232,7 +233,7 @@ static int carry_ahead(const char *key, const char *old, const char *now,
 
 void gfs_carry_notes(const char *store,
                      const char *(*now_of)(void *u, const char *name, char *buf,
-                                           size_t n),
+                                           size_t n, int *dfd),
                      void *u) {
     int dfd = gguf_state_dir_fd(NULL);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -246,20 +247,25 @@ void gfs_carry_notes(const char *store,
         char key[NOTE_MAX], old[PATH_MAX + 1], now[PATH_MAX], shown[PATH_MAX];
         char mine[PATH_MAX];
         struct stat sb;
+        int nfd = -1; /* now's directory (now_of's), or -1 */
         size_t l = strlen(e->d_name);
         if (l < 13 || strcmp(e->d_name + l - 13, ".overlay-name") != 0 ||
             !record_key(dirfd(d), e->d_name, store, key, sizeof key) ||
             !record_read(key, old, sizeof old) ||
-            !now_of(u, name_of(key), now, sizeof now) || !strcmp(now, old) ||
-            gguf_overlay_default_path(old, shown, sizeof shown, NULL) ||
-            gguf_overlay_default_path(now, mine, sizeof mine, NULL) ||
-            lstat(shown, &sb) != 0 || lstat(mine, &sb) == 0)
+            !now_of(u, name_of(key), now, sizeof now, &nfd))
             continue;
-        if (carry_ahead(key, old, now, shown) == 0)
+        /* the overlays' paths are the state directory's: ours */
+        if (strcmp(now, old) != 0 &&
+            !gguf_overlay_default_path(old, shown, sizeof shown, NULL) &&
+            !gguf_overlay_default_path(now, mine, sizeof mine, NULL) &&
+            lstat(shown, &sb) == 0 && lstat(mine, &sb) != 0 &&
+            carry_ahead(key, old, now, nfd, shown) == 0)
             gfs_say("ggufs: %s: its file changed since its edits were made "
                     "(they are in the overlay %s, of %s): they are carried to "
                     "its new file %s when the model is first opened\n",
                     name_of(key), shown, old, now);
+        if (nfd >= 0)
+            close(nfd);
     }
     closedir(d);
 }

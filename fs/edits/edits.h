@@ -301,13 +301,15 @@ const char *gfs_overlay_where(const struct gfs *fs);
 void gfs_overlay_note(const char *path, const char *file);
 /* edits/carry.c, at a store's mount (stderr still the user's): one line
  * per model of store whose name's record names another file than the
- * name leads to now (now_of: its first file, resolved, into buf; NULL if
- * the store has no such name) while the new file has no overlay and the
- * old one's is there: its edits are carried when it is first opened, or
- * (asked of the two headers now) why they no longer apply. */
+ * name leads to now (now_of: its first file's path into buf, and *dfd
+ * the directory holding it, opened beneath the store (closed here), or
+ * -1 to open it by path; NULL if the store has no such name) while the
+ * new file has no overlay and the old one's is there: its edits are
+ * carried when it is first opened, or (asked of the two headers now) why
+ * they no longer apply. */
 void gfs_carry_notes(const char *store,
                      const char *(*now_of)(void *u, const char *name, char *buf,
-                                           size_t n),
+                                           size_t n, int *dfd),
                      void *u);
 /* leftover.c: what earlier mounts left, for the next command.
  * gfs_record_outcome: the daemon records the commit report (when: "after

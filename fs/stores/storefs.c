@@ -803,21 +803,21 @@ static int descend_home(struct gfs_storefs *st) {
 
 /* The file a model name of the store leads to now, resolved (gfs_carry_
  * notes); NULL when the store has no such name. */
-static const char *name_now(void *u, const char *name, char *buf, size_t n) {
+/* gfs_carry_notes' now_of: the path the store's name leads to now (the
+ * store's resolved path and the scan's, no link on the way: not looked
+ * up again), its directory opened beneath the store into *dfd; NULL when
+ * the store has no such name or the directory cannot be opened so. */
+static const char *name_now(void *u, const char *name, char *buf, size_t n,
+                            int *dfd) {
     const struct gfs_storefs *st = u;
-    char *p = NULL, *real = NULL;
     for (size_t i = 0; i < st->list.n; i++) {
         const struct cat_model *cm = &st->list.models[i];
         if (strcmp(cm->name, name) != 0 || !cm->content_addressed)
             continue;
-        if (asprintf(&p, "%s/%s", st->dir, cm->files[0].path) < 0)
+        int k = snprintf(buf, n, "%s/%s", st->dir, cm->files[0].path);
+        if (k < 0 || (size_t)k >= n ||
+            (*dfd = cat_open_dir_of(st->dirfd, cm->files[0].path)) < 0)
             return NULL;
-        real = realpath(p, NULL);
-        free(p);
-        if (!real)
-            return NULL;
-        snprintf(buf, n, "%s", real);
-        free(real);
         return buf;
     }
     return NULL;
