@@ -8,7 +8,8 @@ URLs are /MODE/NAME for a file NAME of the served directory:
            (other bytes, other ETag) that honours If-Match like a real one
   signed   redirects to /sig/GEN/NAME, a "signed URL" valid while GEN is
            .sig_gen (else 403, as an expired one); .resolves counts
-           the redirects given
+           the redirects given, .sig_ranges the byte ranges (A, B) served
+           through a valid one
   stall    once .stall is set, ranged requests get their headers and then
            no byte (until .stall is cleared)
   nohead   HEAD gets 405 (Method Not Allowed); GET serves
@@ -68,6 +69,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return True
         if m:
             self.path = "/sig/" + m.group(2)
+            rng = re.match(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            if rng:
+                with ctl.lock:
+                    ctl.sig_ranges.append((int(rng.group(1)), int(rng.group(2))))
         return False
 
     def _file(self):
@@ -256,6 +261,7 @@ class Server:
     def reset(self):
         self.n = self.faults = self.resolves = self.sig_gen = 0
         self.changed = self.stall = self.evil = False
+        self.sig_ranges = []
 
     def url(self, mode, name):
         return "http://127.0.0.1:%d/%s/%s" % (self.port, mode, name)

@@ -191,6 +191,47 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def served_all(ranges, lo, hi):
+    """Whether the byte ranges (A, B inclusive) cover lo..hi-1."""
+    for a, b in sorted(ranges):
+        if a > lo:
+            return False
+        lo = max(lo, b + 1)
+        if lo >= hi:
+            return True
+    return lo >= hi
+
+
+def check_signed(srv, tmp, mnt, f0, want0, fast):
+    """A quarter of f0 read through a signed URL, every signed URL then
+    expired, the rest read: the daemon must resolve the original URL again.
+    Where readahead had fetched all the rest before the expiry (a loaded
+    machine: seen once under the sanitizer build) nothing needed the URL
+    again: that round proves nothing and is made again (3 at most)."""
+    quarter = len(want0) // 4
+    for attempt in range(3):
+        srv.reset()
+        c = os.path.join(tmp, "c-signed%d" % attempt)
+        with J.Mounted(srv.url("signed", f0), mnt, args=["-o", "cache=" + c] + fast):
+            with open(os.path.join(mnt, f0), "rb") as fh:
+                first = fh.read(quarter)
+                with srv.lock:
+                    srv.sig_gen += 1  # every signed URL given so far expires
+                    before = list(srv.sig_ranges)
+                rest = fh.read()
+            if first + rest != want0:
+                raise Fail("signed URL: the live view differs from the file")
+        if srv.resolves >= 2:
+            J.log("ok   an expired signed URL was resolved again from the original (%d redirects)"
+                  % srv.resolves)
+            return
+        if not served_all(before, quarter, len(want0)):
+            raise Fail("signed URL: resolved %d times, expected again after it expired" % srv.resolves)
+        J.log("note: signed URL round %d: readahead had fetched the rest before the expiry; again"
+              % (attempt + 1))
+    raise Fail("signed URL: in 3 rounds readahead fetched the whole file before the URL expired")
+
+
 def run(tmp, www, cache, mnt, ngx):
     fx = os.path.join(tmp, "fx")
     p = subprocess.run([J.tool("MKFIXTURE"), "all", fx], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -650,18 +691,7 @@ def check_faults(tmp, www, f0, want0, mnt):
 
         # an expired signed URL (403 from where a redirect led) is resolved
         # again from the original URL
-        srv.reset()
-        c = os.path.join(tmp, "c-signed")
-        with J.Mounted(srv.url("signed", f0), mnt, args=["-o", "cache=" + c] + fast):
-            with open(os.path.join(mnt, f0), "rb") as fh:
-                first = fh.read(len(want0) // 4)
-                srv.sig_gen += 1  # every signed URL given so far expires
-                rest = fh.read()
-            if first + rest != want0:
-                raise Fail("signed URL: the live view differs from the file")
-        if srv.resolves < 2:
-            raise Fail("signed URL: resolved %d times, expected again after it expired" % srv.resolves)
-        J.log("ok   an expired signed URL was resolved again from the original (%d redirects)" % srv.resolves)
+        check_signed(srv, tmp, mnt, f0, want0, fast)
 
         # the server goes away (connections refused), then comes back on
         # the same port: EIO meanwhile, then reads are served again
