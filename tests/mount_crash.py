@@ -322,7 +322,10 @@ def sec_strace(d):
     pids = J._procs_for(mnt)
     E.write_file(os.path.join(mnt, "meta", "general.name"), b"pending\n")
     for p in pids:
-        os.kill(p, 9)
+        try:
+            os.kill(p, 9)
+        except ProcessLookupError:  # the mount's foreground parent, gone since
+            pass
     wait_gone(pids)
     t.cmd(["-u", mnt], env)
     must(t.cmd(["--apply-pending", path], env), "--apply-pending")
