@@ -248,6 +248,10 @@ void voc_pairs_free(struct voc_pairs *p);
  * the same bytes: O(log n), the texts lie in id order in one payload;
  * ix->n (the second half empty) below VOC_SPLIT_MIN tokens. */
 size_t voc_index_mid(const struct voc_index *ix);
+/* Huge pages asked for the 2 MB blocks within p..p+n (a hint, madvise:
+ * a vocabulary's index, sorts and document are megabytes written
+ * through, each 4 KB page a fault otherwise). */
+void voc_huge(void *p, size_t n);
 /* fn(a) and fn(b), the two parts of a pass, before return: when two, at
  * once, fn(b) on a thread of its own (vocab.h: the one place vocab/
  * starts a thread; its stack mapped here and unmapped after the join);

@@ -477,7 +477,7 @@ bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p) {
     }
     /* huge pages (a hint) for the parts touched through: fewer faults;
      * not for the stacks and ranges, each page of which would be zeroed */
-    (void)madvise(p->map, dense, MADV_HUGEPAGE);
+    voc_huge(p->map, dense);
     layout(p, words, true, &dense);
     for (size_t i = 0, w = 0; i <= ix->n; i++) {
         p->xoff[i] = w;

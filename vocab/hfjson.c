@@ -411,16 +411,6 @@ struct part {
     enum gguf_status st;
 };
 
-/* Huge pages asked for the 2 MB blocks within p..p+n (a hint: a
- * document's megabytes are written through, and each page a fault). */
-static void huge(void *p, size_t n) {
-    const uintptr_t blk = (uintptr_t)2 << 20;
-    uintptr_t lo = ((uintptr_t)p + blk - 1) & ~(blk - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~(blk - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-}
-
 /* h->out a mapping of cap bytes (none for 0): false when out of memory. */
 static bool part_map(struct part *h, uint64_t cap) {
     if (!cap)
@@ -430,7 +420,7 @@ static bool part_map(struct part *h, uint64_t cap) {
                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return false;
-    huge(p, (size_t)cap);
+    voc_huge(p, (size_t)cap);
     h->out = (struct gguf_buf){p, 0, (size_t)cap};
     return h->mapped = true;
 }
@@ -687,7 +677,7 @@ static enum gguf_status reserve(const gguf_ctx *ctx, const struct voc_arr *toks,
         est = 4096 + (uint64_t)(toks->end - toks->p) + (uint64_t)(m.end - m.p);
     enum gguf_status st = gguf_buf_reserve(b, (size_t)(est < max ? est : max));
     if (st == GGUF_OK) /* the allocator's mapping: ours alone */
-        huge(b->p + b->len, b->cap - b->len);
+        voc_huge(b->p + b->len, b->cap - b->len);
     return st;
 }
 

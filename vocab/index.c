@@ -123,6 +123,14 @@ static void insert(struct voc_index *ix, size_t i) {
     ix->slot[k] = (uint32_t)i + 1;
 }
 
+void voc_huge(void *p, size_t n) {
+    const uintptr_t blk = (uintptr_t)2 << 20;
+    uintptr_t lo = ((uintptr_t)p + blk - 1) & ~(blk - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(blk - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 /* Stack of voc_halves' thread: cuts.c's radix sort takes some 4 KB a
  * byte of its keys, 32 KB at most;
  * a sanitizer's runtime asks for up to 900 KB (ThreadSanitizer refuses
@@ -209,7 +217,7 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
         ix->bytes = 0;
         return false;
     }
-    (void)madvise(m, ix->bytes, MADV_HUGEPAGE); /* a hint: none, or not */
+    voc_huge(m, ix->bytes);
     ix->len = m; /* the 8-byte aligned parts first; zero-filled (print 0) */
     ix->text = (const uint8_t **)(ix->len + ix->n);
     ix->poly = (uint64_t *)(ix->text + ix->n);
