@@ -179,7 +179,10 @@ int voc_text_fim(const uint8_t *s, uint64_t n, const char **key);
 struct voc_index {
     size_t n, cap, bytes; /* bytes: its mapping's */
     uint64_t *len;
-    const uint8_t **text;
+    /* Each text lies in the array's payload after its 8-byte length
+     * (readable before it: cuts.c reads a short text's key in one load);
+     * end: the payload's end. */
+    const uint8_t **text, *end;
     uint64_t *poly; /* each text's hash before its mix (index.c) */
     uint32_t *slot;
     uint8_t *print;

@@ -87,20 +87,35 @@ static inline uint8_t at(const uint8_t *s, uint64_t n, uint64_t i, bool rev) {
 }
 
 /* The 8 bytes at p as an integer, p[0] the most significant (big) or
- * the least (little). */
-static uint64_t load(const uint8_t *p, bool big) {
-    uint64_t k = 0;
-    for (int j = 0; j < 8; j++) /* one load and a swap, or none, compiled */
-        k |= (uint64_t)p[j] << (big ? 56 - 8 * j : 8 * j);
-    return k;
+ * the least (little): one load and a swap or none. */
+static inline uint64_t load(const uint8_t *p, bool big) {
+    uint64_t k;
+    memcpy(&k, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return big ? k : __builtin_bswap64(k);
+#else
+    return big ? __builtin_bswap64(k) : k;
+#endif
 }
 
 /* Bytes 8d..8d+7 of s as the side reads them, the first the most
- * significant, zero past the end. */
-static uint64_t key_at(const uint8_t *s, uint64_t n, uint64_t d, bool rev) {
+ * significant, zero past the end.  Fewer than 8 left: one load and a
+ * mask where 8 bytes are readable there (arr.h, struct voc_index: the
+ * reversed read's, from before the text, always are), else byte by
+ * byte (a forward read at the payload's end, ix->end). */
+static uint64_t key_at(const uint8_t *s, uint64_t n, uint64_t d, bool rev,
+                       const uint8_t *end) {
     uint64_t i0 = 8 * d, k = 0;
     if (n >= i0 + 8) /* reversed: s[n-1-i0] first, the highest address */
         return rev ? load(s + n - i0 - 8, false) : load(s + i0, true);
+    uint64_t r = n - i0; /* 0..7 bytes, in the key's top r bytes */
+    if (!r)
+        return 0;
+    uint64_t top = ~UINT64_C(0) << (64 - 8 * r);
+    if (rev) /* s[r-1] the highest address: the rest its length's bytes */
+        return load(s + r - 8, false) & top;
+    if ((uint64_t)(end - s) >= i0 + 8)
+        return load(s + i0, true) & top;
     for (uint64_t j = 0; j < 8; j++)
         k = k << 8 | (i0 + j < n ? at(s, n, i0 + j, rev) : 0);
     return k;
@@ -205,7 +220,7 @@ static void keys_at(struct side *sd, const struct range *r, size_t m,
             __builtin_prefetch(ix->text[a[i].id] +
                                (sd->rev ? a[i].len - 8 * d - 1 : 8 * d));
         for (size_t i = r[j].lo; i < r[j].hi; i++)
-            a[i].key = key_at(ix->text[a[i].id], a[i].len, d, sd->rev);
+            a[i].key = key_at(ix->text[a[i].id], a[i].len, d, sd->rev, ix->end);
     }
 }
 
@@ -215,7 +230,8 @@ static void sort_side(struct side *sd) {
     size_t n = sd->ix->n, m = 1, half = n / 2 + 1;
     struct range *cur = sd->todo, *next = sd->todo + half;
     for (size_t i = 0; i < n; i++) /* depth 0's keys at once: in id order */
-        sd->a[i].key = key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev),
+        sd->a[i].key =
+            key_at(sd->ix->text[i], sd->ix->len[i], 0, sd->rev, sd->ix->end),
         sd->a[i].id = (uint32_t)i, sd->a[i].len = (uint32_t)sd->ix->len[i];
     cur[0] = (struct range){0, n};
     for (uint64_t d = 0; m; d++) {
@@ -343,6 +359,7 @@ static void pass(struct side *sd) {
             if (i + 8 < n) { /* name's reads, a few tokens on */
                 __builtin_prefetch(&p->pre[a[i + 8].id]);
                 __builtin_prefetch(&p->suf[a[i + 8].id]);
+                __builtin_prefetch(&p->moff[a[i + 8].id]);
             }
             depth = (size_t)a[i].key;
             name(sd, &x, depth);
@@ -353,7 +370,7 @@ static void pass(struct side *sd) {
                 __builtin_prefetch(ix->text[a[i + 8].id] +
                                    (sd->rev ? a[i + 8].len - 8 : 0));
             if (x.len > 8) /* its key may be a deeper one's */
-                x.k0 = key_at(ix->text[x.id], x.len, 0, sd->rev);
+                x.k0 = key_at(ix->text[x.id], x.len, 0, sd->rev, ix->end);
             while (depth && !part_of(sd, &sd->stack[depth - 1], &x))
                 depth--;
             mark(sd, &x, depth);

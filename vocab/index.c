@@ -224,6 +224,7 @@ bool voc_index_make(const struct voc_arr *toks, bool by_text,
     ix->slot = (uint32_t *)(ix->poly + (by_text ? ix->n : 0));
     ix->print = (uint8_t *)(ix->slot + ix->cap);
     const uint8_t *pos = toks->p;
+    ix->end = toks->end;
     for (size_t i = 0; i < ix->n; i++)
         if (!voc_arr_next_str(toks, &pos, &ix->text[i], &ix->len[i])) {
             voc_index_free(ix);

@@ -31,6 +31,8 @@ struct gfs_kind_ops; /* kinds.h */
  * of text, a read the bytes it asks for plus at most 64 KiB and one
  * element, whatever the value (no GFS_MAX_TEXT bound there). */
 #define GFS_TEXT_WHOLE ((uint64_t)1 << 20)
+/* Texts from this size take their maker's buffer (gfs_text_take). */
+#define GFS_TEXT_TAKE ((size_t)1 << 16)
 
 /* Per-open state, in fi->fh (fileops.c). */
 struct gfs_fh {
@@ -115,7 +117,10 @@ struct gfs_text {
     struct gfs *owner; /* for the grant's release at the last put */
     size_t cost;       /* bytes counted in fs->texts_bytes while cached */
     size_t held;       /* bytes counted in GFS_TEXTS_MAX (gfs_text_of_gen) */
-    char data[];       /* whole texts: the len bytes */
+    /* Whole texts: the len bytes, in inline_data (gfs_text_new) or in the
+     * buffer the text took (gfs_text_take, a large one: not copied). */
+    char *data;
+    char inline_data[];
 };
 
 /* tree.c: inodes, names, attributes and the cache of rendered meta files.
@@ -178,6 +183,11 @@ struct gfs_text *gfs_text_of_gen(struct gfs *fs, struct gfs_text **slot,
 /* A new text holding a copy of b, with one reference; NULL if out of
  * memory. */
 struct gfs_text *gfs_text_new(const struct gguf_buf *b);
+/* gfs_text_new, but a text of GFS_TEXT_TAKE bytes or more takes b's
+ * buffer (b emptied; its spare room handed back) instead of a copy: a
+ * 12 MB tokenizer.json's copy was a tenth of its first read.  b as it was
+ * on NULL. */
+struct gfs_text *gfs_text_take(struct gguf_buf *b);
 /* Drops the cached text of a key id (after an edit).  Caller holds lock
  * (write). */
 void gfs_text_forget(struct gfs *fs, uint32_t id);

@@ -306,7 +306,7 @@ struct gfs_text *gfs_text_of_gen(struct gfs *fs, struct gfs_text **slot,
     if (*slot && *gen == fs->generation) {
         t = *slot;
         atomic_fetch_add(&t->refs, 1);
-    } else if (!(*err = make(fs, arg, &b)) && !(t = gfs_text_new(&b))) {
+    } else if (!(*err = make(fs, arg, &b)) && !(t = gfs_text_take(&b))) {
         *err = ENOMEM;
     } else if (t && counted && (*err = gfs_texts_grant(fs, t->len)) != 0) {
         gfs_text_put(t);
@@ -331,8 +331,25 @@ struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
     atomic_init(&t->stale, 0);
     t->len = b->len;
     t->cost = b->len;
+    t->data = t->inline_data;
     if (b->len)
         memcpy(t->data, b->p, b->len);
+    return t;
+}
+
+struct gfs_text *gfs_text_take(struct gguf_buf *b) {
+    if (b->len < GFS_TEXT_TAKE)
+        return gfs_text_new(b);
+    struct gfs_text *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    /* the spare room back (a shrink that fails keeps the buffer) */
+    uint8_t *p = b->len < b->cap ? realloc(b->p, b->len) : NULL;
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->stale, 0);
+    t->len = t->cost = b->len;
+    t->data = (char *)(p ? p : b->p);
+    *b = (struct gguf_buf){0};
     return t;
 }
 
@@ -343,6 +360,8 @@ void gfs_text_put(struct gfs_text *t) {
         if (t->kept)
             (void)gfs_mem_grant(t->owner, &t->kept_granted, 0);
         free(t->kept);
+        if (t->data != t->inline_data)
+            free(t->data);
         free(t);
     }
 }
