@@ -92,7 +92,8 @@ const char *gguf_text_snippet(const char *s, size_t n, char *o, size_t osz) {
 
 /* ---- UTF-8 --------------------------------------------------------- */
 
-size_t gguf_utf8_seq(const uint8_t *s, size_t n) {
+/* gguf_utf8_seq, inlined into the check of a whole text. */
+static inline size_t seq(const uint8_t *s, size_t n) {
     uint8_t c = s[0];
     if (c < 0x80)
         return 1;
@@ -123,15 +124,22 @@ size_t gguf_utf8_seq(const uint8_t *s, size_t n) {
     return k;
 }
 
+size_t gguf_utf8_seq(const uint8_t *s, size_t n) {
+    return seq(s, n);
+}
+
 bool gguf_utf8_valid(const uint8_t *s, size_t len) {
-    size_t i = 0;
+    size_t i = 0, k;
+    uint64_t w;
     while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
+        if (len - i >= 8) { /* 8 ASCII bytes at once */
+            memcpy(&w, s + i, 8);
+            if (!(w & UINT64_C(0x8080808080808080))) {
+                i += 8;
+                continue;
+            }
         }
-        size_t k = gguf_utf8_seq(s + i, len - i);
-        if (!k)
+        if (!(k = seq(s + i, len - i)))
             return false;
         i += k;
     }

@@ -30,23 +30,10 @@ bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
     a->p = p + 12;
     a->end = p + len;
     size_t esz = gguf_type_size(et);
+    a->esz = esz; /* 0 for strings */
     if (et != GGUF_TYPE_STRING &&
         (!esz || a->n > (uint64_t)(a->end - a->p) / esz))
         return false;
-    return true;
-}
-
-bool voc_arr_next_str(const struct voc_arr *a, const uint8_t **pos,
-                      const uint8_t **s, uint64_t *len) {
-    const uint8_t *p = *pos;
-    if ((size_t)(a->end - p) < 8)
-        return false;
-    uint64_t n = le64(p);
-    if (n > (uint64_t)(a->end - p - 8))
-        return false;
-    *s = p + 8;
-    *len = n;
-    *pos = p + 8 + n;
     return true;
 }
 
@@ -58,15 +45,6 @@ bool voc_arr_str(const struct voc_arr *a, uint64_t i, const uint8_t **s,
     for (uint64_t k = 0; k <= i; k++)
         if (!voc_arr_next_str(a, &pos, s, len))
             return false;
-    return true;
-}
-
-bool voc_arr_u32(const struct voc_arr *a, uint64_t i, uint32_t *v) {
-    if (gguf_type_size(a->et) != 4 || i >= a->n)
-        return false;
-    const uint8_t *p = a->p + 4 * i;
-    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
     return true;
 }
 

@@ -13,6 +13,7 @@ struct voc_arr {
     enum gguf_type et;
     uint64_t n;
     const uint8_t *p, *end; /* the elements */
+    size_t esz; /* an element's bytes (gguf_type_size; 0: strings) */
 };
 
 /* Key key of ctx as an array of element type et: true and *a, else false
@@ -20,14 +21,38 @@ struct voc_arr {
 bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
                 struct voc_arr *a);
 /* The next string element at *pos (a position in a->p..end): true with
- * *s, *len and *pos moved past it; false at the end or on a bad length. */
-bool voc_arr_next_str(const struct voc_arr *a, const uint8_t **pos,
-                      const uint8_t **s, uint64_t *len);
+ * *s, *len and *pos moved past it; false at the end or on a bad length.
+ * Inline: a walk of a 262k vocabulary is 262k of these. */
+static inline bool voc_arr_next_str(const struct voc_arr *a,
+                                    const uint8_t **pos, const uint8_t **s,
+                                    uint64_t *len) {
+    const uint8_t *p = *pos;
+    uint64_t n = 0;
+    if ((size_t)(a->end - p) < 8)
+        return false;
+    for (int k = 7; k >= 0; k--) /* little-endian: one load, compiled */
+        n = n << 8 | p[k];
+    if (n > (uint64_t)(a->end - p - 8))
+        return false;
+    *s = p + 8;
+    *len = n;
+    *pos = p + 8 + n;
+    return true;
+}
 /* String element i (a walk from the first: O(i)). */
 bool voc_arr_str(const struct voc_arr *a, uint64_t i, const uint8_t **s,
                  uint64_t *len);
-/* Element i of a 4-byte array (float32, int32, uint32), its raw bits. */
-bool voc_arr_u32(const struct voc_arr *a, uint64_t i, uint32_t *v);
+/* Element i of a 4-byte array (float32, int32, uint32), its raw bits.
+ * Inline: read a token at a time. */
+static inline bool voc_arr_u32(const struct voc_arr *a, uint64_t i,
+                               uint32_t *v) {
+    if (a->esz != 4 || i >= a->n)
+        return false;
+    const uint8_t *p = a->p + 4 * i;
+    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+    return true;
+}
 /* An integer key as int64 (any integer type that fits): true, else false
  * (absent or not an integer). */
 bool voc_int(const gguf_ctx *ctx, const char *key, int64_t *v);
@@ -61,6 +86,11 @@ enum gguf_status voc_json_str(struct gguf_buf *b, const uint8_t *s, uint64_t n);
  * again, a byte from 0x80 copied as it is. */
 enum gguf_status voc_json_str_utf8(struct gguf_buf *b, const uint8_t *s,
                                    uint64_t n);
+/* The bytes voc_json_str writes for s (UTF-8), and those bytes written
+ * at o, which has that room (no check: a text known to be UTF-8); its
+ * length.  Both read s 8 bytes at a time while none needs an escape. */
+uint64_t voc_json_str_len(const uint8_t *s, uint64_t n);
+size_t voc_json_str_at(uint8_t *o, const uint8_t *s, uint64_t n);
 
 /* A bool key's value, or dflt when absent or not a bool. */
 bool voc_flag(const gguf_ctx *ctx, const char *key, bool dflt);
@@ -163,6 +193,9 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
  * vocabulary has "<|tool_response>". */
 bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response);
+/* Whether s may be one of hfpre.c's lists of texts (voc_text_control,
+ * _eog, _fim): false for the usual token, in one test. */
+bool voc_text_listed(const uint8_t *s, uint64_t n);
 /* Whether s is one of the texts llama.cpp ends a generation on whatever
  * the metadata says (hfpre.c; its special_eog_ids). */
 bool voc_text_eog(const uint8_t *s, uint64_t n);

@@ -187,13 +187,18 @@ static bool eog_set_of(const gguf_ctx *ctx, struct eog_set *e) {
         if (kid[k] < 0 || (uint64_t)kid[k] >= toks.n)
             kid[k] = -1;
     }
+    int64_t last = -1; /* the largest of kid */
+    for (size_t k = 0; k < 6; k++)
+        last = kid[k] > last ? kid[k] : last;
     pos = toks.p;
     for (int64_t i = 0; voc_arr_next_str(&toks, &pos, &s, &len); i++) {
         const char *key;
-        int k = voc_text_fim(s, len, &key);
-        for (size_t j = 0; j < 6; j++)
+        for (size_t j = 0; i <= last && j < 6; j++)
             if (kid[j] == i)
                 eog_add(e, i, s, len, false);
+        if (!voc_text_listed(s, len)) /* the usual token: one test */
+            continue;
+        int k = voc_text_fim(s, len, &key);
         if (voc_text_eog(s, len))
             eog_add(e, i, s, len, true);
         else if (k >= 3 && kid[k] < 0)

@@ -37,11 +37,11 @@
  */
 #include "arr.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define TOK "tokenizer.ggml."
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's space */
@@ -394,86 +394,81 @@ struct jpos {
 
 /* ---- the vocabulary's lines and the merges', two parts at once ------
  * Most of a large vocabulary's document.  Each is written in two parts
- * at once (voc_halves), the second on one more thread into a mapping of
- * its own, sized first so that it never grows (growing would call
- * realloc, and malloc on that thread would give it an arena that keeps
- * memory after the file: hfcheck.c's mbuf); appended to the document
- * after the join, so that the bytes are those one writer makes. */
+ * at once (voc_halves), the second on one more thread: first each part's
+ * exact bytes (the same facts as its writing: voc_json_str_len, id_tail,
+ * the texts' places), then the document grown once to hold both, then
+ * each part written in place, the second after the first's bytes; so
+ * that the bytes are those one writer makes, with no copy, no mapping of
+ * a part's own and no malloc on that thread (an arena it made would keep
+ * memory after the file: hfcheck.c's mbuf). */
 struct part {
     const struct voc_index *ix;
     const struct voc_merge *m; /* the merges' lines: m[lo..hi) */
     struct jpos *pos;
     const uint8_t *doc; /* the merges': the document, its texts copied */
-    size_t lo, hi, mark;
-    uint64_t max;
-    bool utf8, mapped;
-    struct gguf_buf out; /* the document itself, or a mapping (mapped) */
+    size_t lo, hi;
+    bool utf8;
+    uint64_t bytes; /* the first step's: the part's */
+    uint8_t *at;    /* the second's: where they go in the document, */
+    uint64_t off;   /* at that offset of it */
     enum gguf_status st;
 };
 
-/* h->out a mapping of cap bytes (none for 0): false when out of memory. */
-static bool part_map(struct part *h, uint64_t cap) {
-    if (!cap)
-        return true;
-    void *p = cap > SIZE_MAX ? MAP_FAILED
-                             : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return false;
-    voc_huge(p, (size_t)cap);
-    h->out = (struct gguf_buf){p, 0, (size_t)cap};
-    return h->mapped = true;
-}
-
-/* h's bytes after the document's (b), its mapping unmapped; the first
- * failure of the two. */
-static enum gguf_status part_end(struct part *h, enum gguf_status st,
-                                 struct gguf_buf *b) {
-    if (st == GGUF_OK)
-        st = h->st;
-    if (st == GGUF_OK && h->mapped)
-        st = gguf_buf_add(b, h->out.p, h->out.len);
-    if (h->mapped)
-        munmap(h->out.p, h->out.cap);
-    h->mapped = false;
-    return st;
-}
-
-/* The most the lines of tokens lo..hi-1 can take: each text escaped
- * \u00XX a byte, its quotes and its id's tail (id_tail's 32). */
-static uint64_t vocab_bound(const struct voc_index *ix, size_t lo, size_t hi) {
-    uint64_t n = 0;
-    for (size_t i = lo; i < hi; i++)
-        if (ix->len[i] > (UINT64_MAX / 8 - n) / 6)
-            return UINT64_MAX;
-        else
-            n += 6 * ix->len[i] + 2 + 32;
-    return n;
-}
-
-/* Tokens lo..hi-1's lines "text":id into h->out, each text's place
- * (in h->out) into pos[] (NULL: not kept); a mapping never grows. */
-static void *vocab_part(void *arg) {
+/* Tokens lo..hi-1's lines' bytes (vocab_part's); GGUF_E_INVAL for a text
+ * not UTF-8 when not known to be. */
+static void *vocab_bytes(void *arg) {
     struct part *h = arg;
     const struct voc_index *ix = h->ix;
     char tail[32];
-    for (size_t i = h->lo; h->st == GGUF_OK && i < h->hi; i++) {
-        size_t at = h->out.len;
-        if (h->mapped && h->out.cap - at < 6 * ix->len[i] + 2 + sizeof tail) {
-            h->st = GGUF_E_NOMEM; /* not past vocab_bound: never */
-            break;
-        }
-        h->st = h->utf8 ? voc_json_str_utf8(&h->out, ix->text[i], ix->len[i])
-                        : voc_json_str(&h->out, ix->text[i], ix->len[i]);
-        if (h->st != GGUF_OK)
-            break;
-        if (h->pos)
-            h->pos[i] = (struct jpos){at, h->out.len - at};
-        h->st = gguf_buf_add(&h->out, tail, id_tail(tail, i, i + 1 == ix->n));
-        if (h->out.len - h->mark > h->max)
-            h->st = GGUF_E_RANGE;
-    }
+    for (size_t i = h->lo; h->st == GGUF_OK && i < h->hi; i++)
+        if (!h->utf8 && !gguf_utf8_valid(ix->text[i], ix->len[i]))
+            h->st = GGUF_E_INVAL;
+        else
+            h->bytes += voc_json_str_len(ix->text[i], ix->len[i]) +
+                        id_tail(tail, i, i + 1 == ix->n);
     return NULL;
+}
+
+/* Tokens lo..hi-1's lines "text":id at h->at (h->bytes of room), each
+ * text's place into pos[] (NULL: not kept). */
+static void *vocab_part(void *arg) {
+    struct part *h = arg;
+    const struct voc_index *ix = h->ix;
+    uint8_t *o = h->at;
+    for (size_t i = h->lo; i < h->hi; i++) {
+        size_t k = voc_json_str_at(o, ix->text[i], ix->len[i]);
+        if (h->pos)
+            h->pos[i] = (struct jpos){h->off + (uint64_t)(o - h->at), k};
+        o += k;
+        o += id_tail((char *)o, i, i + 1 == ix->n);
+    }
+    assert((uint64_t)(o - h->at) == h->bytes);
+    return NULL;
+}
+
+/* The two parts h[0..1] (their first step done, h->bytes) after b's
+ * bytes: b grown once, their places set, then fn writes them at once;
+ * GGUF_E_RANGE past max (mark: the document's start). */
+static enum gguf_status parts_write(struct part h[2], void *(*fn)(void *),
+                                    uint64_t max, size_t mark,
+                                    struct gguf_buf *b) {
+    enum gguf_status st = h[0].st != GGUF_OK ? h[0].st : h[1].st;
+    uint64_t all = h[0].bytes + h[1].bytes;
+    if (st != GGUF_OK)
+        return st;
+    if (all > max || b->len - mark > max - all)
+        return GGUF_E_RANGE;
+    if ((st = gguf_buf_reserve(b, (size_t)all)) != GGUF_OK)
+        return st;
+    voc_huge(b->p + b->len, (size_t)all); /* megabytes written through */
+    for (int k = 0; k < 2; k++) {
+        h[k].off = b->len + (k ? h[0].bytes : 0);
+        h[k].at = b->p + h[k].off;
+        h[k].doc = b->p;
+    }
+    voc_halves(fn, &h[0], &h[1], h[1].lo < h[1].hi);
+    b->len += (size_t)all;
+    return GGUF_OK;
 }
 
 /* "vocab":{...}: one "text":id a line; each text's place into pos[]
@@ -485,57 +480,36 @@ static enum gguf_status vocab(const struct voc_index *ix, uint64_t max,
     /* the table or the sorts checked every text (bad_utf8) */
     bool utf8 = ix->checked && ix->bad_utf8 < 0;
     size_t mid = voc_index_mid(ix);
-    struct part h[2] = {{.ix = ix,
-                         .pos = pos,
-                         .lo = 0,
-                         .hi = mid,
-                         .mark = mark,
-                         .max = max,
-                         .utf8 = utf8,
-                         .out = *b},
-                        {.ix = ix,
-                         .pos = pos,
-                         .lo = mid,
-                         .hi = ix->n,
-                         .max = max,
-                         .utf8 = utf8}};
-    bool two = st == GGUF_OK && mid < ix->n &&
-               part_map(&h[1], vocab_bound(ix, mid, ix->n));
-    if (!two) /* the first part all */
-        h[0].hi = h[1].lo = ix->n;
-    if (st == GGUF_OK)
-        voc_halves(vocab_part, &h[0], &h[1], two);
-    *b = h[0].out; /* its writes may have moved it */
-    size_t base = b->len;
-    if ((st = part_end(&h[1], part_end(&h[0], st, b), b)) != GGUF_OK)
+    struct part h[2] = {
+        {.ix = ix, .pos = pos, .lo = 0, .hi = mid, .utf8 = utf8},
+        {.ix = ix, .pos = pos, .lo = mid, .hi = ix->n, .utf8 = utf8}};
+    if (st != GGUF_OK)
         return st;
-    for (size_t i = mid; pos && two && i < ix->n; i++)
-        pos[i].off += base;
-    if (b->len - mark > max)
-        return GGUF_E_RANGE;
+    voc_halves(vocab_bytes, &h[0], &h[1], mid < ix->n);
+    if ((st = parts_write(h, vocab_part, max, mark, b)) != GGUF_OK)
+        return st;
     return lit(b, "},\n\"merges\":[");
 }
 
-/* Merges lo..hi-1 as ["left","right"], a line each, into a mapping of
- * their size, the texts copied from their vocabulary lines (pos), those
- * of the lines ahead asked for first (prefetched: a merge's tokens are
- * anywhere in megabytes, and waiting on each in turn was most of the
- * writing). */
+/* Merges lo..hi-1's lines' bytes: ",\n[" (the first "\n["), "l", ',',
+ * "r", ']' (the texts' JSON from their vocabulary lines, pos). */
+static void *lines_bytes(void *arg) {
+    struct part *h = arg;
+    for (size_t i = h->lo; i < h->hi; i++)
+        h->bytes += h->pos[h->m[i].l].len + h->pos[h->m[i].r].len + 5 - !i;
+    return NULL;
+}
+
+/* Merges lo..hi-1 as ["left","right"], a line each, at h->at, the texts
+ * copied from their vocabulary lines (pos), those of the lines ahead
+ * asked for first (prefetched: a merge's tokens are anywhere in
+ * megabytes, and waiting on each in turn was most of the writing). */
 static void *lines_part(void *arg) {
     enum { AHEAD = 16 };
     struct part *h = arg;
     const struct voc_merge *m = h->m;
     const struct jpos *pos = h->pos;
-    uint64_t need = 0; /* ",\n[" (the first "\n["), "l", ',', "r", ']' */
-    for (size_t i = h->lo; i < h->hi; i++)
-        need += pos[m[i].l].len + pos[m[i].r].len + 5 - !i;
-    if (!need) /* no lines */
-        return NULL;
-    if (need > h->max || !part_map(h, need)) {
-        h->st = need > h->max ? GGUF_E_RANGE : GGUF_E_NOMEM;
-        return NULL;
-    }
-    uint8_t *o = h->out.p;
+    uint8_t *o = h->at;
     for (size_t i = h->lo; i < h->hi; i++) {
         if (i + 2 * AHEAD < h->hi) {
             __builtin_prefetch(&pos[m[i + 2 * AHEAD].l]);
@@ -555,32 +529,20 @@ static void *lines_part(void *arg) {
         o += r->len;
         *o++ = ']';
     }
-    h->out.len = (size_t)(o - h->out.p);
+    assert((uint64_t)(o - h->at) == h->bytes);
     return NULL;
 }
 
 /* The SentencePiece merges m[0..n) (spm_lines), in two parts at once
- * from VOC_SPLIT_MIN merges; the document does not move meanwhile (both
- * parts copy from it). */
+ * from VOC_SPLIT_MIN merges. */
 static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
-                                  const struct jpos *pos, uint64_t max,
-                                  size_t mark, struct gguf_buf *b) {
+                                  struct jpos *pos, uint64_t max, size_t mark,
+                                  struct gguf_buf *b) {
     size_t mid = n >= VOC_SPLIT_MIN ? n / 2 : n;
-    struct part h[2] = {{.m = m,
-                         .pos = (struct jpos *)pos,
-                         .doc = b->p,
-                         .lo = 0,
-                         .hi = mid,
-                         .max = max},
-                        {.m = m,
-                         .pos = (struct jpos *)pos,
-                         .doc = b->p,
-                         .lo = mid,
-                         .hi = n,
-                         .max = max}};
-    voc_halves(lines_part, &h[0], &h[1], mid < n);
-    enum gguf_status st = part_end(&h[1], part_end(&h[0], GGUF_OK, b), b);
-    return st == GGUF_OK && b->len - mark > max ? GGUF_E_RANGE : st;
+    struct part h[2] = {{.m = m, .pos = pos, .lo = 0, .hi = mid},
+                        {.m = m, .pos = pos, .lo = mid, .hi = n}};
+    voc_halves(lines_bytes, &h[0], &h[1], mid < n);
+    return parts_write(h, lines_part, max, mark, b);
 }
 
 /* The merges: tokenizer.ggml.merges as they are (byte-level BPE), or the
@@ -615,7 +577,7 @@ static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
         return GGUF_E_NOTFOUND;
     if ((st = make_merges(ix, &a, kept, &m, &n)) != GGUF_OK)
         return st;
-    st = spm_lines(m, n, pos, max, mark, b);
+    st = spm_lines(m, n, (struct jpos *)pos, max, mark, b);
     free(m);
     return st;
 }

@@ -408,10 +408,13 @@ static void lens_make(void) {
         lens_add(fim[k].texts);
 }
 
-/* Whether s (n bytes) may be one of the lists' texts. */
-static bool listed(const uint8_t *s, uint64_t n) {
+bool voc_text_listed(const uint8_t *s, uint64_t n) {
     (void)pthread_once(&lens_once, lens_make);
     return n >= 3 && (n < 64 ? lens[s[0]] >> n & 1 : lens_long);
+}
+
+static bool listed(const uint8_t *s, uint64_t n) {
+    return voc_text_listed(s, n);
 }
 
 bool voc_text_eog(const uint8_t *s, uint64_t n) {

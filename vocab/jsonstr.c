@@ -24,11 +24,20 @@ static size_t char_len(const uint8_t *s, size_t n) {
     return k && k <= n && gguf_utf8_valid(s, k) ? k : 0;
 }
 
+static const char letter[0x20] = {
+    ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
+
+/* Bytes of byte c in a JSON string: itself, \" \\ and the letters 2,
+ * \u00XX 6 (escape's lengths). */
+static inline size_t esc_len(uint8_t c) {
+    if (c >= 0x20 && c != '"' && c != '\\')
+        return 1;
+    return c == '"' || c == '\\' || letter[c] ? 2 : 6;
+}
+
 /* The escape of byte c (below 0x20, '"' or '\\') at o; its length. */
 static size_t escape(uint8_t *o, uint8_t c) {
     static const char hex[] = "0123456789ABCDEF";
-    static const char letter[0x20] = {
-        ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
     o[0] = '\\';
     if (c == '"' || c == '\\') {
         o[1] = c;
@@ -44,6 +53,50 @@ static size_t escape(uint8_t *o, uint8_t c) {
     return 6;
 }
 
+/* Whether one of the 8 bytes of w needs an escape (esc_len above 1):
+ * below 0x20, '"' or '\\' (a byte from 0x80 never: its top bit). */
+static inline bool escapes8(uint64_t w) {
+    const uint64_t one = UINT64_C(0x0101010101010101), top = one * 0x80;
+    uint64_t q = w ^ (one * '"'), b = w ^ (one * '\\');
+    return (((w - one * 0x20) & ~w) | ((q - one) & ~q) | ((b - one) & ~b)) &
+           top;
+}
+
+/* The bytes before s's first 8 that need an escape, 8 at a time (of
+ * most texts, all of them). */
+static inline size_t plain8(const uint8_t *s, uint64_t n) {
+    size_t i = 0;
+    uint64_t w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        if (escapes8(w))
+            break;
+    }
+    return i;
+}
+
+uint64_t voc_json_str_len(const uint8_t *s, uint64_t n) {
+    uint64_t k = 2 + n;
+    for (size_t i = plain8(s, n); i < n; i++)
+        k += esc_len(s[i]) - 1;
+    return k;
+}
+
+size_t voc_json_str_at(uint8_t *o, const uint8_t *s, uint64_t n) {
+    uint8_t *start = o;
+    size_t i = plain8(s, n);
+    *o++ = '"';
+    if (i) /* s may be NULL when n is 0 */
+        memcpy(o, s, i);
+    for (o += i; i < n; i++)
+        if (esc_len(s[i]) == 1)
+            *o++ = s[i];
+        else
+            o += escape(o, s[i]);
+    *o++ = '"';
+    return (size_t)(o - start);
+}
+
 /* voc_json_str; utf8: s is known to be UTF-8 (its bytes from 0x80 are
  * copied as they are, no call a character). */
 static enum gguf_status json_str(struct gguf_buf *b, const uint8_t *s,
@@ -54,16 +107,20 @@ static enum gguf_status json_str(struct gguf_buf *b, const uint8_t *s,
     enum gguf_status st = gguf_buf_reserve(b, 6 * (size_t)n + 2);
     if (st != GGUF_OK)
         return st;
+    if (utf8) {
+        b->len += voc_json_str_at(b->p + b->len, s, n);
+        return GGUF_OK;
+    }
     uint8_t *o = b->p + b->len, *start = o;
     *o++ = '"';
     for (size_t i = 0, k; i < n;)
-        if (s[i] >= 0x80 && !utf8) { /* a character of UTF-8, as it is */
+        if (s[i] >= 0x80) { /* a character of UTF-8, as it is */
             if (!(k = char_len(s + i, (size_t)n - i)))
                 return GGUF_E_INVAL; /* b as it was */
             memcpy(o, s + i, k);
             o += k;
             i += k;
-        } else if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+        } else if (esc_len(s[i]) == 1)
             *o++ = s[i++];
         else
             o += escape(o, s[i++]);
