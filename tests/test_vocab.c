@@ -60,6 +60,10 @@ static void agree(const uint8_t *s, size_t n) {
         ck_assert_msg(b.len - 1 == k && memcmp(b.p + 1, want, k) == 0,
                       "[%s]: jansson %s, vocab (utf8) %.*s", hex, want,
                       (int)(b.len - 1), (const char *)b.p + 1);
+        /* and its length, known before it is written (hfjson.c's parts) */
+        ck_assert_msg(voc_json_str_len(s, n) == k,
+                      "[%s]: jansson %zu bytes, voc_json_str_len %llu", hex, k,
+                      (unsigned long long)voc_json_str_len(s, n));
     }
     gguf_buf_free(&b);
 }
@@ -70,6 +74,30 @@ START_TEST(every_byte) {
         agree(s + 1, 1);
         agree(s, 3);
     }
+}
+END_TEST
+
+/* Every ASCII byte and a character of 2, 3 and 4 bytes at every place
+ * of texts of 1 to 26 bytes: the writers read 8 bytes at a time while
+ * none needs an escape, so each place of a word and past it counts. */
+START_TEST(escapes_everywhere) {
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x96\x81",
+                                        "\xf0\x9f\x98\x80"};
+    uint8_t s[40];
+    for (size_t n = 1; n <= 26; n++)
+        for (size_t at = 0; at < n; at++) {
+            for (unsigned c = 0; c < 0x80 + 3; c++) {
+                memset(s, 'x', n);
+                size_t k = 1;
+                if (c < 0x80)
+                    s[at] = (uint8_t)c;
+                else if (at + (k = strlen(chars[c - 0x80])) <= n)
+                    memcpy(s + at, chars[c - 0x80], k);
+                else
+                    continue;
+                agree(s, n);
+            }
+        }
 }
 END_TEST
 
@@ -237,6 +265,7 @@ int main(void) {
     Suite *s = suite_create("vocab");
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, every_byte);
+    tcase_add_test(tc, escapes_everywhere);
     tcase_add_test(tc, escape_classes);
     tcase_add_test(tc, random_texts);
     tcase_add_test(tc, tokenizer_json_checked);
