@@ -175,8 +175,8 @@ static int by_text_id(const void *a, const void *b) {
  * id order, each answering with the first's id). */
 static void index_of(const struct vocab *v, struct voc_index *ix,
                      struct oracle *o) {
-    struct voc_arr a = {GGUF_TYPE_STRING, v->n, v->payload,
-                        v->payload + v->len};
+    struct voc_arr a = {GGUF_TYPE_STRING, v->n, v->payload, v->payload + v->len,
+                        0};
     ck_assert(voc_index_make(&a, false, ix));
     o->n = ix->n;
     o->sorted = malloc(o->n * sizeof *o->sorted);

@@ -90,6 +90,15 @@ enum gguf_status voc_json_str_utf8(struct gguf_buf *b, const uint8_t *s,
  * at o, which has that room (no check: a text known to be UTF-8); its
  * length.  Both read s 8 bytes at a time while none needs an escape. */
 uint64_t voc_json_str_len(const uint8_t *s, uint64_t n);
+/* Whether one of the 8 bytes of w needs an escape in a JSON string
+ * (jsonstr.c's rule): below 0x20, '"' or '\\' (a byte from 0x80
+ * never: its top bit is set). */
+static inline bool voc_json_escapes8(uint64_t w) {
+    const uint64_t one = UINT64_C(0x0101010101010101), top = one * 0x80;
+    uint64_t q = w ^ (one * '"'), b = w ^ (one * '\\');
+    return (((w - one * 0x20) & ~w) | ((q - one) & ~q) | ((b - one) & ~b)) &
+           top;
+}
 size_t voc_json_str_at(uint8_t *o, const uint8_t *s, uint64_t n);
 
 /* A bool key's value, or dflt when absent or not a bool. */

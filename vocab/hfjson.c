@@ -414,18 +414,44 @@ struct part {
     enum gguf_status st;
 };
 
-/* Tokens lo..hi-1's lines' bytes (vocab_part's); GGUF_E_INVAL for a text
- * not UTF-8 when not known to be. */
+/* The bytes of token i's JSON string (voc_json_str_len): its bytes and
+ * quotes when none needs an escape, found by words of 8 (a short text's
+ * read back from its end: the payload has its length before it, arr.h),
+ * else voc_json_str_len's count. */
+static uint64_t json_bytes(const struct voc_index *ix, size_t i) {
+    const uint8_t *s = ix->text[i];
+    uint64_t n = ix->len[i], w;
+    if (n < 8) { /* its n bytes the word's top ones, the rest plain */
+        memcpy(&w, s + n - 8, 8);
+        w = n ? w >> (64 - 8 * n) << (64 - 8 * n) : 0;
+        w |= UINT64_C(0x7878787878787878) >> 8 * n; /* 'x' */
+        return voc_json_escapes8(w) ? voc_json_str_len(s, n) : n + 2;
+    }
+    for (uint64_t k = 0; k + 8 <= n; k += 8) {
+        memcpy(&w, s + k, 8);
+        if (voc_json_escapes8(w))
+            return voc_json_str_len(s, n);
+    }
+    memcpy(&w, s + n - 8, 8); /* the rest: the last 8 bytes */
+    return voc_json_escapes8(w) ? voc_json_str_len(s, n) : n + 2;
+}
+
+/* Tokens lo..hi-1's lines' bytes (vocab_part's: each text's JSON string
+ * and id_tail's ":ID" and ",\n" but the last's); GGUF_E_INVAL for a
+ * text not UTF-8 when not known to be. */
 static void *vocab_bytes(void *arg) {
     struct part *h = arg;
     const struct voc_index *ix = h->ix;
-    char tail[32];
-    for (size_t i = h->lo; h->st == GGUF_OK && i < h->hi; i++)
+    uint64_t digits = 1, next = 10; /* of the ids from lo */
+    while (next <= h->lo && digits < 20)
+        digits++, next = next > UINT64_MAX / 10 ? UINT64_MAX : next * 10;
+    for (size_t i = h->lo; h->st == GGUF_OK && i < h->hi; i++) {
+        if (i >= next)
+            digits++, next = next > UINT64_MAX / 10 ? UINT64_MAX : next * 10;
         if (!h->utf8 && !gguf_utf8_valid(ix->text[i], ix->len[i]))
             h->st = GGUF_E_INVAL;
-        else
-            h->bytes += voc_json_str_len(ix->text[i], ix->len[i]) +
-                        id_tail(tail, i, i + 1 == ix->n);
+        h->bytes += json_bytes(ix, i) + 1 + digits + (i + 1 < ix->n ? 2 : 0);
+    }
     return NULL;
 }
 

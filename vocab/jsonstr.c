@@ -53,15 +53,6 @@ static size_t escape(uint8_t *o, uint8_t c) {
     return 6;
 }
 
-/* Whether one of the 8 bytes of w needs an escape (esc_len above 1):
- * below 0x20, '"' or '\\' (a byte from 0x80 never: its top bit). */
-static inline bool escapes8(uint64_t w) {
-    const uint64_t one = UINT64_C(0x0101010101010101), top = one * 0x80;
-    uint64_t q = w ^ (one * '"'), b = w ^ (one * '\\');
-    return (((w - one * 0x20) & ~w) | ((q - one) & ~q) | ((b - one) & ~b)) &
-           top;
-}
-
 /* The bytes before s's first 8 that need an escape, 8 at a time (of
  * most texts, all of them). */
 static inline size_t plain8(const uint8_t *s, uint64_t n) {
@@ -69,7 +60,7 @@ static inline size_t plain8(const uint8_t *s, uint64_t n) {
     uint64_t w;
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, s + i, 8);
-        if (escapes8(w))
+        if (voc_json_escapes8(w))
             break;
     }
     return i;
