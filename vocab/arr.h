@@ -202,9 +202,16 @@ enum gguf_status voc_hf_ugm_json(const gguf_ctx *ctx,
  * vocabulary has "<|tool_response>". */
 bool voc_text_control(const gguf_ctx *ctx, const uint8_t *s, uint64_t n,
                       bool tool_response);
-/* Whether s may be one of hfpre.c's lists of texts (voc_text_control,
- * _eog, _fim): false for the usual token, in one test. */
-bool voc_text_listed(const uint8_t *s, uint64_t n);
+/* hfpre.c's lists of texts (voc_text_control, _eog, _fim) by first
+ * byte and length, made once: bit n of [c] when one of n bytes (below
+ * 64) starts with c, [256] 1 when one has 64 bytes or more. */
+const uint64_t *voc_text_lens(void);
+/* Whether s may be one of those texts (lens: voc_text_lens()): false
+ * for the usual token, in one test. */
+static inline bool voc_text_listed(const uint64_t *lens, const uint8_t *s,
+                                   uint64_t n) {
+    return n >= 3 && (n < 64 ? lens[s[0]] >> n & 1 : lens[256] != 0);
+}
 /* Whether s is one of the texts llama.cpp ends a generation on whatever
  * the metadata says (hfpre.c; its special_eog_ids). */
 bool voc_text_eog(const uint8_t *s, uint64_t n);

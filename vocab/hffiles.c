@@ -187,6 +187,7 @@ static bool eog_set_of(const gguf_ctx *ctx, struct eog_set *e) {
         if (kid[k] < 0 || (uint64_t)kid[k] >= toks.n)
             kid[k] = -1;
     }
+    const uint64_t *lens = voc_text_lens();
     int64_t last = -1; /* the largest of kid */
     for (size_t k = 0; k < 6; k++)
         last = kid[k] > last ? kid[k] : last;
@@ -196,7 +197,7 @@ static bool eog_set_of(const gguf_ctx *ctx, struct eog_set *e) {
         for (size_t j = 0; i <= last && j < 6; j++)
             if (kid[j] == i)
                 eog_add(e, i, s, len, false);
-        if (!voc_text_listed(s, len)) /* the usual token: one test */
+        if (!voc_text_listed(lens, s, len)) /* the usual token: one test */
             continue;
         int k = voc_text_fim(s, len, &key);
         if (voc_text_eog(s, len))

@@ -288,12 +288,14 @@ static enum gguf_status added_tokens(const gguf_ctx *ctx,
         tool = text_is(ix, i, "<|tool_response>");
     enum gguf_status st = lit(b, "\"added_tokens\":[");
     const char *sep = "\n";
+    const uint64_t *lens = voc_text_lens();
     for (size_t i = 0; st == GGUF_OK && i < ix->n; i++) {
         uint32_t v = 1;
         if (has && !voc_arr_u32(&types, i, &v))
             continue;
-        if ((v < 2 || v > 4) &&
-            !voc_text_control(ctx, ix->text[i], ix->len[i], tool))
+        if ((v < 2 || v > 4) && /* the usual token: one test */
+            (!voc_text_listed(lens, ix->text[i], ix->len[i]) ||
+             !voc_text_control(ctx, ix->text[i], ix->len[i], tool)))
             continue;
         bool l = (rule == STRIP_MASK && text_is(ix, i, "<mask>")) ||
                  (rule == STRIP_MASK_UPPER && text_is(ix, i, "[MASK]"));

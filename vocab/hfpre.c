@@ -386,12 +386,12 @@ static bool in(const char *const *list, const uint8_t *s, uint64_t n) {
 }
 
 /* The lengths (bit n: n bytes, below 64) of the lists' texts by their
- * first byte: a text passes the lists by in one test unless one of them
- * has its first byte and its length (a SentencePiece vocabulary's many
- * texts that start with U+2581, as three of the lists' do, were a walk
- * of the lists each: 4 ms of Gemma 3's tokenizer.json). */
-static uint64_t lens[256];
-static bool lens_long; /* a text of 64 bytes or more: no such test */
+ * first byte, [256] 1 when one has 64 bytes or more (arr.h,
+ * voc_text_listed): a text passes the lists by in one test unless one of
+ * them has its first byte and its length (a SentencePiece vocabulary's
+ * many texts that start with U+2581, as three of the lists' do, were a
+ * walk of the lists each: 4 ms of Gemma 3's tokenizer.json). */
+static uint64_t lens[257];
 static pthread_once_t lens_once = PTHREAD_ONCE_INIT;
 
 static void lens_add(const char *const *list) {
@@ -399,7 +399,7 @@ static void lens_add(const char *const *list) {
         if (strlen(*list) < 64)
             lens[(uint8_t) * *list] |= UINT64_C(1) << strlen(*list);
         else
-            lens_long = true;
+            lens[256] = 1;
 }
 
 static void lens_make(void) {
@@ -408,13 +408,13 @@ static void lens_make(void) {
         lens_add(fim[k].texts);
 }
 
-bool voc_text_listed(const uint8_t *s, uint64_t n) {
+const uint64_t *voc_text_lens(void) {
     (void)pthread_once(&lens_once, lens_make);
-    return n >= 3 && (n < 64 ? lens[s[0]] >> n & 1 : lens_long);
+    return lens;
 }
 
 static bool listed(const uint8_t *s, uint64_t n) {
-    return voc_text_listed(s, n);
+    return voc_text_listed(voc_text_lens(), s, n);
 }
 
 bool voc_text_eog(const uint8_t *s, uint64_t n) {
