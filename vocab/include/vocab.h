@@ -24,8 +24,9 @@
  * path (none outlives it; arr.h's voc_halves, the one place: its stack
  * mapped and unmapped there, and it calls no malloc, so that no arena of
  * its own is left holding memory), each part writing only its own part
- * of the index, its own bit sets or its own mapped buffers, joined in id
- * order after the join, so that the bytes are those of one pass.
+ * of the index, its own bit sets, or its own bytes of the document (the
+ * lines' parts sized first, then written in place, the second after the
+ * first's bytes), so that the bytes are those of one pass.
  * Where a thread cannot be started the calling thread does both parts.
  * Calls on several threads at once start one more each (as many as
  * the daemon's FUSE threads render files at once).
