@@ -388,6 +388,11 @@ static size_t id_tail(char *p, size_t id, bool last) {
     return k;
 }
 
+/* id_tail's length for an id of digits digits. */
+static uint64_t id_tail_len(uint64_t digits, bool last) {
+    return 1 + digits + (last ? 0 : 2);
+}
+
 /* Where token i's JSON string is in the document (its vocabulary line):
  * the SentencePiece merges copy it from there, escaped once. */
 struct jpos {
@@ -439,8 +444,8 @@ static uint64_t json_bytes(const struct voc_index *ix, size_t i) {
 }
 
 /* Tokens lo..hi-1's lines' bytes (vocab_part's: each text's JSON string
- * and id_tail's ":ID" and ",\n" but the last's); GGUF_E_INVAL for a
- * text not UTF-8 when not known to be. */
+ * and its id_tail, the ids' digits counted as they rise); GGUF_E_INVAL
+ * for a text not UTF-8 when not known to be. */
 static void *vocab_bytes(void *arg) {
     struct part *h = arg;
     const struct voc_index *ix = h->ix;
@@ -452,7 +457,7 @@ static void *vocab_bytes(void *arg) {
             digits++, next = next > UINT64_MAX / 10 ? UINT64_MAX : next * 10;
         if (!h->utf8 && !gguf_utf8_valid(ix->text[i], ix->len[i]))
             h->st = GGUF_E_INVAL;
-        h->bytes += json_bytes(ix, i) + 1 + digits + (i + 1 < ix->n ? 2 : 0);
+        h->bytes += json_bytes(ix, i) + id_tail_len(digits, i + 1 == ix->n);
     }
     return NULL;
 }
