@@ -496,7 +496,8 @@ bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p) {
      * not for the stacks and ranges, each page of which would be zeroed */
     voc_huge(p->map, dense);
     layout(p, words, true, &dense);
-    for (size_t i = 0, w = 0; i <= ix->n; i++) {
+    /* without a text of 64 bytes, every offset is 0: the mapping's own */
+    for (size_t i = 0, w = 0; words && i <= ix->n; i++) {
         p->xoff[i] = w;
         w += i < ix->n ? ix->len[i] / 64 : 0;
     }
@@ -507,16 +508,37 @@ bool voc_pairs_make(const struct voc_index *ix, struct voc_pairs *p) {
     return true;
 }
 
-bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
-                      struct gguf_buf *merges) {
-    uint64_t total = 0;
-    for (size_t t = 0; t < p->n; t++) {
-        p->moff[t] = total;
-        for (uint64_t w = 0; w <= ix->len[t] / 64; w++)
-            total +=
+/* Tokens lo..hi-1's first merges (moff) from lo's at 0, and their
+ * merges' count (voc_halves: the two halves' at once). */
+struct moffs {
+    struct voc_pairs *p;
+    const struct voc_index *ix;
+    size_t lo, hi;
+    uint64_t total;
+};
+
+static void *moffs(void *arg) {
+    struct moffs *h = arg;
+    struct voc_pairs *p = h->p;
+    for (size_t t = h->lo; t < h->hi; t++) {
+        p->moff[t] = h->total;
+        for (uint64_t w = 0; w <= h->ix->len[t] / 64; w++)
+            h->total +=
                 (uint64_t)__builtin_popcountll(voc_pairs_word(p, p->pre, t, w) &
                                                voc_pairs_word(p, p->suf, t, w));
     }
+    return NULL;
+}
+
+bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
+                      struct gguf_buf *merges) {
+    size_t mid = voc_index_mid(ix);
+    struct moffs h[2] = {{p, ix, 0, mid, 0}, {p, ix, mid, p->n, 0}};
+    voc_halves(moffs, &h[0], &h[1], mid < p->n);
+    for (size_t t = mid; t < p->n;
+         t++) /* the second half's after the first's */
+        p->moff[t] += h[0].total;
+    uint64_t total = h[0].total + h[1].total;
     p->moff[p->n] = total;
     size_t mark = merges->len;
     if (total > (SIZE_MAX - mark) / sizeof(struct voc_merge) ||
