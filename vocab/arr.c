@@ -8,13 +8,6 @@
 
 #include <string.h>
 
-static uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int k = 7; k >= 0; k--)
-        v = v << 8 | p[k];
-    return v;
-}
-
 bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
                 struct voc_arr *a) {
     int64_t i = gguf_find_key(ctx, key, strlen(key));
@@ -26,7 +19,7 @@ bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
     if (!p || len < 12)
         return false;
     a->et = et;
-    a->n = le64(p + 4);
+    a->n = voc_le64(p + 4);
     a->p = p + 12;
     a->end = p + len;
     size_t esz = gguf_type_size(et);

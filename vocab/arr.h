@@ -16,6 +16,14 @@ struct voc_arr {
     size_t esz; /* an element's bytes (gguf_type_size; 0: strings) */
 };
 
+/* The little-endian uint64 at p (one load, compiled). */
+static inline uint64_t voc_le64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
 /* Key key of ctx as an array of element type et: true and *a, else false
  * (no such key, not an array, another element type, a short payload). */
 bool voc_arr_of(const gguf_ctx *ctx, const char *key, enum gguf_type et,
@@ -27,11 +35,9 @@ static inline bool voc_arr_next_str(const struct voc_arr *a,
                                     const uint8_t **pos, const uint8_t **s,
                                     uint64_t *len) {
     const uint8_t *p = *pos;
-    uint64_t n = 0;
     if ((size_t)(a->end - p) < 8)
         return false;
-    for (int k = 7; k >= 0; k--) /* little-endian: one load, compiled */
-        n = n << 8 | p[k];
+    uint64_t n = voc_le64(p);
     if (n > (uint64_t)(a->end - p - 8))
         return false;
     *s = p + 8;

@@ -535,8 +535,8 @@ bool voc_pairs_merges(struct voc_pairs *p, const struct voc_index *ix,
     size_t mid = voc_index_mid(ix);
     struct moffs h[2] = {{p, ix, 0, mid, 0}, {p, ix, mid, p->n, 0}};
     voc_halves(moffs, &h[0], &h[1], mid < p->n);
-    for (size_t t = mid; t < p->n;
-         t++) /* the second half's after the first's */
+    /* the second half's offsets after the first half's merges */
+    for (size_t t = mid; t < p->n; t++)
         p->moff[t] += h[0].total;
     uint64_t total = h[0].total + h[1].total;
     p->moff[p->n] = total;

@@ -421,25 +421,18 @@ struct part {
     enum gguf_status st;
 };
 
-/* The bytes of token i's JSON string (voc_json_str_len): its bytes and
- * quotes when none needs an escape, found by words of 8 (a short text's
- * read back from its end: the payload has its length before it, arr.h),
- * else voc_json_str_len's count. */
+/* The bytes of token i's JSON string, voc_json_str_len's; a text under
+ * 8 bytes (most of a SentencePiece vocabulary's) in one word read back
+ * from its end (the payload has its length before it, arr.h): its bytes
+ * and quotes when none needs an escape. */
 static uint64_t json_bytes(const struct voc_index *ix, size_t i) {
     const uint8_t *s = ix->text[i];
     uint64_t n = ix->len[i], w;
-    if (n < 8) { /* its n bytes the word's top ones, the rest plain */
-        memcpy(&w, s + n - 8, 8);
-        w = n ? w >> (64 - 8 * n) << (64 - 8 * n) : 0;
-        w |= UINT64_C(0x7878787878787878) >> 8 * n; /* 'x' */
-        return voc_json_escapes8(w) ? voc_json_str_len(s, n) : n + 2;
-    }
-    for (uint64_t k = 0; k + 8 <= n; k += 8) {
-        memcpy(&w, s + k, 8);
-        if (voc_json_escapes8(w))
-            return voc_json_str_len(s, n);
-    }
-    memcpy(&w, s + n - 8, 8); /* the rest: the last 8 bytes */
+    if (n >= 8)
+        return voc_json_str_len(s, n);
+    memcpy(&w, s + n - 8, 8); /* its n bytes the word's top ones */
+    w = n ? w >> (64 - 8 * n) << (64 - 8 * n) : 0;
+    w |= UINT64_C(0x7878787878787878) >> 8 * n; /* the rest 'x' */
     return voc_json_escapes8(w) ? voc_json_str_len(s, n) : n + 2;
 }
 
@@ -582,7 +575,7 @@ static enum gguf_status spm_lines(const struct voc_merge *m, size_t n,
  * SentencePiece ones made from the scores, as ["left","right"]. */
 static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
                                enum voc_hf kind, uint64_t max, size_t mark,
-                               const struct jpos *pos, struct gguf_buf *kept,
+                               struct jpos *pos, struct gguf_buf *kept,
                                struct gguf_buf *b) {
     struct voc_arr a;
     enum gguf_status st = GGUF_OK;
@@ -610,7 +603,7 @@ static enum gguf_status merges(const gguf_ctx *ctx, const struct voc_index *ix,
         return GGUF_E_NOTFOUND;
     if ((st = make_merges(ix, &a, kept, &m, &n)) != GGUF_OK)
         return st;
-    st = spm_lines(m, n, (struct jpos *)pos, max, mark, b);
+    st = spm_lines(m, n, pos, max, mark, b);
     free(m);
     return st;
 }

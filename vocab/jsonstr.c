@@ -16,14 +16,6 @@
 
 #include <string.h>
 
-/* Bytes of the UTF-8 character at s (n bytes left), or 0 when it is
- * none: its length from its first byte, its validity gguf_utf8_valid's
- * (a call a character from 0x80, not a pass over every text). */
-static size_t char_len(const uint8_t *s, size_t n) {
-    size_t k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
-    return k && k <= n && gguf_utf8_valid(s, k) ? k : 0;
-}
-
 static const char letter[0x20] = {
     ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
 
@@ -67,8 +59,14 @@ static inline size_t plain8(const uint8_t *s, uint64_t n) {
 }
 
 uint64_t voc_json_str_len(const uint8_t *s, uint64_t n) {
-    uint64_t k = 2 + n;
-    for (size_t i = plain8(s, n); i < n; i++)
+    uint64_t k = 2 + n, w;
+    size_t i = plain8(s, n);
+    if (n >= 8 && i + 8 > n) { /* the rest: in the last 8 bytes */
+        memcpy(&w, s + n - 8, 8);
+        if (!voc_json_escapes8(w))
+            return k;
+    }
+    for (; i < n; i++)
         k += esc_len(s[i]) - 1;
     return k;
 }
@@ -88,35 +86,19 @@ size_t voc_json_str_at(uint8_t *o, const uint8_t *s, uint64_t n) {
     return (size_t)(o - start);
 }
 
-/* voc_json_str; utf8: s is known to be UTF-8 (its bytes from 0x80 are
- * copied as they are, no call a character). */
+/* voc_json_str; utf8: s is known to be UTF-8 (else checked first, by
+ * the gguf library's rule, which is jansson's). */
 static enum gguf_status json_str(struct gguf_buf *b, const uint8_t *s,
                                  uint64_t n, bool utf8) {
     if (n > (SIZE_MAX - 2) / 6)
         return GGUF_E_NOMEM;
+    if (!utf8 && !gguf_utf8_valid(s, (size_t)n))
+        return GGUF_E_INVAL; /* b as it was */
     /* \u00XX at most a byte, and the quotes */
     enum gguf_status st = gguf_buf_reserve(b, 6 * (size_t)n + 2);
     if (st != GGUF_OK)
         return st;
-    if (utf8) {
-        b->len += voc_json_str_at(b->p + b->len, s, n);
-        return GGUF_OK;
-    }
-    uint8_t *o = b->p + b->len, *start = o;
-    *o++ = '"';
-    for (size_t i = 0, k; i < n;)
-        if (s[i] >= 0x80) { /* a character of UTF-8, as it is */
-            if (!(k = char_len(s + i, (size_t)n - i)))
-                return GGUF_E_INVAL; /* b as it was */
-            memcpy(o, s + i, k);
-            o += k;
-            i += k;
-        } else if (esc_len(s[i]) == 1)
-            *o++ = s[i++];
-        else
-            o += escape(o, s[i++]);
-    *o++ = '"';
-    b->len += (size_t)(o - start);
+    b->len += voc_json_str_at(b->p + b->len, s, n);
     return GGUF_OK;
 }
 

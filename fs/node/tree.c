@@ -323,18 +323,22 @@ struct gfs_text *gfs_text_of_gen(struct gfs *fs, struct gfs_text **slot,
     return t;
 }
 
+/* t (zeroed) a whole text of len bytes at data, with one reference. */
+static struct gfs_text *text_init(struct gfs_text *t, size_t len, char *data) {
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->stale, 0);
+    t->len = t->cost = len;
+    t->data = data;
+    return t;
+}
+
 struct gfs_text *gfs_text_new(const struct gguf_buf *b) {
     struct gfs_text *t = calloc(1, sizeof *t + b->len); /* not windowed */
     if (!t)
         return NULL;
-    atomic_init(&t->refs, 1);
-    atomic_init(&t->stale, 0);
-    t->len = b->len;
-    t->cost = b->len;
-    t->data = t->inline_data;
     if (b->len)
-        memcpy(t->data, b->p, b->len);
-    return t;
+        memcpy(t->inline_data, b->p, b->len);
+    return text_init(t, b->len, t->inline_data);
 }
 
 struct gfs_text *gfs_text_take(struct gguf_buf *b) {
@@ -345,10 +349,7 @@ struct gfs_text *gfs_text_take(struct gguf_buf *b) {
         return NULL;
     /* the spare room back (a shrink that fails keeps the buffer) */
     uint8_t *p = b->len < b->cap ? realloc(b->p, b->len) : NULL;
-    atomic_init(&t->refs, 1);
-    atomic_init(&t->stale, 0);
-    t->len = t->cost = b->len;
-    t->data = (char *)(p ? p : b->p);
+    text_init(t, b->len, (char *)(p ? p : b->p));
     *b = (struct gguf_buf){0};
     return t;
 }
